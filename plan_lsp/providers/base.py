@@ -1,0 +1,134 @@
+"""One streaming interface for every model back end.
+
+A provider turns a `ModelRequest` into a stream of `StreamEvent`s: text deltas, tool-call
+starts and argument deltas, and one final `Finish`. Failures are raised as `ProviderError`
+with a kind the agent can act on; nothing else escapes a provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    # The raw JSON text the model produced; may be invalid JSON (the gate reports it).
+    arguments: str
+
+
+@dataclass
+class ChatMessage:
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    # Structured metadata; `ephemeral=True` marks per-request context (reminders, mode
+    # notes) that is sent once and never stored in the conversation.
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.meta:
+            out["meta"] = self.meta
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ChatMessage:
+        return cls(
+            role=data["role"],
+            content=data.get("content", ""),
+            tool_calls=[ToolCall(**c) for c in data.get("tool_calls", [])],
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            meta=data.get("meta", {}),
+        )
+
+
+@dataclass
+class ToolSpec:
+    """A tool definition as the model sees it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class ModelRequest:
+    run_id: str
+    mode: str
+    messages: list[ChatMessage]
+    tools: list[ToolSpec]
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallStart:
+    index: int
+    id: str
+    name: str
+
+
+@dataclass
+class ToolCallArgsDelta:
+    index: int
+    delta: str
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class Finish:
+    # "stop" (no tool calls), "tool_calls", "length", "error"
+    reason: str
+    usage: Usage = field(default_factory=Usage)
+
+
+StreamEvent = TextDelta | ToolCallStart | ToolCallArgsDelta | Finish
+
+ProviderErrorKind = Literal[
+    "connection", "auth", "rate_limit", "bad_request", "server", "malformed_stream", "config"
+]
+
+
+class ProviderError(Exception):
+    def __init__(
+        self, kind: ProviderErrorKind, message: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+
+
+class Provider(Protocol):
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model response. Raises ProviderError on failure."""

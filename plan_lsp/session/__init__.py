@@ -1,0 +1,29 @@
+"""Session state: modes, plan status, todos, approved plan; persisted in SQLite."""
+
+from plan_lsp.session.model import (
+    Actor,
+    ApprovedPlan,
+    Outcome,
+    PermissionMode,
+    PlanStatus,
+    SessionState,
+    Todo,
+    WorkMode,
+)
+from plan_lsp.session.session import Session, TransitionRefused, sha256_text
+from plan_lsp.session.store import StateStore
+
+__all__ = [
+    "Actor",
+    "ApprovedPlan",
+    "Outcome",
+    "PermissionMode",
+    "PlanStatus",
+    "Session",
+    "SessionState",
+    "StateStore",
+    "Todo",
+    "TransitionRefused",
+    "WorkMode",
+    "sha256_text",
+]

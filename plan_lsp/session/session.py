@@ -1,0 +1,333 @@
+"""One session's state machine: work mode, permission mode, plan status, todos, approval.
+
+Every change goes through a method here, is checked against the allowed transitions,
+persisted together with an event naming who caused it, and announced to listeners.
+Illegal transitions raise `TransitionRefused` with a reason a user can read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.session.model import (
+    Actor,
+    ApprovedPlan,
+    Outcome,
+    PermissionMode,
+    PlanStatus,
+    SessionState,
+    Todo,
+    WorkMode,
+)
+from plan_lsp.session.store import StateStore
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[["Session", str, dict[str, Any]], None]
+
+
+class TransitionRefused(Exception):
+    """A state change that is not allowed from the current state; the message says why."""
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# Which plan statuses each plan transition may start from. Data, so the rules read in one place.
+_PLAN_TRANSITIONS: dict[str, frozenset[PlanStatus]] = {
+    "draft": frozenset(PlanStatus),
+    "submit": frozenset(
+        {PlanStatus.NONE, PlanStatus.DRAFTING, PlanStatus.SUBMITTED, PlanStatus.REJECTED}
+    ),
+    "approve": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.APPROVED}),
+    "reject": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING}),
+}
+
+
+def validate_todos(todos: list[Todo]) -> None:
+    in_progress = [t for t in todos if t.status == "in_progress"]
+    if len(in_progress) > 1:
+        raise TransitionRefused(
+            f"at most one todo may be in_progress; {len(in_progress)} were: "
+            + ", ".join(repr(t.content) for t in in_progress)
+        )
+
+
+class Session:
+    """The state of one workspace folder's session; safe to use from several threads."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        workspace: Path,
+        plans_dir: Path,
+        default_permission_mode: PermissionMode = PermissionMode.ASK,
+        default_mode: WorkMode = WorkMode.PLAN,
+    ) -> None:
+        self.store = store
+        self.workspace = workspace
+        self.plans_dir = plans_dir
+        self._lock = threading.RLock()
+        self._listeners: list[Listener] = []
+        self.running = False
+        self.shell_protection: str | None = None
+        restored = store.first_session(str(workspace))
+        if restored is None:
+            self.id = uuid.uuid4().hex[:12]
+            self.mode = default_mode
+            self.permission_mode = default_permission_mode
+            self.plan_status = PlanStatus.NONE
+            self.plan_path: str | None = None
+            self.approved: ApprovedPlan | None = None
+            self.todos: list[Todo] = []
+            self.completed_do = False
+            self.ever_planned = False
+            self._persist("session_created", Actor.SYSTEM, {"mode": self.mode.value})
+        else:
+            self.id, data = restored
+            self._load(data)
+            self._persist(
+                "session_restored",
+                Actor.RESTORE,
+                {"mode": self.mode.value, "planStatus": self.plan_status.value},
+            )
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def _dump(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "permissionMode": self.permission_mode.value,
+            "planStatus": self.plan_status.value,
+            "planPath": self.plan_path,
+            "approved": self.approved.model_dump() if self.approved else None,
+            "todos": [t.model_dump() for t in self.todos],
+            "completedDo": self.completed_do,
+            "everPlanned": self.ever_planned,
+        }
+
+    def _load(self, data: dict[str, Any]) -> None:
+        self.mode = WorkMode(data.get("mode", "plan"))
+        self.permission_mode = PermissionMode(data.get("permissionMode", "ask"))
+        self.plan_status = PlanStatus(data.get("planStatus", "none"))
+        self.plan_path = data.get("planPath")
+        approved = data.get("approved")
+        self.approved = ApprovedPlan.model_validate(approved) if approved else None
+        self.todos = [Todo.model_validate(t) for t in data.get("todos", [])]
+        self.completed_do = bool(data.get("completedDo", False))
+        self.ever_planned = bool(data.get("everPlanned", False))
+
+    def _persist(self, kind: str, actor: Actor, data: dict[str, Any]) -> None:
+        self.store.save(self.id, str(self.workspace), self._dump(), (kind, actor.value, data))
+
+    def _changed(self, kind: str, actor: Actor, data: dict[str, Any]) -> None:
+        self._persist(kind, actor, data)
+        for listener in list(self._listeners):
+            try:
+                listener(self, kind, data)
+            except Exception:  # a broken listener must not undo a committed change
+                log.exception("session listener failed for %s", kind)
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def record(self, kind: str, actor: Actor, data: dict[str, Any]) -> int:
+        """Append an audit event (gate decisions, runs) without changing state."""
+        return self.store.append_event(self.id, kind, actor.value, data)
+
+    # -- queries ---------------------------------------------------------------------------
+
+    @property
+    def main_plan_path(self) -> Path:
+        return Path(self.plan_path) if self.plan_path else self.plans_dir / "PLAN.md"
+
+    def outcome(self) -> Outcome:
+        if self.completed_do:
+            return Outcome.COMPLETED
+        if not self.ever_planned and self.mode is WorkMode.BUILD:
+            return Outcome.NEVER_PLANNED
+        plan = self.main_plan_path
+        try:
+            has_plan = plan.is_file() and plan.stat().st_size > 0
+        except OSError:
+            has_plan = False
+        if has_plan or self.plan_status in (PlanStatus.SUBMITTED, PlanStatus.APPROVED):
+            return Outcome.PLANNING_WITH_PLAN
+        if self.ever_planned or self.mode is WorkMode.PLAN:
+            return Outcome.PLANNING_WITHOUT_PLAN
+        return Outcome.NEVER_PLANNED
+
+    def state(self) -> SessionState:
+        with self._lock:
+            return SessionState(
+                sessionId=self.id,
+                mode=self.mode,
+                permissionMode=self.permission_mode,
+                planUri=self.main_plan_path.as_uri(),
+                planStatus=self.plan_status,
+                outcome=self.outcome(),
+                todos=list(self.todos),
+                running=self.running,
+                approvedPlan=self.approved,
+                shellProtection=self.shell_protection,
+            )
+
+    # -- transitions -----------------------------------------------------------------------
+
+    def set_mode(self, mode: WorkMode, actor: Actor) -> bool:
+        """Switch work mode. The model may only enter plan mode; leaving it takes approval
+        or the user's own switch. Returns False when nothing changed."""
+        with self._lock:
+            if mode is self.mode:
+                return False
+            if actor is Actor.MODEL and mode is WorkMode.BUILD:
+                raise TransitionRefused(
+                    "the model cannot leave plan mode by itself; the user approves the plan "
+                    "or switches to build mode"
+                )
+            previous = self.mode
+            self.mode = mode
+            if mode is WorkMode.PLAN:
+                self.ever_planned = True
+            self._changed(
+                "mode_changed", actor, {"from": previous.value, "to": mode.value}
+            )
+            return True
+
+    def toggle_mode(self, actor: Actor) -> WorkMode:
+        with self._lock:
+            target = WorkMode.BUILD if self.mode is WorkMode.PLAN else WorkMode.PLAN
+            self.set_mode(target, actor)
+            return target
+
+    def set_permission_mode(self, mode: PermissionMode, actor: Actor) -> bool:
+        with self._lock:
+            if mode is self.permission_mode:
+                return False
+            previous = self.permission_mode
+            self.permission_mode = mode
+            self._changed(
+                "permission_mode_changed", actor, {"from": previous.value, "to": mode.value}
+            )
+            return True
+
+    def _check_plan_transition(self, action: str) -> None:
+        if self.plan_status not in _PLAN_TRANSITIONS[action]:
+            raise TransitionRefused(
+                f"cannot {action} the plan while its status is '{self.plan_status.value}'"
+            )
+
+    def plan_drafting(self, path: Path, actor: Actor) -> None:
+        with self._lock:
+            if self.mode is not WorkMode.PLAN and actor is Actor.MODEL:
+                raise TransitionRefused("plans are written in plan mode")
+            self._check_plan_transition("draft")
+            changed = self.plan_status is not PlanStatus.DRAFTING or self.plan_path != str(path)
+            self.plan_status = PlanStatus.DRAFTING
+            self.plan_path = str(path)
+            self.ever_planned = True
+            if changed:
+                self._changed("plan_drafting", actor, {"path": str(path)})
+
+    def plan_submitted(self, path: Path, text: str, actor: Actor) -> int:
+        with self._lock:
+            if self.mode is not WorkMode.PLAN:
+                raise TransitionRefused("a plan is submitted from plan mode")
+            self._check_plan_transition("submit")
+            rev = self.store.add_revision(self.id, str(path), text, sha256_text(text))
+            self.plan_status = PlanStatus.SUBMITTED
+            self.plan_path = str(path)
+            self.ever_planned = True
+            self._changed(
+                "plan_submitted", actor, {"path": str(path), "rev": rev, "sha256": sha256_text(text)}
+            )
+            return rev
+
+    def approve(
+        self, path: Path, text: str, permission_mode: PermissionMode | None, actor: Actor
+    ) -> ApprovedPlan | None:
+        """Record the approved text and switch to build. Returns None when this exact text
+        was already approved (a second click is a no-op)."""
+        with self._lock:
+            self._check_plan_transition("approve")
+            digest = sha256_text(text)
+            if (
+                self.plan_status is PlanStatus.APPROVED
+                and self.approved is not None
+                and self.approved.sha256 == digest
+                and self.approved.path == str(path)
+            ):
+                return None
+            if not text.strip():
+                raise TransitionRefused("the plan is empty; there is nothing to approve")
+            self.approved = ApprovedPlan(
+                path=str(path),
+                text=text,
+                sha256=digest,
+                time=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            self.plan_status = PlanStatus.APPROVED
+            self.plan_path = str(path)
+            self.completed_do = False
+            previous = self.mode
+            self.mode = WorkMode.BUILD
+            if permission_mode is not None:
+                self.permission_mode = permission_mode
+            self._changed(
+                "plan_approved",
+                Actor.APPROVAL if actor is Actor.USER else actor,
+                {
+                    "path": str(path),
+                    "sha256": digest,
+                    "from": previous.value,
+                    "to": WorkMode.BUILD.value,
+                    "permissionMode": self.permission_mode.value,
+                },
+            )
+            return self.approved
+
+    def reject(self, feedback: str | None, actor: Actor) -> None:
+        with self._lock:
+            self._check_plan_transition("reject")
+            self.plan_status = PlanStatus.REJECTED
+            self._changed("plan_rejected", actor, {"feedback": feedback or ""})
+
+    def approved_text_changed(self, text: str) -> bool:
+        """The approved plan's text changed after approval: back to drafting."""
+        with self._lock:
+            if self.plan_status is not PlanStatus.APPROVED or self.approved is None:
+                return False
+            if sha256_text(text) == self.approved.sha256:
+                return False
+            self.plan_status = PlanStatus.DRAFTING
+            self._changed(
+                "approved_plan_changed",
+                Actor.USER,
+                {"path": self.approved.path, "sha256": sha256_text(text)},
+            )
+            return True
+
+    def set_todos(self, todos: list[Todo], actor: Actor) -> None:
+        with self._lock:
+            validate_todos(todos)
+            self.todos = list(todos)
+            self._changed("todos", actor, {"todos": [t.model_dump() for t in todos]})
+
+    def do_completed(self, run_id: str) -> None:
+        with self._lock:
+            if self.plan_status is not PlanStatus.APPROVED:
+                return
+            self.completed_do = True
+            self._changed("do_completed", Actor.MODEL, {"runId": run_id})
+
+    def set_running(self, running: bool) -> None:
+        with self._lock:
+            self.running = running

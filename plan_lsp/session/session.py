@@ -197,9 +197,7 @@ class Session:
             self.mode = mode
             if mode is WorkMode.PLAN:
                 self.ever_planned = True
-            self._changed(
-                "mode_changed", actor, {"from": previous.value, "to": mode.value}
-            )
+            self._changed("mode_changed", actor, {"from": previous.value, "to": mode.value})
             return True
 
     def toggle_mode(self, actor: Actor) -> WorkMode:
@@ -247,7 +245,9 @@ class Session:
             self.plan_path = str(path)
             self.ever_planned = True
             self._changed(
-                "plan_submitted", actor, {"path": str(path), "rev": rev, "sha256": sha256_text(text)}
+                "plan_submitted",
+                actor,
+                {"path": str(path), "rev": rev, "sha256": sha256_text(text)},
             )
             return rev
 

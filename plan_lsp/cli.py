@@ -1,0 +1,117 @@
+"""`plan-lsp` command line: the only place that parses argv (DESIGN.md §8)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from plan_lsp import __version__
+
+
+def _serve_parser(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the language server (stdio by default)")
+    transport = p.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="talk over stdin/stdout")
+    transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address")
+    p.add_argument("--provider", choices=["scripted", "openai", "anthropic"])
+    p.add_argument("--model")
+    p.add_argument("--base-url")
+    p.add_argument("--script", type=Path, help="script for the scripted provider")
+    p.add_argument("--transcript", type=Path, help="append every model request here (JSONL)")
+    p.add_argument("--workspace", type=Path, help="workspace folder when the client names none")
+    p.add_argument("--permission-mode", choices=["ask", "auto_edit", "yolo", "strict"])
+    p.add_argument("--plan-shell", choices=["off", "classified", "sandboxed"])
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-file", type=Path)
+
+
+def _check_parser(sub: Any) -> None:
+    p = sub.add_parser("check", help="classify a shell command or a plan path")
+    p.add_argument("what", choices=["command", "plan-path"])
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plan-lsp", description="A language server hosting a coding agent with plan mode."
+    )
+    parser.add_argument("--version", action="version", version=f"plan-lsp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    demo = sub.add_parser("demo", help="a complete plan → approve → do session, offline")
+    demo.add_argument("--keep", action="store_true", help="keep the temporary project")
+    demo.add_argument("--quiet", action="store_true", help="print only the summary")
+    _check_parser(sub)
+    return parser
+
+
+def _setup_logging(level: str, log_file: Path | None) -> None:
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # pygls logs every message body at INFO; keep that out unless debugging.
+    if level != "debug":
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+def serve(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level, args.log_file)
+    from plan_lsp.server import create_server
+
+    overrides: dict[str, Any] = {
+        "provider": args.provider,
+        "model": args.model,
+        "base_url": args.base_url,
+        "script": args.script,
+        "transcript": args.transcript,
+        "permission_mode": args.permission_mode,
+        "plan_shell": args.plan_shell,
+        "max_steps": args.max_steps,
+        "log_level": args.log_level,
+        "workspace": args.workspace,
+    }
+    server = create_server({k: v for k, v in overrides.items() if v is not None})
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit():
+            print("plan-lsp: --tcp expects HOST:PORT, e.g. 127.0.0.1:2087", file=sys.stderr)
+            return 2
+        server.start_tcp(host, int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    if args.what == "command":
+        from plan_lsp.policy.shell.check_cli import check_command_main
+
+        return check_command_main(list(args.rest))
+    from plan_lsp.policy.plan_paths import check_plan_path_main
+
+    return check_plan_path_main(list(args.rest))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    if args.command == "check":
+        return check(args)
+    if args.command == "demo":
+        from plan_lsp.demo import run_demo
+
+        return run_demo(keep=args.keep, quiet=args.quiet)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

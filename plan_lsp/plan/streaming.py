@@ -1,0 +1,497 @@
+"""Streaming a plan draft into the editor as small incremental edits.
+
+Three pieces, all free of LSP:
+
+- `PartialArgumentsReader` decodes the `plan_write` arguments while they arrive as raw JSON
+  text in arbitrary pieces, exposing the `content` decoded so far;
+- `compute_edit` turns "what the client has" and "what it should have" into the one
+  smallest replaced range, with LSP positions (line, UTF-16 code units);
+- `DraftCoalescer` sits between them: it accepts deltas at any rate and hands out at most
+  one edit per interval to an awaiting sender, recomputing against the client's real text
+  when an edit was refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+DEFAULT_INTERVAL_S = 1 / 60
+
+
+# -- positions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Position:
+    """An LSP position: zero-based line and UTF-16 code-unit column."""
+
+    line: int
+    character: int
+
+
+@dataclass(frozen=True)
+class TextChange:
+    """Replace `old[start_offset:end_offset]` (code-point offsets) by `text`.
+
+    `start`/`end` are the same range as LSP positions in the old text.
+    """
+
+    start: Position
+    end: Position
+    text: str
+    start_offset: int
+    end_offset: int
+
+
+def utf16_len(text: str) -> int:
+    # surrogatepass: an unpaired surrogate still counts as the one code unit it is.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def offset_to_position(text: str, offset: int) -> Position:
+    """The LSP position of code-point `offset` in `text` (lines end at \\n, \\r\\n or \\r)."""
+    if not 0 <= offset <= len(text):
+        raise ValueError(f"offset {offset} outside text of length {len(text)}")
+    head = text[:offset]
+    # \r\n is one line break; str.count works in C, which matters for 50,000-char drafts.
+    line = head.count("\n") + head.count("\r") - head.count("\r\n")
+    line_start = max(head.rfind("\n"), head.rfind("\r")) + 1
+    return Position(line, utf16_len(head[line_start:]))
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix, by galloping then bisecting with C-speed slice compares."""
+    limit = min(len(a), len(b))
+    step = 64
+    low = 0
+    while low < limit:
+        high = min(low + step, limit)
+        if a[low:high] != b[low:high]:
+            break
+        low = high
+        step *= 2
+    else:
+        return limit
+    # a[:low] == b[:low] and a[:high] != b[:high]: bisect inside.
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _common_suffix_len(a: str, b: str, limit: int) -> int:
+    return _common_prefix_len(a[::-1][:limit], b[::-1][:limit])
+
+
+def compute_edit(old: str, new: str) -> TextChange | None:
+    """The smallest single range of `old` to replace so that it becomes `new`; None if equal.
+
+    The range never splits a \\r\\n pair in `old`, so its LSP positions are well defined.
+    """
+    if old == new:
+        return None
+    prefix = _common_prefix_len(old, new)
+    suffix = _common_suffix_len(old, new, min(len(old), len(new)) - prefix)
+    if 0 < prefix < len(old) and old[prefix - 1] == "\r" and old[prefix] == "\n":
+        prefix -= 1
+    end = len(old) - suffix
+    if 0 < end < len(old) and old[end - 1] == "\r" and old[end] == "\n":
+        suffix -= 1
+        end += 1
+    return TextChange(
+        start=offset_to_position(old, prefix),
+        end=offset_to_position(old, end),
+        text=new[prefix : len(new) - suffix],
+        start_offset=prefix,
+        end_offset=end,
+    )
+
+
+def apply_change(text: str, change: TextChange) -> str:
+    """Apply a change by its code-point offsets (what the client does by positions)."""
+    return text[: change.start_offset] + change.text + text[change.end_offset :]
+
+
+# -- incremental JSON argument reader ----------------------------------------------------
+
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t"}  # fmt: skip
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_STRING_STOP = re.compile(r'["\\]')
+_WHITESPACE = " \t\r\n"
+
+
+class _StringDecoder:
+    """Decodes one JSON string body fed in pieces; `parts` hold only complete characters.
+
+    A `\\uD800`-`\\uDBFF` escape is held back until the input says whether a low surrogate
+    escape follows (then the pair is one character, as `json.loads` decodes it).
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._pending = ""  # the start of an escape whose end has not arrived yet
+        self._high: str | None = None  # a decoded high surrogate waiting for its pair
+        self.closed = False
+        self.error: str | None = None
+
+    def _flush_high(self) -> None:
+        if self._high is not None:
+            self.parts.append(self._high)
+            self._high = None
+
+    def _emit(self, text: str) -> None:
+        if text:
+            self._flush_high()
+            self.parts.append(text)
+
+    def feed(self, chunk: str, index: int) -> int:
+        """Consume from `chunk[index:]`; return the index after the closing quote (or end)."""
+        if self._pending:
+            # An escape never needs more than 6 characters; complete it from this chunk.
+            escape = self._pending + chunk[index : index + 6 - len(self._pending)]
+            used = self._decode_escape(escape)
+            if used == 0:  # still incomplete: the chunk is used up
+                self._pending = escape
+                return len(chunk)
+            index += used - len(self._pending)
+            self._pending = ""
+        while index < len(chunk) and self.error is None:
+            stop = _STRING_STOP.search(chunk, index)
+            if stop is None:
+                self._emit(chunk[index:])
+                return len(chunk)
+            self._emit(chunk[index : stop.start()])
+            index = stop.start()
+            if chunk[index] == '"':
+                self._flush_high()
+                self.closed = True
+                return index + 1
+            used = self._decode_escape(chunk[index : index + 6])
+            if used == 0:
+                self._pending = chunk[index:]
+                return len(chunk)
+            index += used
+        return len(chunk) if self.error is not None else index
+
+    def _decode_escape(self, escape: str) -> int:
+        """Decode the escape `escape` starts with (a backslash, maybe cut short).
+
+        Returns the characters consumed, or 0 when more input is needed.
+        """
+        if len(escape) < 2:
+            return 0
+        kind = escape[1]
+        if kind in _SIMPLE_ESCAPES:
+            self._emit(_SIMPLE_ESCAPES[kind])
+            return 2
+        if kind != "u":
+            self.error = f"invalid escape \\{kind}"
+            return 2
+        digits = escape[2:6]
+        if any(digit not in _HEX_DIGITS for digit in digits):
+            self.error = "invalid \\u escape"
+            return len(escape)
+        if len(digits) < 4:
+            return 0
+        code = int(digits, 16)
+        if 0xDC00 <= code <= 0xDFFF and self._high is not None:
+            high = ord(self._high)
+            self._high = None
+            self.parts.append(chr(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)))
+        elif 0xD800 <= code <= 0xDBFF:
+            self._flush_high()
+            self._high = chr(code)
+        else:
+            self._emit(chr(code))
+        return 6
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class PartialArgumentsReader:
+    """Reads the `plan_write` arguments JSON as it streams, in pieces of any size.
+
+    `content_so_far` is the decoded `content` string so far (complete escapes only, so every
+    value is a prefix of the next); `plan_filename` is set once that string is complete.
+    Other keys are skipped, whatever their values. A repeated key restarts its value, as
+    `json.loads` keeps the last. Malformed input sets `error` and stops reading; the final
+    arguments are still parsed by the caller with `json.loads`.
+    """
+
+    CONTENT_KEY = "content"
+    FILENAME_KEY = "plan_filename"
+
+    def __init__(self) -> None:
+        self._state = "start"
+        self._key: _StringDecoder | None = None
+        self._value: _StringDecoder | None = None
+        self._current_key = ""
+        self._content: _StringDecoder | None = None
+        self._content_cache = ("", 0)
+        self._skip_depth = 0
+        self._skip_in_string = False
+        self._skip_escape = False
+        self.plan_filename: str | None = None
+        self.content_started = False
+        self.content_complete = False
+        self.done = False
+        self.error: str | None = None
+
+    @property
+    def content_so_far(self) -> str:
+        if self._content is None:
+            return ""
+        text, count = self._content_cache
+        if count != len(self._content.parts):
+            text = self._content.text()
+            self._content_cache = (text, len(self._content.parts))
+        return text
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self._state = "failed"
+
+    def feed(self, chunk: str) -> None:
+        index = 0
+        while index < len(chunk) and self._state not in ("failed", "done"):
+            index = self._step(chunk, index)
+        if self._state == "done":
+            self.done = True
+
+    def _step(self, chunk: str, index: int) -> int:
+        state = self._state
+        if state in ("key", "value"):
+            decoder = self._key if state == "key" else self._value
+            assert decoder is not None
+            index = decoder.feed(chunk, index)
+            if decoder.error is not None:
+                self._fail(decoder.error)
+            elif decoder.closed:
+                self._string_closed(state, decoder)
+            return index
+        if state == "skip":
+            return self._skip(chunk, index)
+        if state == "scalar":
+            while index < len(chunk) and chunk[index] not in ",}" + _WHITESPACE:
+                index += 1
+            if index < len(chunk):
+                self._state = "after_value"
+            return index
+        char = chunk[index]
+        if char in _WHITESPACE:
+            return index + 1
+        if state == "start":
+            if char != "{":
+                self._fail("arguments are not a JSON object")
+            self._state = "key_or_end"
+        elif state == "key_or_end":
+            self._expect_key(char)
+        elif state == "colon":
+            if char != ":":
+                self._fail("expected ':' after a key")
+            self._state = "value_start"
+        elif state == "value_start":
+            self._start_value(char)
+            return index if self._state == "scalar" else index + 1
+        elif state == "after_value":
+            if char == ",":
+                self._state = "key_required"
+            elif char == "}":
+                self._state = "done"
+            else:
+                self._fail("expected ',' or '}' after a value")
+        elif state == "key_required":
+            if char == '"':
+                self._key = _StringDecoder()
+                self._state = "key"
+            else:
+                self._fail("expected a key")
+        return index + 1
+
+    def _expect_key(self, char: str) -> None:
+        if char == '"':
+            self._key = _StringDecoder()
+            self._state = "key"
+        elif char == "}":
+            self._state = "done"
+        else:
+            self._fail("expected a key or '}'")
+
+    def _start_value(self, char: str) -> None:
+        if char == '"':
+            self._value = _StringDecoder()
+            if self._current_key == self.CONTENT_KEY:
+                self._content = self._value  # a repeated key restarts, like json.loads
+                self._content_cache = ("", 0)
+                self.content_started = True
+                self.content_complete = False
+            self._state = "value"
+        elif char in "{[":
+            self._skip_depth = 1
+            self._skip_in_string = False
+            self._skip_escape = False
+            self._state = "skip"
+        else:
+            if self._current_key == self.FILENAME_KEY:
+                self.plan_filename = None  # null (or a non-string) means the default name
+            self._state = "scalar"
+
+    def _string_closed(self, state: str, decoder: _StringDecoder) -> None:
+        if state == "key":
+            self._current_key = decoder.text()
+            self._state = "colon"
+            return
+        if self._current_key == self.CONTENT_KEY:
+            self.content_complete = True
+        elif self._current_key == self.FILENAME_KEY:
+            self.plan_filename = decoder.text()
+        self._value = None
+        self._state = "after_value"
+
+    def _skip(self, chunk: str, index: int) -> int:
+        """Skip a nested object/array value, minding strings and escapes inside it."""
+        while index < len(chunk):
+            char = chunk[index]
+            index += 1
+            if self._skip_in_string:
+                if self._skip_escape:
+                    self._skip_escape = False
+                elif char == "\\":
+                    self._skip_escape = True
+                elif char == '"':
+                    self._skip_in_string = False
+            elif char == '"':
+                self._skip_in_string = True
+            elif char in "{[":
+                self._skip_depth += 1
+            elif char in "}]":
+                self._skip_depth -= 1
+                if self._skip_depth == 0:
+                    self._state = "after_value"
+                    return index
+        return index
+
+
+# -- coalescing ----------------------------------------------------------------------------
+
+
+class DraftCoalescer:
+    """Turns a draft that changes at any rate into at most one edit per `interval`.
+
+    Producer side (on the event loop's thread): `feed(arguments_delta)` with the raw
+    `plan_write` argument text (decoded by `reader`), or `set_text(full_text)`; then
+    `finish(final_text)` when the tool call ends. Consumer side: `await next_edit()` (or
+    `async for edit in edits()`) returns an edit that turns the client's text into the
+    current draft and assumes the client applied it. If the client refused it, call
+    `rebase(client_text)` with what the client really holds; the next edit is computed
+    against that. After `finish`, edits continue until the client's text equals the final
+    text exactly; then `next_edit` returns None.
+
+    Nothing is sent before the draft has begun (the `content` string opened, or a text
+    set), so a client's old document stays untouched while e.g. `plan_filename` streams.
+    """
+
+    def __init__(
+        self,
+        client_text: str = "",
+        *,
+        interval: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.reader = PartialArgumentsReader()
+        self._client_text = client_text
+        self._explicit_text: str | None = None
+        self._interval = interval
+        self._clock = clock
+        self._sleep = sleep
+        self._last_edit_at: float | None = None
+        self._finished = False
+        self._wakeup = asyncio.Event()
+        self.edits_sent = 0
+
+    @property
+    def client_text(self) -> str:
+        """What the client is believed to hold."""
+        return self._client_text
+
+    @property
+    def target(self) -> str | None:
+        """The draft as far as it is known; None before it has begun."""
+        if self._explicit_text is not None:
+            return self._explicit_text
+        if self.reader.content_started:
+            return self.reader.content_so_far
+        return None
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def feed(self, arguments_delta: str) -> None:
+        if self._finished:
+            return
+        self._explicit_text = None
+        self.reader.feed(arguments_delta)
+        self._wakeup.set()
+
+    def set_text(self, text: str) -> None:
+        if self._finished:
+            return
+        self._explicit_text = text
+        self._wakeup.set()
+
+    def finish(self, final_text: str | None = None) -> None:
+        """No more input. `final_text` (the parsed `content`) overrides what was streamed."""
+        if final_text is not None:
+            self._explicit_text = final_text
+        self._finished = True
+        self._wakeup.set()
+
+    def rebase(self, client_text: str) -> None:
+        """The client holds `client_text` (an edit was refused, or the user typed)."""
+        self._client_text = client_text
+        self._wakeup.set()
+
+    def pending_edit(self) -> TextChange | None:
+        """The edit that would be sent now, ignoring the interval; not marked as sent."""
+        target = self.target
+        return None if target is None else compute_edit(self._client_text, target)
+
+    async def next_edit(self) -> TextChange | None:
+        """Wait for the next edit (respecting the interval); None once finished and in sync.
+
+        Only one task may await it at a time.
+        """
+        while True:
+            if self.pending_edit() is not None:
+                if self._last_edit_at is not None:
+                    wait = self._last_edit_at + self._interval - self._clock()
+                    if wait > 0:
+                        await self._sleep(wait)  # deltas arriving meanwhile coalesce
+                target = self.target
+                assert target is not None  # a target never goes back to unknown
+                change = compute_edit(self._client_text, target)
+                if change is None:  # a rebase made the client current while we slept
+                    continue
+                self._client_text = target
+                self._last_edit_at = self._clock()
+                self.edits_sent += 1
+                return change
+            if self._finished:
+                return None
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def edits(self) -> AsyncIterator[TextChange]:
+        while (change := await self.next_edit()) is not None:
+            yield change

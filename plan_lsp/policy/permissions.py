@@ -1,0 +1,399 @@
+"""Permission engine: permission mode + allow/ask/deny rules decide allow, ask or deny.
+
+Runs only after the work-mode safety check: nothing here can let a call run that the
+mode refuses. Rules read `tool` or `tool(pattern)`, e.g. `bash(git log *)`,
+`write_file(src/**)`, `read_file`; the pattern is matched with glob semantics against the
+tool's primary argument (the command for `bash`, the path for file tools).
+
+Precedence: a deny rule in any scope wins; otherwise the first scope (session, project,
+user) with a matching ask/allow rule decides (ask beats allow inside a scope); otherwise the
+permission mode's default for the kind of call (`MODE_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from plan_lsp.policy.ports import PermissionAnswer
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.session.model import PermissionMode, WorkMode
+
+Verdict = Literal["allow", "ask", "deny"]
+CallKind = Literal["read", "agent", "edit", "side_effect"]
+
+
+class RuleScope(StrEnum):
+    SESSION = "session"
+    PROJECT = "project"
+    USER = "user"
+
+
+# Which argument a rule pattern is matched against, and how ("command" or "path").
+PRIMARY_ARGUMENT: dict[str, tuple[str, Literal["command", "path"]]] = {
+    "bash": ("command", "command"),
+    "read_file": ("path", "path"),
+    "write_file": ("path", "path"),
+    "edit_file": ("path", "path"),
+    "list_dir": ("path", "path"),
+    "glob": ("path", "path"),
+    "grep": ("path", "path"),
+}
+
+# Tools that only change the agent's own state (or talk to the user); they never prompt.
+AGENT_STATE_TOOLS = frozenset({"todo_write", "ask_user", "exit_plan_mode"})
+# File edit tools that `auto_edit` lets run without a prompt inside the workspace.
+EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+
+# What each permission mode does with each kind of call when no rule matched.
+MODE_DEFAULTS: dict[PermissionMode, dict[CallKind, Verdict]] = {
+    PermissionMode.ASK: {"read": "allow", "agent": "allow", "edit": "ask", "side_effect": "ask"},
+    PermissionMode.AUTO_EDIT: {
+        "read": "allow",
+        "agent": "allow",
+        "edit": "allow",
+        "side_effect": "ask",
+    },
+    PermissionMode.YOLO: {
+        "read": "allow",
+        "agent": "allow",
+        "edit": "allow",
+        "side_effect": "allow",
+    },
+    PermissionMode.STRICT: {"read": "ask", "agent": "allow", "edit": "ask", "side_effect": "ask"},
+}
+
+# An allow/ask rule for a shell command never matches a compound command: `git log *`
+# must not allow `git log; rm -rf ~`. Such commands fall through to the mode default.
+_SHELL_COMPOUND = re.compile(r"[;&|`\n\r<>]|\$\(")
+_RULE_SYNTAX = re.compile(r"(?P<tool>[A-Za-z0-9_.:*?\-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
+
+
+@lru_cache(maxsize=2048)
+def glob_to_regex(pattern: str, *, path_mode: bool = True) -> re.Pattern[str]:
+    """Compile a glob. Path mode: `*`/`?` stay inside one segment, `**` crosses segments
+    (`**/` also matches no directory). Command mode: `*` matches anything, and a trailing
+    ` *` also matches the bare command (`git log *` matches `git log`)."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    tail = ""
+    if not path_mode and pattern.endswith(" *"):
+        pattern, n, tail = pattern[:-2], n - 2, "(?: .*)?"
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if path_mode and pattern.startswith("**", i):
+                i += 2
+                if i < n and pattern[i] == "/":
+                    out.append("(?:.*/)?")
+                    i += 1
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*" if path_mode else ".*")
+        elif c == "?":
+            out.append("[^/]" if path_mode else ".")
+        elif c == "[":
+            j = i + 1
+            if j < n and pattern[j] in "!^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j]
+                negate = body[:1] in ("!", "^")
+                body = body[1:] if negate else body
+                body = body.replace("\\", "\\\\")
+                out.append(f"[{'^' if negate else ''}{body}]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + tail + r"\Z", re.DOTALL)
+
+
+def escape_glob(text: str) -> str:
+    """A glob that matches exactly `text`."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule: a tool-name glob and an optional argument glob."""
+
+    text: str
+    tool: str
+    pattern: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        stripped = text.strip()
+        match = _RULE_SYNTAX.fullmatch(stripped)
+        if match is None:
+            raise ValueError(
+                f"bad permission rule {text!r}: expected a tool name, optionally followed "
+                "by an argument pattern in parentheses, e.g. 'read_file', "
+                "'bash(git log *)' or 'write_file(src/**)'"
+            )
+        pattern = match.group("pattern")
+        if pattern is not None and not pattern.strip():
+            raise ValueError(
+                f"bad permission rule {text!r}: the pattern in parentheses is empty; "
+                f"write {match.group('tool')!r} alone to match every call"
+            )
+        return cls(stripped, match.group("tool"), pattern.strip() if pattern else None)
+
+    def matches_tool(self, name: str) -> bool:
+        return glob_to_regex(self.tool, path_mode=False).match(name) is not None
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    verdict: Verdict
+    reason: str
+    rule: str | None = None
+    scope: RuleScope | None = None
+
+
+@dataclass(frozen=True)
+class _ScopedRule:
+    rule: Rule
+    verdict: Verdict
+    scope: RuleScope
+    # Session "allow always" answers only apply in the work mode they were given in.
+    mode: WorkMode | None = None
+
+
+@dataclass(frozen=True)
+class _CallView:
+    """The forms of a call's primary argument a pattern may be matched against."""
+
+    kind: Literal["command", "path", "none"]
+    command: str = ""
+    # Path forms: (relative, absolute) lexically and after resolving symlinks.
+    lexical: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()
+
+
+def _parse_all(texts: Iterable[str]) -> list[Rule]:
+    return [Rule.parse(t) for t in texts]
+
+
+class PermissionEngine:
+    """Rules by scope plus the permission-mode table. One engine per session."""
+
+    def __init__(
+        self,
+        allow: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        *,
+        scope: RuleScope = RuleScope.PROJECT,
+        workspace_roots: Sequence[Path] = (),
+    ) -> None:
+        self.workspace_roots = [Path(r) for r in workspace_roots]
+        self._rules: list[_ScopedRule] = []
+        self.add_rules(scope, allow=allow, ask=ask, deny=deny)
+
+    def add_rules(
+        self,
+        scope: RuleScope,
+        allow: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        mode: WorkMode | None = None,
+    ) -> None:
+        """Add rules to a scope; every string is parsed first, so a bad one adds nothing."""
+        parsed: list[_ScopedRule] = []
+        for verdict, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
+            for rule in _parse_all(texts):
+                parsed.append(_ScopedRule(rule, verdict, scope, mode))  # type: ignore[arg-type]
+        self._rules.extend(parsed)
+
+    def rules(self, scope: RuleScope | None = None) -> list[tuple[str, str, str | None]]:
+        """(verdict, rule text, work mode) per rule, for display."""
+        return [
+            (r.verdict, r.rule.text, r.mode.value if r.mode else None)
+            for r in self._rules
+            if scope is None or r.scope is scope
+        ]
+
+    # -- remembering answers ---------------------------------------------------------------
+
+    def exact_rule(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> str:
+        """The rule that matches exactly this call (used for "always" answers)."""
+        view = self._view(definition.name, arguments)
+        name = escape_glob(definition.name)
+        if view.kind == "command":
+            return f"{name}({escape_glob(view.command)})"
+        if view.kind == "path":
+            return f"{name}({escape_glob(view.lexical[0])})"
+        return name
+
+    def remember(
+        self,
+        answer: PermissionAnswer,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        mode: WorkMode,
+    ) -> str | None:
+        """Turn an "always" answer into a session rule; returns the rule added."""
+        if answer not in ("allow_always", "reject_always"):
+            return None
+        text = self.exact_rule(definition, arguments)
+        if answer == "allow_always":
+            # An approval is only valid in the work mode it was given in.
+            self.add_rules(RuleScope.SESSION, allow=[text], mode=mode)
+        else:
+            # A refusal only restricts, so it holds in every mode.
+            self.add_rules(RuleScope.SESSION, deny=[text])
+        return text
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def decide(
+        self,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        *,
+        permission_mode: PermissionMode,
+        work_mode: WorkMode,
+        read_only_proven: bool = False,
+    ) -> PermissionDecision:
+        view = self._view(definition.name, arguments)
+        applicable = [
+            r
+            for r in self._rules
+            if (r.mode is None or r.mode is work_mode) and r.rule.matches_tool(definition.name)
+        ]
+        for r in applicable:
+            if r.verdict == "deny" and self._matches(r.rule, view, restrictive=True):
+                return PermissionDecision(
+                    "deny", f"denied by the {r.scope.value} rule '{r.rule.text}'", r.rule.text,
+                    r.scope,
+                )
+        for scope in (RuleScope.SESSION, RuleScope.PROJECT, RuleScope.USER):
+            for verdict in ("ask", "allow"):
+                for r in applicable:
+                    if r.scope is not scope or r.verdict != verdict:
+                        continue
+                    if not self._matches(r.rule, view, restrictive=verdict == "ask"):
+                        continue
+                    if verdict == "ask" and permission_mode is PermissionMode.YOLO:
+                        return PermissionDecision(
+                            "allow", "yolo permission mode never prompts", r.rule.text, scope
+                        )
+                    return PermissionDecision(
+                        verdict,  # type: ignore[arg-type]
+                        f"{verdict} by the {scope.value} rule '{r.rule.text}'",
+                        r.rule.text,
+                        scope,
+                    )
+        kind = self.call_kind(definition, arguments, read_only_proven=read_only_proven)
+        verdict_default = MODE_DEFAULTS[permission_mode][kind]
+        return PermissionDecision(
+            verdict_default,
+            f"permission mode '{permission_mode.value}' {_VERBS[verdict_default]} "
+            f"{_KIND_WORDS[kind]}",
+        )
+
+    def call_kind(
+        self,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        *,
+        read_only_proven: bool = False,
+    ) -> CallKind:
+        name = definition.name
+        if definition.classified_per_call:
+            return "read" if read_only_proven else "side_effect"
+        if name in AGENT_STATE_TOOLS or definition.safety in (Safety.PLAN_FILE, Safety.SUBAGENT):
+            return "agent"
+        if definition.safety is Safety.READ_ONLY:
+            return "read"
+        if name in EDIT_TOOLS and self._inside_workspace(arguments.get("path")):
+            return "edit"
+        return "side_effect"
+
+    # -- matching --------------------------------------------------------------------------
+
+    def _matches(self, rule: Rule, view: _CallView, *, restrictive: bool) -> bool:
+        """Restrictive rules (deny, ask) match if any form of the argument matches; allow
+        rules only if the path matches both before and after resolving symlinks."""
+        if rule.pattern is None:
+            return True
+        if view.kind == "command":
+            if not restrictive and _SHELL_COMPOUND.search(view.command):
+                return False
+            return glob_to_regex(rule.pattern, path_mode=False).match(view.command) is not None
+        if view.kind == "path":
+            regex = glob_to_regex(rule.pattern, path_mode=True)
+            lexical = any(regex.match(f) for f in view.lexical)
+            resolved = any(regex.match(f) for f in view.resolved)
+            return (lexical or resolved) if restrictive else (lexical and resolved)
+        return False
+
+    def _view(self, name: str, arguments: Mapping[str, Any]) -> _CallView:
+        spec = PRIMARY_ARGUMENT.get(name)
+        if spec is None:
+            return _CallView("none")
+        key, kind = spec
+        value = arguments.get(key)
+        if kind == "command":
+            return _CallView("command", command=value.strip() if isinstance(value, str) else "")
+        raw = value if isinstance(value, str) and value else "."
+        return _CallView("path", lexical=self._lexical_forms(raw), resolved=self._resolved_forms(raw))
+
+    def _base(self) -> Path:
+        return self.workspace_roots[0] if self.workspace_roots else Path.cwd()
+
+    def _lexical_forms(self, raw: str) -> tuple[str, ...]:
+        absolute = os.path.normpath(os.path.join(self._base(), raw))
+        for root in self.workspace_roots:
+            root_text = os.path.normpath(root)
+            if absolute == root_text or absolute.startswith(root_text.rstrip("/") + "/"):
+                rel = os.path.relpath(absolute, root_text)
+                return (PurePosixPath(rel).as_posix(), absolute)
+        rel = os.path.normpath(raw) if not os.path.isabs(raw) else absolute
+        return (rel, absolute)
+
+    def _resolved_forms(self, raw: str) -> tuple[str, ...]:
+        try:
+            resolved = (self._base() / raw).resolve()
+        except (OSError, RuntimeError, ValueError):
+            return ()
+        for root in self.workspace_roots:
+            try:
+                rel = resolved.relative_to(root.resolve())
+            except (ValueError, OSError):
+                continue
+            return (rel.as_posix(), str(resolved))
+        return (str(resolved),)
+
+    def _inside_workspace(self, raw: object) -> bool:
+        if not isinstance(raw, str) or not raw or "\x00" in raw or not self.workspace_roots:
+            return False
+        try:
+            resolved = (self._base() / raw).resolve()
+            return any(resolved.is_relative_to(r.resolve()) for r in self.workspace_roots)
+        except (OSError, RuntimeError, ValueError):
+            return False
+
+
+_VERBS: dict[Verdict, str] = {"allow": "allows", "ask": "asks before", "deny": "denies"}
+_KIND_WORDS: dict[CallKind, str] = {
+    "read": "read-only calls",
+    "agent": "calls that only change the agent's own state",
+    "edit": "file edits inside the workspace",
+    "side_effect": "calls that can change things",
+}

@@ -1,0 +1,207 @@
+"""Turning a tree-sitter word node into what bash would pass to the command.
+
+A word is *static* when its value is known before the command runs. Expansions,
+substitutions, globs and brace expansions make it dynamic: its value is unknown, and an
+unquoted one may even become several words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_GLOB_CHARS = frozenset("*?[")
+_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_ASSIGNING_OPERATORS = frozenset({"=", ":=", "@"})
+_DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\')
+
+
+@dataclass(slots=True)
+class Word:
+    text: str
+    # None when the value is only known at run time.
+    value: str | None
+    # An unquoted glob or brace expansion: bash may replace it with any file names.
+    glob: bool = False
+    # Proven to stay one word that does not start with `-` (so it cannot act as a flag).
+    operand_safe: bool = False
+
+
+class WordSink(Protocol):
+    """Where a word sends what it finds inside itself."""
+
+    def nested(self, node: Node) -> None:
+        """A command or process substitution to classify as a command line."""
+
+    def refuse(self, reason: str) -> None:
+        """Something in the word that must not run."""
+
+    def assigns(self, reason: str) -> None:
+        """The word assigns a shell variable."""
+
+
+def resolve(node: Node, sink: WordSink) -> Word:
+    text = _text(node)
+    parts: list[str] = []
+    unquoted: list[str] = []
+    state = _State()
+    _collect(node, sink, parts, unquoted, state)
+    if _BRACE.search("".join(unquoted)):
+        state.glob = True
+    value = None if state.dynamic or state.glob else "".join(parts)
+    if value is not None:
+        operand_safe = not value.startswith("-")
+    else:
+        # A fixed prefix before anything dynamic keeps the word from starting with `-`,
+        # as long as bash cannot split it into several words.
+        prefix = "".join(parts[: state.static_prefix_len])
+        operand_safe = bool(prefix) and not prefix.startswith("-") and not state.splits
+    return Word(text, value, state.glob, operand_safe)
+
+
+class _State:
+    __slots__ = ("dynamic", "glob", "splits", "static_prefix_len")
+
+    def __init__(self) -> None:
+        self.dynamic = False
+        self.glob = False
+        self.splits = False
+        self.static_prefix_len = -1
+
+    def mark_dynamic(self, parts: list[str], quoted: bool) -> None:
+        if not self.dynamic and self.static_prefix_len < 0:
+            self.static_prefix_len = len(parts)
+        self.dynamic = True
+        if not quoted:
+            self.splits = True
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+def _collect(
+    node: Node, sink: WordSink, parts: list[str], unquoted: list[str], state: _State
+) -> None:
+    kind = node.type
+    if kind == "word" or kind == "number":
+        value, has_glob = _unescape_unquoted(_text(node))
+        if has_glob:
+            state.mark_dynamic(parts, quoted=False)
+            state.glob = True
+        parts.append(value)
+        unquoted.append(_text(node))
+    elif kind == "raw_string":
+        parts.append(_text(node)[1:-1])
+        unquoted.append("_")
+    elif kind == "string":
+        for child in node.named_children:
+            if child.type == "string_content":
+                parts.append(_unescape_double(_text(child)))
+            else:
+                _dynamic_piece(child, sink, parts, state, quoted=True)
+        unquoted.append("_")
+    elif kind == "ansi_c_string":
+        body = _text(node)[2:-1]
+        if "\\" in body:
+            state.mark_dynamic(parts, quoted=True)
+        parts.append(body)
+        unquoted.append("_")
+    elif kind == "concatenation":
+        for child in node.children:
+            _collect(child, sink, parts, unquoted, state)
+    elif kind in ("brace_expression", "extglob_pattern"):
+        state.mark_dynamic(parts, quoted=False)
+        state.glob = True
+        parts.append(_text(node))
+    else:
+        _dynamic_piece(node, sink, parts, state, quoted=False)
+        unquoted.append("_")
+
+
+def _dynamic_piece(
+    node: Node, sink: WordSink, parts: list[str], state: _State, quoted: bool
+) -> None:
+    kind = node.type
+    if kind in ("command_substitution", "process_substitution"):
+        sink.nested(node)
+    elif kind in ("simple_expansion", "expansion"):
+        _check_expansion(node, sink)
+    elif kind == "translated_string":
+        for child in node.named_children:
+            if child.type != "string_content":
+                _dynamic_piece(child, sink, parts, state, quoted=True)
+    elif kind == "arithmetic_expansion":
+        sink.refuse(
+            f"arithmetic expansion `{_text(node)}` can run commands hidden in variable values"
+        )
+    else:
+        sink.refuse(f"`{_text(node)}` is a shell construct this checker does not understand")
+    state.mark_dynamic(parts, quoted)
+
+
+def _check_expansion(node: Node, sink: WordSink) -> None:
+    for child in node.children:
+        kind = child.type
+        if not child.is_named:
+            if kind in _ASSIGNING_OPERATORS:
+                sink.assigns(f"`{_text(node)}` assigns a shell variable")
+            continue
+        if kind in ("variable_name", "special_variable_name", "regex"):
+            continue
+        if kind == "subscript":
+            index = child.child_by_field_name("index")
+            if index is None or _text(index) not in ("@", "*") and not _text(index).isdigit():
+                sink.refuse(
+                    f"array index in `{_text(node)}` is evaluated as arithmetic, "
+                    "which can run commands hidden in variable values"
+                )
+            continue
+        # The rest of an expansion is itself a word: `${x:-$(cmd)}`.
+        resolve(child, sink)
+
+
+def _unescape_unquoted(text: str) -> tuple[str, bool]:
+    if "\\" not in text:
+        return text, any(c in _GLOB_CHARS for c in text)
+    out: list[str] = []
+    has_glob = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+            continue
+        if c in _GLOB_CHARS:
+            has_glob = True
+        out.append(c)
+        i += 1
+    return "".join(out), has_glob
+
+
+def _unescape_double(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "\n":
+                i += 2
+                continue
+            if nxt in _DOUBLE_QUOTE_ESCAPES:
+                out.append(nxt)
+                i += 2
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)

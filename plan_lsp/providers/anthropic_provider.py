@@ -1,0 +1,285 @@
+"""The `anthropic` provider: the Messages API through the official `anthropic` SDK.
+
+The SDK is imported when a provider is built, never when `plan_lsp.providers` is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from plan_lsp.providers.base import (
+    ChatMessage,
+    Finish,
+    ModelRequest,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallStart,
+    Usage,
+)
+from plan_lsp.providers.openai_provider import (
+    DEFAULT_TIMEOUT_S,
+    PLACEHOLDER_API_KEY,
+    status_error,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+DEFAULT_MAX_TOKENS = 4096
+
+# Error types the API can send inside a stream (an `error` event) → an HTTP-like status.
+_STREAM_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "error",
+}
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    """A past tool call's input object; invalid JSON is kept visible rather than dropped."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {"raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """Split ChatMessages into the system prompt and Messages-API turns.
+
+    Leading system messages form the system prompt. A system message later in the
+    conversation (per-request context) stays in place as a text block of a user turn.
+    Consecutive blocks of the same role are merged: the API wants alternating turns, and
+    every tool_result in the user turn right after the assistant's tool_use blocks.
+    """
+    system_parts: list[str] = []
+    turns: list[dict[str, Any]] = []
+    seen_conversation = False
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in messages:
+        if message.role == "system" and not seen_conversation:
+            if message.content:
+                system_parts.append(message.content)
+            continue
+        seen_conversation = True
+        if message.role == "system":
+            add("user", [{"type": "text", "text": message.content}] if message.content else [])
+        elif message.role == "user":
+            add("user", [{"type": "text", "text": message.content}] if message.content else [])
+        elif message.role == "tool":
+            if message.tool_call_id is None:
+                raise ProviderError("bad_request", "a tool result message has no tool_call_id")
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.tool_call_id,
+                        "content": message.content,
+                    }
+                ],
+            )
+        else:
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks.extend(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": _tool_input(call.arguments),
+                }
+                for call in message.tool_calls
+            )
+            add("assistant", blocks)
+    return "\n\n".join(system_parts), turns
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        *,
+        max_retries: int = 2,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise ProviderError("config", "the `anthropic` package is not installed") from exc
+        self.model = model
+        self.base_url = base_url
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        # An explicit key also keeps the SDK from looking for credential profiles on disk.
+        self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
+            api_key=api_key or PLACEHOLDER_API_KEY,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return str(self._client.base_url)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        system, turns = anthropic_messages(request.messages)
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        params: dict[str, Any] = {
+            "model": request.model or self.model,
+            "max_tokens": max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
+            "messages": turns,
+            "stream": True,
+        }
+        if system:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            # Not a typed argument of every SDK release; the API accepts it in the body.
+            params["extra_body"] = {"temperature": temperature}
+        return params
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        import anthropic
+        import httpx2
+
+        params = self.request_params(request)
+        try:
+            events = await self._client.messages.create(**params)
+            async for event in self._events(events):
+                yield event
+        except ProviderError:
+            raise
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError(
+                "connection", f"the model server at {self.endpoint} timed out"
+            ) from exc
+        except anthropic.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise ProviderError(
+                "connection", f"cannot reach the model server at {self.endpoint}: {cause}"
+            ) from exc
+        except anthropic.APIStatusError as exc:
+            status = exc.status_code
+            if status < 400:
+                # An `error` event inside a 200 stream: its type says what happened.
+                status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
+            raise status_error("the model server", status, exc.body, exc.response.headers) from exc
+        except anthropic.AnthropicError as exc:
+            raise ProviderError("server", f"model call failed: {exc}") from exc
+        except httpx2.TransportError as exc:
+            # The SDK does not wrap transport failures that happen while reading the stream.
+            raise ProviderError(
+                "connection", f"the connection to {self.endpoint} broke mid-response: {exc!r}"
+            ) from exc
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise ProviderError(
+                "malformed_stream", f"the model server sent an unparsable stream: {exc}"
+            ) from exc
+
+    async def _events(self, events: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
+        tool_index: dict[int, int] = {}  # content block index -> our tool call index
+        whole_input: set[int] = set()  # calls whose input came complete in the start event
+        streamed: set[int] = set()  # calls that produced some argument text
+        stop_reason: str | None = None
+        usage = Usage()
+        async for event in events:
+            kind = event.type
+            if kind == "message_start":
+                start_usage = getattr(event.message, "usage", None)
+                if start_usage is not None:
+                    usage.input_tokens = start_usage.input_tokens or 0
+                    usage.output_tokens = start_usage.output_tokens or 0
+            elif kind == "content_block_start":
+                block = event.content_block
+                if block.type == "text" and block.text:
+                    yield TextDelta(block.text)
+                elif block.type == "tool_use":
+                    index = len(tool_index)
+                    tool_index[event.index] = index
+                    yield ToolCallStart(index=index, id=block.id, name=block.name)
+                    # The API starts with `input: {}` and streams the JSON; a proxy may
+                    # send the whole input here instead.
+                    if block.input:
+                        yield ToolCallArgsDelta(index, json.dumps(block.input))
+                        whole_input.add(index)
+                        streamed.add(index)
+            elif kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    if delta.text:
+                        yield TextDelta(delta.text)
+                elif delta.type == "input_json_delta" and event.index in tool_index:
+                    index = tool_index[event.index]
+                    if delta.partial_json and index not in whole_input:
+                        yield ToolCallArgsDelta(index, delta.partial_json)
+                        streamed.add(index)
+            elif kind == "content_block_stop":
+                if event.index in tool_index:
+                    index = tool_index[event.index]
+                    if index not in streamed:
+                        # A call without arguments streams no JSON at all; say `{}`.
+                        yield ToolCallArgsDelta(index, "{}")
+            elif kind == "message_delta":
+                if event.delta.stop_reason:
+                    stop_reason = event.delta.stop_reason
+                if event.usage is not None:
+                    usage.output_tokens = event.usage.output_tokens or usage.output_tokens
+                    if event.usage.input_tokens:
+                        usage.input_tokens = event.usage.input_tokens
+        if stop_reason is None:
+            raise ProviderError(
+                "malformed_stream", "the model stream ended before a stop reason was sent"
+            )
+        reason = _STOP_REASONS.get(stop_reason, "stop")
+        if reason == "stop" and tool_index:
+            reason = "tool_calls"
+        yield Finish(reason, usage)

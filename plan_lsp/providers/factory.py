@@ -1,0 +1,68 @@
+"""Build a provider by name from configuration (`--provider`, `--model`, ...)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from plan_lsp.providers.base import Provider, ProviderError
+
+PROVIDER_NAMES = ("scripted", "openai", "anthropic")
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+
+
+def make_provider(
+    name: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    script: Path | str | None = None,
+    transcript: Path | str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+) -> Provider:
+    """A provider for `name`, wrapped in a TranscriptProvider when `transcript` is given.
+
+    Raises ProviderError("config") for an unknown name, a missing or bad script, or an
+    unwritable transcript. API keys fall back to OPENAI_API_KEY / ANTHROPIC_API_KEY.
+    """
+    provider: Provider
+    if name == "scripted":
+        if script is None:
+            raise ProviderError("config", "the scripted provider needs a script file (--script)")
+        from plan_lsp.providers.scripted import ScriptedProvider
+
+        provider = ScriptedProvider(Path(script))
+    elif name == "openai":
+        from plan_lsp.providers.openai_provider import DEFAULT_TIMEOUT_S, OpenAIProvider
+
+        provider = OpenAIProvider(
+            model or DEFAULT_MODELS["openai"],
+            base_url=base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY"),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
+        )
+    elif name == "anthropic":
+        from plan_lsp.providers.anthropic_provider import AnthropicProvider
+        from plan_lsp.providers.openai_provider import DEFAULT_TIMEOUT_S
+
+        provider = AnthropicProvider(
+            model or DEFAULT_MODELS["anthropic"],
+            base_url=base_url,
+            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
+        )
+    else:
+        known = ", ".join(PROVIDER_NAMES)
+        raise ProviderError("config", f"unknown provider {name!r} (known: {known})")
+    if transcript is not None:
+        from plan_lsp.providers.transcript import TranscriptProvider
+
+        provider = TranscriptProvider(provider, Path(transcript))
+    return provider

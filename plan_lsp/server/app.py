@@ -1,0 +1,118 @@
+"""The pygls server: wiring only. Feature modules register themselves on it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path
+
+from plan_lsp import __version__
+from plan_lsp.server.params import to_plain
+from plan_lsp.server.workspaces import Workspaces
+
+log = logging.getLogger(__name__)
+
+UPDATE = "planLsp/update"
+CUSTOM_METHODS = [
+    "planLsp/state",
+    "planLsp/setMode",
+    "planLsp/toggleMode",
+    "planLsp/setPermissionMode",
+    "planLsp/prompt",
+    "planLsp/cancel",
+    "planLsp/approvePlan",
+    "planLsp/rejectPlan",
+    "planLsp/planRevisions",
+]
+
+
+class PlanLspProtocol(LanguageServerProtocol):
+    """Adds `capabilities.experimental.planLsp` to the initialize answer."""
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {
+            "planLsp": {
+                "version": __version__,
+                "methods": CUSTOM_METHODS,
+                "notifications": [UPDATE],
+                "commands": ["planLsp.approvePlan", "planLsp.rejectPlan", "planLsp.toggleMode"],
+            }
+        }
+        return result
+
+
+class PlanLanguageServer(LanguageServer):
+    def __init__(self, cli_overrides: dict[str, Any] | None = None) -> None:
+        super().__init__(
+            "plan-lsp",
+            __version__,
+            protocol_cls=PlanLspProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.cli_overrides = dict(cli_overrides or {})
+        self.default_root: Path | None = (
+            Path(self.cli_overrides.pop("workspace")).resolve()
+            if self.cli_overrides.get("workspace")
+            else None
+        )
+        self.workspaces = Workspaces(self.warn_user, self.cli_overrides)
+
+    # -- client capabilities ---------------------------------------------------------------
+
+    def client_experimental(self) -> dict[str, Any]:
+        try:
+            exp = self.client_capabilities.experimental
+        except Exception:  # before initialize
+            return {}
+        plain = to_plain(exp) if exp is not None else {}
+        if not isinstance(plain, dict):
+            return {}
+        inner = plain.get("planLsp")
+        return inner if isinstance(inner, dict) else {}
+
+    # -- messages to the user --------------------------------------------------------------
+
+    def warn_user(self, message: str) -> None:
+        log.warning("%s", message)
+        try:
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+        except Exception:  # no transport yet (e.g. during tests of the store)
+            log.debug("could not show message", exc_info=True)
+
+    def notify_update(self, payload: dict[str, Any]) -> None:
+        self.protocol.notify(UPDATE, payload)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Errors from bad client input are answered in the response; never pop up for them.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+
+def workspace_roots_from(params: types.InitializeParams, default: Path | None) -> list[Path]:
+    roots: list[Path] = []
+    for folder in params.workspace_folders or []:
+        path = to_fs_path(folder.uri)
+        if path:
+            roots.append(Path(path))
+    if not roots and params.root_uri:
+        path = to_fs_path(params.root_uri)
+        if path:
+            roots.append(Path(path))
+    if not roots and params.root_path:
+        roots.append(Path(params.root_path))
+    if default is not None and default not in roots:
+        roots.insert(0, default) if not roots else roots.append(default)
+    if not roots:
+        roots.append(Path.cwd())
+    return roots

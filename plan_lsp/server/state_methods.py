@@ -1,0 +1,96 @@
+"""planLsp/state, setMode, toggleMode, setPermissionMode and the planLsp.toggleMode command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pydantic import BaseModel, ConfigDict
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from plan_lsp.server.app import PlanLanguageServer, workspace_roots_from
+from plan_lsp.server.params import RequestFailed, parse_params, to_plain
+from plan_lsp.server.workspaces import WorkspaceContext
+from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode
+
+
+class WorkspaceParams(BaseModel):
+    """Every planLsp/* request may name its workspace folder; the first one by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspaceUri: str | None = None
+
+
+class SetModeParams(WorkspaceParams):
+    mode: WorkMode
+
+
+class SetPermissionModeParams(WorkspaceParams):
+    permissionMode: PermissionMode
+
+
+def context_for(ls: PlanLanguageServer, params: WorkspaceParams) -> WorkspaceContext:
+    if params.workspaceUri is None:
+        return ls.workspaces.get()
+    path = to_fs_path(params.workspaceUri)
+    if not path:
+        raise JsonRpcInvalidParams(f"'workspaceUri': not a file URI: {params.workspaceUri}")
+    root = Path(path).resolve()
+    if root not in ls.workspaces.roots:
+        raise JsonRpcInvalidParams(f"'workspaceUri': not an open workspace folder: {root}")
+    return ls.workspaces.get(root)
+
+
+def state_json(ctx: WorkspaceContext) -> dict[str, Any]:
+    return ctx.session.state().model_dump(mode="json")
+
+
+def refused(exc: TransitionRefused) -> RequestFailed:
+    return RequestFailed(f"refused: {exc}")
+
+
+def register(ls: PlanLanguageServer) -> None:
+    @ls.feature(types.INITIALIZE)
+    def on_initialize(ls: PlanLanguageServer, params: types.InitializeParams) -> None:
+        opts = to_plain(params.initialization_options) if params.initialization_options else {}
+        ls.workspaces.init_options = opts if isinstance(opts, dict) else {}
+        ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
+
+    @ls.feature(types.INITIALIZED)
+    def on_initialized(ls: PlanLanguageServer, params: types.InitializedParams) -> None:
+        for ctx in ls.workspaces.all():  # restore sessions eagerly; warnings reach the user now
+            ctx.session.state()
+
+    @ls.feature("planLsp/state")
+    def state(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        return state_json(context_for(ls, parse_params(WorkspaceParams, params)))
+
+    @ls.feature("planLsp/setMode")
+    def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        p = parse_params(SetModeParams, params)
+        ctx = context_for(ls, p)
+        try:
+            ctx.session.set_mode(p.mode, Actor.USER)
+        except TransitionRefused as exc:
+            raise refused(exc) from exc
+        return state_json(ctx)
+
+    @ls.feature("planLsp/toggleMode")
+    def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        ctx = context_for(ls, parse_params(WorkspaceParams, params))
+        ctx.session.toggle_mode(Actor.USER)
+        return state_json(ctx)
+
+    @ls.feature("planLsp/setPermissionMode")
+    def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        p = parse_params(SetPermissionModeParams, params)
+        ctx = context_for(ls, p)
+        ctx.session.set_permission_mode(p.permissionMode, Actor.USER)
+        return state_json(ctx)
+
+    @ls.command("planLsp.toggleMode")
+    def toggle_mode_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
+        return toggle_mode(ls, args[0] if args else {})

@@ -1,0 +1,133 @@
+"""The foundation through the real server process: state methods, commands, bad params,
+restore after SIGKILL, corrupt databases, and two workspaces not sharing state."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.lsp_harness import kill_server, running_server
+
+
+async def test_initialize_advertises_experimental_capability(tmp_path: Path) -> None:
+    async with running_server([tmp_path]) as ed:
+        caps = ed.init_result.capabilities  # type: ignore[attr-defined]
+        exp = caps.experimental
+        assert "planLsp" in exp
+        assert "planLsp/state" in exp["planLsp"]["methods"]
+        assert "planLsp.toggleMode" in caps.execute_command_provider.commands
+
+
+async def test_state_set_toggle_and_permission_mode(tmp_path: Path) -> None:
+    async with running_server([tmp_path]) as ed:
+        state = await ed.state()
+        assert state["mode"] == "plan"
+        assert state["permissionMode"] == "ask"
+        assert state["planStatus"] == "none"
+        assert state["planUri"].endswith("/.plan-lsp/plans/PLAN.md")
+        assert state["running"] is False
+        assert (await ed.request("planLsp/setMode", {"mode": "build"}))["mode"] == "build"
+        assert (await ed.request("planLsp/toggleMode", {}))["mode"] == "plan"
+        assert (await ed.command("planLsp.toggleMode"))["mode"] == "build"
+        s = await ed.request("planLsp/setPermissionMode", {"permissionMode": "auto_edit"})
+        assert s["permissionMode"] == "auto_edit"
+        assert (await ed.state())["mode"] == "build"
+    assert (tmp_path / ".plan-lsp" / "state.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("planLsp/setMode", {"mode": "turbo"}, "mode"),
+        ("planLsp/setMode", {}, "mode"),
+        ("planLsp/setMode", {"mode": 3}, "mode"),
+        ("planLsp/setPermissionMode", {"permissionMode": "sometimes"}, "permissionMode"),
+        ("planLsp/setPermissionMode", {"mode": "ask"}, "permissionMode"),
+        ("planLsp/state", {"workspaceUri": 7}, "workspaceUri"),
+    ],
+)
+async def test_bad_params_name_the_field_and_server_survives(
+    tmp_path: Path, method: str, params: dict[str, object], field: str
+) -> None:
+    async with running_server([tmp_path]) as ed:
+        with pytest.raises(JsonRpcException) as info:
+            await ed.request(method, params)
+        assert info.value.code == -32602
+        assert field in str(info.value)
+        assert (await ed.state())["mode"] == "plan"
+
+
+async def test_unknown_method_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    async with running_server([tmp_path]) as ed:
+        with pytest.raises(JsonRpcException) as info:
+            await ed.request("planLsp/noSuchThing", {})
+        assert info.value.code == -32601
+        assert (await ed.state())["sessionId"]
+
+
+async def test_restart_after_sigkill_restores_state(tmp_path: Path) -> None:
+    async with running_server([tmp_path]) as ed:
+        first = await ed.request("planLsp/setMode", {"mode": "build"})
+        await ed.request("planLsp/setPermissionMode", {"permissionMode": "strict"})
+        await kill_server(ed)
+    async with running_server([tmp_path]) as ed:
+        state = await ed.state()
+        assert state["sessionId"] == first["sessionId"]
+        assert state["mode"] == "build"
+        assert state["permissionMode"] == "strict"
+    con = sqlite3.connect(tmp_path / ".plan-lsp" / "state.db")
+    kinds = [r[0] for r in con.execute("SELECT kind FROM events ORDER BY seq")]
+    actors = [r[0] for r in con.execute("SELECT actor FROM events ORDER BY seq")]
+    assert kinds == [
+        "session_created",
+        "mode_changed",
+        "permission_mode_changed",
+        "session_restored",
+    ]
+    assert actors[1] == "user" and actors[3] == "restore"
+
+
+async def test_corrupt_database_is_moved_aside_and_user_warned(tmp_path: Path) -> None:
+    db = tmp_path / ".plan-lsp" / "state.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a database" * 100)
+    async with running_server([tmp_path]) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        assert any("moved" in m.message for m in ed.client.messages)
+    aside = list(db.parent.glob("state.db.corrupt-*"))
+    assert aside and aside[0].read_bytes().startswith(b"this is not a database")
+
+
+async def test_two_workspaces_do_not_share_state(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    async with running_server([a, b]) as ed:
+        await ed.request("planLsp/setMode", {"mode": "build", "workspaceUri": b.as_uri()})
+        sa = await ed.request("planLsp/state", {"workspaceUri": a.as_uri()})
+        sb = await ed.request("planLsp/state", {"workspaceUri": b.as_uri()})
+        assert sa["mode"] == "plan" and sb["mode"] == "build"
+        assert sa["sessionId"] != sb["sessionId"]
+        with pytest.raises(JsonRpcException):
+            await ed.request("planLsp/state", {"workspaceUri": (tmp_path / "c").as_uri()})
+
+
+async def test_config_sources_and_invalid_values(tmp_path: Path) -> None:
+    (tmp_path / ".plan-lsp").mkdir()
+    (tmp_path / ".plan-lsp" / "config.toml").write_text(
+        'permission_mode = "strict"\nmax_steps = -3\n'
+    )
+    async with running_server(
+        [tmp_path],
+        init_options={"permissionMode": "auto_edit", "planShell": "never"},
+        env={"PLAN_LSP_MODE": "build"},
+    ) as ed:
+        state = await ed.state()
+        # initializationOptions beat the file; the file beats the environment.
+        assert state["permissionMode"] == "auto_edit"
+        assert state["mode"] == "build"
+        texts = " ".join(m.message for m in ed.client.messages)
+        assert "max_steps" in texts and "plan_shell" in texts

@@ -1,0 +1,312 @@
+"""A pytest-lsp client that behaves like an editor: it keeps buffers, applies
+`workspace/applyEdit` to them (sending `didChange` back like a real editor), answers
+prompts by a policy the test sets, and records `planLsp/update` notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient, make_test_lsp_client
+
+from plan_lsp.server.params import to_plain
+
+SERVER_CMD = [sys.executable, "-m", "plan_lsp", "serve"]
+
+
+def offset_of(text: str, pos: types.Position) -> int:
+    """LSP position (UTF-16 code units) → str offset."""
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: pos.line])
+    line = lines[pos.line] if pos.line < len(lines) else ""
+    units = 0
+    col = 0
+    for ch in line:
+        if units >= pos.character:
+            break
+        units += 2 if ord(ch) > 0xFFFF else 1
+        col += 1
+    return offset + col
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    spans = sorted(
+        ((offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text) for e in edits),
+        reverse=True,
+    )
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+@dataclass
+class Buffer:
+    uri: str
+    text: str
+    version: int = 1
+
+
+@dataclass
+class EditorState:
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+    applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
+    refuse_edits: int = 0
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    message_requests: list[types.ShowMessageRequestParams] = field(default_factory=list)
+    permission_requests: list[dict[str, Any]] = field(default_factory=list)
+    question_requests: list[dict[str, Any]] = field(default_factory=list)
+    # policy callbacks
+    answer_message: Callable[[types.ShowMessageRequestParams], str | None] = lambda p: None
+    answer_permission: Callable[[dict[str, Any]], str] = lambda p: "reject_once"
+    answer_questions: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: None
+    update_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Editor:
+    def __init__(self, client: LanguageClient, state: EditorState, root: Path) -> None:
+        self.client = client
+        self.ed = state
+        self.root = root
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None, timeout: float = 60) -> Any:
+        result = await asyncio.wait_for(
+            self.client.protocol.send_request_async(method, params or {}), timeout
+        )
+        return to_plain(result)
+
+    async def command(self, name: str, *args: Any, timeout: float = 60) -> Any:
+        result = await asyncio.wait_for(
+            self.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=name, arguments=list(args))
+            ),
+            timeout,
+        )
+        return to_plain(result)
+
+    async def state(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("planLsp/state", {})
+        return result
+
+    # -- buffers ---------------------------------------------------------------------------
+
+    def open(self, path: Path, text: str | None = None) -> Buffer:
+        uri = path.resolve().as_uri()
+        if text is None:
+            text = path.read_text() if path.exists() else ""
+        buf = Buffer(uri, text)
+        self.ed.buffers[uri] = buf
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="markdown", version=buf.version, text=text
+                )
+            )
+        )
+        return buf
+
+    def type_into(self, path: Path, new_text: str) -> None:
+        """The user edits an open buffer (whole-text change)."""
+        buf = self.ed.buffers[path.resolve().as_uri()]
+        old = buf.text
+        buf.text = new_text
+        buf.version += 1
+        end_line = old.count("\n")
+        end_char = len(old.split("\n")[-1].encode("utf-16-le")) // 2
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=buf.uri, version=buf.version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=0, character=0),
+                            end=types.Position(line=end_line, character=end_char),
+                        ),
+                        text=new_text,
+                    )
+                ],
+            )
+        )
+
+    def buffer_text(self, path: Path) -> str | None:
+        buf = self.ed.buffers.get(path.resolve().as_uri())
+        return buf.text if buf else None
+
+    # -- updates ---------------------------------------------------------------------------
+
+    async def wait_update(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 60, start: int = 0
+    ) -> dict[str, Any]:
+        async def _wait() -> dict[str, Any]:
+            seen = start
+            while True:
+                for upd in self.ed.updates[seen:]:
+                    if pred(upd):
+                        return upd
+                seen = len(self.ed.updates)
+                self.ed.update_event.clear()
+                await self.ed.update_event.wait()
+
+        return await asyncio.wait_for(_wait(), timeout)
+
+    def updates_of(self, kind: str) -> list[dict[str, Any]]:
+        return [u for u in self.ed.updates if u.get("kind") == kind]
+
+
+def _register(client: LanguageClient, state: EditorState) -> None:
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(
+        client: LanguageClient, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
+        state.applied_edits.append(params)
+        if state.refuse_edits > 0:
+            state.refuse_edits -= 1
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test refusal")
+        edit = params.edit
+        for change in edit.document_changes or []:
+            if not isinstance(change, types.TextDocumentEdit):
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason="kind")
+            buf = state.buffers.get(change.text_document.uri)
+            if buf is None:
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason="not open")
+            expected = change.text_document.version
+            if expected is not None and expected != buf.version:
+                return types.ApplyWorkspaceEditResult(
+                    applied=False, failure_reason=f"stale version {expected} != {buf.version}"
+                )
+            text_edits = [e for e in change.edits if isinstance(e, types.TextEdit)]
+            new_text = apply_text_edits(buf.text, text_edits)
+            _send_change(client, buf, new_text)
+        for uri, edits in (edit.changes or {}).items():
+            buf = state.buffers.get(uri)
+            if buf is None:
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason="not open")
+            _send_change(client, buf, apply_text_edits(buf.text, list(edits)))
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(
+        client: LanguageClient, params: types.ShowMessageRequestParams
+    ) -> types.MessageActionItem | None:
+        state.message_requests.append(params)
+        title = state.answer_message(params)
+        return types.MessageActionItem(title=title) if title is not None else None
+
+    @client.feature("planLsp/update")
+    def on_update(client: LanguageClient, params: Any) -> None:
+        state.updates.append(to_plain(params))
+        state.update_event.set()
+
+    @client.feature("planLsp/requestPermission")
+    def on_permission(client: LanguageClient, params: Any) -> dict[str, Any]:
+        p = to_plain(params)
+        state.permission_requests.append(p)
+        return {"optionId": state.answer_permission(p)}
+
+    @client.feature("planLsp/askUser")
+    def on_ask(client: LanguageClient, params: Any) -> dict[str, Any] | None:
+        p = to_plain(params)
+        state.question_requests.append(p)
+        answers = state.answer_questions(p)
+        return None if answers is None else {"answers": answers}
+
+
+def _send_change(client: LanguageClient, buf: Buffer, new_text: str) -> None:
+    old = buf.text
+    buf.text = new_text
+    buf.version += 1
+    end_line = old.count("\n")
+    end_char = len(old.split("\n")[-1].encode("utf-16-le")) // 2
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=buf.uri, version=buf.version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=0, character=0),
+                        end=types.Position(line=end_line, character=end_char),
+                    ),
+                    text=new_text,
+                )
+            ],
+        )
+    )
+
+
+def client_caps(
+    permission_requests: bool = False, questions: bool = False
+) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            apply_edit=True,
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True),
+        ),
+        window=types.WindowClientCapabilities(
+            work_done_progress=True,
+            show_document=types.ShowDocumentClientCapabilities(support=True),
+        ),
+        experimental={
+            "planLsp": {"permissionRequests": permission_requests, "questions": questions}
+        },
+    )
+
+
+@asynccontextmanager
+async def running_server(
+    roots: list[Path],
+    *extra_args: str,
+    init_options: dict[str, Any] | None = None,
+    permission_requests: bool = False,
+    questions: bool = False,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[Editor]:
+    client = make_test_lsp_client()
+    state = EditorState()
+    _register(client, state)
+    full_env = {**os.environ, **(env or {})}
+    await client.start_io(*SERVER_CMD, *extra_args, env=full_env)
+    editor = Editor(client, state, roots[0])
+    editor.init_result = await asyncio.wait_for(  # type: ignore[attr-defined]
+        client.initialize_session(
+            types.InitializeParams(
+                capabilities=client_caps(permission_requests, questions),
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=r.resolve().as_uri(), name=r.name) for r in roots
+                ],
+                initialization_options=init_options,
+            )
+        ),
+        60,
+    )
+    try:
+        yield editor
+    finally:
+        server = client._server
+        if server is not None and server.returncode is None:
+            try:
+                await asyncio.wait_for(client.shutdown_session(), 15)
+            except Exception:
+                with contextlib.suppress(ProcessLookupError):
+                    server.kill()
+        await client.stop()
+
+
+async def kill_server(editor: Editor) -> None:
+    """SIGKILL, as a crash would: no shutdown, no flush."""
+    server = editor.client._server
+    assert server is not None
+    editor.client._stop_event.set()  # the exit is expected; don't fail pending waits
+    os.kill(server.pid, signal.SIGKILL)
+    await server.wait()

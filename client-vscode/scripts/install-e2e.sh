@@ -62,4 +62,4 @@ if [[ ! -d "$HERE/node_modules/playwright-core" || ! -d "$HERE/node_modules/vsco
   (cd "$HERE" && npm ci --no-audit --no-fund)
 fi
 
-echo "install-e2e: ready (code-server $("$code_server_bin" --version | head -1), $(chromium --version 2>/dev/null || echo 'chromium missing'))"
+echo "install-e2e: ready (code-server $("$code_server_bin" --version 2>/dev/null | grep -m1 -E '^[0-9]' ), $(chromium --version 2>/dev/null || echo 'chromium missing'))"

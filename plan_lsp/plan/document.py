@@ -104,3 +104,29 @@ def read_plan(path: Path) -> str | None:
             return handle.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def fenced_code_mask(lines: list[str]) -> list[bool]:
+    """For each line, True if it belongs to a fenced code block (fence lines included).
+
+    Markdown fences: three or more backticks or tildes, closed by the same character at
+    least as long; an unclosed fence runs to the end. Code is quoted text, not plan prose.
+    """
+    mask: list[bool] = []
+    fence: str | None = None
+    for line in lines:
+        match = _FENCE_RE.match(line)
+        if fence is None:
+            if match:
+                fence = match.group(1)
+            mask.append(fence is not None)
+        else:
+            mask.append(True)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                rest = line[match.end() :].strip()
+                if not rest:
+                    fence = None
+    return mask

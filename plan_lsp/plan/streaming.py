@@ -214,7 +214,10 @@ class _StringDecoder:
         return 6
 
     def text(self) -> str:
-        return "".join(self.parts)
+        # Compacting on read keeps repeated reads of a growing draft to one copy each.
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
 
 
 class PartialArgumentsReader:
@@ -236,7 +239,6 @@ class PartialArgumentsReader:
         self._value: _StringDecoder | None = None
         self._current_key = ""
         self._content: _StringDecoder | None = None
-        self._content_cache = ("", 0)
         self._skip_depth = 0
         self._skip_in_string = False
         self._skip_escape = False
@@ -248,13 +250,7 @@ class PartialArgumentsReader:
 
     @property
     def content_so_far(self) -> str:
-        if self._content is None:
-            return ""
-        text, count = self._content_cache
-        if count != len(self._content.parts):
-            text = self._content.text()
-            self._content_cache = (text, len(self._content.parts))
-        return text
+        return "" if self._content is None else self._content.text()
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -290,15 +286,17 @@ class PartialArgumentsReader:
         if char in _WHITESPACE:
             return index + 1
         if state == "start":
-            if char != "{":
+            if char == "{":
+                self._state = "key_or_end"
+            else:
                 self._fail("arguments are not a JSON object")
-            self._state = "key_or_end"
         elif state == "key_or_end":
             self._expect_key(char)
         elif state == "colon":
-            if char != ":":
+            if char == ":":
+                self._state = "value_start"
+            else:
                 self._fail("expected ':' after a key")
-            self._state = "value_start"
         elif state == "value_start":
             self._start_value(char)
             return index if self._state == "scalar" else index + 1
@@ -331,7 +329,6 @@ class PartialArgumentsReader:
             self._value = _StringDecoder()
             if self._current_key == self.CONTENT_KEY:
                 self._content = self._value  # a repeated key restarts, like json.loads
-                self._content_cache = ("", 0)
                 self.content_started = True
                 self.content_complete = False
             self._state = "value"
@@ -479,9 +476,8 @@ class DraftCoalescer:
                     if wait > 0:
                         await self._sleep(wait)  # deltas arriving meanwhile coalesce
                 target = self.target
-                assert target is not None  # a target never goes back to unknown
-                change = compute_edit(self._client_text, target)
-                if change is None:  # a rebase made the client current while we slept
+                change = None if target is None else compute_edit(self._client_text, target)
+                if target is None or change is None:  # changed while we slept; look again
                     continue
                 self._client_text = target
                 self._last_edit_at = self._clock()

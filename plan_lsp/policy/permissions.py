@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 import re
-from functools import lru_cache
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -215,9 +215,15 @@ class PermissionEngine:
     ) -> None:
         """Add rules to a scope; every string is parsed first, so a bad one adds nothing."""
         parsed: list[_ScopedRule] = []
-        for verdict, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
-            for rule in _parse_all(texts):
-                parsed.append(_ScopedRule(rule, verdict, scope, mode))  # type: ignore[arg-type]
+        groups: tuple[tuple[Verdict, Sequence[str]], ...] = (
+            ("allow", allow),
+            ("ask", ask),
+            ("deny", deny),
+        )
+        for verdict, texts in groups:
+            if isinstance(texts, str):
+                raise ValueError(f"{verdict} rules must be a list of strings, not {texts!r}")
+            parsed.extend(_ScopedRule(rule, verdict, scope, mode) for rule in _parse_all(texts))
         self._rules.extend(parsed)
 
     def rules(self, scope: RuleScope | None = None) -> list[tuple[str, str, str | None]]:
@@ -294,7 +300,7 @@ class PermissionEngine:
                             "allow", "yolo permission mode never prompts", r.rule.text, scope
                         )
                     return PermissionDecision(
-                        verdict,  # type: ignore[arg-type]
+                        verdict,
                         f"{verdict} by the {scope.value} rule '{r.rule.text}'",
                         r.rule.text,
                         scope,
@@ -352,7 +358,9 @@ class PermissionEngine:
         if kind == "command":
             return _CallView("command", command=value.strip() if isinstance(value, str) else "")
         raw = value if isinstance(value, str) and value else "."
-        return _CallView("path", lexical=self._lexical_forms(raw), resolved=self._resolved_forms(raw))
+        return _CallView(
+            "path", lexical=self._lexical_forms(raw), resolved=self._resolved_forms(raw)
+        )
 
     def _base(self) -> Path:
         return self.workspace_roots[0] if self.workspace_roots else Path.cwd()

@@ -142,9 +142,7 @@ def _plans_dir_escapes_workspace(plans_dir: Path, plans_root: Path) -> bool:
     return workspace is None or not plans_root.is_relative_to(workspace)
 
 
-def validate_plan_path(
-    plans_dir: Path, name: str | None, *, must_exist: bool
-) -> PlanPathResult:
+def validate_plan_path(plans_dir: Path, name: str | None, *, must_exist: bool) -> PlanPathResult:
     """Check a model-supplied plan name against the plans directory.
 
     `name` None means `PLAN.md`. With `must_exist=False` (plan_write) an accepted name may

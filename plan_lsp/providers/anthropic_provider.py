@@ -23,6 +23,8 @@ from plan_lsp.providers.base import (
 from plan_lsp.providers.openai_provider import (
     DEFAULT_TIMEOUT_S,
     PLACEHOLDER_API_KEY,
+    check_base_url,
+    connection_error,
     status_error,
 )
 
@@ -143,6 +145,7 @@ class AnthropicProvider:
             import anthropic
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ProviderError("config", "the `anthropic` package is not installed") from exc
+        check_base_url(base_url)
         self.model = model
         self.base_url = base_url
         self.temperature = temperature
@@ -192,37 +195,33 @@ class AnthropicProvider:
         import httpx2
 
         params = self.request_params(request)
+        server = f"the model server at {self.endpoint}"
+        responding = False
         try:
             events = await self._client.messages.create(**params)
+            responding = True
             async for event in self._events(events):
                 yield event
         except ProviderError:
             raise
         except anthropic.APITimeoutError as exc:
-            raise ProviderError(
-                "connection", f"the model server at {self.endpoint} timed out"
-            ) from exc
+            raise ProviderError("connection", f"{server} timed out") from exc
         except anthropic.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise ProviderError(
-                "connection", f"cannot reach the model server at {self.endpoint}: {cause}"
-            ) from exc
+            raise connection_error(server, responding, exc.__cause__ or exc) from exc
         except anthropic.APIStatusError as exc:
             status = exc.status_code
             if status < 400:
                 # An `error` event inside a 200 stream: its type says what happened.
                 status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
-            raise status_error("the model server", status, exc.body, exc.response.headers) from exc
+            raise status_error(server, status, exc.body, exc.response.headers) from exc
         except anthropic.AnthropicError as exc:
-            raise ProviderError("server", f"model call failed: {exc}") from exc
+            raise ProviderError("server", f"model call to {server} failed: {exc}") from exc
         except httpx2.TransportError as exc:
             # The SDK does not wrap transport failures that happen while reading the stream.
-            raise ProviderError(
-                "connection", f"the connection to {self.endpoint} broke mid-response: {exc!r}"
-            ) from exc
+            raise connection_error(server, responding, exc) from exc
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             raise ProviderError(
-                "malformed_stream", f"the model server sent an unparsable stream: {exc}"
+                "malformed_stream", f"{server} sent an unparsable stream: {exc}"
             ) from exc
 
     async def _events(self, events: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:

@@ -33,6 +33,12 @@ PLACEHOLDER_API_KEY = "not-needed"
 DEFAULT_TIMEOUT_S = 120.0
 
 
+def check_base_url(base_url: str | None) -> None:
+    """Reject a base URL that can never work, at start-up rather than on the first request."""
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise ProviderError("config", f"base URL {base_url!r} must start with http:// or https://")
+
+
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
     if not headers:
@@ -72,21 +78,32 @@ def error_detail(body: object) -> str | None:
 
 
 def status_error(
-    api: str, status: int, body: object, headers: Mapping[str, str] | None
+    server: str, status: int, body: object, headers: Mapping[str, str] | None
 ) -> ProviderError:
-    """Map an HTTP error status from a model API to a ProviderError."""
+    """Map an HTTP error status from a model API to a ProviderError; `server` names it."""
     detail = error_detail(body) or "no details"
     if status in (401, 403):
-        return ProviderError("auth", f"{api} rejected the credentials (HTTP {status}): {detail}")
+        return ProviderError("auth", f"{server} rejected the credentials (HTTP {status}): {detail}")
     if status == 429:
         wait = retry_after_seconds(headers)
         hint = f"; retry after {wait:g}s" if wait is not None else ""
         return ProviderError(
-            "rate_limit", f"{api} rate limit (HTTP 429): {detail}{hint}", retry_after=wait
+            "rate_limit",
+            f"{server} is rate limiting requests (HTTP 429): {detail}{hint}",
+            retry_after=wait,
         )
     if status >= 500:
-        return ProviderError("server", f"{api} server error (HTTP {status}): {detail}")
-    return ProviderError("bad_request", f"{api} refused the request (HTTP {status}): {detail}")
+        return ProviderError("server", f"{server} failed (HTTP {status}): {detail}")
+    return ProviderError("bad_request", f"{server} refused the request (HTTP {status}): {detail}")
+
+
+def connection_error(server: str, responding: bool, cause: object) -> ProviderError:
+    """A transport failure, before the response (unreachable) or while it streamed."""
+    if responding:
+        return ProviderError(
+            "connection", f"the connection to {server} broke mid-response: {cause}"
+        )
+    return ProviderError("connection", f"cannot reach {server}: {cause}")
 
 
 def openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
@@ -149,6 +166,7 @@ class OpenAIProvider:
             import openai
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ProviderError("config", "the `openai` package is not installed") from exc
+        check_base_url(base_url)
         self.model = model
         self.base_url = base_url
         self.temperature = temperature
@@ -204,6 +222,8 @@ class OpenAIProvider:
         import openai
 
         params = self.request_params(request)
+        server = f"the model server at {self.endpoint}"
+        responding = False
         try:
             try:
                 chunks = await self._client.chat.completions.create(**params)
@@ -213,34 +233,28 @@ class OpenAIProvider:
                 self.include_usage = False
                 del params["stream_options"]
                 chunks = await self._client.chat.completions.create(**params)
+            responding = True
             async for event in self._events(chunks):
                 yield event
         except ProviderError:
             raise
         except openai.APITimeoutError as exc:
-            raise ProviderError(
-                "connection", f"the model server at {self.endpoint} timed out"
-            ) from exc
+            raise ProviderError("connection", f"{server} timed out") from exc
         except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise ProviderError(
-                "connection", f"cannot reach the model server at {self.endpoint}: {cause}"
-            ) from exc
+            raise connection_error(server, responding, exc.__cause__ or exc) from exc
         except openai.APIStatusError as exc:
-            raise status_error(
-                "the model server", exc.status_code, exc.body, exc.response.headers
-            ) from exc
+            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
         except openai.APIError as exc:
             # An error object sent inside an otherwise successful stream.
             raise ProviderError(
-                "server", f"the model server reported an error mid-stream: {exc.message}"
+                "server", f"{server} reported an error mid-stream: {exc.message}"
             ) from exc
         except openai.OpenAIError as exc:
-            raise ProviderError("server", f"model call failed: {exc}") from exc
+            raise ProviderError("server", f"model call to {server} failed: {exc}") from exc
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             # Undecodable SSE data or chunks without the chat-completions shape.
             raise ProviderError(
-                "malformed_stream", f"the model server sent an unparsable stream: {exc}"
+                "malformed_stream", f"{server} sent an unparsable stream: {exc}"
             ) from exc
 
     async def _events(self, chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:

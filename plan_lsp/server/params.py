@@ -19,8 +19,6 @@ class RequestFailed(JsonRpcException):
 
 def to_plain(obj: Any) -> Any:
     """pygls hands custom-method params over as nested namedtuples; get plain JSON back."""
-    if obj is None:
-        return {}
     if hasattr(obj, "_asdict"):
         return {k: to_plain(v) for k, v in obj._asdict().items()}
     if isinstance(obj, dict):
@@ -35,7 +33,7 @@ def to_plain(obj: Any) -> Any:
 
 
 def parse_params(model: type[M], raw: Any) -> M:
-    data = to_plain(raw)
+    data = to_plain(raw) if raw is not None else {}
     if isinstance(data, list) and len(data) == 1:  # executeCommand-style [args]
         data = data[0]
     if data is None or data == []:

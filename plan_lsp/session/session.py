@@ -89,7 +89,9 @@ class Session:
             self.approved: ApprovedPlan | None = None
             self.todos: list[Todo] = []
             self.completed_do = False
-            self.ever_planned = False
+            self.ever_planned = default_mode is WorkMode.PLAN
+            self.task: str | None = None
+            self.conversation = "main"
             self._persist("session_created", Actor.SYSTEM, {"mode": self.mode.value})
         else:
             self.id, data = restored
@@ -112,6 +114,8 @@ class Session:
             "todos": [t.model_dump() for t in self.todos],
             "completedDo": self.completed_do,
             "everPlanned": self.ever_planned,
+            "task": self.task,
+            "conversation": self.conversation,
         }
 
     def _load(self, data: dict[str, Any]) -> None:
@@ -124,6 +128,8 @@ class Session:
         self.todos = [Todo.model_validate(t) for t in data.get("todos", [])]
         self.completed_do = bool(data.get("completedDo", False))
         self.ever_planned = bool(data.get("everPlanned", False))
+        self.task = data.get("task")
+        self.conversation = str(data.get("conversation", "main"))
 
     def _persist(self, kind: str, actor: Actor, data: dict[str, Any]) -> None:
         self.store.save(self.id, str(self.workspace), self._dump(), (kind, actor.value, data))
@@ -327,6 +333,24 @@ class Session:
                 return
             self.completed_do = True
             self._changed("do_completed", Actor.MODEL, {"runId": run_id})
+
+    def set_task(self, task: str) -> None:
+        """The user's request that the current plan answers; carried into the Do run."""
+        with self._lock:
+            self.task = task
+            self._changed("task_set", Actor.USER, {"task": task})
+
+    def switch_conversation(self, conversation: str, reason: str) -> None:
+        with self._lock:
+            if conversation == self.conversation:
+                return
+            previous = self.conversation
+            self.conversation = conversation
+            self._changed(
+                "conversation_switched",
+                Actor.SYSTEM,
+                {"from": previous, "to": conversation, "reason": reason},
+            )
 
     def set_running(self, running: bool) -> None:
         with self._lock:

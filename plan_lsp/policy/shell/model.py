@@ -22,7 +22,9 @@ CAPABILITIES: frozenset[str] = frozenset(
 )
 
 # Plan mode: looking is fine, changing anything is not.
-PLAN_ALLOWED_CAPABILITIES: frozenset[str] = frozenset(c for c in CAPABILITIES if c.startswith("read:"))
+PLAN_ALLOWED_CAPABILITIES: frozenset[str] = frozenset(
+    c for c in CAPABILITIES if c.startswith("read:")
+)
 
 
 @dataclass(frozen=True)

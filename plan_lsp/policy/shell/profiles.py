@@ -101,7 +101,8 @@ class Profile(BaseModel):
 
     @model_validator(mode="after")
     def _valid(self) -> Profile:
-        for caps in (self.caps, self.exact_caps, self.positional_caps, self.other_sub or set()):
+        groups: list[frozenset[str]] = [self.caps, self.exact_caps, self.positional_caps]
+        for caps in (*groups, self.other_sub or frozenset()):
             _check_caps(list(caps))
         return self
 
@@ -112,9 +113,7 @@ class Profile(BaseModel):
             self.only_safe_flags
             or self.wrapper is not None
             or self.script is not None
-            or any(
-                not c.startswith("read:") for spec in self.flags.values() for c in spec.caps
-            )
+            or any(not c.startswith("read:") for spec in self.flags.values() for c in spec.caps)
         )
         # Every long flag name this profile knows, for GNU-style abbreviations.
         self._long = tuple(

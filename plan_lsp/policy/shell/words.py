@@ -156,7 +156,7 @@ def _check_expansion(node: Node, sink: WordSink) -> None:
             continue
         if kind == "subscript":
             index = child.child_by_field_name("index")
-            if index is None or _text(index) not in ("@", "*") and not _text(index).isdigit():
+            if index is None or (_text(index) not in ("@", "*") and not _text(index).isdigit()):
                 sink.refuse(
                     f"array index in `{_text(node)}` is evaluated as arithmetic, "
                     "which can run commands hidden in variable values"

@@ -1,0 +1,25 @@
+// Bundles the extension (vscode-languageclient included, so the vsix needs no node_modules)
+// and the webview script (for the browser) with esbuild.
+import { build } from 'esbuild';
+
+await build({
+  entryPoints: ['src/extension.ts'],
+  outfile: 'dist/extension.js',
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node18',
+  external: ['vscode'],
+  sourcemap: true,
+  logLevel: 'warning',
+});
+await build({
+  entryPoints: ['src/webview/main.ts'],
+  outfile: 'dist/webview.js',
+  bundle: true,
+  platform: 'browser',
+  format: 'iife',
+  target: 'es2020',
+  sourcemap: false,
+  logLevel: 'warning',
+});

@@ -1,0 +1,191 @@
+/**
+ * The sidebar chat: a webview view whose state lives on the host side (the same reducer as
+ * the webview), so hiding, re-showing or re-creating the view loses nothing. Permission and
+ * question requests from the server are answered here while the view is visible.
+ */
+import * as vscode from 'vscode';
+import { ChatEvent, ChatState, initialChatState, reduce } from './webview/chatState';
+import type { HostToWebview, WebviewToHost } from './webview/messages';
+import type {
+  AskUserParams,
+  AskUserResult,
+  RequestPermissionParams,
+  RequestPermissionResult,
+} from './protocol';
+import { DISMISSED_PERMISSION } from './protocol';
+
+export const CHAT_VIEW_ID = 'planLsp.chat';
+
+export interface ChatActions {
+  handle(message: WebviewToHost): void | Promise<void>;
+}
+
+interface Pending<T> {
+  resolve(value: T): void;
+}
+
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private state: ChatState = initialChatState();
+  private nextRequest = 1;
+  private readonly pendingPermissions = new Map<string, Pending<RequestPermissionResult>>();
+  private readonly pendingQuestions = new Map<string, Pending<AskUserResult>>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly extensionUri: vscode.Uri, private readonly actions: ChatActions) {}
+
+  get chatState(): ChatState {
+    return this.state;
+  }
+
+  /** True when the view is on screen, so requests can be answered inline. */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
+  dispatch(event: ChatEvent): void {
+    this.state = reduce(this.state, event);
+    void this.post({ type: 'event', event });
+  }
+
+  private post(message: HostToWebview): Thenable<boolean> | undefined {
+    return this.view?.webview.postMessage(message);
+  }
+
+  focusInput(): void {
+    void this.post({ type: 'focusInput' });
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const webview = view.webview;
+    webview.options = {
+      enableScripts: true,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
+    };
+    webview.html = this.html(webview);
+    this.disposables.push(
+      webview.onDidReceiveMessage((message: WebviewToHost) => this.onMessage(message)),
+      view.onDidDispose(() => {
+        if (this.view === view) this.view = undefined;
+      }),
+    );
+  }
+
+  private onMessage(message: WebviewToHost): void {
+    switch (message.type) {
+      case 'ready':
+        // A (re)created webview starts from the host's copy of the state.
+        void this.post({ type: 'event', event: { type: 'snapshot', state: this.state } });
+        return;
+      case 'permissionAnswer':
+        this.answerPermission(message.requestId, message.optionId);
+        return;
+      case 'questionAnswer':
+        this.answerQuestion(message.requestId, message.answers);
+        return;
+      default:
+        void Promise.resolve(this.actions.handle(message)).catch((err: unknown) =>
+          this.dispatch({ type: 'update', update: { kind: 'error', message: String(err instanceof Error ? err.message : err) } }),
+        );
+    }
+  }
+
+  /** Shows inline permission buttons and resolves with the user's choice. */
+  askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
+    const requestId = `perm-${this.nextRequest++}`;
+    return new Promise((resolve) => {
+      this.pendingPermissions.set(requestId, { resolve });
+      this.dispatch({ type: 'permissionRequest', requestId, params });
+      token.onCancellationRequested(() => this.answerPermission(requestId, DISMISSED_PERMISSION.optionId));
+    });
+  }
+
+  private answerPermission(requestId: string, optionId: string): void {
+    const pending = this.pendingPermissions.get(requestId);
+    if (!pending) return;
+    this.pendingPermissions.delete(requestId);
+    this.dispatch({ type: 'permissionAnswered', requestId, optionId });
+    pending.resolve({ optionId });
+  }
+
+  /** Shows a questionnaire card and resolves with the answers (empty when dismissed). */
+  askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
+    const requestId = `q-${this.nextRequest++}`;
+    return new Promise((resolve) => {
+      this.pendingQuestions.set(requestId, { resolve });
+      this.dispatch({ type: 'questionRequest', requestId, params });
+      token.onCancellationRequested(() => this.answerQuestion(requestId, null));
+    });
+  }
+
+  private answerQuestion(requestId: string, answers: Record<string, string[]> | null): void {
+    const pending = this.pendingQuestions.get(requestId);
+    if (!pending) return;
+    this.pendingQuestions.delete(requestId);
+    this.dispatch({ type: 'questionAnswered', requestId, answers });
+    pending.resolve({ answers: answers ?? {} });
+  }
+
+  /** Answers every open request as dismissed (the server went away). */
+  dismissPending(): void {
+    for (const id of [...this.pendingPermissions.keys()]) this.answerPermission(id, DISMISSED_PERMISSION.optionId);
+    for (const id of [...this.pendingQuestions.keys()]) this.answerQuestion(id, null);
+  }
+
+  private html(webview: vscode.Webview): string {
+    const nonce = makeNonce();
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'chat.css'));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `script-src 'nonce-${nonce}'`,
+      `img-src ${webview.cspSource} data:`,
+      `font-src ${webview.cspSource}`,
+    ].join('; ');
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style}">
+<title>Plan LSP</title>
+</head>
+<body>
+<div id="header">
+  <div class="mode-switch" role="group" aria-label="Work mode">
+    <button id="mode-plan" data-testid="mode-plan" title="Plan: read-only research, then a plan to approve">Plan</button>
+    <button id="mode-build" data-testid="mode-build" title="Build: edits and commands, subject to permissions">Build</button>
+  </div>
+  <select id="permission-mode" data-testid="permission-mode" title="Permission mode"></select>
+</div>
+<div id="server-status" class="server-status"></div>
+<div id="plan-panel" data-testid="plan-panel" hidden></div>
+<div id="todos" data-testid="todos" hidden></div>
+<div id="messages" data-testid="messages"></div>
+<div id="composer">
+  <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line, Shift+Tab toggles Plan/Build)"></textarea>
+  <div class="buttons">
+    <button id="send" data-testid="send">Send</button>
+    <button id="stop" data-testid="stop" class="secondary">Stop</button>
+  </div>
+</div>
+<script nonce="${nonce}" src="${script}"></script>
+</body>
+</html>`;
+  }
+
+  dispose(): void {
+    this.dismissPending();
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}
+
+function makeNonce(): string {
+  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let nonce = '';
+  for (let i = 0; i < 32; i++) nonce += chars.charAt(Math.floor(Math.random() * chars.length));
+  return nonce;
+}

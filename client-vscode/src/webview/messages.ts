@@ -1,0 +1,21 @@
+/** Messages between the extension host and the chat webview. */
+import type { ChatEvent } from './chatState';
+import type { PermissionMode, WorkMode } from '../wireTypes';
+
+export type HostToWebview =
+  | { type: 'event'; event: ChatEvent }
+  | { type: 'focusInput' };
+
+export type WebviewToHost =
+  | { type: 'ready' }
+  | { type: 'prompt'; text: string }
+  | { type: 'cancel' }
+  | { type: 'setMode'; mode: WorkMode }
+  | { type: 'setPermissionMode'; permissionMode: PermissionMode }
+  | { type: 'permissionAnswer'; requestId: string; optionId: string }
+  | { type: 'questionAnswer'; requestId: string; answers: Record<string, string[]> | null }
+  | { type: 'approve' }
+  | { type: 'reject' }
+  | { type: 'feedback' }
+  | { type: 'openPlan' }
+  | { type: 'inputFocus'; focused: boolean };

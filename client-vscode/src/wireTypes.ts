@@ -1,0 +1,140 @@
+/**
+ * plan-lsp wire types (DESIGN.md §7) and helpers on them; no imports, so the webview
+ * bundle can use them without pulling in the JSON-RPC library.
+ */
+
+export type WorkMode = 'plan' | 'build';
+export type PermissionMode = 'ask' | 'auto_edit' | 'yolo' | 'strict';
+export type PlanStatus = 'none' | 'drafting' | 'submitted' | 'approved' | 'rejected';
+export type Outcome =
+  | 'never_planned'
+  | 'planning_with_plan'
+  | 'planning_without_plan'
+  | 'completed';
+
+export const PERMISSION_MODES: readonly PermissionMode[] = ['ask', 'auto_edit', 'yolo', 'strict'];
+
+export interface Todo {
+  content: string;
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
+export interface SessionState {
+  sessionId: string;
+  mode: WorkMode;
+  permissionMode: PermissionMode;
+  planUri: string | null;
+  planStatus: PlanStatus;
+  outcome: Outcome;
+  todos: Todo[];
+  running: boolean;
+  [extra: string]: unknown;
+}
+
+export type UpdateKind =
+  | 'text'
+  | 'toolCall'
+  | 'toolResult'
+  | 'blocked'
+  | 'planDraft'
+  | 'modeChanged'
+  | 'todos'
+  | 'question'
+  | 'permission'
+  | 'done'
+  | 'error';
+
+/** `planLsp/update` params: `{runId, kind, ...}`; the rest depends on the kind. */
+export interface PlanLspUpdate {
+  runId?: string | null;
+  kind: UpdateKind | string;
+  [field: string]: unknown;
+}
+
+export type PermissionOptionId = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+export const PERMISSION_OPTION_IDS: readonly PermissionOptionId[] = [
+  'allow_once',
+  'allow_always',
+  'reject_once',
+  'reject_always',
+];
+
+export interface PermissionOption {
+  optionId: string;
+  label: string;
+}
+
+export interface RequestPermissionParams {
+  runId?: string | null;
+  tool: string;
+  summary: string;
+  /** Either option ids or objects carrying an `optionId` (and maybe a `name`/`label`). */
+  options?: unknown[];
+  [extra: string]: unknown;
+}
+
+export interface RequestPermissionResult {
+  optionId: string;
+}
+
+export interface Question {
+  id: string;
+  text: string;
+  options: string[];
+  multiple?: boolean;
+}
+
+export interface AskUserParams {
+  runId?: string | null;
+  questions: Question[];
+}
+
+export interface AskUserResult {
+  answers: Record<string, string[]>;
+}
+
+export interface PromptResult {
+  runId: string;
+  stopReason: string;
+}
+
+export interface ApprovePlanArgs {
+  permissionMode?: 'ask' | 'auto_edit';
+  clearContext?: boolean;
+  execute?: boolean;
+}
+
+export interface RejectPlanArgs {
+  feedback?: string;
+}
+
+const OPTION_LABELS: Record<string, string> = {
+  allow_once: 'Allow once',
+  allow_always: 'Allow always',
+  reject_once: 'Deny',
+  reject_always: 'Deny always',
+};
+
+/** Normalises the server's `options` (ids or objects) to `{optionId, label}` in its order. */
+export function permissionOptions(params: RequestPermissionParams): PermissionOption[] {
+  const raw = Array.isArray(params.options) && params.options.length > 0
+    ? params.options
+    : [...PERMISSION_OPTION_IDS];
+  const result: PermissionOption[] = [];
+  for (const item of raw) {
+    if (typeof item === 'string') {
+      result.push({ optionId: item, label: OPTION_LABELS[item] ?? item });
+    } else if (item && typeof item === 'object') {
+      const o = item as Record<string, unknown>;
+      const id = typeof o.optionId === 'string' ? o.optionId : typeof o.id === 'string' ? o.id : undefined;
+      if (!id) continue;
+      const label = typeof o.label === 'string' ? o.label : typeof o.name === 'string' ? o.name : OPTION_LABELS[id] ?? id;
+      result.push({ optionId: id, label });
+    }
+  }
+  return result;
+}
+
+/** The answer when the user dismisses a permission prompt: deny this one call. */
+export const DISMISSED_PERMISSION: RequestPermissionResult = { optionId: 'reject_once' };
+

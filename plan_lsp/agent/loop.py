@@ -1,0 +1,378 @@
+"""The agent loop (ReAct): model request → streamed answer → tool calls through the gate →
+observations → next request, until the model stops, a tool ends the turn, the user cancels
+or the step limit is hit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.agent import prompts
+from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
+from plan_lsp.config import Config
+from plan_lsp.plan.streaming import PartialArgumentsReader
+from plan_lsp.policy.definitions import definitions_for
+from plan_lsp.policy.execution import ExecutionGate
+from plan_lsp.policy.permissions import PermissionEngine
+from plan_lsp.policy.plan_paths import validate_plan_path
+from plan_lsp.providers.base import (
+    ChatMessage,
+    Finish,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallStart,
+    ToolSpec,
+)
+from plan_lsp.session import Actor, Session, Todo, WorkMode
+from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
+from plan_lsp.tools.registry import ToolRegistry, builtin_registry
+from plan_lsp.tools.runner import ToolRunner
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class AgentPorts:
+    editor: EditorPort
+    user: UserPort
+    drafts: PlanDraftPort
+    notify: Notify
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    stop_reason: str
+    text: str = ""
+    touched: list[str] = field(default_factory=list)
+
+
+class StepLimitReached(Exception):
+    pass
+
+
+@dataclass
+class _StreamingCall:
+    index: int
+    id: str
+    name: str
+    arguments: str = ""
+    reader: PartialArgumentsReader | None = None
+    draft_path: Path | None = None
+
+
+class Agent:
+    """Runs the model for one workspace session. One run at a time."""
+
+    def __init__(
+        self,
+        session: Session,
+        provider: Provider,
+        config: Config,
+        ports: AgentPorts,
+        plan_shell: str,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.config = config
+        self.ports = ports
+        self.plan_shell = plan_shell
+        self.registry: ToolRegistry = builtin_registry()
+        for tool in plan_tools(session, ports.drafts, config.allow_enter_plan_in_yolo):
+            self.registry.register(tool)
+        from plan_lsp.agent.subagent import task_tool
+
+        self.registry.register(task_tool(self))
+        try:
+            self.permissions = PermissionEngine(
+                allow=config.permissions.allow,
+                ask=config.permissions.ask,
+                deny=config.permissions.deny,
+                workspace_roots=[session.workspace],
+            )
+        except ValueError as exc:
+            # A bad rule must not silently widen anything: with no rules, every
+            # side-effect call asks (or is refused by the mode), and the user is told.
+            ports.notify({"kind": "error", "message": f"permission rules ignored: {exc}"})
+            self.permissions = PermissionEngine(workspace_roots=[session.workspace])
+        self.gate = ExecutionGate(
+            session=session,
+            permissions=self.permissions,
+            port=ports.user,
+            plan_shell=plan_shell,
+        )
+        self.runner = ToolRunner(self.registry, self.gate)
+        self._plan_requests = 0
+        self._seen_event_seq = session.store.last_event_seq(session.id)
+
+    # -- request building --------------------------------------------------------------------
+
+    def tool_specs(self, allow_names: frozenset[str] | None) -> list[ToolSpec]:
+        defs = definitions_for(
+            self.registry.definitions(), self.session.mode, allow_names, self.plan_shell
+        )
+        return [ToolSpec(d.name, d.description, d.input_schema) for d in defs]
+
+    def build_request(
+        self,
+        run_id: str,
+        conversation: list[ChatMessage],
+        allow_names: frozenset[str] | None,
+        do_run: bool,
+    ) -> ModelRequest:
+        mode = self.session.mode
+        messages = [prompts.system_prompt(mode, str(self.session.workspace), do_run)]
+        messages.extend(conversation)
+        events = self.session.store.events(
+            self.session.id, after=self._seen_event_seq, kinds=prompts.CONTEXT_EVENT_KINDS
+        )
+        self._seen_event_seq = self.session.store.last_event_seq(self.session.id)
+        note = prompts.mode_change_note(events)
+        if note is not None:
+            messages.append(note)
+        if mode is WorkMode.PLAN:
+            self._plan_requests += 1
+            messages.append(prompts.plan_reminder(self._plan_requests))
+        return ModelRequest(
+            run_id=run_id,
+            mode=mode.value,
+            messages=messages,
+            tools=self.tool_specs(allow_names),
+            model=self.config.model,
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+        )
+
+    # -- conversation persistence ------------------------------------------------------------
+
+    def load_conversation(self, conversation: str) -> list[ChatMessage]:
+        raw = self.session.store.messages(self.session.id, conversation)
+        return [ChatMessage.from_json(m) for m in raw]
+
+    def _append(
+        self, conversation: str, run_id: str, messages: list[ChatMessage], msg: ChatMessage
+    ) -> None:
+        assert not msg.meta.get("ephemeral"), "ephemeral context is never stored"
+        messages.append(msg)
+        self.session.store.append_message(self.session.id, conversation, run_id, msg.to_json())
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def run(
+        self,
+        run_id: str,
+        opening: ChatMessage | None,
+        cancel: asyncio.Event,
+        *,
+        conversation: str | None = None,
+        allow_names: frozenset[str] | None = None,
+        do_run: bool = False,
+        emit_done: bool = True,
+    ) -> RunResult:
+        conv = conversation or self.session.conversation
+        messages = self.load_conversation(conv)
+        if opening is not None:
+            self._append(conv, run_id, messages, opening)
+        result = RunResult(run_id=run_id, stop_reason="end_turn")
+
+        def emit(kind: str, payload: dict[str, Any]) -> None:
+            self.ports.notify({"runId": run_id, "kind": kind, **payload})
+
+        try:
+            result.stop_reason = await self._steps(
+                run_id, conv, messages, cancel, allow_names, do_run, emit, result
+            )
+        except asyncio.CancelledError:
+            result.stop_reason = "cancelled"
+            raise
+        except ProviderError as exc:
+            result.stop_reason = "error"
+            emit("error", {"message": f"model provider error ({exc.kind}): {exc.message}"})
+        except Exception as exc:  # the server never dies from a run
+            log.exception("run %s failed", run_id)
+            result.stop_reason = "error"
+            emit("error", {"message": f"internal error: {exc}"})
+        finally:
+            if emit_done:
+                emit("done", {"stopReason": result.stop_reason, "touched": result.touched})
+        return result
+
+    async def _steps(
+        self,
+        run_id: str,
+        conv: str,
+        messages: list[ChatMessage],
+        cancel: asyncio.Event,
+        allow_names: frozenset[str] | None,
+        do_run: bool,
+        emit: Callable[[str, dict[str, Any]], None],
+        result: RunResult,
+    ) -> str:
+        for _step in range(self.config.max_steps):
+            if cancel.is_set():
+                return "cancelled"
+            request = self.build_request(run_id, messages, allow_names, do_run)
+            text, calls = await self._stream_step(request, cancel, emit)
+            if cancel.is_set():
+                return "cancelled"
+            assistant = ChatMessage(
+                role="assistant",
+                content=text,
+                tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
+            )
+            self._append(conv, run_id, messages, assistant)
+            result.text = text
+            if not calls:
+                return "end_turn"
+            ended = False
+            for call in calls:
+                if cancel.is_set():
+                    observation = ToolResult.error("cancelled", "the user cancelled the run")
+                else:
+                    observation = await self._run_tool(run_id, call, cancel, allow_names, emit)
+                    if not observation.is_error and call.name in ("write_file", "edit_file"):
+                        path = (observation.data or {}).get("path")
+                        if path:
+                            result.touched.append(str(path))
+                tool_msg = ChatMessage(
+                    role="tool",
+                    content=observation.content,
+                    tool_call_id=call.id,
+                    name=call.name,
+                )
+                self._append(conv, run_id, messages, tool_msg)
+                ended = ended or observation.ends_turn
+            if ended:
+                return "plan_submitted"
+            if cancel.is_set():
+                return "cancelled"
+        emit("error", {"message": f"stopped after {self.config.max_steps} model requests"})
+        return "max_steps"
+
+    async def _stream_step(
+        self,
+        request: ModelRequest,
+        cancel: asyncio.Event,
+        emit: Callable[[str, dict[str, Any]], None],
+    ) -> tuple[str, list[_StreamingCall]]:
+        text_parts: list[str] = []
+        calls: dict[int, _StreamingCall] = {}
+        stream = self.provider.stream(request)
+        try:
+            async for event in stream:
+                if cancel.is_set():
+                    break
+                if isinstance(event, TextDelta):
+                    text_parts.append(event.text)
+                    emit("text", {"delta": event.text})
+                elif isinstance(event, ToolCallStart):
+                    call = _StreamingCall(
+                        event.index, event.id or f"call_{uuid.uuid4().hex[:8]}", event.name
+                    )
+                    calls[event.index] = call
+                    await self._maybe_begin_draft(request.run_id, call)
+                elif isinstance(event, ToolCallArgsDelta):
+                    target = calls.get(event.index)
+                    if target is None:
+                        continue
+                    target.arguments += event.delta
+                    await self._feed_draft(target, event.delta)
+                elif isinstance(event, Finish):
+                    break
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return "".join(text_parts), [calls[i] for i in sorted(calls)]
+
+    # -- live plan drafts ---------------------------------------------------------------------
+
+    async def _maybe_begin_draft(self, run_id: str, call: _StreamingCall) -> None:
+        # Only a call that could run: plan mode and plan_write offered in this mode.
+        if call.name != "plan_write" or self.session.mode is not WorkMode.PLAN:
+            return
+        call.reader = PartialArgumentsReader()
+        default = validate_plan_path(self.session.plans_dir, None, must_exist=False)
+        if default.ok and default.resolved:
+            call.draft_path = Path(default.resolved)
+            await self.ports.drafts.begin(run_id, call.draft_path)
+
+    async def _feed_draft(self, call: _StreamingCall, delta: str) -> None:
+        if call.reader is None or call.draft_path is None:
+            return
+        call.reader.feed(delta)
+        name = call.reader.plan_filename
+        if name is not None:
+            target = validate_plan_path(self.session.plans_dir, name, must_exist=False)
+            if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
+                # The draft belongs to another (or an invalid) file: stop streaming here.
+                await self.ports.drafts.abandon(call.draft_path)
+                call.draft_path = None
+                return
+        self.ports.drafts.feed(call.draft_path, delta)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _run_tool(
+        self,
+        run_id: str,
+        call: _StreamingCall,
+        cancel: asyncio.Event,
+        allow_names: frozenset[str] | None,
+        emit: Callable[[str, dict[str, Any]], None],
+    ) -> ToolResult:
+        emit("toolCall", {"toolCallId": call.id, "tool": call.name, "arguments": call.arguments})
+        ctx = ToolContext(
+            workspace_roots=[self.session.workspace],
+            plans_dir=self.session.plans_dir,
+            run_id=run_id,
+            editor=self.ports.editor,
+            user=self.ports.user,
+            emit=emit,
+            cancel=cancel,
+            set_todos=self._set_todos(emit),
+            extra={"allow_names": allow_names},
+        )
+        observation = await self.runner.call(call.name, call.arguments, ctx, allow_names)
+        error = (observation.data or {}).get("error") if observation.is_error else None
+        if error in ("tool_not_allowed", "permission_denied"):
+            emit(
+                "blocked",
+                {
+                    "toolCallId": call.id,
+                    "tool": call.name,
+                    "error": error,
+                    "reason": (observation.data or {}).get("reason")
+                    or (observation.data or {}).get("message", ""),
+                },
+            )
+        emit(
+            "toolResult",
+            {
+                "toolCallId": call.id,
+                "tool": call.name,
+                "isError": observation.is_error,
+                "content": observation.content[:4000],
+            },
+        )
+        return observation
+
+    def _set_todos(
+        self, emit: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[list[Todo]], None]:
+        def set_todos(todos: list[Todo]) -> None:
+            self.session.set_todos(todos, Actor.MODEL)
+            emit("todos", {"todos": [t.model_dump() for t in todos]})
+
+        return set_todos

@@ -1,0 +1,198 @@
+"""The plan tools: `plan_write`, `exit_plan_mode`, `enter_plan_mode` (DESIGN.md §3).
+
+They change the session's plan status, so they live with the agent, which owns the session
+for a run. Paths from the model are untrusted and go through `policy.plan_paths`; the plan
+file itself is written through the workspace-edit gate like every other change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+from plan_lsp.plan.document import MAX_PLAN_CHARS, atomic_write_text
+from plan_lsp.policy.plan_paths import validate_plan_path
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.workspace_edit import apply_file_edit
+from plan_lsp.session import Actor, PermissionMode, Session, TransitionRefused, WorkMode
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+
+
+class PlanDraftPort(Protocol):
+    """Where plan drafts stream while the model writes them (the editor's buffer)."""
+
+    async def begin(self, run_id: str, path: Path) -> None:
+        """Open the plan document in the editor (without stealing focus)."""
+
+    def feed(self, path: Path, arguments_delta: str) -> None:
+        """More raw `plan_write` argument text arrived; send coalesced incremental edits."""
+
+    async def abandon(self, path: Path) -> None:
+        """The draft turned out to target another file: put this buffer back as it was."""
+
+    async def complete(self, path: Path, content: str) -> None:
+        """The draft is final: make the open buffer hold exactly `content`."""
+
+    def buffer_text(self, path: Path) -> str | None:
+        """The open buffer's text (the truth while open), or None."""
+
+
+class _DiskOnly:
+    """An editor port that reports every document closed: the plan's disk copy is written
+    atomically after the buffer already holds the draft."""
+
+    def open_document_text(self, path: Path) -> str | None:
+        return None
+
+    async def apply_to_open_document(self, edit: FileEdit) -> bool:
+        return False
+
+
+PLAN_WRITE = ToolDefinition(
+    name="plan_write",
+    description=(
+        "Write the plan document (Markdown). Replaces its whole content. `plan_filename` is "
+        "a name inside the plans directory, default PLAN.md. Maximum 50,000 characters."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "content": {"type": "string", "description": "the whole plan, Markdown"},
+            "plan_filename": {"type": "string", "description": "default PLAN.md"},
+        },
+        "required": ["content"],
+        "additionalProperties": False,
+    },
+    safety=Safety.PLAN_FILE,
+    system=True,
+)
+
+EXIT_PLAN_MODE = ToolDefinition(
+    name="exit_plan_mode",
+    description=(
+        "Submit the plan for the user's approval. Ends your turn; the user approves, "
+        "rejects or comments. Call it once the plan is complete."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"plan_filename": {"type": "string"}},
+        "additionalProperties": False,
+    },
+    safety=Safety.CONTROL,
+    system=True,
+)
+
+ENTER_PLAN_MODE = ToolDefinition(
+    name="enter_plan_mode",
+    description=(
+        "Ask to switch to plan mode before a complex change: research read-only and write "
+        "a plan for the user to approve."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"reason": {"type": "string"}},
+        "additionalProperties": False,
+    },
+    safety=Safety.CONTROL,
+    system=True,
+)
+
+
+def plan_tools(
+    session: Session, drafts: PlanDraftPort, allow_enter_plan_in_yolo: bool
+) -> list[Tool]:
+    def rel(path: Path) -> str:
+        try:
+            return str(path.relative_to(session.workspace))
+        except ValueError:
+            return str(path)
+
+    async def plan_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        content = args["content"]
+        if len(content) > MAX_PLAN_CHARS:
+            return ToolResult.error(
+                "plan_too_long",
+                f"the plan has {len(content):,} characters; the limit is {MAX_PLAN_CHARS:,}",
+            )
+        checked = validate_plan_path(ctx.plans_dir, args.get("plan_filename"), must_exist=False)
+        if not checked.ok or checked.resolved is None:
+            return ToolResult.error("invalid_plan_path", checked.error or "invalid plan path")
+        path = Path(checked.resolved)
+        try:
+            session.plan_drafting(path, Actor.MODEL)
+        except TransitionRefused as exc:
+            return ToolResult.error("plan_write_refused", str(exc))
+        await drafts.complete(path, content)
+        result = await apply_file_edit(
+            FileEdit(path=path, new_text=content),
+            session.mode,
+            ctx.plans_dir,
+            ctx.workspace_roots,
+            _DiskOnly(),
+        )
+        if not result.applied:
+            return ToolResult.error("plan_write_refused", result.reason or "refused")
+        ctx.emit("planDraft", {"uri": path.as_uri(), "chars": len(content), "done": True})
+        return ToolResult(
+            content=f"Plan written to {rel(path)} ({len(content)} characters). "
+            "Call exit_plan_mode when it is complete.",
+            data={"path": str(path)},
+        )
+
+    async def exit_plan_mode(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        name = args.get("plan_filename")
+        lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False)
+        if lexical.ok and lexical.resolved is not None:
+            # The open buffer is the truth: the user may have edited it.
+            text = drafts.buffer_text(Path(lexical.resolved))
+            if text is not None and text.strip():
+                atomic_write_text(Path(lexical.resolved), text)
+        checked = validate_plan_path(ctx.plans_dir, name, must_exist=True)
+        if not checked.ok or checked.resolved is None:
+            return ToolResult.error("invalid_plan", checked.error or "invalid plan")
+        path = Path(checked.resolved)
+        text = drafts.buffer_text(path) or path.read_text(encoding="utf-8")
+        try:
+            rev = session.plan_submitted(path, text, Actor.MODEL)
+        except TransitionRefused as exc:
+            return ToolResult.error("exit_plan_mode_refused", str(exc))
+        ctx.emit("planDraft", {"uri": path.as_uri(), "status": "submitted", "revision": rev})
+        return ToolResult(
+            content=f"Plan {rel(path)} submitted (revision {rev}). Wait for the user's decision.",
+            data={"path": str(path), "revision": rev},
+            ends_turn=True,
+        )
+
+    async def enter_plan_mode(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if session.mode is WorkMode.PLAN:
+            return ToolResult(content="Already in plan mode.")
+        if session.permission_mode is PermissionMode.YOLO and not allow_enter_plan_in_yolo:
+            return ToolResult.error(
+                "tool_not_allowed",
+                "entering plan mode is turned off in yolo permission mode",
+                tool="enter_plan_mode",
+            )
+        reason = str(args.get("reason") or "")
+        answer = await ctx.user.request_permission(
+            PermissionRequest(
+                run_id=ctx.run_id,
+                tool="enter_plan_mode",
+                summary="Switch to plan mode" + (f": {reason}" if reason else ""),
+                arguments=args,
+            )
+        )
+        if answer not in ("allow_once", "allow_always"):
+            return ToolResult.error("permission_denied", "the user declined to switch to plan mode")
+        try:
+            session.set_mode(WorkMode.PLAN, Actor.MODEL)
+        except TransitionRefused as exc:
+            return ToolResult.error("enter_plan_mode_refused", str(exc))
+        return ToolResult(content=json.dumps({"mode": "plan", "reason": reason}))
+
+    return [
+        Tool(PLAN_WRITE, plan_write),
+        Tool(EXIT_PLAN_MODE, exit_plan_mode),
+        Tool(ENTER_PLAN_MODE, enter_plan_mode),
+    ]

@@ -1,0 +1,127 @@
+"""System prompts, reminders and the structured notes that tell the model about mode changes.
+
+Per-request context is built here and marked `ephemeral` in message metadata: it is sent
+with one request and never stored in the conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plan_lsp.providers.base import ChatMessage
+from plan_lsp.session.model import WorkMode
+from plan_lsp.session.store import Event
+
+BASE_PROMPT = """You are a coding agent working inside the user's editor, in the workspace \
+{workspace}. Use the tools you are given; paths are relative to the workspace. Be concise."""
+
+PLAN_PROMPT = """You are in PLAN MODE. Research the task with the read-only tools you have, \
+then write a step-by-step plan with `plan_write` (Markdown; numbered or checklist steps; name \
+the files you will change) and submit it with `exit_plan_mode`. You cannot change any file \
+other than the plan document, and you cannot run commands that change anything; do not try. \
+The user will approve, reject or comment on the plan."""
+
+BUILD_PROMPT = """You are in BUILD MODE. You may change the workspace with the tools you are \
+given, subject to the user's permissions. Keep changes focused on the task."""
+
+DO_PROMPT = """You are executing a plan the user approved. Follow it step by step; keep the \
+todo list current with `todo_write`; if a step turns out wrong, say so rather than silently \
+doing something else."""
+
+REMINDER_FULL = """<plan-mode-reminder>Plan mode is active. You MUST NOT make any edits \
+(except to the plan file with `plan_write`), run any non-read-only tool, or otherwise change \
+the system. Research, then write the plan with `plan_write` and call `exit_plan_mode` to ask \
+the user for approval.</plan-mode-reminder>"""
+
+REMINDER_SHORT = "<plan-mode-reminder>Plan mode is still active: read-only research, then \
+`plan_write` and `exit_plan_mode`.</plan-mode-reminder>"
+
+# Requests 1, 5, 9, ... carry the full reminder; the others the short one.
+REMINDER_FULL_EVERY = 4
+
+
+def system_prompt(mode: WorkMode, workspace: str, do_run: bool) -> ChatMessage:
+    parts = [BASE_PROMPT.format(workspace=workspace)]
+    if mode is WorkMode.PLAN:
+        parts.append(PLAN_PROMPT)
+    else:
+        parts.append(BUILD_PROMPT)
+        if do_run:
+            parts.append(DO_PROMPT)
+    return ChatMessage(role="system", content="\n\n".join(parts), meta={"kind": "system"})
+
+
+def plan_reminder(plan_request_number: int) -> ChatMessage:
+    full = (plan_request_number - 1) % REMINDER_FULL_EVERY == 0
+    return ChatMessage(
+        role="user",
+        content=REMINDER_FULL if full else REMINDER_SHORT,
+        meta={"ephemeral": True, "kind": "plan_reminder", "full": full},
+    )
+
+
+def _describe(event: Event) -> str | None:
+    d = event.data
+    if event.kind == "mode_changed":
+        who = {"user": "The user", "model": "You", "restore": "The session"}.get(
+            event.actor, "The system"
+        )
+        return f"{who} switched from {d['from']} mode to {d['to']} mode."
+    if event.kind == "plan_approved":
+        return (
+            f"The user approved the plan {d['path']} (sha256 {d['sha256'][:12]}); "
+            f"the session is now in build mode with permission mode {d['permissionMode']}."
+        )
+    if event.kind == "plan_rejected":
+        fb = d.get("feedback") or ""
+        return "The user rejected the plan." + (f" Feedback: {fb}" if fb else "")
+    if event.kind == "approved_plan_changed":
+        return f"The approved plan {d['path']} was edited after approval; it needs approval again."
+    if event.kind == "permission_mode_changed":
+        return f"The user changed the permission mode from {d['from']} to {d['to']}."
+    return None
+
+
+CONTEXT_EVENT_KINDS = (
+    "mode_changed",
+    "plan_approved",
+    "plan_rejected",
+    "approved_plan_changed",
+    "permission_mode_changed",
+)
+
+
+def mode_change_note(events: list[Event]) -> ChatMessage | None:
+    """One structured note for every mode-relevant event since the model's last request."""
+    described: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for ev in events:
+        text = _describe(ev)
+        if text is None:
+            continue
+        lines.append(text)
+        described.append({"seq": ev.seq, "kind": ev.kind, "actor": ev.actor, **ev.data})
+    if not lines:
+        return None
+    return ChatMessage(
+        role="user",
+        content="<session-context>\n" + "\n".join(lines) + "\n</session-context>",
+        meta={"ephemeral": True, "kind": "session_context", "events": described},
+    )
+
+
+def do_request(task: str | None, plan_path: str, plan_text: str) -> ChatMessage:
+    body = (
+        "Execute the approved plan.\n\n"
+        f"Original task:\n{task or '(not recorded)'}\n\n"
+        f"Approved plan ({plan_path}):\n{plan_text}"
+    )
+    return ChatMessage(role="user", content=body, meta={"kind": "do", "planPath": plan_path})
+
+
+def feedback_request(feedback: str, plan_path: str) -> ChatMessage:
+    body = (
+        f"The user rejected the plan in {plan_path} with this feedback:\n{feedback}\n\n"
+        "Revise the plan with `plan_write` and submit it again with `exit_plan_mode`."
+    )
+    return ChatMessage(role="user", content=body, meta={"kind": "feedback"})

@@ -1,0 +1,272 @@
+"""Execution gate: the check every tool call passes right before it runs.
+
+Order (DESIGN.md §2-3): the skill/subagent name allow-list and the work-mode safety check
+come first, so the user is never asked about a call that cannot run in this mode; then the
+permission engine decides allow/ask/deny; asks go to the user; right before allowing, the
+work mode is checked again, so a toggle to plan while a prompt was open still refuses.
+Every decision is appended to the session's event log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from plan_lsp.policy.definitions import (
+    PLAN_SHELL_SANDBOXED,
+    mode_refusal,
+    name_refusal,
+)
+from plan_lsp.policy.permissions import PRIMARY_ARGUMENT, PermissionEngine
+from plan_lsp.policy.ports import PermissionAnswer, PermissionPort, PermissionRequest
+from plan_lsp.policy.safety import ToolDefinition
+from plan_lsp.session.model import Actor, WorkMode
+from plan_lsp.session.session import Session
+
+log = logging.getLogger(__name__)
+
+_ANSWERS: frozenset[str] = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
+
+
+class ClassificationLike(Protocol):
+    @property
+    def allowed(self) -> bool: ...
+
+    @property
+    def reasons(self) -> Sequence[str]: ...
+
+
+Classifier = Callable[[str], ClassificationLike]
+SandboxProbe = Callable[[], "str | None"]
+
+
+def default_classifier(command: str) -> ClassificationLike:
+    """The shell classifier (`policy/shell`), imported when first needed."""
+    module = importlib.import_module("plan_lsp.policy.shell")
+    result: ClassificationLike = module.classify_command(command)
+    return result
+
+
+def default_sandbox_probe() -> str | None:
+    """Which OS sandbox can wrap plan-mode shell commands, if any."""
+    try:
+        module = importlib.import_module("plan_lsp.policy.sandbox")
+    except ImportError:
+        return None
+    kind = module.sandbox_kind()
+    return str(kind) if kind else None
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    allowed: bool
+    # The observation returned to the model instead of running (refusals only).
+    observation: dict[str, Any] | None = None
+    # Run `bash` inside the read-only sandbox.
+    sandbox: bool = False
+    reason: str = ""
+
+
+@dataclass
+class _ModeCheck:
+    refusal: str | None
+    read_only_proven: bool = False
+
+
+@dataclass
+class _CallState:
+    """Per-call memo: the classifier's verdict does not depend on the mode."""
+
+    classification: tuple[bool, list[str]] | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_call(definition: ToolDefinition, arguments: Mapping[str, Any]) -> str:
+    """One line saying what a call would do, for permission prompts."""
+    spec = PRIMARY_ARGUMENT.get(definition.name)
+    if spec is not None and isinstance(arguments.get(spec[0]), str):
+        return f"{definition.name}: {arguments[spec[0]]}"
+    text = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    return f"{definition.name} {text[:200]}{'…' if len(text) > 200 else ''}"
+
+
+class ExecutionGate:
+    """One per session. `plan_shell` may be changed at runtime (settings reload)."""
+
+    def __init__(
+        self,
+        session: Session,
+        permissions: PermissionEngine,
+        port: PermissionPort,
+        *,
+        plan_shell: str = "classified",
+        classify: Classifier | None = None,
+        sandbox_probe: SandboxProbe | None = None,
+    ) -> None:
+        self.session = session
+        self.permissions = permissions
+        self.port = port
+        self.plan_shell = plan_shell
+        self._classify = classify or default_classifier
+        self._sandbox_probe = sandbox_probe or default_sandbox_probe
+
+    def current_mode(self) -> WorkMode:
+        return self.session.mode
+
+    async def check(
+        self,
+        definition: ToolDefinition,
+        arguments: dict[str, Any],
+        run_id: str,
+        allow_names: frozenset[str] | None,
+    ) -> GateDecision:
+        name = definition.name
+        mode = self.session.mode
+        state = _CallState()
+
+        refusal = name_refusal(definition, allow_names)
+        first = _ModeCheck(refusal)
+        if refusal is None:
+            first = self._mode_check(definition, arguments, mode, state)
+        if first.refusal is not None:
+            return self._refuse(name, mode, run_id, first.refusal, stage="mode")
+        proven = first.read_only_proven
+
+        decision = self.permissions.decide(
+            definition,
+            arguments,
+            permission_mode=self.session.permission_mode,
+            work_mode=mode,
+            read_only_proven=proven,
+        )
+        if decision.verdict == "deny":
+            return self._deny(name, mode, run_id, decision.reason, stage="rules")
+        answer: PermissionAnswer | None = None
+        if decision.verdict == "ask":
+            answer = await self._ask(definition, arguments, run_id)
+            remembered = self.permissions.remember(answer, definition, arguments, mode)
+            if remembered is not None:
+                state.notes["rule"] = remembered
+            if answer in ("reject_once", "reject_always"):
+                return self._deny(
+                    name, mode, run_id, "you declined this call", stage="user", answer=answer
+                )
+
+        # The mode may have changed while the prompt was open (or any await above).
+        final_mode = self.session.mode
+        final = self._mode_check(definition, arguments, final_mode, state)
+        if final.refusal is not None:
+            reason = final.refusal
+            if final_mode is not mode:
+                reason = f"the session switched to {final_mode.value} mode; {reason}"
+            return self._refuse(name, final_mode, run_id, reason, stage="recheck", answer=answer)
+        sandbox = (
+            definition.classified_per_call
+            and final_mode is WorkMode.PLAN
+            and self.plan_shell == PLAN_SHELL_SANDBOXED
+            and self._sandbox_probe() is not None
+        )
+        reason = decision.reason if answer is None else f"you answered {answer}"
+        self._record(
+            name, final_mode, run_id, "allow", reason, stage="final", answer=answer,
+            sandbox=sandbox, **state.notes,
+        )
+        return GateDecision(True, None, sandbox=sandbox, reason=reason)
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _mode_check(
+        self,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        mode: WorkMode,
+        state: _CallState,
+    ) -> _ModeCheck:
+        refusal = mode_refusal(definition, mode, self.plan_shell)
+        if refusal is not None:
+            return _ModeCheck(refusal)
+        if not definition.classified_per_call:
+            return _ModeCheck(None)
+        allowed, reasons = self._classification(arguments, state)
+        if mode is WorkMode.PLAN and not allowed:
+            why = "; ".join(reasons) or "it could not be proven read-only"
+            return _ModeCheck(
+                "plan mode only runs shell commands proven read-only, and this one is not: "
+                + why
+            )
+        return _ModeCheck(None, read_only_proven=allowed)
+
+    def _classification(
+        self, arguments: Mapping[str, Any], state: _CallState
+    ) -> tuple[bool, list[str]]:
+        if state.classification is None:
+            command = arguments.get("command")
+            if not isinstance(command, str) or not command.strip():
+                state.classification = (False, ["no command was given"])
+            else:
+                try:
+                    result = self._classify(command)
+                    state.classification = (bool(result.allowed), list(result.reasons))
+                except ImportError:
+                    state.classification = (False, ["the shell classifier is not available"])
+                except Exception as exc:  # a classifier bug must fail closed
+                    log.exception("shell classifier failed")
+                    state.classification = (False, [f"the shell classifier failed: {exc}"])
+        return state.classification
+
+    async def _ask(
+        self, definition: ToolDefinition, arguments: dict[str, Any], run_id: str
+    ) -> PermissionAnswer:
+        request = PermissionRequest(
+            run_id=run_id,
+            tool=definition.name,
+            summary=summarize_call(definition, arguments),
+            arguments=arguments,
+        )
+        try:
+            answer = await self.port.request_permission(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a failed prompt is a "no"
+            log.exception("permission prompt failed")
+            return "reject_once"
+        if answer not in _ANSWERS:
+            return "reject_once"
+        return answer
+
+    # -- outcomes --------------------------------------------------------------------------
+
+    def _refuse(
+        self, name: str, mode: WorkMode, run_id: str, reason: str, **extra: Any
+    ) -> GateDecision:
+        self._record(name, mode, run_id, "refuse", reason, **extra)
+        observation = {"error": "tool_not_allowed", "tool": name, "reason": reason}
+        return GateDecision(False, observation, reason=reason)
+
+    def _deny(
+        self, name: str, mode: WorkMode, run_id: str, reason: str, **extra: Any
+    ) -> GateDecision:
+        self._record(name, mode, run_id, "deny", reason, **extra)
+        observation = {"error": "permission_denied", "tool": name, "reason": reason}
+        return GateDecision(False, observation, reason=reason)
+
+    def _record(
+        self, name: str, mode: WorkMode, run_id: str, decision: str, reason: str, **extra: Any
+    ) -> None:
+        data: dict[str, Any] = {
+            "tool": name,
+            "mode": mode.value,
+            "decision": decision,
+            "reason": reason,
+            "runId": run_id,
+        }
+        data.update({k: v for k, v in extra.items() if v is not None})
+        try:
+            self.session.record("gate_decision", Actor.SYSTEM, data)
+        except Exception:  # the audit log failing must not crash the run
+            log.exception("could not record a gate decision")

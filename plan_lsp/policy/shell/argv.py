@@ -1,0 +1,317 @@
+"""Apply a command's profile to its arguments: flags, values, subcommands, wrappers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from plan_lsp.policy.shell.model import CAPABILITIES, caps_text
+from plan_lsp.policy.shell.profiles import FlagSpec, Profile, Wrapper, profiles
+from plan_lsp.policy.shell.scripts import check_script
+from plan_lsp.policy.shell.words import Word
+
+if TYPE_CHECKING:
+    from plan_lsp.policy.shell.walker import Walker
+
+_ENV = frozenset({"modify:environment"})
+_STDIN_ARGS = Word("<arguments read from stdin>", None)
+# Flags that hand a checked command its script instead of the first operand.
+_SCRIPT_FLAGS = {"sed": frozenset({"-e", "--expression"}), "awk": frozenset[str]()}
+
+
+def classify_argv(cmd: str, args: list[Word], w: Walker) -> None:
+    prof = profiles().get(cmd)
+    if prof is None:
+        w.f.deny(f"`{cmd}` is not a command this checker knows, so it is not allowed")
+        return
+    _Apply(cmd, prof, args, w).run()
+
+
+class _Apply:
+    def __init__(self, label: str, prof: Profile, args: list[Word], w: Walker) -> None:
+        self.label = label
+        self.prof = prof
+        self.args = args
+        self.w = w
+        self.drops: set[str] = set()
+        self.seen: set[str] = set()
+        self.scripts: list[Word] = []
+
+    def run(self) -> None:
+        prof, w = self.prof, self.w
+        if prof.exact_forms and all(a.value is not None and not a.glob for a in self.args):
+            values = [a.value for a in self.args]
+            if values in prof.exact_forms:
+                self.base(prof.exact_caps, "only prints information")
+                if not prof.exact_caps:
+                    w.f.add(
+                        frozenset(), f"`{self.label}` with these arguments only prints information"
+                    )
+                return
+        if prof.anything:
+            w.f.add(CAPABILITIES, f"`{self.label}` {prof.why}, so it could do anything")
+            return
+        if prof.wrapper is not None:
+            self.wrapper(prof.wrapper)
+            return
+        positionals = self.parse()
+        if positionals is None:
+            return
+        self.base(prof.caps - self.drops, prof.why)
+        self.check_positionals(positionals)
+
+    def base(self, caps: frozenset[str] | set[str], why: str) -> None:
+        if caps:
+            text = (
+                f"`{self.label}` {why} ({caps_text(caps)})"
+                if why
+                else (f"`{self.label}` needs {caps_text(caps)}")
+            )
+            self.w.f.add(frozenset(caps), text)
+
+    # Flags --------------------------------------------------------------------------
+    def parse(self) -> list[Word] | None:
+        """Walk the arguments; returns the positionals, or None when a subcommand took over."""
+        prof, args = self.prof, self.args
+        positionals: list[Word] = []
+        end = False
+        i = 0
+        while i < len(args):
+            a = args[i]
+            i += 1
+            v = a.value
+            if v is None or a.glob:
+                if prof.subcommands and not positionals:
+                    self.w.f.deny(
+                        f"the subcommand of `{self.label}` in `{a.text}` is only known at run time"
+                    )
+                    return None
+                if prof.risky and not a.operand_safe and not end:
+                    self.w.f.deny(
+                        f"`{a.text}` is only known at run time and could turn into a flag of "
+                        f"`{self.label}` that changes things; quote it, give it a fixed "
+                        "directory prefix, or put it after `--`"
+                    )
+                positionals.append(a)
+                continue
+            if end or v == "-" or not v.startswith("-"):
+                if prof.subcommands and not positionals:
+                    self.subcommand(v, i)
+                    return None
+                positionals.append(a)
+                continue
+            if v == "--" and not prof.no_double_dash:
+                end = True
+                continue
+            if prof.single_dash_long or v.startswith("--"):
+                name, eq, attached = v.partition("=") if v.startswith("--") else (v, "", "")
+                i = self.flag(name, attached if eq else None, i)
+            else:
+                i = self.cluster(v, i)
+            if i < 0:
+                return None
+        return positionals
+
+    def cluster(self, v: str, i: int) -> int:
+        """`-la` is `-l -a`; a letter that takes a value takes the rest (`-n5`) or the next word."""
+        for j in range(1, len(v)):
+            name = "-" + v[j]
+            rest = v[j + 1 :]
+            takes = self.takes_value(name)
+            if takes:
+                return self.flag(name, rest if rest else None, i)
+            i = self.flag(name, None, i)
+            if i < 0:
+                return i
+        return i
+
+    def takes_value(self, name: str) -> bool:
+        spec = self.prof.flags.get(name)
+        return spec.value if spec is not None else name in self.prof.value_flags
+
+    def lookup(self, name: str) -> tuple[str, FlagSpec | None, bool, bool]:
+        """(canonical name, spec, takes a value, known)."""
+        prof = self.prof
+        spec = prof.flags.get(name)
+        if spec is not None:
+            return name, spec, spec.value, True
+        if name in prof.value_flags:
+            return name, None, True, True
+        if name in prof.safe_flags:
+            return name, None, False, True
+        if name.startswith("--") and len(name) > 3:
+            # GNU getopt and git accept unambiguous prefixes: `--out` is `--output`.
+            matches = [f for f in prof.long_names if f.startswith(name)]
+            for match in matches:
+                if match in prof.flags:
+                    found = prof.flags[match]
+                    return match, found, found.value, True
+            if matches:
+                return matches[0], None, matches[0] in prof.value_flags, True
+        return name, None, False, False
+
+    def flag(self, name: str, attached: str | None, i: int) -> int:
+        canonical, spec, takes, known = self.lookup(name)
+        if not known and self.prof.only_safe_flags:
+            self.w.f.deny(
+                f"`{name}` is not an option of `{self.label}` known to be harmless, "
+                "so it is not allowed"
+            )
+            return -1
+        self.seen.add(canonical)
+        value: Word | None = None
+        if takes:
+            if attached is not None:
+                value = Word(attached, attached)
+            elif i < len(self.args):
+                value = self.args[i]
+                i += 1
+        if self.prof.script is not None and canonical in _SCRIPT_FLAGS[self.prof.script]:
+            if value is not None:
+                self.scripts.append(value)
+        if spec is None:
+            return i
+        alias = "" if name == canonical else f" (short for `{canonical}`)"
+        if takes and spec.ok_values:
+            if value is not None and value.value in spec.ok_values:
+                self.drops |= spec.drop
+                return i
+            if spec.caps:
+                target = value.text if value is not None else ""
+                self.w.f.add(
+                    spec.caps,
+                    f"`{name} {target}`{alias} makes `{self.label}` {spec.why} "
+                    f"({caps_text(spec.caps)})",
+                )
+            return i
+        self.drops |= spec.drop
+        if spec.caps:
+            self.w.f.add(
+                spec.caps,
+                f"`{name}`{alias} makes `{self.label}` {spec.why} ({caps_text(spec.caps)})",
+            )
+        return i
+
+    # Positionals and subcommands ----------------------------------------------------
+    def subcommand(self, name: str, i: int) -> None:
+        prof, w = self.prof, self.w
+        sub = prof.subcommands.get(name)
+        label = f"{self.label} {name}"
+        if sub is None:
+            if prof.other_sub is None:
+                w.f.deny(f"`{label}` is not a subcommand of `{self.label}` this checker knows")
+            elif prof.other_sub:
+                w.f.add(
+                    prof.other_sub, f"`{label}` {prof.other_sub_why} ({caps_text(prof.other_sub)})"
+                )
+            return
+        _Apply(label, sub, self.args[i:], w).run()
+
+    def check_positionals(self, positionals: list[Word]) -> None:
+        prof, w = self.prof, self.w
+        if prof.subcommands and not positionals:
+            return
+        if prof.assigns_names:
+            w.local_names(positionals, self.label)
+        if prof.url_schemes:
+            for p in positionals:
+                self.check_url(p)
+        if prof.script is not None:
+            script = self.scripts or positionals[:1]
+            if not script:
+                w.f.deny(f"`{self.label}` without a script reads it from somewhere unchecked")
+            for word in script:
+                if word.value is None:
+                    w.f.deny(f"the `{self.label}` script `{word.text}` is only known at run time")
+                else:
+                    problem = check_script(prof.script, word.value)
+                    if problem is not None:
+                        w.f.add(
+                            problem[0],
+                            f"the `{self.label}` script {problem[1]} ({caps_text(problem[0])})",
+                        )
+        if prof.max_positionals is not None and len(positionals) > prof.max_positionals:
+            if not any(f in self.seen for f in prof.positional_ok_with):
+                extra = positionals[prof.max_positionals]
+                caps = prof.positional_caps
+                w.f.add(
+                    caps,
+                    f"`{extra.text}` makes `{self.label}` {prof.positional_why} "
+                    f"({caps_text(caps)})",
+                )
+
+    def check_url(self, word: Word) -> None:
+        if word.value is None:
+            self.w.f.deny(f"the URL `{word.text}` of `{self.label}` is only known at run time")
+            return
+        scheme, sep, _ = word.value.partition("://")
+        if sep and scheme.lower() not in self.prof.url_schemes:
+            self.w.f.add(
+                frozenset({"write:network"}),
+                f"`{word.text}` makes `{self.label}` speak `{scheme}`, which can send "
+                "arbitrary data (write:network)",
+            )
+
+    # Exec wrappers ------------------------------------------------------------------
+    def wrapper(self, wr: Wrapper) -> None:
+        args, w = self.args, self.w
+        i = 0
+        while i < len(args):
+            a = args[i]
+            v = a.value
+            if v is None or a.glob:
+                w.f.deny(f"`{a.text}` after `{self.label}` is only known at run time")
+                return
+            if v == "--":
+                i += 1
+                break
+            if not v.startswith("-") or v == "-":
+                if "=" in v and not wr.shell_string:
+                    w.f.add(
+                        _ENV,
+                        f"`{v}` makes `{self.label}` change the environment of the command "
+                        "it runs (modify:environment)",
+                    )
+                    i += 1
+                    continue
+                break
+            step = self.wrapper_flag(wr, v)
+            if step == 0:
+                w.f.deny(
+                    f"`{v}` is not an option of `{self.label}` known to be harmless, "
+                    "so it is not allowed"
+                )
+                return
+            i += step
+        rest = args[i:]
+        if len(rest) < wr.skip:
+            self.base(self.prof.caps, self.prof.why)
+            return
+        rest = rest[wr.skip :]
+        if not rest:
+            self.base(self.prof.caps, self.prof.why)
+            return
+        self.base(self.prof.caps, self.prof.why)
+        if wr.shell_string:
+            if any(r.value is None for r in rest):
+                w.f.deny(f"the command `{self.label}` runs is only known at run time")
+                return
+            w.shell_string(" ".join(r.value or "" for r in rest))
+            return
+        if wr.appends_args:
+            rest = [*rest, _STDIN_ARGS]
+        w.simple(rest[0], rest[1:])
+
+    def wrapper_flag(self, wr: Wrapper, v: str) -> int:
+        """How many words the option takes up (0: not a known option)."""
+        if v.startswith("--"):
+            name, eq, _ = v.partition("=")
+            if name in wr.value_flags:
+                return 1 if eq else 2
+            return 1 if v in wr.safe_flags else 0
+        for j in range(1, len(v)):
+            name = "-" + v[j]
+            if name in wr.value_flags:
+                return 1 if j + 1 < len(v) else 2
+            if name not in wr.safe_flags:
+                return 0
+        return 1

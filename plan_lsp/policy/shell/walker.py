@@ -1,0 +1,379 @@
+"""Walk a bash syntax tree and record what every command in it would do.
+
+Only node types listed here are understood; anything else denies the whole line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from plan_lsp.policy.shell.argv import classify_argv
+from plan_lsp.policy.shell.model import Findings
+from plan_lsp.policy.shell.words import Word, resolve
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+MAX_DEPTH = 24
+
+_ENV = frozenset({"modify:environment"})
+_WRITE_FS = frozenset({"write:filesystem"})
+_WRITE_PROC = frozenset({"write:process"})
+
+# Nodes whose named children are themselves statements.
+_CONTAINERS = frozenset(
+    {
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "compound_statement",
+        "do_group",
+        "negated_command",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+    }
+)
+_HARMLESS_TOKENS = frozenset(
+    {
+        ";",
+        ";;",
+        "&&",
+        "||",
+        "|",
+        "|&",
+        "!",
+        "(",
+        ")",
+        "{",
+        "}",
+        "\n",
+        "if",
+        "then",
+        "elif",
+        "else",
+        "fi",
+        "while",
+        "until",
+        "do",
+        "done",
+        "for",
+        "in",
+        "case",
+        "esac",
+        "function",
+    }
+)
+_WORD_TYPES = frozenset(
+    {
+        "word",
+        "string",
+        "raw_string",
+        "ansi_c_string",
+        "translated_string",
+        "concatenation",
+        "number",
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "brace_expression",
+        "extglob_pattern",
+        "arithmetic_expansion",
+    }
+)
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+_HARMLESS_SINK = "/dev/null"
+# Loop and `read` variables: short lower-case names cannot collide with the environment
+# variables that steer programs (PATH, LD_PRELOAD, GIT_DIR, http_proxy, ...).
+_LOCAL_NAME = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
+_TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R"})
+_COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\[-]*\Z")
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+class Walker:
+    """Accumulates findings for one command line (and the lines nested inside it)."""
+
+    def __init__(self, findings: Findings, depth: int = 0) -> None:
+        self.f = findings
+        self.depth = depth
+
+    # WordSink -----------------------------------------------------------------------
+    def nested(self, node: Node) -> None:
+        if self.depth >= MAX_DEPTH:
+            self.f.deny("commands are nested too deeply to check")
+            return
+        inner = Walker(self.f, self.depth + 1)
+        for child in node.children:
+            if child.is_named:
+                inner.statement(child)
+            elif child.type not in ("$(", ")", "`", "<(", ">("):
+                self.f.deny(f"`{_text(node)}` is a substitution this checker does not understand")
+
+    def refuse(self, reason: str) -> None:
+        self.f.deny(reason)
+
+    def assigns(self, reason: str) -> None:
+        self.f.add(_ENV, f"{reason} (modify:environment)")
+
+    # Statements ---------------------------------------------------------------------
+    def statement(self, node: Node) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node)
+        elif kind in _CONTAINERS:
+            self.children(node)
+        elif kind == "redirected_statement":
+            self.redirected(node)
+        elif kind == "for_statement":
+            self.for_loop(node)
+        elif kind == "case_statement":
+            self.case(node)
+        elif kind == "function_definition":
+            body = node.child_by_field_name("body")
+            if body is None:
+                self.f.deny(f"function definition `{_text(node)[:40]}` has no body")
+            else:
+                self.statement(body)
+        elif kind == "test_command":
+            self.test(node)
+        elif kind == "comment":
+            pass
+        elif kind in ("variable_assignment", "variable_assignments"):
+            self.f.add(_ENV, f"`{_text(node)}` sets a shell variable (modify:environment)")
+            self.words_inside(node)
+        elif kind in ("declaration_command", "unset_command"):
+            self.f.add(_ENV, f"`{_text(node)[:60]}` changes shell variables (modify:environment)")
+            self.words_inside(node)
+        elif kind in _REDIRECTS:
+            self.redirect(node)
+        elif kind == "heredoc_body":
+            self.heredoc_body(node)
+        else:
+            self.f.deny(
+                f"`{_text(node)[:60]}` is a shell construct this checker does not understand"
+            )
+
+    def children(self, node: Node) -> None:
+        for child in node.children:
+            if child.is_named:
+                self.statement(child)
+            else:
+                self.children_token(child)
+
+    def words_inside(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type in _WORD_TYPES:
+                resolve(child, self)
+            elif child.type == "variable_assignment":
+                self.words_inside(child)
+
+    def redirected(self, node: Node) -> None:
+        for child in node.children:
+            if child.type in _REDIRECTS:
+                self.redirect(child)
+            elif child.is_named:
+                self.statement(child)
+            else:
+                self.children_token(child)
+
+    def children_token(self, token: Node) -> None:
+        if token.type == "&":
+            self.f.add(
+                _WRITE_PROC, "`&` leaves a command running in the background (write:process)"
+            )
+        elif token.type not in _HARMLESS_TOKENS:
+            self.f.deny(f"`{token.type}` is a shell construct this checker does not understand")
+
+    def for_loop(self, node: Node) -> None:
+        for child in node.children:
+            if child.type == "variable_name":
+                self.local_name(_text(child), "a `for` loop")
+            elif child.type == "do_group":
+                self.statement(child)
+            elif child.type in _WORD_TYPES:
+                resolve(child, self)
+            elif child.is_named:
+                self.statement(child)
+            else:
+                self.children_token(child)
+
+    def local_name(self, name: str, where: str) -> None:
+        if not _LOCAL_NAME.match(name):
+            self.f.add(
+                _ENV,
+                f"{where} assigns `{name}`, a name that could steer other programs "
+                "(use a short lower-case name) (modify:environment)",
+            )
+
+    def case(self, node: Node) -> None:
+        for child in node.children:
+            if child.type == "case_item":
+                for part in child.children:
+                    if part.type in _WORD_TYPES:
+                        resolve(part, self)
+                    elif part.is_named:
+                        self.statement(part)
+                    else:
+                        self.children_token(part)
+            elif child.type in _WORD_TYPES:
+                resolve(child, self)
+            elif child.is_named:
+                self.statement(child)
+            else:
+                self.children_token(child)
+
+    def test(self, node: Node) -> None:
+        double = _text(node).startswith("[[")
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            kind = child.type
+            if kind in _WORD_TYPES:
+                resolve(child, self)
+            elif kind == "test_operator":
+                if double and _text(child) in _TEST_ARITHMETIC:
+                    self.f.deny(
+                        f"`{_text(child)}` inside `[[ ]]` evaluates operands as arithmetic, "
+                        "which can run commands hidden in variable values (use `[ ]`)"
+                    )
+            elif kind in ("binary_expression", "unary_expression", "parenthesized_expression"):
+                stack.extend(child.children)
+            elif kind == "regex" or not child.is_named:
+                continue
+            else:
+                self.f.deny(f"`{_text(child)[:60]}` inside a test is not understood")
+
+    def heredoc_body(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "heredoc_content":
+                continue
+            resolve(child, self)
+
+    def redirect(self, node: Node) -> None:
+        kind = node.type
+        if kind == "heredoc_redirect":
+            for child in node.named_children:
+                if child.type == "heredoc_body":
+                    self.heredoc_body(child)
+                elif child.type in ("heredoc_start", "heredoc_end", "file_descriptor"):
+                    continue
+                elif child.type in _REDIRECTS:
+                    self.redirect(child)
+                elif child.type in _WORD_TYPES:
+                    resolve(child, self)
+                else:
+                    # `cat <<EOF | cmd` hangs the rest of the pipeline off the heredoc.
+                    self.statement(child)
+            return
+        if kind == "herestring_redirect":
+            for child in node.named_children:
+                if child.type != "file_descriptor":
+                    resolve(child, self)
+            return
+        op = ""
+        dest: Word | None = None
+        for child in node.children:
+            if not child.is_named:
+                op = child.type
+            elif child.type == "file_descriptor":
+                continue
+            else:
+                dest = resolve(child, self)
+        if dest is None:
+            self.f.deny(f"redirection `{_text(node)}` is not understood")
+            return
+        if op in ("<", "<<<"):
+            return
+        if op in (">&", "<&", ">&-", "<&-"):
+            if dest.value is not None and (dest.value.isdigit() or dest.value == "-"):
+                return
+            if op == "<&":
+                self.f.deny(f"redirection `{_text(node)}` is not understood")
+                return
+        elif op not in _WRITE_REDIRECTS:
+            self.f.deny(f"redirection `{_text(node)}` is not understood")
+            return
+        if dest.value == _HARMLESS_SINK:
+            return
+        self.f.add(
+            _WRITE_FS,
+            f"`{_text(node)}` writes to a file; only `/dev/null` is harmless (write:filesystem)",
+        )
+
+    # Simple commands ----------------------------------------------------------------
+    def command(self, node: Node) -> None:
+        name: Word | None = None
+        args: list[Word] = []
+        for child in node.children:
+            kind = child.type
+            if kind == "variable_assignment":
+                self.f.add(
+                    _ENV,
+                    f"`{_text(child)}` changes the environment of the command it prefixes "
+                    "(modify:environment)",
+                )
+                self.words_inside(child)
+            elif kind == "command_name":
+                inner = child.named_children
+                if len(inner) != 1:
+                    self.f.deny(f"command name `{_text(child)}` is not understood")
+                    return
+                name = resolve(inner[0], self)
+            elif kind in _REDIRECTS:
+                self.redirect(child)
+            elif kind in _WORD_TYPES:
+                args.append(resolve(child, self))
+            elif kind in ("subscript", "comment"):
+                self.f.deny(f"`{_text(child)}` is not understood here")
+            else:
+                self.f.deny(f"`{_text(child)[:60]}` inside a command is not understood")
+        if name is None:
+            self.f.deny(f"`{_text(node)[:60]}` has no command name")
+            return
+        self.simple(name, args)
+
+    def simple(self, name: Word, args: list[Word]) -> None:
+        cmd = name.value
+        if cmd is None:
+            self.f.deny(
+                f"the command name `{name.text}` is only known at run time, so it cannot be checked"
+            )
+            return
+        if not cmd.isascii() or not cmd.isprintable():
+            self.f.deny(f"the command name `{name.text}` contains non-ASCII or control characters")
+            return
+        if "/" in cmd:
+            self.f.deny(
+                f"`{cmd}` names a program by path; only known commands found on PATH are checked"
+            )
+            return
+        if not _COMMAND_NAME.match(cmd):
+            self.f.deny(f"`{cmd}` is not a command name this checker knows")
+            return
+        classify_argv(cmd, args, self)
+
+    def shell_string(self, source: str) -> None:
+        """Classify a string that another program hands to a shell (`watch 'cmd'`)."""
+        from plan_lsp.policy.shell.classifier import walk_source
+
+        if self.depth >= MAX_DEPTH:
+            self.f.deny("commands are nested too deeply to check")
+            return
+        walk_source(source, self.f, self.depth + 1)
+
+    def local_names(self, names: list[Word], cmd: str) -> None:
+        for word in names:
+            if word.value is None:
+                self.f.deny(f"`{cmd}` assigns a variable whose name `{word.text}` is not fixed")
+            else:
+                self.local_name(word.value, f"`{cmd}`")

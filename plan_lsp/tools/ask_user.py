@@ -1,0 +1,102 @@
+"""ask_user: a questionnaire the client answers (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+
+
+def _parse(raw: object) -> list[Question] | ToolResult:
+    if not isinstance(raw, list) or not raw:
+        return ToolResult.error("invalid_arguments", "questions must be a non-empty list")
+    questions: list[Question] = []
+    for index, item in enumerate(raw):
+        try:
+            question = Question.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return ToolResult.error(
+                "invalid_arguments", f"questions[{index}].{where}: {first['msg']}"
+            )
+        if not question.options:
+            return ToolResult.error(
+                "invalid_arguments", f"questions[{index}] ({question.id!r}) has no options"
+            )
+        questions.append(question)
+    ids = [q.id for q in questions]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        return ToolResult.error(
+            "invalid_arguments", f"question ids must be unique; repeated: {', '.join(duplicates)}"
+        )
+    return questions
+
+
+async def ask_user(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    parsed = _parse(args.get("questions"))
+    if isinstance(parsed, ToolResult):
+        return parsed
+    answers = await ctx.user.ask_questions(ctx.run_id, parsed)
+    if answers is None:
+        payload: dict[str, Any] = {"dismissed": True}
+        return ToolResult(
+            content=json.dumps(
+                {**payload, "message": "the user dismissed the questions without answering"}
+            ),
+            data=payload,
+        )
+    known = {q.id for q in parsed}
+    cleaned = {k: [str(c) for c in v] for k, v in answers.items() if k in known}
+    unanswered = sorted(known - set(cleaned))
+    payload = {"answers": cleaned}
+    if unanswered:
+        payload["unanswered"] = unanswered
+    return ToolResult(content=json.dumps(payload, ensure_ascii=False), data=payload)
+
+
+ASK_USER_TOOL = Tool(
+    ToolDefinition(
+        name="ask_user",
+        description=(
+            "Ask the user one or more multiple-choice questions and wait for the answers. "
+            "Each question has an `id`, `text`, `options` and optionally `multiple` "
+            "(several options may be chosen)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "minLength": 1},
+                            "text": {"type": "string", "minLength": 1},
+                            "options": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {"type": "string"},
+                            },
+                            "multiple": {"type": "boolean"},
+                        },
+                        "required": ["id", "text", "options"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["questions"],
+            "additionalProperties": False,
+        },
+        safety=Safety.READ_ONLY,
+        # The user may take their time answering.
+        timeout_s=3600.0,
+    ),
+    ask_user,
+)

@@ -1,0 +1,297 @@
+"""The `bash` tool: run one command line, optionally inside the read-only sandbox.
+
+Whether a command may run at all is decided before this is called (the execution gate
+classifies it, and sets `ctx.sandbox_shell` when it must run sandboxed). This module only
+runs it well: own process group, timeout, output caps, cancellation, hardened git.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.sandbox import sandbox_argv, sandbox_kind
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_TIMEOUT_S = 600.0
+# Characters of each stream kept for the model: the start and the end, the middle cut.
+OUTPUT_CAP_CHARS = 30_000
+_READ_CHUNK = 65536
+# After the process is gone, how long a grandchild holding the pipe may keep readers waiting.
+_DRAIN_GRACE_S = 2.0
+
+# Git reads must not run programs a repository's configuration names.
+_GIT_HARDENING: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.pager", "cat"),
+    ("diff.external", ""),
+    ("core.untrackedCache", "false"),
+    ("credential.helper", ""),
+)
+_DROPPED_ENV = ("BASH_ENV", "ENV", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_PAGER_IN_USE")
+
+
+def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment commands run with: no shell start-up files, hardened git, no pagers."""
+    env = dict(os.environ if base is None else base)
+    for name in _DROPPED_ENV:
+        env.pop(name, None)
+    for key in [k for k in env if k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+        del env[key]
+    env["GIT_CONFIG_COUNT"] = str(len(_GIT_HARDENING))
+    for n, (key, value) in enumerate(_GIT_HARDENING):
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = value
+    env.update(
+        {
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "MANPAGER": "cat",
+            "GIT_EDITOR": "true",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "true",
+            "SSH_ASKPASS": "true",
+            "TERM": "dumb",
+        }
+    )
+    return env
+
+
+class _Capture:
+    """Keeps the first and last `cap // 2` characters of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half * 4 - len(self.head)  # bytes; trimmed to characters at the end
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half * 8:
+                del self.tail[: len(self.tail) - self.half * 4]
+
+    def text(self) -> tuple[str, bool]:
+        """The kept text and whether something was cut (with a note saying how much)."""
+        lossless = len(self.head) + len(self.tail) == self.total
+        if lossless:
+            whole = (self.head + self.tail).decode("utf-8", "replace")
+            if len(whole) <= self.half * 2:
+                return whole, False
+            head, tail = whole[: self.half], whole[-self.half :]
+            cut = f"{len(whole) - 2 * self.half} characters"
+        else:
+            head = self.head.decode("utf-8", "replace")[: self.half]
+            tail = self.tail.decode("utf-8", "replace")[-self.half :]
+            dropped = self.total - len(head.encode()) - len(tail.encode())
+            cut = f"about {dropped} bytes"
+        note = f"\n[... {cut} cut from the middle of this output ...]\n"
+        return head + note + tail, True
+
+
+async def _pump(stream: asyncio.StreamReader | None, sink: _Capture) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(_READ_CHUNK)
+        if not chunk:
+            return
+        sink.feed(chunk)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, found through /proc (children may leave our group)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: parse after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _kill_tree(proc: asyncio.subprocess.Process) -> None:
+    pid = proc.pid
+    stragglers = _descendants(pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for child in stragglers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+async def run_shell(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    sandboxed: bool,
+    cancel: asyncio.Event | None,
+) -> ToolResult:
+    """Run `bash -c command` in `cwd`; never runs unsandboxed when `sandboxed` is asked for."""
+    argv = ["bash", "-c", command]
+    if sandboxed:
+        if sandbox_kind() is None:
+            return ToolResult.error(
+                "sandbox_unavailable",
+                "This command must run inside the read-only sandbox, but no working sandbox "
+                "(bubblewrap) is available here, so it was not run.",
+            )
+        argv = sandbox_argv(cwd, argv)
+    timeout_s = min(max(timeout_s, 0.1), MAX_TIMEOUT_S)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=shell_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return ToolResult.error("spawn_failed", f"could not start bash: {exc}")
+    out, err = _Capture(OUTPUT_CAP_CHARS), _Capture(OUTPUT_CAP_CHARS)
+    readers = [
+        asyncio.ensure_future(_pump(proc.stdout, out)),
+        asyncio.ensure_future(_pump(proc.stderr, err)),
+    ]
+    stop = "exited"
+    waiter = asyncio.ensure_future(proc.wait())
+    cancelled = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    try:
+        pending: set[asyncio.Future[Any]] = {waiter}
+        if cancelled is not None:
+            pending.add(cancelled)
+        done, _ = await asyncio.wait(
+            pending, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter not in done:
+            stop = "cancelled" if cancelled is not None and cancelled in done else "timeout"
+            _kill_tree(proc)
+        else:
+            # The shell is gone; anything it left behind in its group goes too.
+            _kill_tree(proc)
+        await proc.wait()
+        await asyncio.wait(readers, timeout=_DRAIN_GRACE_S)
+    except asyncio.CancelledError:
+        _kill_tree(proc)
+        raise
+    finally:
+        for task in (*readers, waiter, *([cancelled] if cancelled is not None else [])):
+            task.cancel()
+    return _result(command, proc.returncode, stop, out, err, timeout_s, sandboxed)
+
+
+def _result(
+    command: str,
+    code: int | None,
+    stop: str,
+    out: _Capture,
+    err: _Capture,
+    timeout_s: float,
+    sandboxed: bool,
+) -> ToolResult:
+    stdout, out_cut = out.text()
+    stderr, err_cut = err.text()
+    data: dict[str, Any] = {
+        "exit_code": code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "truncated": out_cut or err_cut,
+        "sandboxed": sandboxed,
+    }
+    if stop == "timeout":
+        return ToolResult.error(
+            "timeout",
+            f"the command did not finish within {timeout_s:g} s and was killed",
+            **data,
+        )
+    if stop == "cancelled":
+        return ToolResult.error("cancelled", "the command was cancelled and killed", **data)
+    parts = [f"exit code: {code}"]
+    if sandboxed:
+        parts.append("(ran in the read-only sandbox: no writes, no network)")
+    parts.append(f"stdout:\n{stdout}" if stdout else "stdout: (empty)")
+    if stderr:
+        parts.append(f"stderr:\n{stderr}")
+    return ToolResult(content="\n".join(parts), data=data)
+
+
+async def _run_bash(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    command = arguments.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return ToolResult.error("invalid_arguments", "`command` must be a non-empty string")
+    raw_timeout = arguments.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(raw_timeout, bool) or not isinstance(raw_timeout, int | float):
+        return ToolResult.error("invalid_arguments", "`timeout_s` must be a number of seconds")
+    if raw_timeout <= 0:
+        return ToolResult.error("invalid_arguments", "`timeout_s` must be positive")
+    return await run_shell(
+        command,
+        ctx.workspace,
+        min(float(raw_timeout), MAX_TIMEOUT_S),
+        ctx.sandbox_shell,
+        ctx.cancel,
+    )
+
+
+BASH_TOOL = Tool(
+    definition=ToolDefinition(
+        name="bash",
+        description=(
+            "Run a bash command line in the workspace folder and return its exit code, "
+            "stdout and stderr (long output keeps its start and end). In plan mode only "
+            "read-only commands are accepted, and they run in a sandbox without writes or "
+            "network. Default timeout 120 s, at most 600 s."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command line to run."},
+                "timeout_s": {
+                    "type": "number",
+                    "description": "Seconds before the command is killed (default 120, max 600).",
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+        safety=Safety.SIDE_EFFECT,
+        classified_per_call=True,
+        # Longer than the command's own limit, so the command's timeout reports first.
+        timeout_s=MAX_TIMEOUT_S + 30.0,
+    ),
+    run=_run_bash,
+)

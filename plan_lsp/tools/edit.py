@@ -1,0 +1,195 @@
+"""File-changing tools: write_file and edit_file.
+
+Neither writes anything itself: both compute the new text and hand it to the workspace-edit
+gate (`policy.workspace_edit.apply_file_edit`) with the work mode at that very moment, so
+even a call already past the execution gate cannot change a file once the session is in plan
+mode. Without a mode provider in the context the tools assume plan mode (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.policy.ports import FileEdit
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.workspace_edit import apply_file_edit
+from plan_lsp.session.model import WorkMode
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.fs import open_text
+from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
+
+# `ctx.extra[MODE_PROVIDER_KEY]` is a zero-argument callable returning the current WorkMode;
+# the tool runner sets it for every call.
+MODE_PROVIDER_KEY = "work_mode"
+
+
+def current_mode(ctx: ToolContext) -> WorkMode:
+    provider: Callable[[], object] | None = ctx.extra.get(MODE_PROVIDER_KEY)
+    if callable(provider):
+        try:
+            mode = provider()
+        except Exception:
+            return WorkMode.PLAN
+        if isinstance(mode, WorkMode):
+            return mode
+    return WorkMode.PLAN
+
+
+def _current_text(ctx: ToolContext, path: Path) -> str | None:
+    """What the user sees: the open buffer, else the disk, else None (no such file)."""
+    buffer = open_text(ctx, path)
+    if buffer is not None:
+        return buffer
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _count(text: str, needle: str) -> int:
+    """Occurrences of `needle` in `text`, overlapping ones included."""
+    count, start = 0, text.find(needle)
+    while start != -1:
+        count += 1
+        start = text.find(needle, start + 1)
+    return count
+
+
+async def _apply(ctx: ToolContext, path: Path, new_text: str, old_text: str | None) -> ToolResult:
+    shown = display_path(path, ctx.workspace_roots)
+    result = await apply_file_edit(
+        FileEdit(path=path, new_text=new_text, old_text=old_text),
+        current_mode(ctx),
+        ctx.plans_dir,
+        ctx.workspace_roots,
+        ctx.editor,
+    )
+    if not result.applied:
+        return ToolResult.error("edit_refused", result.reason, path=shown)
+    lines = len(new_text.splitlines())
+    verb = "created" if result.created else "updated"
+    extra = " (merged with changes made meanwhile)" if result.rebased else ""
+    return ToolResult(
+        content=f"{verb} {shown} ({lines} line{'' if lines == 1 else 's'}){extra}",
+        data={"path": shown, "via": result.via, "created": result.created},
+    )
+
+
+def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:
+    try:
+        path = resolve_path(args.get("path"), ctx.workspace_roots)
+    except PathRefused as exc:
+        return ToolResult.error("path_refused", str(exc))
+    shown = display_path(path, ctx.workspace_roots)
+    if path.is_dir():
+        return ToolResult.error("is_directory", f"{shown} is a directory")
+    try:
+        return path, _current_text(ctx, path)
+    except UnicodeDecodeError:
+        return ToolResult.error("binary_file", f"{shown} is not a UTF-8 text file")
+    except OSError as exc:
+        return ToolResult.error("read_failed", f"cannot read {shown}: {exc.strerror or exc}")
+
+
+async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    content = args.get("content")
+    if not isinstance(content, str):
+        return ToolResult.error("invalid_arguments", "content must be a string")
+    target = _target(args, ctx)
+    if isinstance(target, ToolResult):
+        return target
+    path, current = target
+    return await _apply(ctx, path, content, current)
+
+
+async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    old, new = args.get("old_text"), args.get("new_text")
+    if not isinstance(old, str) or not old:
+        return ToolResult.error("invalid_arguments", "old_text must be a non-empty string")
+    if not isinstance(new, str):
+        return ToolResult.error("invalid_arguments", "new_text must be a string")
+    if old == new:
+        return ToolResult.error("no_change", "old_text and new_text are identical")
+    target = _target(args, ctx)
+    if isinstance(target, ToolResult):
+        return target
+    path, current = target
+    shown = display_path(path, ctx.workspace_roots)
+    if current is None:
+        return ToolResult.error(
+            "not_found", f"{shown} does not exist; use write_file to create it"
+        )
+    count = _count(current, old)
+    if count == 0 and "\r\n" in current and "\r\n" not in old:
+        # The model saw LF line endings; the file has CRLF.
+        crlf_old, crlf_new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        if _count(current, crlf_old) > 0:
+            old, new, count = crlf_old, crlf_new, _count(current, crlf_old)
+    if count == 0:
+        return ToolResult.error(
+            "old_text_not_found",
+            f"old_text was not found in {shown}; read the file again and copy the text "
+            "exactly, including whitespace and indentation",
+            path=shown,
+        )
+    if count > 1:
+        return ToolResult.error(
+            "old_text_ambiguous",
+            f"old_text occurs {count} times in {shown}; include more surrounding lines so it "
+            "matches exactly once",
+            path=shown,
+            occurrences=count,
+        )
+    return await _apply(ctx, path, current.replace(old, new, 1), current)
+
+
+WRITE_FILE_TOOL = Tool(
+    ToolDefinition(
+        name="write_file",
+        description=(
+            "Create or overwrite a file in the workspace with `content`. Prefer edit_file "
+            "for changes to existing files."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace."},
+                "content": {"type": "string"},
+            },
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+        safety=Safety.SIDE_EFFECT,
+        timeout_s=60.0,
+    ),
+    write_file,
+)
+
+EDIT_FILE_TOOL = Tool(
+    ToolDefinition(
+        name="edit_file",
+        description=(
+            "Replace one exact occurrence of `old_text` with `new_text` in a workspace file. "
+            "old_text must match exactly once (whitespace included); add surrounding lines "
+            "to make it unique."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace."},
+                "old_text": {"type": "string", "minLength": 1},
+                "new_text": {"type": "string"},
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": False,
+        },
+        safety=Safety.SIDE_EFFECT,
+        timeout_s=60.0,
+    ),
+    edit_file,
+)
+
+EDIT_TOOLS = (WRITE_FILE_TOOL, EDIT_FILE_TOOL)

@@ -1,0 +1,109 @@
+"""The tool registry: definitions with their safety labels, and their implementations.
+
+Built-in tools and externally defined ones (future MCP tools) join the same registry; the
+gates only ever read the definition, so a new tool needs no change to them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterator
+
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.tools.ask_user import ASK_USER_TOOL
+from plan_lsp.tools.base import Tool, ToolImpl
+from plan_lsp.tools.edit import EDIT_TOOLS
+from plan_lsp.tools.fs import FS_TOOLS
+from plan_lsp.tools.todo import TODO_WRITE_TOOL
+
+log = logging.getLogger(__name__)
+
+
+class ToolRegistry:
+    def __init__(self, tools: tuple[Tool, ...] | list[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool, *, replace: bool = False) -> None:
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def register_external(
+        self,
+        name: str,
+        description: str,
+        input_schema: dict[str, object],
+        run: ToolImpl,
+        *,
+        safety: Safety = Safety.SIDE_EFFECT,
+        timeout_s: float = 120.0,
+    ) -> Tool:
+        """Add a tool defined outside the package (e.g. an MCP tool). Its safety is
+        side_effect unless the caller vouches otherwise."""
+        if safety not in (Safety.READ_ONLY, Safety.SIDE_EFFECT):
+            raise ValueError(
+                f"external tool {name!r}: safety must be read_only or side_effect, "
+                f"not {safety.value}"
+            )
+        tool = Tool(
+            ToolDefinition(
+                name=name,
+                description=description,
+                input_schema=dict(input_schema),
+                safety=safety,
+                timeout_s=timeout_s,
+            ),
+            run,
+        )
+        self.register(tool)
+        return tool
+
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def definitions(self) -> list[ToolDefinition]:
+        return [t.definition for t in self._tools.values()]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+def _optional_tool(module_name: str, attribute: str) -> Tool | None:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            log.exception("cannot import %s", module_name)
+        return None
+    except Exception:  # a broken optional tool must not take the others down
+        log.exception("cannot import %s", module_name)
+        return None
+    tool = getattr(module, attribute, None)
+    if not isinstance(tool, Tool):
+        log.warning("%s.%s is not a Tool; not registered", module_name, attribute)
+        return None
+    return tool
+
+
+def builtin_registry() -> ToolRegistry:
+    """The file, todo and question tools, plus `bash` when its module is present."""
+    registry = ToolRegistry([*FS_TOOLS, *EDIT_TOOLS, TODO_WRITE_TOOL, ASK_USER_TOOL])
+    bash = _optional_tool("plan_lsp.tools.bash", "BASH_TOOL")
+    if bash is not None:
+        registry.register(bash)
+    return registry

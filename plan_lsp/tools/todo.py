@@ -1,0 +1,86 @@
+"""todo_write: the agent's whole todo list, rewritten at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.session.model import Todo
+from plan_lsp.session.session import TransitionRefused, validate_todos
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+
+_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+def render_todos(todos: list[Todo]) -> str:
+    if not todos:
+        return "(the todo list is empty)"
+    return "\n".join(f"{_MARKS[t.status]} {t.content}" for t in todos)
+
+
+async def todo_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    raw = args.get("todos")
+    if not isinstance(raw, list):
+        return ToolResult.error("invalid_arguments", "todos must be a list")
+    todos: list[Todo] = []
+    for index, item in enumerate(raw):
+        try:
+            todos.append(Todo.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return ToolResult.error(
+                "invalid_todos", f"todos[{index}]{'.' + where if where else ''}: {first['msg']}"
+            )
+    try:
+        validate_todos(todos)
+    except TransitionRefused as exc:
+        return ToolResult.error("invalid_todos", str(exc))
+    if ctx.set_todos is None:
+        return ToolResult.error("unavailable", "this run has no todo list")
+    try:
+        ctx.set_todos(todos)
+    except TransitionRefused as exc:
+        return ToolResult.error("invalid_todos", str(exc))
+    return ToolResult(
+        content=render_todos(todos), data={"todos": [t.model_dump() for t in todos]}
+    )
+
+
+TODO_WRITE_TOOL = Tool(
+    ToolDefinition(
+        name="todo_write",
+        description=(
+            "Replace the whole todo list. Each item has `content` and `status` "
+            "(pending | in_progress | completed); at most one item may be in_progress."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "todos": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string", "minLength": 1},
+                            "status": {
+                                "type": "string",
+                                "enum": ["pending", "in_progress", "completed"],
+                            },
+                        },
+                        "required": ["content", "status"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["todos"],
+            "additionalProperties": False,
+        },
+        safety=Safety.READ_ONLY,
+        system=True,
+        timeout_s=10.0,
+    ),
+    todo_write,
+)

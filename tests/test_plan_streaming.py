@@ -1,0 +1,382 @@
+"""Streaming drafts: JSON argument reader, minimal edits with UTF-16 positions, coalescing."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from plan_lsp.plan.streaming import (
+    DraftCoalescer,
+    PartialArgumentsReader,
+    Position,
+    TextChange,
+    apply_change,
+    compute_edit,
+    offset_to_position,
+)
+
+# -- an independent LSP client model: apply edits by line/UTF-16 positions -------------------
+
+
+def position_to_offset(text: str, position: Position) -> int:
+    """What an LSP client does: find the line, then count UTF-16 code units."""
+    offset = 0
+    line = 0
+    while line < position.line:
+        newline = min(
+            (i for i in (text.find("\n", offset), text.find("\r", offset)) if i >= 0),
+            default=-1,
+        )
+        assert newline >= 0, "position beyond the last line"
+        offset = newline + (2 if text.startswith("\r\n", newline) else 1)
+        line += 1
+    units = 0
+    while units < position.character:
+        char = text[offset]
+        assert char not in "\r\n", "character beyond the end of the line"
+        units += 2 if ord(char) > 0xFFFF else 1
+        offset += 1
+    assert units == position.character, "position inside a surrogate pair"
+    return offset
+
+
+def apply_by_position(text: str, change: TextChange) -> str:
+    start = position_to_offset(text, change.start)
+    end = position_to_offset(text, change.end)
+    assert (start, end) == (change.start_offset, change.end_offset)
+    return text[:start] + change.text + text[end:]
+
+
+# -- offset_to_position -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "expected"),
+    [
+        ("", 0, Position(0, 0)),
+        ("abc", 3, Position(0, 3)),
+        ("a\nb", 2, Position(1, 0)),
+        ("😀x", 1, Position(0, 2)),  # an emoji is two UTF-16 units
+        ("😀x", 2, Position(0, 3)),
+        ("計画x", 2, Position(0, 2)),  # CJK in the BMP is one unit each
+        ("a\r\nb😀c", 5, Position(1, 3)),
+        ("a\rb", 2, Position(1, 0)),  # a lone \r ends a line in LSP
+        ("a\r\n\r\nb", 5, Position(2, 0)),
+        ("x\u2028y", 3, Position(0, 3)),  # not an LSP line break
+        ("👩‍👩‍👧z", 5, Position(0, 8)),  # ZWJ sequence: 3 emoji + 2 joiners
+    ],
+)
+def test_offset_to_position(text: str, offset: int, expected: Position) -> None:
+    assert offset_to_position(text, offset) == expected
+
+
+def test_offset_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        offset_to_position("ab", 3)
+
+
+# -- compute_edit -----------------------------------------------------------------------------
+
+
+def test_equal_texts_give_no_edit() -> None:
+    assert compute_edit("same", "same") is None
+
+
+def test_append_is_an_insertion_at_the_end() -> None:
+    change = compute_edit("# Plan\n1. a", "# Plan\n1. abc\n2. 😀")
+    assert change == TextChange(Position(1, 4), Position(1, 4), "bc\n2. 😀", 11, 11)
+
+
+def test_middle_replacement_after_emoji_and_cjk() -> None:
+    old = "計画 😀 one\nline two"
+    new = "計画 😀 ONE\nline two"
+    change = compute_edit(old, new)
+    assert change is not None
+    assert change.start == Position(0, 6)  # 2 CJK + space + 2 (emoji) + space
+    assert change.end == Position(0, 9)
+    assert change.text == "ONE"
+    assert apply_by_position(old, change) == new
+
+
+def test_never_splits_crlf() -> None:
+    change = compute_edit("a\r\nb", "a\rX\nb")
+    assert change is not None
+    assert apply_by_position("a\r\nb", change) == "a\rX\nb"
+    change = compute_edit("a\r\nb", "a\r")
+    assert change is not None
+    assert change.start == Position(0, 1)
+    assert apply_by_position("a\r\nb", change) == "a\r"
+
+
+def test_large_texts_are_fast_and_minimal() -> None:
+    base = "line of the plan\n" * 3000
+    change = compute_edit(base, base[:25000] + "X" + base[25000:])
+    assert change is not None
+    assert change.text == "X"
+    assert change.start_offset == change.end_offset == 25000
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(list("ab\n\r 計😀é#-[]x1.")), max_size=40) | st.text(
+    max_size=40
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(old=_TEXTS, new=_TEXTS)
+@example(old="\r\n", new="\rX\n")
+@example(old="a\r\nb", new="a\r")
+@example(old="\r\n\r\n", new="\r\n")
+@example(old="x\r\n", new="\n")
+def test_compute_edit_turns_old_into_new_by_positions(old: str, new: str) -> None:
+    change = compute_edit(old, new)
+    if old == new:
+        assert change is None
+        return
+    assert change is not None
+    assert apply_change(old, change) == new
+    assert apply_by_position(old, change) == new
+    # minimal: the kept prefix is the longest common one, less one char only to keep a
+    # \r\n pair whole; likewise the kept suffix
+    prefix = next(
+        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        min(len(old), len(new)),
+    )
+    assert change.start_offset in (prefix, prefix - 1)
+    if change.start_offset == prefix - 1:
+        assert old[prefix - 1 : prefix + 1] == "\r\n"
+    suffix = len(old) - change.end_offset
+    longest = next(
+        (
+            i
+            for i in range(min(len(old), len(new)) - change.start_offset)
+            if old[len(old) - 1 - i] != new[len(new) - 1 - i]
+        ),
+        min(len(old), len(new)) - change.start_offset,
+    )
+    assert suffix in (longest, longest - 1)
+    if suffix == longest - 1:
+        assert old[change.end_offset - 2 : change.end_offset] == "\r\n"
+
+
+# -- PartialArgumentsReader -------------------------------------------------------------------
+
+
+def _chunks(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({min(cut, len(text)) for cut in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in itertools.pairwise(points)]
+
+
+@st.composite
+def _arguments(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
+    content = draw(st.text(max_size=200))
+    arguments: dict[str, object] = {"content": content}
+    where = draw(st.sampled_from(["none", "before", "after", "null"]))
+    filename = draw(st.text(max_size=20))
+    if where == "before":
+        arguments = {"plan_filename": filename, "content": content}
+    elif where == "after":
+        arguments["plan_filename"] = filename
+    elif where == "null":
+        arguments = {"plan_filename": None, "content": content}
+    if draw(st.booleans()):
+        arguments["extra"] = {"nested": ["}", '"', {"a": 1.5}], "flag": True}
+    raw = json.dumps(
+        arguments,
+        ensure_ascii=draw(st.booleans()),
+        indent=draw(st.sampled_from([None, 2])),
+    )
+    return raw, arguments
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    case=_arguments(),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=60),
+    small=st.integers(min_value=1, max_value=16),
+)
+def test_reader_any_chunking_gives_decoded_content(
+    case: tuple[str, dict[str, object]], cuts: list[int], small: int
+) -> None:
+    raw, arguments = case
+    for pieces in (_chunks(raw, cuts), [raw[i : i + small] for i in range(0, len(raw), small)]):
+        reader = PartialArgumentsReader()
+        seen: list[str] = []
+        for piece in pieces:
+            reader.feed(piece)
+            seen.append(reader.content_so_far)
+        final = reader.content_so_far
+        assert final == arguments["content"]
+        assert all(final.startswith(value) for value in seen)
+        assert reader.plan_filename == arguments.get("plan_filename")
+        assert reader.done and reader.content_complete and reader.error is None
+
+
+def test_reader_holds_back_incomplete_escapes() -> None:
+    reader = PartialArgumentsReader()
+    values = []
+    for piece in ['{"content": "a\\', "u00", "e9b\\ud83d", "\\ude00", 'c\\ud800x"}']:
+        reader.feed(piece)
+        values.append(reader.content_so_far)
+    assert values == ["a", "a", "aéb", "aéb😀", "aéb😀c\ud800x"]
+    assert values[-1] == json.loads('"a\\u00e9b\\ud83d\\ude00c\\ud800x"')
+
+
+def test_reader_filename_only_when_complete() -> None:
+    reader = PartialArgumentsReader()
+    reader.feed('{"plan_filename": "sub/pl')
+    assert reader.plan_filename is None
+    assert not reader.content_started
+    reader.feed('an.md", "content": "')
+    assert reader.plan_filename == "sub/plan.md"
+    assert reader.content_started and reader.content_so_far == ""
+
+
+def test_reader_escaped_key_and_repeated_content() -> None:
+    raw = '{"cont\\u0065nt": "first", "content": "second"}'
+    reader = PartialArgumentsReader()
+    reader.feed(raw)
+    assert reader.content_so_far == json.loads(raw)["content"] == "second"
+
+
+@pytest.mark.parametrize(
+    ("raw", "content"),
+    [
+        ('["content", "x"]', ""),
+        ('{"content" "x"}', ""),
+        ('{"content": "ok\\q"}', "ok"),
+        ('{"content": "ok\\u12x4"}', "ok"),
+        ('{"a": 1 "content": "x"}', ""),
+    ],
+)
+def test_reader_malformed_input_sets_error(raw: str, content: str) -> None:
+    reader = PartialArgumentsReader()
+    reader.feed(raw)
+    assert reader.error is not None
+    reader.feed(', "content": "more", "plan_filename": "x.md"}')  # ignored, never raises
+    assert reader.content_so_far == content
+    assert reader.plan_filename is None
+    assert not reader.done
+
+
+# -- DraftCoalescer ---------------------------------------------------------------------------
+
+
+class FakeClock:
+    """Time that moves only when the coalescer sleeps: the rate limit is checked exactly."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_coalescer_rate_limits_and_reaches_final_text() -> None:
+    clock = FakeClock()
+    coalescer = DraftCoalescer("old plan\n", clock=clock, sleep=clock.sleep)
+    raw = json.dumps({"content": "# Plan 😀\n1. first\n2. second 計画\n", "plan_filename": None})
+    client = "old plan\n"
+    stamps: list[float] = []
+
+    async def consume() -> None:
+        nonlocal client
+        async for change in coalescer.edits():
+            stamps.append(clock.now)
+            client = apply_by_position(client, change)
+
+    consumer = asyncio.create_task(consume())
+    for start in range(0, len(raw), 4):
+        coalescer.feed(raw[start : start + 4])
+        await asyncio.sleep(0)
+    coalescer.finish()
+    await consumer
+    assert client == json.loads(raw)["content"]
+    assert coalescer.client_text == client
+    assert all(b - a >= 1 / 60 - 1e-9 for a, b in itertools.pairwise(stamps))
+    assert 1 < len(stamps) < len(raw) // 4  # coalesced, but incremental
+
+
+async def test_coalescer_waits_for_the_content_to_begin() -> None:
+    coalescer = DraftCoalescer("keep me")
+    coalescer.feed('{"plan_filename": "x.md", ')
+    assert coalescer.pending_edit() is None
+    assert coalescer.target is None
+    coalescer.feed('"content": "')
+    change = coalescer.pending_edit()
+    assert change is not None and change.text == "" and change.end_offset == len("keep me")
+
+
+async def test_coalescer_rebase_after_refused_edit() -> None:
+    clock = FakeClock()
+    coalescer = DraftCoalescer("", clock=clock, sleep=clock.sleep)
+    coalescer.set_text("# Plan\n1. a")
+    first = await coalescer.next_edit()
+    assert first is not None and first.text == "# Plan\n1. a"
+    # the client refused it, and the user typed meanwhile
+    coalescer.rebase("user text")
+    coalescer.finish("# Plan\n1. a\n2. b\n")
+    second = await coalescer.next_edit()
+    assert second is not None
+    assert apply_by_position("user text", second) == "# Plan\n1. a\n2. b\n"
+    assert clock.sleeps == [pytest.approx(1 / 60)]
+    assert await coalescer.next_edit() is None
+
+
+async def test_final_text_overrides_the_stream() -> None:
+    coalescer = DraftCoalescer("", interval=0)
+    coalescer.feed('{"content": "abc')
+    coalescer.finish("xyz")
+    client = ""
+    async for change in coalescer.edits():
+        client = apply_change(client, change)
+    assert client == "xyz"
+    coalescer.feed("ignored after finish")
+    assert coalescer.target == "xyz"
+
+
+async def test_finish_without_any_content_sends_nothing() -> None:
+    coalescer = DraftCoalescer("existing")
+    coalescer.finish()
+    assert await coalescer.next_edit() is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    content=st.text(max_size=120),
+    initial=st.text(max_size=30),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=30),
+    drain_every=st.integers(min_value=1, max_value=5),
+)
+def test_edits_from_any_chunking_reproduce_the_final_text(
+    content: str, initial: str, cuts: list[int], drain_every: int
+) -> None:
+    raw = json.dumps({"content": content})
+
+    async def run() -> str:
+        clock = FakeClock()
+        coalescer = DraftCoalescer(initial, clock=clock, sleep=clock.sleep)
+        client = initial
+        for number, piece in enumerate(_chunks(raw, cuts), start=1):
+            coalescer.feed(piece)
+            if number % drain_every == 0 and coalescer.pending_edit() is not None:
+                change = await coalescer.next_edit()
+                assert change is not None
+                client = apply_by_position(client, change)
+                assert client == coalescer.client_text
+        coalescer.finish()
+        async for change in coalescer.edits():
+            client = apply_by_position(client, change)
+        return client
+
+    assert asyncio.run(run()) == content

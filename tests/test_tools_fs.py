@@ -1,0 +1,304 @@
+"""Read-only file tools and workspace confinement."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.tools import fs
+from plan_lsp.tools.base import Question, ToolContext, ToolResult
+from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
+
+
+class FakeEditor:
+    def __init__(self, enumerable: bool = True) -> None:
+        self.docs: dict[Path, str] = {}
+        self.enumerable = enumerable
+
+    def open_document_text(self, path: Path) -> str | None:
+        return self.docs.get(Path(path))
+
+    def open_document_paths(self) -> list[Path]:
+        if not self.enumerable:
+            raise NotImplementedError
+        return list(self.docs)
+
+    async def apply_to_open_document(self, edit: FileEdit) -> bool:
+        self.docs[Path(edit.path)] = edit.new_text
+        return True
+
+
+class FakeUser:
+    async def request_permission(self, request: PermissionRequest) -> str:
+        return "reject_once"
+
+    async def ask_questions(self, run_id: str, questions: list[Question]) -> None:
+        return None
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = (tmp_path / "ws").resolve()
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("import os\n\ndef main():\n    return 1\n")
+    (root / "src" / "pkg" / "util.py").write_text("def helper():\n    return 'needle'\n")
+    (root / "README.md").write_text("# Demo\nneedle in readme\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("needle in git\n")
+    return root
+
+
+@pytest.fixture
+def editor() -> FakeEditor:
+    return FakeEditor()
+
+
+@pytest.fixture
+def ctx(ws: Path, editor: FakeEditor) -> ToolContext:
+    return ToolContext(
+        workspace_roots=[ws],
+        plans_dir=ws / ".plan-lsp" / "plans",
+        run_id="run-1",
+        editor=editor,
+        user=FakeUser(),  # type: ignore[arg-type]
+        emit=lambda kind, payload: None,
+    )
+
+
+def _error(result: ToolResult) -> str:
+    assert result.is_error, result.content
+    assert result.data is not None
+    return str(result.data["error"])
+
+
+# -- confinement ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("/etc/passwd", "outside the workspace"),
+        ("../outside", "climbs out of the workspace with '..'"),
+        ("src/../../outside", "climbs out"),
+        ("a\x00b", "NUL byte"),
+        ("~/.ssh/id_rsa", "home-directory"),
+    ],
+)
+def test_paths_refused(ws: Path, raw: str, message: str) -> None:
+    with pytest.raises(PathRefused, match=message):
+        resolve_path(raw, [ws])
+
+
+def test_symlink_escape_is_refused(ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    (ws / "link.txt").symlink_to(secret)
+    (ws / "dirlink").symlink_to(tmp_path)
+    with pytest.raises(PathRefused, match="symlink"):
+        resolve_path("link.txt", [ws])
+    with pytest.raises(PathRefused, match="symlink"):
+        resolve_path("dirlink/secret.txt", [ws])
+
+
+def test_paths_allowed(ws: Path) -> None:
+    assert resolve_path("src/../README.md", [ws]) == ws / "README.md"
+    assert resolve_path(str(ws / "src"), [ws]) == ws / "src"
+    assert resolve_path(None, [ws]) == ws
+    (ws / "inner").symlink_to(ws / "src")
+    assert resolve_path("inner/main.py", [ws]) == ws / "src" / "main.py"
+    assert display_path(ws / "src" / "main.py", [ws]) == "src/main.py"
+
+
+def test_second_workspace_root(ws: Path, tmp_path: Path) -> None:
+    other = (tmp_path / "other").resolve()
+    other.mkdir()
+    assert resolve_path(str(other / "x"), [ws, other]) == other / "x"
+
+
+async def test_file_tools_refuse_outside_paths(ctx: ToolContext) -> None:
+    for run, args in [
+        (fs.read_file, {"path": "/etc/passwd"}),
+        (fs.list_dir, {"path": ".."}),
+        (fs.glob_tool, {"pattern": "*", "path": "/"}),
+        (fs.grep, {"pattern": "root", "path": "/etc"}),
+    ]:
+        result = await run(args, ctx)
+        assert _error(result) == "path_refused"
+        assert "root:" not in result.content
+
+
+# -- read_file ------------------------------------------------------------------------------
+
+
+async def test_read_whole_file(ctx: ToolContext) -> None:
+    result = await fs.read_file({"path": "src/main.py"}, ctx)
+    assert result.content == "import os\n\ndef main():\n    return 1\n"
+    assert result.data is not None and result.data["total_lines"] == 4
+
+
+async def test_read_line_range(ctx: ToolContext) -> None:
+    result = await fs.read_file({"path": "src/main.py", "start_line": 3, "end_line": 3}, ctx)
+    assert result.content.startswith("def main():\n")
+    assert "lines 3-3 of 4" in result.content
+
+
+async def test_read_past_end_and_bad_range(ctx: ToolContext) -> None:
+    assert _error(await fs.read_file({"path": "src/main.py", "start_line": 9}, ctx)) == (
+        "invalid_arguments"
+    )
+    bad = await fs.read_file({"path": "src/main.py", "start_line": 3, "end_line": 2}, ctx)
+    assert _error(bad) == "invalid_arguments"
+
+
+async def test_read_size_cap(ws: Path, ctx: ToolContext) -> None:
+    line = "x" * 99 + "\n"
+    (ws / "big.txt").write_text(line * 5000)  # ~500 KB
+    result = await fs.read_file({"path": "big.txt"}, ctx)
+    assert result.data is not None and result.data["truncated"] is True
+    assert len(result.content.encode()) <= fs.READ_CAP_BYTES + 300
+    last = result.data["end_line"]
+    assert f"start_line={last + 1}" in result.content
+    rest = await fs.read_file({"path": "big.txt", "start_line": last + 1}, ctx)
+    assert rest.content.startswith(line)
+
+
+async def test_read_binary_and_missing_and_directory(ws: Path, ctx: ToolContext) -> None:
+    (ws / "blob.bin").write_bytes(b"\x89PNG\x00\x00data")
+    assert _error(await fs.read_file({"path": "blob.bin"}, ctx)) == "binary_file"
+    assert _error(await fs.read_file({"path": "nope.txt"}, ctx)) == "not_found"
+    assert _error(await fs.read_file({"path": "src"}, ctx)) == "is_directory"
+
+
+async def test_read_empty_file(ws: Path, ctx: ToolContext) -> None:
+    (ws / "empty.txt").write_text("")
+    result = await fs.read_file({"path": "empty.txt"}, ctx)
+    assert not result.is_error and "is empty" in result.content
+
+
+async def test_read_sees_the_open_buffer(ws: Path, ctx: ToolContext, editor: FakeEditor) -> None:
+    editor.docs[ws / "src" / "main.py"] = "unsaved buffer text\n"
+    result = await fs.read_file({"path": "src/main.py"}, ctx)
+    assert result.content == "unsaved buffer text\n"
+    # A buffer for a file not yet on disk is readable too.
+    editor.docs[ws / "new.py"] = "fresh\n"
+    assert (await fs.read_file({"path": "new.py"}, ctx)).content == "fresh\n"
+
+
+# -- list_dir / glob ------------------------------------------------------------------------
+
+
+async def test_list_dir(ctx: ToolContext) -> None:
+    result = await fs.list_dir({}, ctx)
+    assert result.content.splitlines() == [".git/", "README.md", "src/"]
+    assert (await fs.list_dir({"path": "src"}, ctx)).content.splitlines() == ["main.py", "pkg/"]
+    assert _error(await fs.list_dir({"path": "README.md"}, ctx)) == "not_a_directory"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("**/*.py", None, ["src/main.py", "src/pkg/util.py"]),
+        ("*.py", "src", ["src/main.py"]),
+        ("*.md", None, ["README.md"]),
+        ("src/**", None, ["src/main.py", "src/pkg/util.py"]),
+        ("**/config", None, []),
+    ],
+)
+async def test_glob(ctx: ToolContext, pattern: str, path: str | None, expected: list[str]) -> None:
+    args: dict[str, Any] = {"pattern": pattern}
+    if path:
+        args["path"] = path
+    result = await fs.glob_tool(args, ctx)
+    assert result.data is not None and result.data["count"] == len(expected)
+    lines = [ln for ln in result.content.splitlines() if not ln.startswith("[plan-lsp")]
+    assert lines == expected
+
+
+@pytest.mark.parametrize("pattern", ["../*", "/etc/*", "src/../../*"])
+async def test_glob_refuses_escaping_patterns(ctx: ToolContext, pattern: str) -> None:
+    assert _error(await fs.glob_tool({"pattern": pattern}, ctx)) == "invalid_arguments"
+
+
+async def test_glob_skips_symlinks_leading_outside(
+    ws: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    (tmp_path / "outside.py").write_text("x")
+    (ws / "src" / "leak.py").symlink_to(tmp_path / "outside.py")
+    result = await fs.glob_tool({"pattern": "**/*.py"}, ctx)
+    assert "leak.py" not in result.content
+
+
+# -- grep ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["ripgrep", "python"])
+def grep_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    backend: str = request.param
+    if backend == "ripgrep" and shutil.which("rg") is None:
+        pytest.skip("ripgrep is not installed")
+    if backend == "python":
+        monkeypatch.setattr(fs.shutil, "which", lambda name: None)
+    return backend
+
+
+def _lines(result: ToolResult) -> list[str]:
+    return [ln for ln in result.content.splitlines() if not ln.startswith("[plan-lsp")]
+
+
+async def test_grep_output_shape(ctx: ToolContext, grep_backend: str) -> None:
+    result = await fs.grep({"pattern": "needle"}, ctx)
+    assert _lines(result) == [
+        "README.md:2:needle in readme",
+        "src/pkg/util.py:2:    return 'needle'",
+    ]
+
+
+async def test_grep_options(ctx: ToolContext, grep_backend: str) -> None:
+    assert _lines(
+        await fs.grep({"pattern": "NEEDLE", "ignore_case": True, "glob": "*.py"}, ctx)
+    ) == ["src/pkg/util.py:2:    return 'needle'"]
+    assert _lines(await fs.grep({"pattern": "NEEDLE"}, ctx)) == []
+    assert _lines(await fs.grep({"pattern": "def", "path": "src/pkg"}, ctx)) == [
+        "src/pkg/util.py:1:def helper():"
+    ]
+    assert _lines(await fs.grep({"pattern": "def", "path": "src/main.py"}, ctx)) == [
+        "src/main.py:3:def main():"
+    ]
+
+
+async def test_grep_sees_open_buffers(
+    ws: Path, ctx: ToolContext, editor: FakeEditor, grep_backend: str
+) -> None:
+    editor.docs[ws / "src" / "main.py"] = "needle typed but not saved\n"
+    editor.docs[ws / "README.md"] = "# Demo, needle removed\n"
+    assert _lines(await fs.grep({"pattern": "needle"}, ctx)) == [
+        "README.md:1:# Demo, needle removed",
+        "src/main.py:1:needle typed but not saved",
+        "src/pkg/util.py:2:    return 'needle'",
+    ]
+
+
+async def test_grep_cap(ws: Path, ctx: ToolContext, grep_backend: str) -> None:
+    (ws / "many.txt").write_text("hit\n" * (fs.GREP_CAP + 50))
+    result = await fs.grep({"pattern": "hit"}, ctx)
+    assert len(_lines(result)) == fs.GREP_CAP
+    assert "capped" in result.content
+
+
+async def test_grep_bad_regex(ctx: ToolContext, grep_backend: str) -> None:
+    assert _error(await fs.grep({"pattern": "(unclosed"}, ctx)) in (
+        "invalid_pattern",
+        "grep_failed",
+    )
+
+
+async def test_grep_fallback_skips_binary(
+    ws: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fs.shutil, "which", lambda name: None)
+    (ws / "blob.bin").write_bytes(b"needle\x00\x01")
+    assert "blob.bin" not in (await fs.grep({"pattern": "needle"}, ctx)).content

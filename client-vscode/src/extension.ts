@@ -131,7 +131,7 @@ class Controller implements vscode.Disposable {
           baseUrl: config.get<string>('baseUrl', ''),
           permissionMode: config.get<string>('permissionMode', 'ask'),
           plansDir: config.get<string>('plansDir', ''),
-          planShell: config.get<boolean>('planShell', true),
+          planShell: config.get<string>('planShell', ''),
         },
         apiKey,
       ),

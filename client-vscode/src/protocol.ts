@@ -127,6 +127,7 @@ export class PlanLspSession {
         const next = { ...this.state };
         if (update.mode === 'plan' || update.mode === 'build') next.mode = update.mode;
         if (typeof update.permissionMode === 'string') next.permissionMode = update.permissionMode as PermissionMode;
+        if (typeof update.planStatus === 'string') next.planStatus = update.planStatus as SessionState['planStatus'];
         this.setState(next);
       }
       void this.refresh();

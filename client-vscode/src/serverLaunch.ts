@@ -10,7 +10,7 @@ export interface LaunchSettings {
   baseUrl: string;
   permissionMode: string;
   plansDir: string;
-  planShell: boolean;
+  planShell: string;
 }
 
 /** `initializationOptions` sent to the server; empty settings are left out so the server's
@@ -23,10 +23,10 @@ export function initializationOptions(settings: LaunchSettings, apiKey: string |
     ['baseUrl', settings.baseUrl],
     ['permissionMode', settings.permissionMode],
     ['plansDir', settings.plansDir],
+    ['planShell', settings.planShell],
   ];
   for (const [key, value] of text) if (value && value.trim()) options[key] = value.trim();
   if (apiKey) options.apiKey = apiKey;
-  options.planShell = settings.planShell;
   return options;
 }
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from plan_lsp.server.documents import DocumentTracker, LspEditorPort
 from plan_lsp.server.plan_stream import LspPlanDrafts
 from plan_lsp.server.user_port import LspUserPort
 from plan_lsp.server.workspaces import WorkspaceContext
-from plan_lsp.session import Actor, PlanStatus, WorkMode
+from plan_lsp.session import Actor, PlanStatus
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,6 @@ class RunManager:
         self._provider_factory = provider_factory
         self._agent: Agent | None = None
         self.plan_shell = plan_shell
-        # The plan text the server itself last put into the buffer (checklist mirroring), so
-        # that change is not mistaken for the user editing an approved plan.
-        self.server_plan_text: str | None = None
         ctx.session.add_listener(self._on_session_change)
 
     @property
@@ -264,21 +262,24 @@ class RunManager:
         mirrored = mirror_todos(current, [(t.content, t.status) for t in session.todos])
         if mirrored == current:
             return
-        self.server_plan_text = mirrored
         if self.tracker.document(path) is not None:
             await self.tracker.replace_text(path, mirrored)
         else:
             atomic_write_text(path, mirrored)
 
     def approved_text_changed(self, text: str) -> None:
-        """The user changed the plan after approval (not the server's checklist mirroring)."""
-        if text == self.server_plan_text:
+        """The user changed the plan after approval. Checklist progress (the server's own
+        mirroring of todos, or the user ticking a box) is not a change of the plan."""
+        approved = self.ctx.session.approved
+        if approved is None or without_checklist_marks(text) == without_checklist_marks(
+            approved.text
+        ):
             return
         self.ctx.session.approved_text_changed(text)
 
 
-RunStarter = Callable[[], Awaitable[RunResult]]
+_CHECK_MARK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[[ xX~]\]\s?", re.MULTILINE)
 
 
-def mode_label(mode: WorkMode) -> str:
-    return "Plan" if mode is WorkMode.PLAN else "Build"
+def without_checklist_marks(text: str) -> str:
+    return _CHECK_MARK.sub(r"\1", text)

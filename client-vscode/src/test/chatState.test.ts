@@ -179,3 +179,24 @@ test('the reducer never mutates its input', () => {
   reduce(s, { type: 'update', update: { runId: 'r', kind: 'text', text: 'b' } });
   assert.equal(JSON.stringify(s), frozen);
 });
+
+test('server payload shapes: blocked with an empty reason falls back to the error code; deviation notice', () => {
+  let s = run([
+    { type: 'update', update: { runId: 'r', kind: 'toolCall', toolCallId: 'c', tool: 'write_file', arguments: { path: 'x' } } },
+    { type: 'update', update: { runId: 'r', kind: 'blocked', toolCallId: 'c', tool: 'write_file', error: 'tool_not_allowed', reason: '' } },
+    { type: 'update', update: { runId: 'r', kind: 'toolResult', toolCallId: 'c', tool: 'write_file', isError: true, content: '{"error": "tool_not_allowed"}' } },
+  ]);
+  const [tool] = only(s, 'tool');
+  assert.equal(tool.name, 'write_file');
+  assert.equal(tool.status, 'blocked');
+  assert.equal(tool.reason, 'tool_not_allowed');
+  s = applyUpdate(s, { runId: 'r', kind: 'deviation', path: 'b.py', message: 'b.py was changed but the approved plan never mentions it' });
+  assert.equal(only(s, 'notice').at(-1)?.level, 'error');
+});
+
+test('modeChanged carries planStatus', () => {
+  let s = reduce(initialChatState(), { type: 'state', state: { ...session, planStatus: 'submitted' } });
+  s = applyUpdate(s, { kind: 'modeChanged', mode: 'build', permissionMode: 'ask', planStatus: 'approved', cause: 'plan_approved' });
+  assert.equal(s.session?.planStatus, 'approved');
+  assert.equal(s.session?.mode, 'build');
+});

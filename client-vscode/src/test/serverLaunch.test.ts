@@ -12,13 +12,14 @@ import {
 } from '../serverLaunch';
 import { statusBarText, statusBarTooltip } from '../statusText';
 
-const settings = { provider: 'openai', model: ' gpt-x ', baseUrl: '', permissionMode: 'ask', plansDir: '', planShell: false };
+const settings = { provider: 'openai', model: ' gpt-x ', baseUrl: '', permissionMode: 'ask', plansDir: '', planShell: 'off' };
 
 test('initializationOptions carries the contract keys and leaves empty ones out', () => {
   assert.deepEqual(initializationOptions(settings, 'sk-1'), {
-    provider: 'openai', model: 'gpt-x', permissionMode: 'ask', apiKey: 'sk-1', planShell: false,
+    provider: 'openai', model: 'gpt-x', permissionMode: 'ask', planShell: 'off', apiKey: 'sk-1',
   });
   assert.ok(!('apiKey' in initializationOptions(settings, undefined)));
+  assert.ok(!('planShell' in initializationOptions({ ...settings, planShell: '' }, undefined)));
 });
 
 test('server argv: python -m plan_lsp serve plus the extra settings args', () => {

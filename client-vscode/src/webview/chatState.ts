@@ -106,8 +106,9 @@ function replaceAt(state: ChatState, index: number, item: ChatItem): ChatState {
   return { ...state, items };
 }
 
+/** A non-empty string, else null (so `??` falls through empty fields). */
 function str(value: unknown): string | null {
-  return typeof value === 'string' ? value : null;
+  return typeof value === 'string' && value !== '' ? value : null;
 }
 
 function runIdOf(update: PlanLspUpdate): string | null {
@@ -251,9 +252,10 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
         session = { ...session };
         if (update.mode === 'plan' || update.mode === 'build') session.mode = update.mode;
         if (typeof update.permissionMode === 'string') session.permissionMode = update.permissionMode as SessionState['permissionMode'];
+        if (typeof update.planStatus === 'string') session.planStatus = update.planStatus as SessionState['planStatus'];
       }
       const mode = str(update.mode) ?? session?.mode ?? null;
-      const by = str(update.actor) ?? str(update.by);
+      const by = str(update.actor) ?? str(update.cause);
       const text = mode ? `Mode: ${mode === 'build' ? 'Build' : 'Plan'}${by ? ` (${by})` : ''}` : 'Mode changed';
       return append({ ...state, session }, { type: 'notice', level: 'info', text });
     }
@@ -271,6 +273,10 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
     }
     case 'error': {
       const message = str(update.message) ?? str(update.error) ?? 'error';
+      return append(state, { type: 'notice', level: 'error', text: message });
+    }
+    case 'deviation': {
+      const message = str(update.message) ?? `${str(update.path) ?? 'a file'} changed outside the approved plan`;
       return append(state, { type: 'notice', level: 'error', text: message });
     }
     default:

@@ -1,0 +1,6 @@
+import sys
+
+from greeter.core import greet
+
+if __name__ == "__main__":
+    print(greet(sys.argv[1] if len(sys.argv) > 1 else "world"))

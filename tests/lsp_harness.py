@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pytest_lsp import LanguageClient, make_test_lsp_client
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from plan_lsp.server.params import to_plain
 
@@ -64,6 +67,7 @@ class EditorState:
     message_requests: list[types.ShowMessageRequestParams] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     question_requests: list[dict[str, Any]] = field(default_factory=list)
+    shown_documents: list[types.ShowDocumentParams] = field(default_factory=list)
     # policy callbacks
     answer_message: Callable[[types.ShowMessageRequestParams], str | None] = lambda p: None
     answer_permission: Callable[[dict[str, Any]], str] = lambda p: "reject_once"
@@ -196,6 +200,24 @@ def _register(client: LanguageClient, state: EditorState) -> None:
             _send_change(client, buf, apply_text_edits(buf.text, list(edits)))
         return types.ApplyWorkspaceEditResult(applied=True)
 
+    @client.feature(types.WINDOW_SHOW_DOCUMENT)
+    def show_document(
+        client: LanguageClient, params: types.ShowDocumentParams
+    ) -> types.ShowDocumentResult:
+        state.shown_documents.append(params)
+        if params.uri not in state.buffers:
+            path = Path(to_fs_path(params.uri) or "")
+            text = path.read_text() if path.exists() else ""
+            state.buffers[params.uri] = Buffer(params.uri, text)
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=params.uri, language_id="markdown", version=1, text=text
+                    )
+                )
+            )
+        return types.ShowDocumentResult(success=True)
+
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def show_message_request(
         client: LanguageClient, params: types.ShowMessageRequestParams
@@ -272,7 +294,11 @@ async def running_server(
     questions: bool = False,
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[Editor]:
-    client = make_test_lsp_client()
+    client = LanguageClient(converter_factory=default_converter)
+    register_lsp_features(
+        client,
+        {m: f for m, f in DEFAULT_CLIENT_FEATURES.items() if m != types.WINDOW_SHOW_DOCUMENT},
+    )
     state = EditorState()
     _register(client, state)
     full_env = {**os.environ, **(env or {})}

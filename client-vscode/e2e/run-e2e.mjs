@@ -245,6 +245,19 @@ async function main() {
         (await activeEditorText(page)).includes("print('hello, world')"));
       await shot(page, '07-do-edit-in-editor');
     });
+
+    await check(page, 'sidebar state survives hiding and re-showing the view', async () => {
+      const before = await chat.locator('[data-testid=tool-card]').count();
+      await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+      await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: STEP_MS });
+      await page.locator('.activitybar .action-label[aria-label^="Plan LSP"]').first().click();
+      await waitFor('the same tool cards after re-showing', async () =>
+        (await chat.locator('[data-testid=tool-card]').count()) === before &&
+        (await chat.locator('[data-testid=tool-card][data-status=blocked]').count()) >= 2);
+      await waitFor('the chat to show Build mode', async () =>
+        (await chat.locator('[data-testid=mode-build]').getAttribute('aria-pressed')) === 'true');
+      await shot(page, '08-sidebar-after-reshow');
+    });
   } finally {
     await browser?.close().catch(() => undefined);
     try {

@@ -35,6 +35,8 @@ import { statusBarText, statusBarTooltip } from './statusText';
 import type { WebviewToHost } from './webview/messages';
 
 const API_KEY_SECRET = 'planLsp.apiKey';
+/** Server command behind the "Compare with previous revision" code lens. */
+const SHOW_PREVIOUS_REVISION = 'planLsp.showPreviousRevision';
 
 /** Declares `experimental.planLsp` so the server sends permission and question requests. */
 class PlanLspCapabilitiesFeature implements StaticFeature {
@@ -139,7 +141,9 @@ class Controller implements vscode.Disposable {
         // Code lenses run the server's commands directly; refresh the mode afterwards.
         executeCommand: async (command, args, next) => {
           try {
-            return await next(command, args);
+            const result: unknown = await next(command, args);
+            if (command === SHOW_PREVIOUS_REVISION) await this.diffWithPrevious(result);
+            return result;
           } finally {
             void this.session?.refresh();
           }
@@ -268,6 +272,17 @@ class Controller implements vscode.Disposable {
     } finally {
       this.promptRun?.cancel();
     }
+  }
+
+  /** The server's "Compare with previous revision" lens answers with the old revision's
+   * file; show it against the live PLAN.md buffer. */
+  private async diffWithPrevious(result: unknown): Promise<void> {
+    const previousUri = result && typeof result === 'object' ? (result as { previousUri?: unknown }).previousUri : undefined;
+    const planUri = this.current?.planUri;
+    if (typeof previousUri !== 'string' || !planUri) return;
+    await vscode.commands.executeCommand(
+      'vscode.diff', vscode.Uri.parse(previousUri), vscode.Uri.parse(planUri), 'PLAN.md: previous revision ↔ current',
+    );
   }
 
   async openPlan(): Promise<void> {

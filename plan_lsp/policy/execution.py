@@ -158,7 +158,7 @@ class ExecutionGate:
                 )
 
         # The mode may have changed while the prompt was open (or any await above).
-        final_mode = mode
+        final_mode = self.session.mode
         final = self._mode_check(definition, arguments, final_mode, state)
         if final.refusal is not None:
             reason = final.refusal

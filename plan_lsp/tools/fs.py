@@ -311,6 +311,7 @@ async def _ripgrep(
     )
     found: list[Match] = []
     assert process.stdout is not None and process.stderr is not None
+    read_all = False
     try:
         async for raw in process.stdout:
             event = json.loads(raw)
@@ -324,8 +325,10 @@ async def _ripgrep(
             found.append((Path(path_text), int(data["line_number"]), line_text.rstrip("\r\n")))
             if len(found) > cap:
                 break
+        else:
+            read_all = True
     finally:
-        if process.returncode is None:
+        if not read_all and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         stderr = (await process.stderr.read()).decode("utf-8", "replace")

@@ -200,3 +200,9 @@ test('modeChanged carries planStatus', () => {
   assert.equal(s.session?.planStatus, 'approved');
   assert.equal(s.session?.mode, 'build');
 });
+
+test('a run that ends with plan_submitted says the plan is ready for review', () => {
+  const s = applyUpdate(run([{ type: 'userPrompt', text: 'x' }]), { runId: 'r', kind: 'done', stopReason: 'plan_submitted' });
+  assert.match(only(s, 'notice').at(-1)?.text ?? '', /Plan submitted/);
+  assert.equal(s.running, false);
+});

@@ -266,6 +266,9 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
     case 'done': {
       const stopReason = str(update.stopReason);
       const next = { ...state, running: false, runId: null };
+      if (stopReason === 'plan_submitted') {
+        return append(next, { type: 'notice', level: 'info', text: 'Plan submitted: review PLAN.md, then Approve or Reject.' });
+      }
       if (stopReason && !['end_turn', 'completed', 'done', 'stop'].includes(stopReason)) {
         return append(next, { type: 'notice', level: 'info', text: `Run ended: ${stopReason}` });
       }

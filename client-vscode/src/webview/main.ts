@@ -113,7 +113,8 @@ function renderHeader(): void {
     planPanel.hidden = true;
   } else {
     planPanel.hidden = false;
-    const canDecide = planStatus === 'submitted' || planStatus === 'drafting';
+    // Same rule as the server's code lens: no decision while the draft is still being written.
+    const canDecide = planStatus === 'submitted' || (planStatus === 'drafting' && !state.running && !session?.running);
     planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan: ${escapeHtml(planStatus)}</span>
       <span class="link" data-action="openPlan">open</span>
       ${canDecide ? '<div class="buttons"><button data-action="approve" data-testid="approve">Approve</button><button class="secondary" data-action="reject">Reject</button><button class="secondary" data-action="feedback">Feedback…</button></div>' : ''}`;

@@ -145,7 +145,7 @@ class _Apply:
                 if match in prof.flags:
                     found = prof.flags[match]
                     return match, found, found.value, True
-            if matches:
+            if matches and not prof.only_safe_flags:
                 return matches[0], None, matches[0] in prof.value_flags, True
         return name, None, False, False
 
@@ -163,8 +163,13 @@ class _Apply:
             if attached is not None:
                 value = Word(attached, attached)
             elif i < len(self.args):
-                value = self.args[i]
-                i += 1
+                nxt = self.args[i]
+                # A value that looks like a flag is also checked as one on risky commands:
+                # a mistaken belief that an option takes a value must not hide `-delete`.
+                looks_like_flag = (nxt.value or "-").startswith("-") and nxt.value != "-"
+                if not (self.prof.risky and looks_like_flag):
+                    value = nxt
+                    i += 1
         if self.prof.script is not None and canonical in _SCRIPT_FLAGS[self.prof.script]:
             if value is not None:
                 self.scripts.append(value)

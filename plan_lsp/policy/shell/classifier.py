@@ -42,8 +42,77 @@ def classify_command(
         if bad is not None:
             findings.deny(f"the command contains the control character {bad!r}")
         else:
-            walk_source(cmd, findings, 0)
+            normalized = join_continuations(cmd)
+            if normalized is None:
+                findings.deny(
+                    "a backslash-newline appears where bash would not join the lines "
+                    "(inside quotes, a here-document or a backquote), so the command is ambiguous"
+                )
+            else:
+                walk_source(normalized, findings, 0)
     return findings.decide(frozenset(allowed))
+
+
+_WORD_BOUNDARY = frozenset(" \t\n;&|()<>")
+
+
+def join_continuations(src: str) -> str | None:
+    """Remove backslash-newline pairs the way bash does before it splits words.
+
+    tree-sitter keeps `-\\<newline>delete` as two words where bash sees `-delete`, so the
+    tree is only trusted on the joined text. Where joining depends on context this scanner
+    does not track exactly (single quotes, here-documents, backquotes, substitutions inside
+    double quotes), returns None and the command is denied."""
+    if "\\\n" not in src:
+        return src
+    if "<<" in src:
+        return None
+    out: list[str] = []
+    state = "plain"
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        nxt = src[i + 1] if i + 1 < n else ""
+        if state in ("plain", "double") and c == "\\":
+            if nxt == "\n":
+                i += 2
+                continue
+            out.append(src[i : i + 2])
+            i += 2
+            continue
+        if state == "plain":
+            if c == "'":
+                state = "single"
+            elif c == '"':
+                state = "double"
+            elif c == "$" and nxt == "'":
+                out.append("$'")
+                state = "ansi"
+                i += 2
+                continue
+            elif c == "#" and (not out or out[-1][-1] in _WORD_BOUNDARY):
+                state = "comment"
+            elif c == "`":
+                return None
+        elif state == "double":
+            if c == '"':
+                state = "plain"
+            elif c == "`" or (c == "$" and nxt == "("):
+                return None
+        elif state in ("single", "ansi"):
+            if c == "\\" and nxt == "\n":
+                return None
+            if state == "ansi" and c == "\\":
+                out.append(src[i : i + 2])
+                i += 2
+                continue
+            if c == "'":
+                state = "plain"
+        elif state == "comment" and c == "\n":
+            state = "plain"
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def walk_source(source: str, findings: Findings, depth: int) -> None:

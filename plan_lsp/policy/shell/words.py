@@ -51,7 +51,9 @@ def resolve(node: Node, sink: WordSink) -> Word:
     state = _State()
     _collect(node, sink, parts, unquoted, state)
     if _BRACE.search("".join(unquoted)):
+        # Where the braces sit is not tracked: assume they may open the word.
         state.glob = True
+        state.static_prefix_len = 0
     value = None if state.dynamic or state.glob else "".join(parts)
     if value is not None:
         operand_safe = not value.startswith("-")
@@ -73,11 +75,19 @@ class _State:
         self.static_prefix_len = -1
 
     def mark_dynamic(self, parts: list[str], quoted: bool) -> None:
+        """From here on the value is unknown; unquoted expansions may split into words."""
         if not self.dynamic and self.static_prefix_len < 0:
             self.static_prefix_len = len(parts)
         self.dynamic = True
         if not quoted:
             self.splits = True
+
+    def mark_glob(self, parts: list[str]) -> None:
+        """File name generation: every resulting word still starts with the fixed prefix."""
+        if not self.dynamic and self.static_prefix_len < 0:
+            self.static_prefix_len = len(parts)
+        self.dynamic = True
+        self.glob = True
 
 
 def _text(node: Node) -> str:
@@ -90,10 +100,14 @@ def _collect(
 ) -> None:
     kind = node.type
     if kind == "word" or kind == "number":
-        value, has_glob = _unescape_unquoted(_text(node))
+        raw = _text(node)
+        value, has_glob = _unescape_unquoted(raw)
         if has_glob:
-            state.mark_dynamic(parts, quoted=False)
-            state.glob = True
+            # The fixed text before the first glob character still counts as a prefix.
+            cut = min(raw.find(c) for c in _GLOB_CHARS if c in raw) if "\\" not in raw else 0
+            parts.append(raw[:cut])
+            state.mark_glob(parts)
+            value = value[cut:] if cut else value
         parts.append(value)
         unquoted.append(_text(node))
     elif kind == "raw_string":
@@ -116,8 +130,7 @@ def _collect(
         for child in node.children:
             _collect(child, sink, parts, unquoted, state)
     elif kind in ("brace_expression", "extglob_pattern"):
-        state.mark_dynamic(parts, quoted=False)
-        state.glob = True
+        state.mark_glob(parts)
         parts.append(_text(node))
     else:
         _dynamic_piece(node, sink, parts, state, quoted=False)

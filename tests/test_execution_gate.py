@@ -7,13 +7,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from plan_lsp.policy.execution import ExecutionGate, GateDecision
 from plan_lsp.policy.permissions import PermissionEngine
-from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMode
 from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
@@ -39,16 +39,16 @@ class FakePort:
     def __init__(self, *answers: str) -> None:
         self.answers = list(answers)
         self.requests: list[PermissionRequest] = []
-        self.on_ask: Callable[[PermissionRequest], None] | None = None
+        self.on_ask: Callable[[PermissionRequest], object] | None = None
         self.fail = False
 
-    async def request_permission(self, request: PermissionRequest) -> str:
+    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
         self.requests.append(request)
         if self.on_ask is not None:
             self.on_ask(request)
         if self.fail:
             raise RuntimeError("client went away")
-        return self.answers.pop(0) if self.answers else "reject_once"
+        return cast(PermissionAnswer, self.answers.pop(0) if self.answers else "reject_once")
 
     async def ask_questions(self, run_id: str, questions: list[Question]) -> None:
         return None
@@ -108,7 +108,12 @@ def _gate(
 ) -> ExecutionGate:
     return ExecutionGate(
         session,
-        PermissionEngine(**rules, workspace_roots=[session.workspace]),
+        PermissionEngine(
+            rules.get("allow", []),
+            rules.get("ask", []),
+            rules.get("deny", []),
+            workspace_roots=[session.workspace],
+        ),
         port,
         plan_shell=plan_shell,
         classify=classify,
@@ -347,7 +352,7 @@ def _ctx(ws: Path, port: FakePort) -> ToolContext:
         plans_dir=ws / ".plan-lsp" / "plans",
         run_id="run-1",
         editor=FakeEditor(),
-        user=port,  # type: ignore[arg-type]
+        user=port,
         emit=lambda kind, payload: None,
     )
 
@@ -539,3 +544,44 @@ async def test_toggle_to_plan_during_an_edit_still_refuses_the_write(
     result = await runner.call("write_file", '{"path": "src/x.py", "content": "x"}', ctx)
     assert result.data is not None and result.data["error"] == "edit_refused"
     assert not (ws / "src" / "x.py").exists()
+
+
+@pytest.mark.parametrize("command", ["rm -rf src", "echo hi > src/a.py", "sed -i s/a/b/ f"])
+async def test_real_classifier_refuses_writing_commands_in_plan_mode(
+    session: Session, command: str
+) -> None:
+    pytest.importorskip("plan_lsp.policy.shell")
+    port = FakePort("allow_once")
+    gate = ExecutionGate(
+        session,
+        PermissionEngine(["bash"], workspace_roots=[session.workspace]),
+        port,
+        plan_shell="classified",
+    )
+    decision = await _check(gate, BASH, {"command": command})
+    assert not decision.allowed and decision.observation is not None
+    assert decision.observation["error"] == "tool_not_allowed"
+    assert port.requests == []
+
+
+def test_the_runner_is_the_only_call_site_of_tool_implementations() -> None:
+    """No module but tools/runner.py calls a Tool's implementation (`<tool>.run(args, ctx)`)."""
+    import ast
+
+    import plan_lsp
+
+    package = Path(plan_lsp.__file__).parent
+    offenders = []
+    for source in package.rglob("*.py"):
+        if source.relative_to(package).as_posix() == "tools/runner.py":
+            continue
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            called_on_tool = (isinstance(owner, ast.Name) and "tool" in owner.id.lower()) or (
+                isinstance(owner, ast.Attribute) and "tool" in owner.attr.lower()
+            )
+            if node.func.attr == "run" and called_on_tool and len(node.args) == 2:
+                offenders.append(f"{source.relative_to(package)}:{node.lineno}")
+    assert offenders == []

@@ -21,7 +21,7 @@ from hypothesis.strategies import DrawFn, composite
 
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine, RuleScope
-from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import apply_file_edit
 from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMode
@@ -80,7 +80,7 @@ class World:
         )
         self.executions: list[Execution] = []
         self.buffers: dict[Path, str] = {}
-        self.answer = "reject_once"
+        self.answer: PermissionAnswer = "reject_once"
         self.toggle_in_prompt: WorkMode | None = None
         self.toggle_in_run = False
         self.plan_shell = plan_shell
@@ -110,7 +110,7 @@ class World:
         )
 
     # PermissionPort / UserPort
-    async def request_permission(self, request: PermissionRequest) -> str:
+    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
         if self.toggle_in_prompt is not None:
             self.session.set_mode(self.toggle_in_prompt, Actor.USER)
         return self.answer
@@ -201,7 +201,7 @@ RULES = [
     "plan_write",
     "*",
 ]
-ANSWERS = ["allow_once", "allow_always", "reject_once", "reject_always"]
+ANSWERS: list[PermissionAnswer] = ["allow_once", "allow_always", "reject_once", "reject_always"]
 
 
 @composite
@@ -265,7 +265,12 @@ async def _run(world: World, script: list[tuple[Any, ...]]) -> None:
             session.set_permission_mode(step[1], Actor.USER)
         elif kind == "rule":
             _kind, scope, verdict, rule = step
-            world.engine.add_rules(scope, **{verdict: [rule]})
+            world.engine.add_rules(
+                scope,
+                allow=[rule] if verdict == "allow" else [],
+                ask=[rule] if verdict == "ask" else [],
+                deny=[rule] if verdict == "deny" else [],
+            )
         elif kind == "open":
             path = (world.ws / step[1]).resolve()
             world.buffers[path] = "orig\nbuffer\n"

@@ -272,7 +272,9 @@ def test_rules(
     pmode: PermissionMode,
     expected: str,
 ) -> None:
-    engine = PermissionEngine(**rules, workspace_roots=[ws])
+    engine = PermissionEngine(
+        rules.get("allow", []), rules.get("ask", []), rules.get("deny", []), workspace_roots=[ws]
+    )
     assert _decide(engine, tool, args, pmode) == expected
 
 

@@ -241,7 +241,7 @@ def grep_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if backend == "ripgrep" and shutil.which("rg") is None:
         pytest.skip("ripgrep is not installed")
     if backend == "python":
-        monkeypatch.setattr(fs.shutil, "which", lambda name: None)
+        monkeypatch.setattr("shutil.which", lambda name: None)
     return backend
 
 
@@ -299,6 +299,6 @@ async def test_grep_bad_regex(ctx: ToolContext, grep_backend: str) -> None:
 async def test_grep_fallback_skips_binary(
     ws: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fs.shutil, "which", lambda name: None)
+    monkeypatch.setattr("shutil.which", lambda name: None)
     (ws / "blob.bin").write_bytes(b"needle\x00\x01")
     assert "blob.bin" not in (await fs.grep({"pattern": "needle"}, ctx)).content

@@ -223,12 +223,20 @@ async function main() {
     });
 
     await check(page, 'Approve code lens switches to Build and the Do edit lands in the editor', async () => {
-      const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Approve (auto-accept edits)' });
+      // "ask before edits": the Do run's edit_file must come back as an inline permission card.
+      const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Approve (ask before edits)' });
       await lens.first().waitFor({ timeout: STEP_MS });
       await shot(page, '05-approve-lens');
       await lens.first().click();
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
       await shot(page, '06-status-build-after-approve');
+      const allow = chat.locator('[data-testid=permission-card] button', { hasText: 'Allow once' });
+      await allow.first().waitFor({ timeout: STEP_MS });
+      const waiting = await chat.locator('[data-testid=tool-card][data-status=waiting][data-tool=edit_file]').count();
+      if (waiting !== 1) throw new Error(`expected the edit_file card to wait for permission, found ${waiting}`);
+      if (readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world')) throw new Error('the edit ran before permission');
+      await shot(page, '06b-permission-inline');
+      await allow.first().click();
       await waitFor('the Do run to finish', async () =>
         /approved/.test(await chat.locator('[data-testid=plan-status]').innerText()) &&
         readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world'), STEP_MS);
@@ -248,7 +256,8 @@ async function main() {
 
     await check(page, 'sidebar state survives hiding and re-showing the view', async () => {
       const before = await chat.locator('[data-testid=tool-card]').count();
-      await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+      // The "unsaved files" badge overlays the label; click its action item.
+      await page.locator('.activitybar .action-item:has(.action-label[aria-label^="Explorer"])').first().click({ position: { x: 8, y: 8 } });
       await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: STEP_MS });
       await page.locator('.activitybar .action-label[aria-label^="Plan LSP"]').first().click();
       await waitFor('the same tool cards after re-showing', async () =>

@@ -1,6 +1,9 @@
 // Bundles the extension (vscode-languageclient included, so the vsix needs no node_modules)
 // and the webview script (for the browser) with esbuild.
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+
+rmSync('dist', { recursive: true, force: true });
 
 await build({
   entryPoints: ['src/extension.ts'],
@@ -10,7 +13,7 @@ await build({
   format: 'cjs',
   target: 'node18',
   external: ['vscode'],
-  sourcemap: true,
+  sourcemap: false,
   logLevel: 'warning',
 });
 await build({

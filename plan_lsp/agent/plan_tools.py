@@ -66,7 +66,6 @@ PLAN_WRITE = ToolDefinition(
         "additionalProperties": False,
     },
     safety=Safety.PLAN_FILE,
-    system=True,
 )
 
 EXIT_PLAN_MODE = ToolDefinition(
@@ -81,7 +80,6 @@ EXIT_PLAN_MODE = ToolDefinition(
         "additionalProperties": False,
     },
     safety=Safety.CONTROL,
-    system=True,
 )
 
 ENTER_PLAN_MODE = ToolDefinition(
@@ -96,7 +94,6 @@ ENTER_PLAN_MODE = ToolDefinition(
         "additionalProperties": False,
     },
     safety=Safety.CONTROL,
-    system=True,
 )
 
 

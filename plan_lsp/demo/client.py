@@ -57,7 +57,7 @@ class DemoEditor:
                 uri = change.text_document.uri
                 if uri not in self.buffers:
                     return types.ApplyWorkspaceEditResult(applied=False)
-                text, version = self.buffers[uri]
+                text, _version = self.buffers[uri]
                 for e in sorted(
                     (e for e in change.edits if isinstance(e, types.TextEdit)),
                     key=lambda e: (e.range.start.line, e.range.start.character),

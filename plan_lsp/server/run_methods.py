@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from plan_lsp.plan.document import atomic_write_text
 from plan_lsp.plan.readiness import check_plan, has_errors

@@ -61,6 +61,7 @@ class RunManager:
         self._provider_factory = provider_factory
         self._agent: Agent | None = None
         self.plan_shell = plan_shell
+        self._background: set[asyncio.Future[None]] = set()
         ctx.session.add_listener(self._on_session_change)
 
     @property
@@ -99,7 +100,9 @@ class RunManager:
                 }
             )
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
-            asyncio.ensure_future(self._mirror_checklist())
+            task = asyncio.ensure_future(self._mirror_checklist())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
         refresh = getattr(self.ls, "refresh_plan_views", None)
         if refresh is not None:
             refresh(self.ctx)

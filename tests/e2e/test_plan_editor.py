@@ -234,7 +234,7 @@ async def test_reject_with_feedback_starts_a_new_planning_run_and_offers_a_diff(
 
 
 async def test_reject_without_feedback_asks_the_model_nothing(tmp_path: Path) -> None:
-    ws, transcript, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    _ws, transcript, cm = await start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         state = await ed.request("planLsp/rejectPlan", {})
@@ -270,7 +270,7 @@ async def test_code_actions_offer_every_approval_variant(tmp_path: Path) -> None
 
 async def test_state_answers_promptly_while_a_run_streams(tmp_path: Path) -> None:
     slow = {"delay_ms": 20, "text": "x" * 400}
-    ws, _t, cm = await start(tmp_path, [slow])
+    _ws, _t, cm = await start(tmp_path, [slow])
     async with cm as ed:
         task = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "go"}))
         await ed.wait_update(lambda u: u["kind"] == "text")

@@ -41,11 +41,7 @@ class _Apply:
         if prof.exact_forms and all(a.value is not None and not a.glob for a in self.args):
             values = [a.value for a in self.args]
             if values in prof.exact_forms:
-                self.base(prof.exact_caps, "only prints information")
-                if not prof.exact_caps:
-                    w.f.add(
-                        frozenset(), f"`{self.label}` with these arguments only prints information"
-                    )
+                self.base(prof.exact_caps, "with these arguments only prints information")
                 return
         if prof.anything:
             w.f.add(CAPABILITIES, f"`{self.label}` {prof.why}, so it could do anything")
@@ -60,13 +56,9 @@ class _Apply:
         self.check_positionals(positionals)
 
     def base(self, caps: frozenset[str] | set[str], why: str) -> None:
-        if caps:
-            text = (
-                f"`{self.label}` {why} ({caps_text(caps)})"
-                if why
-                else (f"`{self.label}` needs {caps_text(caps)}")
-            )
-            self.w.f.add(frozenset(caps), text)
+        needs = caps_text(caps) if caps else "no capabilities"
+        text = f"`{self.label}` {why} ({needs})" if why else f"`{self.label}` needs {needs}"
+        self.w.f.add(frozenset(caps), text)
 
     # Flags --------------------------------------------------------------------------
     def parse(self) -> list[Word] | None:

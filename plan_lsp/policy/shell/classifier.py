@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.model import PLAN_ALLOWED_CAPABILITIES, Classification, Findings
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 _parser: Parser | None = None
 # Control characters bash would pass through silently; tab and newline are ordinary syntax.
-_ALLOWED_CONTROL = frozenset("\t\n")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _get_parser() -> Parser:
@@ -38,9 +39,9 @@ def classify_command(
     if not cmd.strip():
         findings.deny("the command is empty")
     else:
-        bad = next((c for c in cmd if (c < " " and c not in _ALLOWED_CONTROL) or c == "\x7f"), None)
+        bad = _CONTROL.search(cmd)
         if bad is not None:
-            findings.deny(f"the command contains the control character {bad!r}")
+            findings.deny(f"the command contains the control character {bad.group(0)!r}")
         else:
             normalized = join_continuations(cmd)
             if normalized is None:

@@ -44,8 +44,18 @@ class WordSink(Protocol):
         """The word assigns a shell variable."""
 
 
+_PLAIN_SPECIAL = frozenset("\\*?[{")
+
+
 def resolve(node: Node, sink: WordSink) -> Word:
+    kind = node.type
     text = _text(node)
+    # Fast paths for the common cases: a bare word without escapes or globs, 'quoted'.
+    if kind == "word" and _PLAIN_SPECIAL.isdisjoint(text):
+        return Word(text, text, False, not text.startswith("-"))
+    if kind == "raw_string":
+        inner = text[1:-1]
+        return Word(text, inner, False, not inner.startswith("-"))
     parts: list[str] = []
     unquoted: list[str] = []
     state = _State()

@@ -1,0 +1,602 @@
+-- plan-lsp for Neovim: starts `plan-lsp serve` per workspace on Neovim's built-in LSP
+-- client and adds commands, a statusline component, code lens refresh on plan documents
+-- and a log of the agent's activity. Approving a plan needs nothing of this: the code
+-- lenses and code actions are standard LSP (see README.md).
+local compat = require("plan_lsp.compat")
+local lens = require("plan_lsp.lens")
+local log = require("plan_lsp.log")
+
+local M = {}
+
+local defaults = {
+  -- The server command; provider options below are appended to it.
+  cmd = { "plan-lsp", "serve" },
+  provider = nil, -- "scripted" | "openai" | "anthropic"
+  model = nil,
+  base_url = nil,
+  script = nil, -- scripted provider's script file
+  transcript = nil,
+  permission_mode = nil, -- "ask" | "auto_edit" | "yolo" | "strict"
+  plan_shell = nil, -- "off" | "classified" | "sandboxed"
+  args = {}, -- more arguments for `plan-lsp serve`
+  -- A string, or function(bufnr) -> string|nil; nil: the nearest folder holding one of
+  -- root_markers, else the current directory when the file lies below it.
+  root_dir = nil,
+  root_markers = { ".plan-lsp", ".git" },
+  -- "workspace": every file buffer inside the workspace; "markdown": only *.md files.
+  attach = "workspace",
+  plans_dir = ".plan-lsp/plans", -- relative to the workspace; where plan documents live
+  -- Neovim 0.7–0.9 cannot show documents for the server: open PLAN.md before prompting so
+  -- the draft streams into a buffer.
+  open_plan_on_prompt = true,
+  init_options = nil,
+  capabilities = nil, -- merged over Neovim's defaults
+  on_attach = nil, -- function(client, bufnr)
+  on_update = nil, -- function(update, ctx) for every planLsp/update
+  log = true, -- render updates into the plan-lsp://log buffer
+  name = "plan-lsp",
+}
+
+M.config = vim.deepcopy(defaults)
+-- Per workspace root: the client id and the last known SessionState.
+M.clients = {}
+M.states = {}
+M.augroup = nil
+
+local function notify(msg, level)
+  vim.notify("plan-lsp: " .. msg, level or vim.log.levels.INFO)
+end
+
+-- -- workspace roots ---------------------------------------------------------------------
+
+local function buffer_path(bufnr)
+  if vim.bo[bufnr].buftype ~= "" then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" or name:match("^%a[%w+.-]*://") then
+    return nil
+  end
+  return vim.fn.fnamemodify(name, ":p")
+end
+
+local function is_under(path, root)
+  return path == root or path:sub(1, #root + 1) == root .. "/"
+end
+
+-- The real path of `path`, or of its nearest existing parent plus the rest (new files).
+local function real_path(path)
+  local real = compat.realpath(path)
+  if real then
+    return real
+  end
+  local parent = vim.fn.fnamemodify(path, ":h")
+  if parent == path then
+    return path
+  end
+  return real_path(parent) .. "/" .. vim.fn.fnamemodify(path, ":t")
+end
+
+local function find_root(path)
+  local dir = vim.fn.fnamemodify(path, ":h")
+  while true do
+    for _, marker in ipairs(M.config.root_markers) do
+      if compat.exists(dir .. "/" .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      return nil
+    end
+    dir = parent
+  end
+end
+
+--- The workspace root for `bufnr`, or nil when the buffer is not one to attach.
+function M.root_for(bufnr)
+  local path = buffer_path(bufnr)
+  if not path then
+    return nil
+  end
+  path = real_path(path)
+  local root = M.config.root_dir
+  if type(root) == "function" then
+    root = root(bufnr)
+  end
+  if root == nil then
+    root = find_root(path)
+  end
+  if root == nil then
+    local cwd = compat.realpath(vim.fn.getcwd())
+    if cwd and is_under(path, cwd) then
+      root = cwd
+    end
+  end
+  if root == nil then
+    return nil
+  end
+  root = compat.realpath(root) or root
+  if not is_under(path, root) then
+    return nil
+  end
+  return root
+end
+
+function M.is_plan_document(bufnr, root)
+  local path = buffer_path(bufnr)
+  root = root or M.root_for(bufnr)
+  if not path or not root then
+    return false
+  end
+  local plans = root .. "/" .. M.config.plans_dir
+  return is_under(real_path(path), compat.realpath(plans) or plans) and path:match("%.md$") ~= nil
+end
+
+-- -- clients -------------------------------------------------------------------------------
+
+local function server_cmd()
+  local cmd = vim.deepcopy(M.config.cmd)
+  local options = {
+    { "--provider", M.config.provider },
+    { "--model", M.config.model },
+    { "--base-url", M.config.base_url },
+    { "--script", M.config.script },
+    { "--transcript", M.config.transcript },
+    { "--permission-mode", M.config.permission_mode },
+    { "--plan-shell", M.config.plan_shell },
+  }
+  for _, option in ipairs(options) do
+    if option[2] ~= nil then
+      table.insert(cmd, option[1])
+      table.insert(cmd, option[2])
+    end
+  end
+  vim.list_extend(cmd, M.config.args or {})
+  return cmd
+end
+
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  if M.config.capabilities then
+    caps = vim.tbl_deep_extend("force", caps, M.config.capabilities)
+  end
+  caps.experimental = caps.experimental or {}
+  -- Declared empty: permission prompts and questions come as standard showMessageRequest.
+  caps.experimental.planLsp = vim.empty_dict()
+  return caps
+end
+
+function M.client_for_root(root)
+  local id = root and M.clients[root]
+  local client = id and vim.lsp.get_client_by_id(id)
+  if client and not compat.is_stopped(client) then
+    return client
+  end
+  return nil
+end
+
+--- The client serving the current buffer's workspace, else the only/first running one.
+function M.current(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = M.root_for(bufnr)
+  local client = M.client_for_root(root)
+  if client then
+    return client, root
+  end
+  for r, _ in pairs(M.clients) do
+    client = M.client_for_root(r)
+    if client then
+      return client, r
+    end
+  end
+  return nil, nil
+end
+
+local function root_of_client(client_id)
+  for root, id in pairs(M.clients) do
+    if id == client_id then
+      return root
+    end
+  end
+  return nil
+end
+
+local function plan_buffers(root)
+  local out = {}
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and M.is_plan_document(bufnr, root) then
+      table.insert(out, bufnr)
+    end
+  end
+  return out
+end
+
+function M.refresh_lenses(root)
+  local client = M.client_for_root(root)
+  if not client then
+    return
+  end
+  for _, bufnr in ipairs(plan_buffers(root)) do
+    lens.refresh(bufnr, client)
+  end
+end
+
+local function set_state(root, state)
+  if type(state) == "table" and state.mode then
+    M.states[root] = vim.deepcopy(state)
+    vim.cmd("redrawstatus")
+  end
+end
+
+local function on_update(err, update, ctx)
+  if err or type(update) ~= "table" then
+    return
+  end
+  local root = root_of_client(ctx.client_id)
+  if root then
+    local state = M.states[root] or {}
+    if update.kind == "modeChanged" then
+      state.mode = update.mode
+      state.permissionMode = update.permissionMode
+      state.planStatus = update.planStatus
+      set_state(root, state)
+    elseif update.kind == "done" then
+      state.running = false
+      set_state(root, state)
+    elseif state.mode and not state.running and update.kind ~= "error" then
+      state.running = true
+      set_state(root, state)
+    end
+    if update.kind == "modeChanged" or update.kind == "done"
+      or (update.kind == "planDraft" and (update.status == "submitted" or (update.chars or 0) == 0))
+    then
+      M.refresh_lenses(root)
+    end
+  end
+  if M.config.log then
+    local ok, e = pcall(log.render, update)
+    if not ok then
+      vim.schedule(function()
+        notify("log: " .. tostring(e), vim.log.levels.DEBUG)
+      end)
+    end
+  end
+  if M.config.on_update then
+    M.config.on_update(update, ctx)
+  end
+end
+
+-- Neovim before 0.10 answers showMessageRequest with inputlist(); this asks through
+-- vim.ui.select instead. Without coroutine support there the answer must come back
+-- synchronously (the default vim.ui.select does); an asynchronous picker counts as
+-- dismissed, which the server treats as "Deny".
+local function show_message_request(_, params)
+  local actions = params.actions or {}
+  local choice = nil
+  local answered = false
+  vim.ui.select(actions, {
+    prompt = params.message,
+    kind = "plan_lsp_permission",
+    format_item = function(action)
+      return action.title
+    end,
+  }, function(item)
+    choice = item
+    answered = true
+  end)
+  if not answered then
+    notify("the prompt was not answered synchronously; treated as dismissed", vim.log.levels.WARN)
+  end
+  return choice or vim.NIL
+end
+
+local function client_config(root)
+  local handlers = { ["planLsp/update"] = on_update }
+  if not compat.async_server_requests then
+    handlers["window/showMessageRequest"] = show_message_request
+  end
+  return {
+    name = M.config.name,
+    cmd = server_cmd(),
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
+    capabilities = capabilities(),
+    handlers = handlers,
+    init_options = M.config.init_options,
+    flags = { debounce_text_changes = 0, allow_incremental_sync = true },
+    on_init = function(client)
+      M.clients[root] = client.id
+      compat.request(client, "planLsp/state", {}, function(err, state)
+        if not err then
+          set_state(root, state)
+        end
+      end)
+    end,
+    on_attach = function(client, bufnr)
+      if M.is_plan_document(bufnr, root) then
+        lens.refresh(bufnr, client)
+      end
+      if M.config.on_attach then
+        M.config.on_attach(client, bufnr)
+      end
+    end,
+    on_exit = function(_, _, client_id)
+      vim.schedule(function()
+        if M.clients[root] == client_id then
+          M.clients[root] = nil
+          M.states[root] = nil
+        end
+      end)
+    end,
+  }
+end
+
+--- Attaches `bufnr` to its workspace's server, starting the server when needed.
+function M.attach(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if not vim.api.nvim_buf_is_loaded(bufnr) then
+    return nil
+  end
+  if M.config.attach == "markdown" and not (buffer_path(bufnr) or ""):match("%.md$") then
+    return nil
+  end
+  local root = M.root_for(bufnr)
+  if not root then
+    return nil
+  end
+  local running = M.client_for_root(root)
+  if running and vim.lsp.buf_is_attached(bufnr, running.id) then
+    return running.id
+  end
+  local id
+  if compat.has_lsp_start then
+    id = vim.lsp.start(client_config(root), { bufnr = bufnr })
+  else
+    id = M.clients[root]
+    if not M.client_for_root(root) then
+      id = vim.lsp.start_client(client_config(root))
+    end
+    if id then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+  end
+  if id then
+    M.clients[root] = id
+  end
+  return id
+end
+
+-- -- requests ------------------------------------------------------------------------------
+
+local function with_workspace(params, root)
+  params = params or {}
+  if root then
+    params.workspaceUri = vim.uri_from_fname(root)
+  end
+  return params
+end
+
+--- Sends a planLsp/* request for the current workspace; `on_result(result)` on success.
+function M.request(method, params, on_result)
+  local client, root = M.current()
+  if not client then
+    notify("no plan-lsp server for this buffer", vim.log.levels.WARN)
+    return false
+  end
+  compat.request(client, method, with_workspace(params, root), function(err, result)
+    if err then
+      notify(method .. ": " .. (err.message or tostring(err)), vim.log.levels.WARN)
+      return
+    end
+    if type(result) == "table" and result.mode then
+      set_state(root, result)
+      M.refresh_lenses(root)
+    end
+    if on_result then
+      on_result(result)
+    end
+  end)
+  return true
+end
+
+--- Synchronous variant (for scripts and tests): returns result, err.
+function M.request_sync(method, params, timeout_ms)
+  local client, root = M.current()
+  if not client then
+    return nil, "no plan-lsp server"
+  end
+  local response, err = compat.request_sync(client, method, with_workspace(params, root), timeout_ms or 5000)
+  if not response then
+    return nil, err
+  end
+  if response.err then
+    return nil, response.err.message or response.err
+  end
+  if type(response.result) == "table" and response.result.mode then
+    set_state(root, response.result)
+  end
+  return response.result, nil
+end
+
+--- The last known SessionState of the current workspace (nil before the server answered).
+function M.state()
+  local _, root = M.current()
+  return root and M.states[root] or nil
+end
+
+--- Statusline component: "[Plan] ask", "[Build] auto_edit …" (running), "" without a server.
+function M.statusline()
+  local state = M.state()
+  if not state or not state.mode then
+    return ""
+  end
+  local label = state.mode == "build" and "[Build]" or "[Plan]"
+  local text = label .. " " .. tostring(state.permissionMode or "")
+  if state.running then
+    text = text .. " …"
+  end
+  return text
+end
+
+local function plan_path(root)
+  return root .. "/" .. M.config.plans_dir .. "/PLAN.md"
+end
+
+-- Loads PLAN.md into a (hidden) buffer so drafts stream into it; for clients that cannot
+-- show documents for the server.
+local function ensure_plan_buffer(root)
+  local path = plan_path(root)
+  local bufnr = vim.fn.bufadd(path)
+  if not vim.api.nvim_buf_is_loaded(bufnr) then
+    vim.fn.bufload(bufnr)
+    vim.bo[bufnr].buflisted = true
+  end
+  M.attach(bufnr)
+  return bufnr
+end
+
+function M.prompt(text)
+  local client, root = M.current()
+  if not client then
+    notify("no plan-lsp server for this buffer", vim.log.levels.WARN)
+    return
+  end
+  local show_document = client.config.capabilities
+    and client.config.capabilities.window
+    and client.config.capabilities.window.showDocument
+    and client.config.capabilities.window.showDocument.support
+  if M.config.open_plan_on_prompt and not show_document then
+    ensure_plan_buffer(root)
+  end
+  M.request("planLsp/prompt", { text = text }, function(result)
+    notify(string.format("run %s finished: %s", tostring(result.runId), tostring(result.stopReason)))
+  end)
+end
+
+local function show_state(state)
+  if type(state) ~= "table" then
+    return
+  end
+  notify(string.format(
+    "mode %s, permissions %s, plan %s%s",
+    tostring(state.mode),
+    tostring(state.permissionMode),
+    tostring(state.planStatus),
+    state.running and ", running" or ""
+  ))
+end
+
+-- -- user commands -------------------------------------------------------------------------
+
+local function create_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd("PlanToggle", function()
+    M.request("planLsp/toggleMode", {}, show_state)
+  end, { desc = "plan-lsp: switch plan ⇄ build" })
+  cmd("PlanMode", function(opts)
+    M.request("planLsp/setMode", { mode = opts.args }, show_state)
+  end, {
+    nargs = 1,
+    complete = function()
+      return { "plan", "build" }
+    end,
+    desc = "plan-lsp: set the work mode",
+  })
+  cmd("PlanPermission", function(opts)
+    M.request("planLsp/setPermissionMode", { permissionMode = opts.args }, show_state)
+  end, {
+    nargs = 1,
+    complete = function()
+      return { "ask", "auto_edit", "yolo", "strict" }
+    end,
+    desc = "plan-lsp: set the permission mode",
+  })
+  cmd("PlanPrompt", function(opts)
+    if opts.args ~= "" then
+      M.prompt(opts.args)
+      return
+    end
+    vim.ui.input({ prompt = "plan-lsp prompt: " }, function(text)
+      if text and text ~= "" then
+        M.prompt(text)
+      end
+    end)
+  end, { nargs = "?", desc = "plan-lsp: send a prompt to the agent" })
+  cmd("PlanApprove", function(opts)
+    local params = {}
+    if opts.args ~= "" then
+      params.permissionMode = opts.args
+    end
+    M.request("planLsp/approvePlan", params, show_state)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "auto_edit", "ask" }
+    end,
+    desc = "plan-lsp: approve the plan and run it",
+  })
+  cmd("PlanReject", function(opts)
+    local function reject(feedback)
+      local params = {}
+      if feedback and feedback ~= "" then
+        params.feedback = feedback
+      end
+      M.request("planLsp/rejectPlan", params, show_state)
+    end
+    if opts.args ~= "" then
+      reject(opts.args)
+      return
+    end
+    -- An empty answer rejects with the buffer's "> feedback:" review notes (if any).
+    vim.ui.input({ prompt = "plan-lsp feedback (empty: review notes in PLAN.md): " }, function(text)
+      if text ~= nil then
+        reject(text)
+      end
+    end)
+  end, { nargs = "?", desc = "plan-lsp: reject the plan (with feedback)" })
+  cmd("PlanCancel", function()
+    M.request("planLsp/cancel", {}, function()
+      notify("cancelled")
+    end)
+  end, { desc = "plan-lsp: cancel the current run" })
+  cmd("PlanState", function()
+    M.request("planLsp/state", {}, show_state)
+  end, { desc = "plan-lsp: show the session state" })
+  cmd("PlanLog", function()
+    log.open()
+  end, { desc = "plan-lsp: show the activity log" })
+end
+
+-- -- setup ---------------------------------------------------------------------------------
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  if opts and opts.cmd then
+    M.config.cmd = opts.cmd -- lists are replaced, not merged
+  end
+  create_commands()
+  M.augroup = vim.api.nvim_create_augroup("PlanLsp", { clear = true })
+  vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufEnter" }, {
+    group = M.augroup,
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "BufEnter", "InsertLeave", "TextChanged" }, {
+    group = M.augroup,
+    callback = function(args)
+      local root = M.root_for(args.buf)
+      if root and M.is_plan_document(args.buf, root) then
+        lens.refresh(args.buf, M.client_for_root(root))
+      end
+    end,
+  })
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,273 @@
+"""plan → reject with feedback → revised plan → approve → Do, in a real headless Neovim
+(Debian's 0.7.2 and PyPI's 0.11.4) with the client-nvim plugin and the real server.
+
+The Lua side (tests/e2e/nvim/plan_session.lua) drives the editor and writes what it saw as
+JSON; this side builds the workspace and the script and asserts on that JSON and on the
+server's transcript. Install both editors with client-nvim/scripts/install-e2e.sh."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.scripts import PLAN_TEXT, plan_then_do_turns, sample_project, write_script
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_DIR = REPO / "client-nvim"
+LUA_DIR = Path(__file__).resolve().parent / "nvim"
+# A hard ceiling: a wedged editor is killed, never waited for.
+NVIM_KILL_AFTER_S = 90
+
+NVIM_BINARIES = {
+    "0.7": os.environ.get("PLAN_LSP_NVIM_07", "/usr/bin/nvim"),
+    "0.11": os.environ.get("PLAN_LSP_NVIM_011", str(PLUGIN_DIR / ".e2e" / "venv" / "bin" / "nvim")),
+}
+
+PROMPT = "Make the greeting polite"
+FEEDBACK = "also mention in the plan that nothing else changes"
+REVISED_PLAN = (
+    "# Plan: greet politely (revised)\n\n"
+    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
+    "2. Leave every other file as it is.\n"
+)
+REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
+APPROVE_LENS = "Approve (auto-accept edits)"
+
+
+def session_turns() -> list[dict[str, Any]]:
+    """The shared plan → Do session with a feedback round after the first plan."""
+    turns = plan_then_do_turns()
+    revision: list[dict[str, Any]] = [
+        {
+            "text": "Revising the plan.",
+            "tool_calls": [{"name": "plan_write", "arguments": {"content": REVISED_PLAN}}],
+        },
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+    shell: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch greeted.txt"}}]},
+        {"text": "Marker created."},
+    ]
+    return turns[:4] + revision + turns[4:] + shell
+
+
+def nvim_binary(version: str) -> str:
+    binary = NVIM_BINARIES[version]
+    found = shutil.which(binary)
+    if found is None:
+        pytest.skip(
+            f"Neovim {version} not found at {binary}; run client-nvim/scripts/install-e2e.sh"
+        )
+    return found
+
+
+@dataclass
+class NvimRun:
+    result: dict[str, Any]
+    elapsed: float
+    ws: Path
+    transcript: Path
+
+
+def run_nvim(
+    version: str, lua_script: Path, turns: list[dict[str, Any]], tmp_path: Path
+) -> NvimRun:
+    """One headless Neovim running `lua_script` against a fresh workspace and server."""
+    nvim = nvim_binary(version)
+    reported = subprocess.run(
+        [nvim, "--version"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.splitlines()[0]
+    assert reported.startswith(f"NVIM v{version}."), f"{nvim} is {reported}, not {version}"
+
+    ws = sample_project(tmp_path / "ws")
+    plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    plan_path.parent.mkdir(parents=True)
+    plan_path.write_text("")
+    script = write_script(tmp_path / "script.json", turns)
+    transcript = tmp_path / "transcript.jsonl"
+    result_path = tmp_path / "result.json"
+    server_log = tmp_path / "server.log"
+    params = {
+        "plugin_dir": str(PLUGIN_DIR),
+        "workspace": str(ws),
+        "plan_path": str(plan_path),
+        "server_cmd": [
+            sys.executable,
+            "-m",
+            "plan_lsp",
+            "serve",
+            "--provider",
+            "scripted",
+            "--script",
+            str(script),
+            "--transcript",
+            str(transcript),
+            "--plan-shell",
+            "classified",
+            "--log-file",
+            str(server_log),
+        ],
+        "result_path": str(result_path),
+        "prompt": PROMPT,
+        "shell_prompt": "Leave a marker file",
+        "feedback": FEEDBACK,
+        "plan_v1": PLAN_TEXT,
+        "plan_v2": REVISED_PLAN,
+        "reject_action": REJECT_ACTION,
+        "approve_lens": APPROVE_LENS,
+        "hello_after": "print('hello, world')\n",
+    }
+    params_path = tmp_path / "params.json"
+    params_path.write_text(json.dumps(params))
+    env = {
+        **os.environ,
+        "PLAN_LSP_E2E_PARAMS": str(params_path),
+        # Neovim's own LSP log and state stay inside the test's folder.
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+    }
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            "timeout",
+            "-s",
+            "KILL",
+            str(NVIM_KILL_AFTER_S),
+            nvim,
+            "--headless",
+            "--clean",
+            "-n",
+            "-u",
+            "NONE",
+            "-c",
+            f"luafile {lua_script}",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=NVIM_KILL_AFTER_S + 30,
+    )
+    elapsed = time.monotonic() - started
+    diagnostics = (
+        f"exit {proc.returncode} after {elapsed:.1f}s\nstderr:\n{proc.stderr[-3000:]}\n"
+        f"server log:\n{server_log.read_text()[-3000:] if server_log.exists() else '(none)'}"
+    )
+    assert result_path.exists(), f"no result written\n{diagnostics}"
+    result = json.loads(result_path.read_text())
+    assert result["ok"], f"{result.get('error')}\nsteps: {result['steps']}\n{diagnostics}"
+    assert proc.returncode == 0, diagnostics
+    assert result["nvim"].startswith(version + ".")
+    assert elapsed < 60, f"the Neovim run took {elapsed:.1f}s"
+    return NvimRun(result, elapsed, ws, transcript)
+
+
+VERSIONS = pytest.mark.parametrize("version", sorted(NVIM_BINARIES), ids=lambda v: f"nvim-{v}")
+
+
+@VERSIONS
+def test_plan_session_with_the_plugin(version: str, tmp_path: Path) -> None:
+    run = run_nvim(version, LUA_DIR / "plan_session.lua", session_turns(), tmp_path)
+    result, transcript = run.result, run.transcript
+
+    # toggling through :PlanToggle changed the server's state, and the statusline followed
+    assert result["initial_mode"] == "plan"
+    assert result["toggled_modes"] == ["build", "plan"]
+    assert result["set_modes"] == ["build", "plan"]
+    assert [s.split(" ")[0] for s in result["statusline"][:3]] == ["[Plan]", "[Build]", "[Plan]"]
+
+    # the prompt's run drafted the plan into the PLAN.md buffer through applyEdit
+    assert result["prompt_run"]["stopReason"] == "plan_submitted"
+    assert result["plan_buffer_v1"] == PLAN_TEXT
+    assert result["apply_edits"].get("PLAN.md", 0) >= 1
+    assert result["state_after_prompt"]["planStatus"] == "submitted"
+    assert result["state_after_prompt"]["mode"] == "plan"
+    blocked = "\n".join(result["log_blocked"])
+    assert "BLOCKED write_file" in blocked and "BLOCKED bash" in blocked
+
+    # the code action rejected with the buffer's review note and a new planning run
+    # wrote the revised plan into the buffer
+    assert REJECT_ACTION in result["code_action_titles"]
+    assert result["feedback_run"]["runId"] != result["prompt_run"]["runId"]
+    assert result["feedback_run"]["stopReason"] == "plan_submitted"
+    assert result["feedback_run_drafted"] is True
+    writes = {w["runId"]: w for w in result["plan_writes"]}
+    for name in ("prompt_run", "feedback_run"):
+        write = writes[result[name]["runId"]]
+        assert write["isError"] is False, f"plan_write in the {name}: {write['content']}"
+    assert result["plan_buffer_v2"] == REVISED_PLAN
+    assert result["state_after_reject"]["planStatus"] == "submitted"
+    assert result["state_after_reject"]["mode"] == "plan"
+
+    # the approve lens ran through vim.lsp.codelens.run(); build mode; the Do edit landed
+    assert APPROVE_LENS in result["code_lens_titles"]
+    assert "Compare with previous revision" in result["lens_titles_before"]
+    assert result["statusline"][3].startswith("[Build] auto_edit")
+    assert result["do_run"]["stopReason"] == "end_turn"
+    assert result["hello_buffer"] == "print('hello, world')\n"
+    assert result["apply_edits"].get("hello.py", 0) >= 1
+    after = result["state_after_do"]
+    assert after["mode"] == "build" and after["planStatus"] == "approved"
+    assert after["permissionMode"] == "auto_edit"
+    assert after["approvedPlan"]["text"] == REVISED_PLAN
+    assert after["outcome"] == "completed"
+    assert any("approved" in t for t in result["lens_titles_after"])
+    assert not result["unexpected_prompts"]
+
+    # a shell command in build mode asked through showMessageRequest; "Allow once" ran it
+    assert result["permission_titles"] == ["Allow once", "Allow always", "Deny"]
+    assert [u["tool"] for u in result["permission_updates"]] == ["bash"]
+    assert result["shell_run"]["stopReason"] == "end_turn"
+    assert (run.ws / "greeted.txt").exists()
+
+    # the plan-lsp://log buffer (opened with :PlanLog) told the story
+    assert result["log_window_shows"] == "plan-lsp://log"
+    log = result["log_lines"]
+    prompt_tag = f"[{result['prompt_run']['runId'][:6]}]"
+    do_tag = f"[{result['do_run']['runId'][:6]}]"
+    assert f"{prompt_tag} Reading first." in log
+    assert any(line.startswith(f"{prompt_tag} BLOCKED write_file: ") for line in log)
+    assert any(line.startswith(f'{do_tag} call edit_file {{"path": "hello.py"') for line in log)
+    assert f"{prompt_tag} done: plan_submitted" in log
+    assert f"{do_tag} done: end_turn" in log
+    assert "stopped" in result["steps"]
+
+    # what reached the model: the feedback run carried the review note, the Do run the
+    # revised plan
+    requests = [json.loads(line) for line in transcript.read_text().splitlines()]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for r in requests:
+        by_run.setdefault(r["runId"], []).append(r)
+    feedback_requests = by_run[result["feedback_run"]["runId"]]
+    assert all(r["mode"] == "plan" for r in feedback_requests)
+    assert any(FEEDBACK in json.dumps(r["messages"]) for r in feedback_requests)
+    do_requests = by_run[result["do_run"]["runId"]]
+    assert do_requests and all(r["mode"] == "build" for r in do_requests)
+    assert REVISED_PLAN in "\n".join(m["content"] for m in do_requests[0]["messages"])
+
+
+@VERSIONS
+def test_approval_needs_only_standard_lsp(version: str, tmp_path: Path) -> None:
+    """The README's no-plugin configuration: plain client, built-in code lens approval."""
+    run = run_nvim(version, LUA_DIR / "minimal_config.lua", plan_then_do_turns(), tmp_path)
+    result = run.result
+    assert result["prompt_result"]["stopReason"] == "plan_submitted"
+    assert result["plan_buffer"] == PLAN_TEXT
+    assert APPROVE_LENS in result["code_lens_titles"]
+    assert result["hello_buffer"] == "print('hello, world')\n"
+    state = result["state"]
+    assert state["mode"] == "build" and state["planStatus"] == "approved"
+    assert state["running"] is False and state["outcome"] == "completed"
+    assert state["approvedPlan"]["text"] == PLAN_TEXT

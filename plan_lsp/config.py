@@ -47,6 +47,8 @@ class Config(BaseModel):
     # None = "sandboxed" where a sandbox is available, else "classified".
     plan_shell: PlanShell | None = None
     max_steps: int = Field(default=50, gt=0, le=1000)
+    # A run stops after this long, whatever the model does.
+    run_timeout_s: float = Field(default=3600, gt=0)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     allow_enter_plan_in_yolo: bool = False
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -65,6 +67,7 @@ _ALIASES = {
     "plansDir": "plans_dir",
     "planShell": "plan_shell",
     "maxSteps": "max_steps",
+    "runTimeoutS": "run_timeout_s",
     "logLevel": "log_level",
     "allowEnterPlanInYolo": "allow_enter_plan_in_yolo",
 }

@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 
 Notify = Callable[[dict[str, Any]], None]
 
+# What one model step may stream before the rest is dropped: a model that streams megabytes
+# of arguments or text is stopped with a clear observation instead of exhausting memory.
+MAX_TOOL_ARGUMENT_CHARS = 1_000_000
+MAX_STEP_TEXT_CHARS = 1_000_000
+
 
 @dataclass
 class AgentPorts:
@@ -70,6 +75,7 @@ class _StreamingCall:
     arguments: str = ""
     reader: PartialArgumentsReader | None = None
     draft_path: Path | None = None
+    oversized: bool = False
 
 
 class Agent:
@@ -239,6 +245,14 @@ class Agent:
             for call in calls:
                 if cancel.is_set():
                     observation = ToolResult.error("cancelled", "the user cancelled the run")
+                elif call.oversized:
+                    observation = ToolResult.error(
+                        "arguments_too_large",
+                        f"the arguments of {call.name} exceeded {MAX_TOOL_ARGUMENT_CHARS:,} "
+                        "characters and were dropped; send smaller pieces",
+                        tool=call.name,
+                    )
+                    emit("error", {"message": observation.data["message"]})  # type: ignore[index]
                 else:
                     observation = await self._run_tool(run_id, call, cancel, allow_names, emit)
                     if not observation.is_error and call.name in ("write_file", "edit_file"):
@@ -267,6 +281,7 @@ class Agent:
         emit: Callable[[str, dict[str, Any]], None],
     ) -> tuple[str, list[_StreamingCall]]:
         text_parts: list[str] = []
+        text_chars = 0
         calls: dict[int, _StreamingCall] = {}
         stream = self.provider.stream(request)
         try:
@@ -274,8 +289,16 @@ class Agent:
                 if cancel.is_set():
                     break
                 if isinstance(event, TextDelta):
+                    if text_chars >= MAX_STEP_TEXT_CHARS:
+                        continue
+                    text_chars += len(event.text)
                     text_parts.append(event.text)
                     emit("text", {"delta": event.text})
+                    if text_chars >= MAX_STEP_TEXT_CHARS:
+                        emit(
+                            "error",
+                            {"message": "the model's answer was cut at 1,000,000 characters"},
+                        )
                 elif isinstance(event, ToolCallStart):
                     call = _StreamingCall(
                         event.index, event.id or f"call_{uuid.uuid4().hex[:8]}", event.name
@@ -284,7 +307,14 @@ class Agent:
                     await self._maybe_begin_draft(request.run_id, call)
                 elif isinstance(event, ToolCallArgsDelta):
                     target = calls.get(event.index)
-                    if target is None:
+                    if target is None or target.oversized:
+                        continue
+                    if len(target.arguments) + len(event.delta) > MAX_TOOL_ARGUMENT_CHARS:
+                        target.oversized = True
+                        target.arguments = ""
+                        if target.draft_path is not None:
+                            await self.ports.drafts.abandon(target.draft_path)
+                            target.draft_path = None
                         continue
                     target.arguments += event.delta
                     await self._feed_draft(target, event.delta)

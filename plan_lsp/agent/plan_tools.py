@@ -122,8 +122,12 @@ def plan_tools(
         except TransitionRefused as exc:
             return ToolResult.error("plan_write_refused", str(exc))
         await drafts.complete(path, content)
+        try:
+            previous = path.read_text(encoding="utf-8") if path.exists() else None
+        except (OSError, UnicodeDecodeError):
+            previous = None
         result = await apply_file_edit(
-            FileEdit(path=path, new_text=content),
+            FileEdit(path=path, new_text=content, old_text=previous),
             session.mode,
             ctx.plans_dir,
             ctx.workspace_roots,

@@ -34,9 +34,7 @@ class ModeRule:
 
 MODE_RULES: dict[WorkMode, ModeRule] = {
     WorkMode.PLAN: ModeRule(
-        safeties=frozenset(
-            {Safety.READ_ONLY, Safety.PLAN_FILE, Safety.CONTROL, Safety.SUBAGENT}
-        ),
+        safeties=frozenset({Safety.READ_ONLY, Safety.PLAN_FILE, Safety.CONTROL, Safety.SUBAGENT}),
         excluded_names=frozenset({"enter_plan_mode"}),
         classified_tools=True,
         refusal=(
@@ -46,9 +44,7 @@ MODE_RULES: dict[WorkMode, ModeRule] = {
         ),
     ),
     WorkMode.BUILD: ModeRule(
-        safeties=frozenset(
-            {Safety.READ_ONLY, Safety.SIDE_EFFECT, Safety.CONTROL, Safety.SUBAGENT}
-        ),
+        safeties=frozenset({Safety.READ_ONLY, Safety.SIDE_EFFECT, Safety.CONTROL, Safety.SUBAGENT}),
         excluded_names=frozenset({"exit_plan_mode"}),
         classified_tools=True,
         refusal="this tool belongs to plan mode and is not available in build mode",
@@ -75,7 +71,7 @@ def mode_refusal(definition: ToolDefinition, mode: WorkMode, plan_shell: str) ->
             return f"{name}: {rule.refusal}"
         if mode is WorkMode.PLAN and plan_shell == PLAN_SHELL_OFF:
             return (
-                f"{name} is turned off in plan mode (setting planShell = \"off\"); "
+                f'{name} is turned off in plan mode (setting planShell = "off"); '
                 "use read_file, list_dir, glob and grep to research"
             )
         return None
@@ -84,9 +80,7 @@ def mode_refusal(definition: ToolDefinition, mode: WorkMode, plan_shell: str) ->
     return None
 
 
-def name_refusal(
-    definition: ToolDefinition, allow_names: frozenset[str] | None
-) -> str | None:
+def name_refusal(definition: ToolDefinition, allow_names: frozenset[str] | None) -> str | None:
     """Why a skill/subagent name allow-list refuses `definition`; system tools always pass."""
     if allow_names is None or definition.system or definition.name in allow_names:
         return None

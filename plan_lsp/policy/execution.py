@@ -173,8 +173,15 @@ class ExecutionGate:
         )
         reason = decision.reason if answer is None else f"you answered {answer}"
         self._record(
-            name, final_mode, run_id, "allow", reason, stage="final", answer=answer,
-            sandbox=sandbox, **state.notes,
+            name,
+            final_mode,
+            run_id,
+            "allow",
+            reason,
+            stage="final",
+            answer=answer,
+            sandbox=sandbox,
+            **state.notes,
         )
         return GateDecision(True, None, sandbox=sandbox, reason=reason)
 
@@ -196,8 +203,7 @@ class ExecutionGate:
         if mode is WorkMode.PLAN and not allowed:
             why = "; ".join(reasons) or "it could not be proven read-only"
             return _ModeCheck(
-                "plan mode only runs shell commands proven read-only, and this one is not: "
-                + why
+                "plan mode only runs shell commands proven read-only, and this one is not: " + why
             )
         return _ModeCheck(None, read_only_proven=allowed)
 

@@ -285,7 +285,9 @@ class PermissionEngine:
         for r in applicable:
             if r.verdict == "deny" and self._matches(r.rule, view, restrictive=True):
                 return PermissionDecision(
-                    "deny", f"denied by the {r.scope.value} rule '{r.rule.text}'", r.rule.text,
+                    "deny",
+                    f"denied by the {r.scope.value} rule '{r.rule.text}'",
+                    r.rule.text,
                     r.scope,
                 )
         for scope in (RuleScope.SESSION, RuleScope.PROJECT, RuleScope.USER):

@@ -54,9 +54,7 @@ def is_inside(path: Path, root: Path) -> bool:
 def _line_changes(base: list[str], other: list[str]) -> list[tuple[int, int, list[str]]]:
     matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
     return [
-        (i1, i2, other[j1:j2])
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+        (i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
     ]
 
 
@@ -174,9 +172,7 @@ async def apply_file_edit(
             return EditResult(False, resolved, f"{resolved}: {exc}", via="editor")
         if text == buffer:
             return EditResult(True, resolved, via="editor", text=text, rebased=rebased)
-        ok = await editor.apply_to_open_document(
-            FileEdit(path=key, new_text=text, old_text=buffer)
-        )
+        ok = await editor.apply_to_open_document(FileEdit(path=key, new_text=text, old_text=buffer))
         if not ok:
             return EditResult(
                 False, resolved, f"the editor refused the change to {resolved}", via="editor"

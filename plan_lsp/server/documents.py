@@ -131,5 +131,14 @@ class LspEditorPort:
     def open_document_text(self, path: Path) -> str | None:
         return self.tracker.text(path)
 
+    def open_document_paths(self) -> list[Path]:
+        """Every open document (grep must search unsaved buffers too)."""
+        paths = []
+        for uri in list(self.tracker.ls.workspace.text_documents):
+            fs = to_fs_path(uri)
+            if fs:
+                paths.append(Path(fs))
+        return paths
+
     async def apply_to_open_document(self, edit: FileEdit) -> bool:
         return await self.tracker.replace_text(edit.path, edit.new_text)

@@ -131,6 +131,16 @@ async def _confirm(ls: PlanLanguageServer, message: str, yes: str) -> bool:
 
 
 def register(ls: PlanLanguageServer) -> None:
+    @ls.feature(types.SHUTDOWN)
+    async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
+        from plan_lsp.server.plan_watch import stop_watchers
+
+        for ctx in ls.workspaces.all():
+            manager = ctx.extras.get("runs")
+            if isinstance(manager, RunManager):
+                await manager.cancel(None)
+        await stop_watchers(ls)
+
     @ls.feature("planLsp/prompt")
     async def prompt(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(PromptParams, params)

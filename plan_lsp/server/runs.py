@@ -35,6 +35,7 @@ class RunHandle:
     kind: str
     cancel: asyncio.Event
     task: asyncio.Task[RunResult] | None = None
+    timed_out: bool = False
     started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
 
@@ -135,6 +136,8 @@ class RunManager:
         session = self.ctx.session
         session.record("run_started", Actor.SYSTEM, {"runId": handle.run_id, "kind": handle.kind})
         progress = await self._progress_begin(handle)
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.ctx.config.run_timeout_s, self._time_out, handle)
         try:
             result = await self.agent.run(
                 handle.run_id,
@@ -147,9 +150,12 @@ class RunManager:
         except asyncio.CancelledError:
             result = RunResult(handle.run_id, "cancelled")
         finally:
+            timer.cancel()
             self.current = None
             session.set_running(False)
             await self._progress_end(progress)
+        if handle.timed_out and result.stop_reason == "cancelled":
+            result.stop_reason = "timeout"
         deviations: list[str] = []
         if do_run:
             plan = session.approved.text if session.approved else ""
@@ -185,6 +191,19 @@ class RunManager:
         if refresh is not None:
             refresh(self.ctx)
         return result
+
+    def _time_out(self, handle: RunHandle) -> None:
+        if not handle.cancel.is_set():
+            handle.timed_out = True
+            self.notify(
+                {
+                    "runId": handle.run_id,
+                    "kind": "error",
+                    "message": f"the run was stopped after {self.ctx.config.run_timeout_s:g} s "
+                    "(run_timeout_s)",
+                }
+            )
+            handle.cancel.set()
 
     def _rel(self, path: str) -> str:
         try:

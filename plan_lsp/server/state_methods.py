@@ -63,6 +63,9 @@ def register(ls: PlanLanguageServer) -> None:
     def on_initialized(ls: PlanLanguageServer, params: types.InitializedParams) -> None:
         for ctx in ls.workspaces.all():  # restore sessions eagerly; warnings reach the user now
             ctx.session.state()
+        from plan_lsp.server.plan_watch import start_watchers
+
+        start_watchers(ls)
 
     @ls.feature("planLsp/state")
     def state(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from plan_lsp.plan.outcome import classify_outcome
 from plan_lsp.session.model import (
     Actor,
     ApprovedPlan,
@@ -156,20 +157,20 @@ class Session:
         return Path(self.plan_path) if self.plan_path else self.plans_dir / "PLAN.md"
 
     def outcome(self) -> Outcome:
-        if self.completed_do:
-            return Outcome.COMPLETED
-        if not self.ever_planned and self.mode is WorkMode.BUILD:
-            return Outcome.NEVER_PLANNED
         plan = self.main_plan_path
         try:
-            has_plan = plan.is_file() and plan.stat().st_size > 0
-        except OSError:
-            has_plan = False
-        if has_plan or self.plan_status in (PlanStatus.SUBMITTED, PlanStatus.APPROVED):
-            return Outcome.PLANNING_WITH_PLAN
-        if self.ever_planned or self.mode is WorkMode.PLAN:
-            return Outcome.PLANNING_WITHOUT_PLAN
-        return Outcome.NEVER_PLANNED
+            nonempty = plan.is_file() and bool(plan.read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            nonempty = False
+        return Outcome(
+            classify_outcome(
+                ever_planned=self.ever_planned,
+                mode=self.mode.value,
+                plan_file_nonempty=nonempty,
+                plan_status=self.plan_status.value,
+                do_completed=self.completed_do,
+            )
+        )
 
     def state(self) -> SessionState:
         with self._lock:

@@ -119,9 +119,7 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path, current = target
     shown = display_path(path, ctx.workspace_roots)
     if current is None:
-        return ToolResult.error(
-            "not_found", f"{shown} does not exist; use write_file to create it"
-        )
+        return ToolResult.error("not_found", f"{shown} does not exist; use write_file to create it")
     count = _count(current, old)
     if count == 0 and "\r\n" in current and "\r\n" not in old:
         # The model saw LF line endings; the file has CRLF.

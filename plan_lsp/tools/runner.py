@@ -77,8 +77,10 @@ def schema_error(value: Any, schema: dict[str, Any], where: str = "") -> str | N
         return f"{label} must be one of {allowed}, not {json.dumps(value, default=str)}"
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
-            return f"{label} must not be empty" if schema["minLength"] == 1 else (
-                f"{label} must be at least {schema['minLength']} characters"
+            return (
+                f"{label} must not be empty"
+                if schema["minLength"] == 1
+                else (f"{label} must be at least {schema['minLength']} characters")
             )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             return f"{label} must be at most {schema['maxLength']} characters"
@@ -140,9 +142,7 @@ class ToolRunner:
     ) -> ToolResult:
         tool = self.registry.get(name)
         if tool is None:
-            return ToolResult.error(
-                "unknown_tool", f"there is no tool named {name!r}", tool=name
-            )
+            return ToolResult.error("unknown_tool", f"there is no tool named {name!r}", tool=name)
         try:
             arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
         except (json.JSONDecodeError, ValueError) as exc:

@@ -44,9 +44,7 @@ async def todo_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ctx.set_todos(todos)
     except TransitionRefused as exc:
         return ToolResult.error("invalid_todos", str(exc))
-    return ToolResult(
-        content=render_todos(todos), data={"todos": [t.model_dump() for t in todos]}
-    )
+    return ToolResult(content=render_todos(todos), data={"todos": [t.model_dump() for t in todos]})
 
 
 TODO_WRITE_TOOL = Tool(

@@ -1,9 +1,16 @@
-"""plan → reject with feedback → revised plan → approve → Do, in a real headless Neovim
-(Debian's 0.7.2 and PyPI's 0.11.4) with the client-nvim plugin and the real server.
+"""Real headless Neovim (Debian's 0.7.2 and PyPI's 0.11.4) against the real server with
+the scripted provider, in two scenarios per version:
 
-The Lua side (tests/e2e/nvim/plan_session.lua) drives the editor and writes what it saw as
-JSON; this side builds the workspace and the script and asserts on that JSON and on the
-server's transcript. Install both editors with client-nvim/scripts/install-e2e.sh."""
+- with the client-nvim plugin (tests/e2e/nvim/plan_session.lua): toggle and set the mode,
+  prompt, the draft streams into PLAN.md, reject with a review note through the code action,
+  the revised plan arrives, approve through the code lens, the Do edit lands in hello.py's
+  buffer, a build-mode shell command asks through showMessageRequest + vim.ui.select;
+- with no plugin at all (tests/e2e/nvim/minimal_config.lua, the README's configuration):
+  approval needs nothing but standard LSP.
+
+The Lua side drives the editor and writes what it saw as JSON; this side builds the
+workspace and the script and asserts on that JSON and on the server's transcript. Install
+both editors with client-nvim/scripts/install-e2e.sh."""
 
 from __future__ import annotations
 

@@ -281,3 +281,51 @@ async def test_state_answers_promptly_while_a_run_streams(tmp_path: Path) -> Non
         result = await task
         assert result["stopReason"] == "cancelled"
         assert (await ed.state())["running"] is False
+
+
+async def test_plan_changed_on_disk_by_another_program_is_reflected(tmp_path: Path) -> None:
+    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    async with cm as ed:
+        await ed.request("planLsp/prompt", {"text": "plan it"})
+        path = plan_path(ws)
+        ed.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+            )
+        )
+        state = await ed.command("planLsp.approvePlan", {"execute": False})
+        assert state["planStatus"] == "approved"
+        start_at = len(ed.ed.updates)
+        path.write_text(LONG_PLAN + "- [ ] A step added outside the editor.\n")
+        await ed.wait_update(
+            lambda u: u["kind"] == "planDraft" and u.get("status") == "changedOnDisk",
+            start=start_at,
+        )
+        assert (await ed.state())["planStatus"] == "drafting"
+
+
+async def test_a_revised_plan_overwrites_the_previous_one_without_an_open_buffer(
+    tmp_path: Path,
+) -> None:
+    ws = sample_project(tmp_path / "ws")
+    script = write_script(tmp_path / "s.json", plan_turns(LONG_PLAN) + plan_turns(REVISED_PLAN))
+    async with running_server(
+        [ws], "--provider", "scripted", "--script", str(script), "--plan-shell", "classified"
+    ) as ed:
+        # this client never opens documents: showDocument is refused
+        ed.client.protocol.fm.features[types.WINDOW_SHOW_DOCUMENT] = lambda *a: (
+            types.ShowDocumentResult(success=False)
+        )
+        await ed.request("planLsp/prompt", {"text": "plan it"})
+        await ed.request("planLsp/rejectPlan", {"feedback": "shorter please"})
+        await ed.wait_update(
+            lambda u: (
+                u["kind"] == "done"
+                and u.get("stopReason") == "plan_submitted"
+                and len(ed.updates_of("done")) >= 2
+            )
+        )
+        assert plan_path(ws).read_text() == REVISED_PLAN
+        assert not [u for u in ed.updates_of("toolResult") if u["isError"]]
+        revs = await ed.request("planLsp/planRevisions", {})
+        assert revs["current"] == REVISED_PLAN

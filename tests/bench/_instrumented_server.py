@@ -1,0 +1,70 @@
+"""`plan-lsp serve` with timing probes, for the benchmarks (the server's code is unchanged).
+
+Run as `python tests/bench/_instrumented_server.py serve ...` (same argv as `plan-lsp`).
+It wraps, in this process only:
+
+- the scripted provider's event stream: the time each model delta is emitted;
+- `DocumentTracker.send_change`: the time each `workspace/applyEdit` leaves the server
+  (the change is computed and written to the transport in the same event-loop step);
+
+and adds one request, `bench/timings` → `{"deltas": [[t, kind, chars]], "edits": [[t, chars]]}`,
+times from `time.monotonic()` (CLOCK_MONOTONIC: comparable with the client's clock on the
+same machine).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import plan_lsp.server as server_pkg
+from plan_lsp.cli import main
+from plan_lsp.plan.streaming import TextChange
+from plan_lsp.providers.base import StreamEvent, TextDelta, ToolCallArgsDelta
+from plan_lsp.providers.scripted import ScriptedProvider, ScriptedTurn
+from plan_lsp.server.app import PlanLanguageServer
+from plan_lsp.server.documents import DocumentTracker
+
+DELTAS: list[tuple[float, str, int]] = []
+EDITS: list[tuple[float, int]] = []
+
+_original_play = ScriptedProvider._play
+_original_send_change = DocumentTracker.send_change
+_original_create_server = server_pkg.create_server
+
+
+async def _timed_play(
+    self: ScriptedProvider, turn_number: int, turn: ScriptedTurn | None
+) -> AsyncIterator[StreamEvent]:
+    async for event in _original_play(self, turn_number, turn):
+        if isinstance(event, ToolCallArgsDelta):
+            DELTAS.append((time.monotonic(), "args", len(event.delta)))
+        elif isinstance(event, TextDelta):
+            DELTAS.append((time.monotonic(), "text", len(event.text)))
+        yield event
+
+
+async def _timed_send_change(self: DocumentTracker, path: Path, change: TextChange) -> bool:
+    EDITS.append((time.monotonic(), len(change.text)))
+    return await _original_send_change(self, path, change)
+
+
+def _create_server(cli_overrides: dict[str, Any] | None = None) -> PlanLanguageServer:
+    ls = _original_create_server(cli_overrides)
+
+    @ls.feature("bench/timings")
+    def timings(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        return {"deltas": list(DELTAS), "edits": list(EDITS)}
+
+    return ls
+
+
+ScriptedProvider._play = _timed_play  # type: ignore[method-assign]
+DocumentTracker.send_change = _timed_send_change  # type: ignore[method-assign]
+server_pkg.create_server = _create_server
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -60,6 +60,7 @@ def _setup_logging(level: str, log_file: Path | None) -> None:
     # pygls logs every message body at INFO; keep that out unless debugging.
     if level != "debug":
         logging.getLogger("pygls").setLevel(logging.WARNING)
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -198,3 +198,13 @@ async def test_sandboxed_run_cannot_write(tmp_path: Path) -> None:
     assert "content" in result.data["stdout"]
     assert "Read-only file system" in result.data["stderr"]
     assert not (tmp_path / "b.txt").exists()
+
+
+def test_model_credentials_never_reach_commands() -> None:
+    from plan_lsp.tools.bash import shell_env
+
+    env = shell_env(
+        {"OPENAI_API_KEY": "sk-1", "ANTHROPIC_API_KEY": "a", "PLAN_LSP_API_KEY": "k", "HOME": "/h"}
+    )
+    assert "OPENAI_API_KEY" not in env and "ANTHROPIC_API_KEY" not in env
+    assert "PLAN_LSP_API_KEY" not in env and env["HOME"] == "/h"

@@ -35,13 +35,19 @@ _GIT_HARDENING: tuple[tuple[str, str], ...] = (
     ("credential.helper", ""),
 )
 _DROPPED_ENV = ("BASH_ENV", "ENV", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_PAGER_IN_USE")
+# The server's own settings and model credentials are not the commands' business: a model
+# must not be able to print the key it runs on.
+_SERVER_SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+_SERVER_PREFIX = "PLAN_LSP_"
 
 
 def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment commands run with: no shell start-up files, hardened git, no pagers."""
     env = dict(os.environ if base is None else base)
-    for name in _DROPPED_ENV:
+    for name in (*_DROPPED_ENV, *_SERVER_SECRETS):
         env.pop(name, None)
+    for key in [k for k in env if k.startswith(_SERVER_PREFIX)]:
+        del env[key]
     for key in [k for k in env if k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
         del env[key]
     env["GIT_CONFIG_COUNT"] = str(len(_GIT_HARDENING))

@@ -294,3 +294,33 @@ async def test_plan_reminder_full_on_1_5_9(tmp_path: Path, reminder_requests: in
         fulls.append(reminder[0]["meta"]["full"])
     assert fulls == [True, False, False, False, True, False]
     # reminders are never stored: no request carries an earlier request's reminder
+
+
+async def test_enter_plan_mode_asks_and_is_refused_in_yolo(tmp_path: Path) -> None:
+    enter = {"tool_calls": [{"name": "enter_plan_mode", "arguments": {"reason": "big change"}}]}
+    turns = [enter, {"text": "ok"}, enter, {"text": "ok"}]
+    _ws, transcript, cm = await _server(tmp_path, turns)
+    async with cm as ed:
+        await ed.request("planLsp/setMode", {"mode": "build"})
+        await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
+        await ed.request("planLsp/prompt", {"text": "refactor"})
+        assert (await ed.state())["mode"] == "build"
+        await ed.request("planLsp/setPermissionMode", {"permissionMode": "ask"})
+        ed.ed.answer_message = lambda p: "Allow once" if "enter_plan_mode" in p.message else None
+        await ed.request("planLsp/prompt", {"text": "refactor again"})
+        assert (await ed.state())["mode"] == "plan"
+    requests = _requests(transcript)
+    first_obs = next(m for m in requests[1]["messages"] if m["role"] == "tool")
+    assert "yolo" in first_obs["content"]
+    # after the model entered plan mode, its next request is a plan-mode request
+    assert requests[-1]["mode"] == "plan"
+    assert "enter_plan_mode" not in requests[-1]["tools"]
+
+
+async def test_runs_report_work_done_progress(tmp_path: Path) -> None:
+    _ws, _t, cm = await _server(tmp_path, [{"text": "hello"}])
+    async with cm as ed:
+        await ed.request("planLsp/prompt", {"text": "go"})
+        reports = [r for token, rs in ed.client.progress_reports.items() for r in rs]
+        kinds = [getattr(r, "kind", None) for r in reports]
+        assert kinds[0] == "begin" and kinds[-1] == "end"

@@ -1,0 +1,299 @@
+"""Start-up: time from spawning a server to its `initialize` answer, and its RSS right after
+(VmRSS from /proc), side by side in the same run, rounds interleaved in shuffled order:
+
+- plan-lsp (`.venv/bin/plan-lsp serve`, as an editor starts it);
+- a bare pygls server: a few lines that only start `LanguageServer` (the floor of this stack);
+- jedi-language-server and python-lsp-server, installed from PyPI into
+  `tests/bench/.venv-peers` (created on first use; same base interpreter).
+
+Then it lists the imports plan-lsp adds over the bare server (`-X importtime`), grouped by
+package, which is where start-up time goes.
+
+Run: .venv/bin/python tests/bench/bench_startup.py [--quick] [--smoke] [--no-peers] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _bench_util import Result, emit_results, fmt, median, print_table
+
+HERE = Path(__file__).resolve().parent
+PEERS_VENV = HERE / ".venv-peers"
+PEER_PACKAGES = ["jedi-language-server==0.47.0", "python-lsp-server==1.15.0"]
+MAIN_BIN = Path(sys.executable).parent
+BARE_PYGLS = """\
+from pygls.lsp.server import LanguageServer
+
+LanguageServer("bare-pygls", "0").start_io()
+"""
+ANSWER_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    argv: list[str]
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Reader:
+    """Reads framed JSON-RPC messages from a pipe, with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def message(self, deadline: float) -> dict[str, Any]:
+        while True:
+            head_end = self.buffer.find(b"\r\n\r\n")
+            if head_end >= 0:
+                length = 0
+                for line in self.buffer[:head_end].split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                start = head_end + 4
+                if len(self.buffer) >= start + length:
+                    body = self.buffer[start : start + length]
+                    self.buffer = self.buffer[start + length :]
+                    parsed: dict[str, Any] = json.loads(body)
+                    return parsed
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from the server")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    raise EOFError("the server closed its output")
+                self.buffer += chunk
+
+
+def vm_rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def initialize_params(workspace: Path) -> dict[str, Any]:
+    return {
+        "processId": os.getpid(),
+        "rootUri": workspace.as_uri(),
+        "workspaceFolders": [{"uri": workspace.as_uri(), "name": workspace.name}],
+        "capabilities": {},
+    }
+
+
+def start_once(
+    server: Server, workspace: Path, env: dict[str, str] | None = None, stderr: Any = None
+) -> tuple[float, int]:
+    """Seconds from spawn to the initialize answer, and VmRSS (KB) right after it."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        server.argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr if stderr is not None else subprocess.DEVNULL,
+        cwd=workspace,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(
+            frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": initialize_params(workspace)})
+        )  # fmt: skip
+        process.stdin.flush()
+        reader = Reader(process.stdout.fileno())
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while True:
+            message = reader.message(deadline)
+            if message.get("id") == 1 and "method" not in message:
+                break
+        elapsed = time.perf_counter() - started
+        if "result" not in message:
+            raise RuntimeError(f"{server.name}: initialize failed: {message.get('error')}")
+        rss = vm_rss_kb(process.pid)
+        process.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        process.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        process.stdin.flush()
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return elapsed, rss
+
+
+def ensure_peers() -> Path | None:
+    """The peer servers' venv, created and filled on first use; None if that failed."""
+    bin_dir = PEERS_VENV / "bin"
+    wanted = [bin_dir / "jedi-language-server", bin_dir / "pylsp"]
+    if all(p.exists() for p in wanted):
+        return bin_dir
+    base = getattr(sys, "_base_executable", sys.executable)
+    print(f"creating {PEERS_VENV} and installing {', '.join(PEER_PACKAGES)} …", flush=True)
+    try:
+        subprocess.run([base, "-m", "venv", str(PEERS_VENV)], check=True)
+        pip = subprocess.run(
+            [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PEER_PACKAGES],
+            capture_output=True,
+            text=True,
+        )
+    except (subprocess.CalledProcessError, OSError) as exc:
+        print(f"could not create {PEERS_VENV}: {exc}", file=sys.stderr)
+        return None
+    if pip.returncode != 0:
+        print(f"could not install the peer servers:\n{pip.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return bin_dir if all(p.exists() for p in wanted) else None
+
+
+def imported_modules(server: Server, workspace: Path, work: Path) -> dict[str, tuple[int, int]]:
+    """module → (self µs, cumulative µs) imported up to the initialize answer."""
+    log = work / f"importtime-{server.name}.txt"
+    with log.open("w") as sink:
+        start_once(server, workspace, {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}, sink)
+    modules: dict[str, tuple[int, int]] = {}
+    for line in log.read_text().splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, cumulative, name = line[len("import time:") :].split("|")
+        modules[name.strip()] = (int(own), int(cumulative))
+    return modules
+
+
+def import_report(plan: Server, bare: Server, workspace: Path, work: Path) -> None:
+    ours = imported_modules(plan, workspace, work)
+    floor = imported_modules(bare, workspace, work)
+    extra = {name: v for name, v in ours.items() if name not in floor}
+    by_package: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for name, (own, _cumulative) in extra.items():
+        parts = name.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "plan_lsp" else parts[0]
+        by_package[key][0] += own
+        by_package[key][1] += 1
+    total = sum(v[0] for v in by_package.values())
+    print()
+    print(
+        f"imports plan-lsp adds over bare pygls before answering initialize: {len(extra)} "
+        f"modules, {total / 1000:.0f} ms of import time (importtime's own overhead included)"
+    )
+    rows = sorted(by_package.items(), key=lambda kv: -kv[1][0])[:15]
+    print_table(
+        ["package (self time of its new modules)", "ms", "modules"],
+        [(name, f"{own / 1000:.1f}", str(count)) for name, (own, count) in rows],
+    )
+    heaviest = sorted(extra.items(), key=lambda kv: -kv[1][0])[:15]
+    print()
+    print_table(
+        ["slowest new modules (self time)", "ms"],
+        [(name, f"{own / 1000:.1f}") for name, (own, _cumulative) in heaviest],
+    )
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--quick", action="store_true", help="3 rounds")
+    ap.add_argument("--smoke", action="store_true", help="1 round, no peers, no import report")
+    ap.add_argument("--no-peers", action="store_true", help="skip jedi-language-server and pylsp")
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args(argv)
+    rounds = 1 if args.smoke else (3 if args.quick else args.rounds)
+    work = Path(tempfile.mkdtemp(prefix="plan-lsp-bench-startup-"))
+    try:
+        return run(work, rounds, peers=not (args.no_peers or args.smoke), report=not args.smoke)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work: Path, rounds: int, peers: bool, report: bool) -> int:
+    bare_file = work / "bare_pygls.py"
+    bare_file.write_text(BARE_PYGLS)
+    plan = Server("plan-lsp", [str(MAIN_BIN / "plan-lsp"), "serve"])
+    bare = Server("bare pygls", [sys.executable, str(bare_file)])
+    servers = [plan, bare]
+    peer_bin = ensure_peers() if peers else None
+    if peer_bin is not None:
+        servers += [
+            Server("jedi-language-server", [str(peer_bin / "jedi-language-server")]),
+            Server("python-lsp-server", [str(peer_bin / "pylsp")]),
+        ]
+    times: dict[str, list[float]] = {s.name: [] for s in servers}
+    rss: dict[str, list[float]] = {s.name: [] for s in servers}
+    rng = random.Random(7)
+    for server in servers:  # warm the page cache and .pyc files; not counted
+        start_once(server, make_workspace(work, server.name))
+    for _ in range(rounds):
+        order = list(servers)
+        rng.shuffle(order)
+        for server in order:
+            seconds, kb = start_once(server, make_workspace(work, server.name))
+            times[server.name].append(seconds * 1000)
+            rss[server.name].append(kb / 1024)
+    floor_ms = median(times[bare.name])
+    floor_mb = median(rss[bare.name])
+    print(f"{rounds} round(s), shuffled order; medians (min–max)")
+    print_table(
+        ["server", "initialize answer (ms)", "× bare", "RSS after (MB)", "× bare"],
+        [
+            (s.name,
+             f"{fmt(median(times[s.name]), 0)} ({min(times[s.name]):.0f}–{max(times[s.name]):.0f})",
+             fmt(median(times[s.name]) / floor_ms),
+             fmt(median(rss[s.name]), 1), fmt(median(rss[s.name]) / floor_mb))
+            for s in servers
+        ],
+    )  # fmt: skip
+    if report:
+        import_report(plan, bare, make_workspace(work, "imports"), work)
+    ours = median(times[plan.name])
+    time_ratio = ours / floor_ms
+    rss_ratio = median(rss[plan.name]) / floor_mb
+    results = [
+        Result("start-up: plan-lsp initialize answer", ours, "ms", "(info)", None),
+        Result("start-up: bare pygls initialize answer", floor_ms, "ms", "(info)", None),
+        Result("start-up: plan-lsp / bare pygls", time_ratio, "×", "≤ 1.1×", time_ratio <= 1.1),
+        Result("RSS: plan-lsp / bare pygls", rss_ratio, "×", "≤ 1.2×", rss_ratio <= 1.2),
+    ]
+    if "jedi-language-server" in times:
+        jedi = median(times["jedi-language-server"])
+        results.append(
+            Result("start-up: plan-lsp / jedi-language-server", ours / jedi, "×", "< 1×",
+                   ours < jedi)
+        )  # fmt: skip
+    if "python-lsp-server" in times:
+        pylsp = median(times["python-lsp-server"])
+        results.append(
+            Result("start-up: plan-lsp / python-lsp-server", ours / pylsp, "×", "(info)", None)
+        )
+    emit_results(results)
+    return 0
+
+
+def make_workspace(work: Path, name: str) -> Path:
+    workspace = Path(tempfile.mkdtemp(prefix=name.replace(" ", "-") + "-", dir=work))
+    (workspace / "main.py").write_text("print('hello')\n")
+    return workspace
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import WorkMode
 
 # planShell settings (config `planShell`): `off` never offers bash in plan mode.
 PLAN_SHELL_OFF = "off"

@@ -22,11 +22,10 @@ from plan_lsp.policy.definitions import (
     mode_refusal,
     name_refusal,
 )
+from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
 from plan_lsp.policy.permissions import PRIMARY_ARGUMENT, PermissionEngine
 from plan_lsp.policy.ports import PermissionAnswer, PermissionPort, PermissionRequest
 from plan_lsp.policy.safety import ToolDefinition
-from plan_lsp.session.model import Actor, WorkMode
-from plan_lsp.session.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,18 @@ class ClassificationLike(Protocol):
 
     @property
     def reasons(self) -> Sequence[str]: ...
+
+
+class GateSession(Protocol):
+    """What the gate needs of a session: the live modes and the audit log."""
+
+    @property
+    def mode(self) -> WorkMode: ...
+
+    @property
+    def permission_mode(self) -> PermissionMode: ...
+
+    def record(self, kind: str, actor: Actor, data: dict[str, Any]) -> int: ...
 
 
 Classifier = Callable[[str], ClassificationLike]
@@ -100,7 +111,7 @@ class ExecutionGate:
 
     def __init__(
         self,
-        session: Session,
+        session: GateSession,
         permissions: PermissionEngine,
         port: PermissionPort,
         *,

@@ -21,9 +21,9 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.ports import PermissionAnswer
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import PermissionMode, WorkMode
 
 Verdict = Literal["allow", "ask", "deny"]
 CallKind = Literal["read", "agent", "edit", "side_effect"]

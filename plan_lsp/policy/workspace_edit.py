@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import EditorPort, FileEdit
-from plan_lsp.session.model import WorkMode
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,29 @@
 """Value types of one session: modes, plan status, todos, the approved-plan record.
 
-These are the wire types of `SessionState` (DESIGN.md §7) and the vocabulary every layer
-shares; this module imports nothing of ours.
+These are the wire types of `SessionState` (DESIGN.md §7). The mode enums come from
+`policy.modes` and the todo item from `tools.todo_model` (layers below this one).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
+from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
+from plan_lsp.tools.todo_model import Todo, TodoStatus
 
-class WorkMode(StrEnum):
-    PLAN = "plan"
-    BUILD = "build"
-
-
-class PermissionMode(StrEnum):
-    ASK = "ask"
-    AUTO_EDIT = "auto_edit"
-    YOLO = "yolo"
-    STRICT = "strict"
+__all__ = [
+    "Actor",
+    "ApprovedPlan",
+    "Outcome",
+    "PermissionMode",
+    "PlanStatus",
+    "SessionState",
+    "Todo",
+    "TodoStatus",
+    "WorkMode",
+]
 
 
 class PlanStatus(StrEnum):
@@ -37,26 +39,6 @@ class Outcome(StrEnum):
     PLANNING_WITH_PLAN = "planning_with_plan"
     PLANNING_WITHOUT_PLAN = "planning_without_plan"
     COMPLETED = "completed"
-
-
-class Actor(StrEnum):
-    """Who caused a state change; recorded with every event."""
-
-    USER = "user"
-    MODEL = "model"
-    APPROVAL = "approval"
-    RESTORE = "restore"
-    SYSTEM = "system"
-
-
-TodoStatus = Literal["pending", "in_progress", "completed"]
-
-
-class Todo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(min_length=1)
-    status: TodoStatus = "pending"
 
 
 class ApprovedPlan(BaseModel):

@@ -28,13 +28,14 @@ from plan_lsp.session.model import (
     WorkMode,
 )
 from plan_lsp.session.store import StateStore
+from plan_lsp.tools.todo_model import check_todos
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[["Session", str, dict[str, Any]], None]
 
 
-class TransitionRefused(Exception):
+class TransitionRefused(ValueError):
     """A state change that is not allowed from the current state; the message says why."""
 
 
@@ -54,12 +55,10 @@ _PLAN_TRANSITIONS: dict[str, frozenset[PlanStatus]] = {
 
 
 def validate_todos(todos: list[Todo]) -> None:
-    in_progress = [t for t in todos if t.status == "in_progress"]
-    if len(in_progress) > 1:
-        raise TransitionRefused(
-            f"at most one todo may be in_progress; {len(in_progress)} were: "
-            + ", ".join(repr(t.content) for t in in_progress)
-        )
+    try:
+        check_todos(todos)
+    except ValueError as exc:
+        raise TransitionRefused(str(exc)) from exc
 
 
 class Session:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from plan_lsp.policy.ports import EditorPort, FileEdit, PermissionPort, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import Todo
+from plan_lsp.tools.todo_model import Todo
 
 __all__ = [
     "EditorPort",

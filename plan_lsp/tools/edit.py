@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileEdit
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import apply_file_edit
-from plan_lsp.session.model import WorkMode
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path

@@ -14,8 +14,8 @@ import logging
 from typing import Any, Protocol
 
 from plan_lsp.policy.execution import GateDecision
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import ToolDefinition
-from plan_lsp.session.model import WorkMode
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
 from plan_lsp.tools.registry import ToolRegistry

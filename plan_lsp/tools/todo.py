@@ -7,9 +7,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import Todo
-from plan_lsp.session.session import TransitionRefused, validate_todos
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.todo_model import Todo, check_todos
 
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
@@ -35,14 +34,14 @@ async def todo_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 "invalid_todos", f"todos[{index}]{'.' + where if where else ''}: {first['msg']}"
             )
     try:
-        validate_todos(todos)
-    except TransitionRefused as exc:
+        check_todos(todos)
+    except ValueError as exc:
         return ToolResult.error("invalid_todos", str(exc))
     if ctx.set_todos is None:
         return ToolResult.error("unavailable", "this run has no todo list")
     try:
         ctx.set_todos(todos)
-    except TransitionRefused as exc:
+    except ValueError as exc:  # the session refused the list
         return ToolResult.error("invalid_todos", str(exc))
     return ToolResult(content=render_todos(todos), data={"todos": [t.model_dump() for t in todos]})
 

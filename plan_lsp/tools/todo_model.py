@@ -1,0 +1,26 @@
+"""A todo item of the agent's list, and the rule the whole list obeys."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+class Todo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    status: TodoStatus = "pending"
+
+
+def check_todos(todos: list[Todo]) -> None:
+    """Raise ValueError unless at most one todo is in progress."""
+    in_progress = [t for t in todos if t.status == "in_progress"]
+    if len(in_progress) > 1:
+        raise ValueError(
+            f"at most one todo may be in_progress; {len(in_progress)} were: "
+            + ", ".join(repr(t.content) for t in in_progress)
+        )

@@ -1,0 +1,47 @@
+"""The import direction of DESIGN.md §1: a layer imports only the layers below it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import plan_lsp
+
+LAYERS = ["server", "agent", "session", "providers", "tools", "policy", "plan"]
+ROOT = Path(plan_lsp.__file__).parent
+
+
+def _imports(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+    return names
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) >= 2 and parts[0] == "plan_lsp" and parts[1] in LAYERS:
+        return parts[1]
+    return None
+
+
+def test_layers_import_only_downwards() -> None:
+    violations = []
+    for layer in LAYERS:
+        for path in (ROOT / layer).rglob("*.py"):
+            for imported in _imports(path):
+                target = _layer(imported)
+                if target is not None and LAYERS.index(target) < LAYERS.index(layer):
+                    violations.append(f"{path.relative_to(ROOT)} imports {imported}")
+                if layer != "server" and imported.split(".")[0] in ("pygls", "lsprotocol"):
+                    violations.append(f"{path.relative_to(ROOT)} knows LSP ({imported})")
+    assert violations == []
+
+
+def test_plan_imports_nothing_of_ours_outside_plan() -> None:
+    for path in (ROOT / "plan").rglob("*.py"):
+        for imported in _imports(path):
+            assert not imported.startswith("plan_lsp.") or imported.startswith("plan_lsp.plan")

@@ -130,7 +130,25 @@ async def _confirm(ls: PlanLanguageServer, message: str, yes: str) -> bool:
     return getattr(item, "title", None) == yes
 
 
+def shell_protection(ctx: WorkspaceContext) -> str:
+    """What guards plan-mode shell commands, in words for `SessionState.shellProtection`."""
+    plan_shell = effective_plan_shell(ctx)
+    if plan_shell == "off":
+        return "off: no shell in plan mode"
+    if plan_shell == "sandboxed":
+        kind = default_sandbox_probe()
+        if kind:
+            return f"sandboxed: classifier + {kind} (read-only, no network)"
+        return "classified: classifier only (no sandbox available here)"
+    return "classified: classifier only"
+
+
 def register(ls: PlanLanguageServer) -> None:
+    def on_created(ctx: WorkspaceContext) -> None:
+        ctx.session.shell_protection = shell_protection(ctx)
+
+    ls.workspaces.on_created.append(on_created)
+
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
         from plan_lsp.server.plan_watch import stop_watchers

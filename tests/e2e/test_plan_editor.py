@@ -329,3 +329,19 @@ async def test_a_revised_plan_overwrites_the_previous_one_without_an_open_buffer
         assert not [u for u in ed.updates_of("toolResult") if u["isError"]]
         revs = await ed.request("planLsp/planRevisions", {})
         assert revs["current"] == REVISED_PLAN
+
+
+async def test_approving_a_plan_with_errors_asks_for_confirmation(tmp_path: Path) -> None:
+    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    async with cm as ed:
+        await ed.request("planLsp/prompt", {"text": "plan it"})
+        assert (await ed.state())["shellProtection"]
+        path = plan_path(ws)
+        ed.type_into(path, LONG_PLAN + "x" * 50_000)
+        ed.ed.answer_message = lambda p: "Cancel"
+        state = await ed.command("planLsp.approvePlan", {"execute": False})
+        assert state["planStatus"] == "submitted" and state["mode"] == "plan"
+        assert "50,000" in ed.ed.message_requests[-1].message
+        ed.ed.answer_message = lambda p: "Approve anyway"
+        state = await ed.command("planLsp.approvePlan", {"execute": False})
+        assert state["planStatus"] == "approved"

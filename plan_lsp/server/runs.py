@@ -28,6 +28,9 @@ from plan_lsp.session import Actor, PlanStatus
 
 log = logging.getLogger(__name__)
 
+# How long streamed text is gathered into one planLsp/update (about one frame).
+TEXT_BATCH_S = 0.016
+
 
 @dataclass
 class RunHandle:
@@ -63,6 +66,9 @@ class RunManager:
         self._agent: Agent | None = None
         self.plan_shell = plan_shell
         self._background: set[asyncio.Future[None]] = set()
+        self._text_parts: list[str] = []
+        self._text_run: str | None = None
+        self._text_timer: asyncio.TimerHandle | None = None
         ctx.session.add_listener(self._on_session_change)
 
     @property
@@ -87,7 +93,35 @@ class RunManager:
     def notify(self, payload: dict[str, Any]) -> None:
         payload.setdefault("runId", self.current.run_id if self.current else None)
         payload.setdefault("workspaceUri", self.ctx.root.as_uri())
+        if payload.get("kind") == "text":
+            # Text deltas are batched (like plan edits) so a fast model does not flood the
+            # client with one notification per token; order with other kinds is kept.
+            if self._text_run not in (None, payload["runId"]):
+                self._flush_text()
+            self._text_run = payload["runId"]
+            self._text_parts.append(str(payload.get("delta", "")))
+            if self._text_timer is None:
+                loop = asyncio.get_running_loop()
+                self._text_timer = loop.call_later(TEXT_BATCH_S, self._flush_text)
+            return
+        self._flush_text()
         self.ls.notify_update(payload)
+
+    def _flush_text(self) -> None:
+        if self._text_timer is not None:
+            self._text_timer.cancel()
+            self._text_timer = None
+        if self._text_parts:
+            self.ls.notify_update(
+                {
+                    "runId": self._text_run,
+                    "kind": "text",
+                    "delta": "".join(self._text_parts),
+                    "workspaceUri": self.ctx.root.as_uri(),
+                }
+            )
+        self._text_parts = []
+        self._text_run = None
 
     def _on_session_change(self, session: Any, kind: str, data: dict[str, Any]) -> None:
         if kind in ("mode_changed", "plan_approved", "permission_mode_changed"):

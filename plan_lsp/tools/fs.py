@@ -297,7 +297,28 @@ def _python_grep(files: list[Path], regex: re.Pattern[str], cap: int) -> list[Ma
 async def _ripgrep(
     rg: str, pattern: str, base: Path, glob: str | None, ignore_case: bool, cap: int
 ) -> list[Match]:
-    command = [rg, "--json", "--hidden", "--sort", "path", "-g", "!.git"]
+    # Unsorted, rg searches on every core; sorting the few matches here is cheap. Only when
+    # the cap cuts the list is rg asked again in path order, so which matches are kept
+    # does not depend on thread timing.
+    found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=False)
+    if len(found) > cap:
+        found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=True)
+    return sorted(found, key=lambda m: (str(m[0]), m[1]))
+
+
+async def _ripgrep_run(
+    rg: str,
+    pattern: str,
+    base: Path,
+    glob: str | None,
+    ignore_case: bool,
+    cap: int,
+    *,
+    sort: bool,
+) -> list[Match]:
+    command = [rg, "--json", "--hidden", "-g", "!.git"]
+    if sort:
+        command += ["--sort", "path"]
     if ignore_case:
         command.append("-i")
     if glob:
@@ -333,6 +354,7 @@ async def _ripgrep(
                 process.kill()
         stderr = (await process.stderr.read()).decode("utf-8", "replace")
         code = await process.wait()
+        await process.stdout.read()  # drain and let the pipe close now, not at collection
     if code == 2 and not found:
         first = next((ln for ln in stderr.splitlines() if ln.strip()), "ripgrep failed")
         raise GrepFailed(first)

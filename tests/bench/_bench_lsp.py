@@ -1,3 +1,5 @@
+# pygls' client-side decorators and stop() are untyped.
+# mypy: disallow-untyped-decorators=False, disallow-untyped-calls=False
 """An editor-like stdio client for the benchmarks.
 
 Like a real editor it keeps the buffers it was asked to show, applies `workspace/applyEdit`
@@ -136,6 +138,7 @@ def _register(editor: BenchEditor) -> None:
             for change in params.edit.document_changes or []
             if isinstance(change, types.TextDocumentEdit)
             for e in change.edits
+            if not isinstance(e, types.SnippetTextEdit)
         ]
         editor.edits.append(
             EditArrival(

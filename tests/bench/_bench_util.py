@@ -36,20 +36,21 @@ def median(values: Sequence[float]) -> float:
 def fmt(value: float, digits: int = 2) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 100:
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 100):
         return f"{int(value):,}"
     return f"{value:,.{digits}f}"
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """A plain fixed-width table; the first column left-aligned, the others right."""
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> None:
+    """A plain fixed-width table; the first `left` columns left-aligned, the others right."""
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
 
     def line(row: Sequence[str]) -> str:
-        first = row[0].ljust(widths[0])
-        rest = [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest])
+        return "  ".join(
+            cell.ljust(width) if i < left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
 
     print(line(cells[0]))
     print("  ".join("-" * w for w in widths))

@@ -4,7 +4,7 @@ persistence in SQLite, notifications) driven in-process by the scripted provider
 delay, through in-memory editor/user/draft ports.
 
 Each step is one model request answered with one cheap tool call. Per step:
-overhead = step wall time − time inside the provider − time inside the tool.
+overhead = step wall time - time inside the provider - time inside the tool.
 Two tools: `todo_write` (a real built-in; its time includes saving the todo list) and a
 benchmark-only no-op tool (the harness alone).
 
@@ -261,7 +261,7 @@ def main(argv: list[str]) -> int:
         return 0
     asyncio.run(measure("todo_write", 10, 1))  # warm-up: imports, first-use caches
     rows = {tool: asyncio.run(measure(tool, steps, rounds)) for tool in ("todo_write", NOOP_TOOL)}
-    print(f"{steps} steps × {rounds} round(s), one tool call per step, scripted provider, no delay")
+    print(f"{steps} steps x {rounds} round(s), one tool call per step, scripted provider, no delay")
     print_table(
         ["per step (ms)", "wall", "provider", "tool", "overhead p50", "overhead p99", "mean"],
         [

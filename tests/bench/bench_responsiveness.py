@@ -23,6 +23,47 @@ from typing import Any
 from _bench_lsp import BenchEditor, bench_server, write_script
 from _bench_util import Result, emit_results, fmt, percentile, print_table
 from bench_streaming import make_plan
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+ECHO_SERVER = """\
+from typing import Any
+
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("bare-pygls-echo", "0")
+
+
+@server.feature("bench/echo")
+def echo(ls: LanguageServer, params: Any) -> dict[str, Any]:
+    return {}
+
+
+server.start_io()
+"""
+
+
+async def pygls_floor(work: Path, count: int) -> list[float]:
+    """Round trips of a trivial request to a bare pygls server: the floor of this stack."""
+    script = work / "echo_server.py"
+    script.write_text(ECHO_SERVER)
+    client = LanguageClient("plan-lsp-bench", "1")
+    await client.start_io(sys.executable, str(script))
+    try:
+        await client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities())
+        )
+        client.initialized(types.InitializedParams())
+        samples: list[float] = []
+        for _ in range(count + 20):
+            start = time.perf_counter()
+            await asyncio.wait_for(client.protocol.send_request_async("bench/echo", {}), 30)
+            samples.append((time.perf_counter() - start) * 1000)
+        return samples[20:]
+    finally:
+        await asyncio.wait_for(client.shutdown_async(None), 10)
+        client.exit(None)
+        await client.stop()  # type: ignore[no-untyped-call]
 
 
 def long_text(size: int) -> str:
@@ -60,9 +101,7 @@ async def streaming_phase(ed: BenchEditor) -> tuple[list[float], float]:
     seen = len(ed.updates)
     prompt = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "plan it"}))
     # Measure only while the model streams: from its first delta to the end of the run.
-    while not prompt.done() and not any(
-        u.get("kind") == "text" for _t, u in ed.updates[seen:]
-    ):
+    while not prompt.done() and not any(u.get("kind") == "text" for _t, u in ed.updates[seen:]):
         await asyncio.sleep(0.001)
     started = time.perf_counter()
     samples: list[float] = []
@@ -96,6 +135,7 @@ async def run(rounds: int, idle_count: int, text_size: int, plan_size: int) -> l
             idle += await idle_phase(ed, idle_count)
             updates = len(ed.updates)
             edits = len(ed.edits)
+        floor = await pygls_floor(work, idle_count)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
@@ -108,18 +148,23 @@ async def run(rounds: int, idle_count: int, text_size: int, plan_size: int) -> l
         [
             (label, fmt(percentile(v, 50)), fmt(percentile(v, 90)), fmt(percentile(v, 99)),
              fmt(max(v, default=float("nan"))), str(len(v)))
-            for label, v in (("idle", idle), ("while a run streams", busy))
+            for label, v in (
+                ("idle", idle),
+                ("while a run streams", busy),
+                ("bare pygls, trivial request (floor)", floor),
+            )
         ],
     )  # fmt: skip
     p99_ratio = percentile(busy, 99) / percentile(idle, 99)
     p50_ratio = percentile(busy, 50) / percentile(idle, 50)
-    print(f"ratio streaming/idle: p50 {p50_ratio:.2f}×, p99 {p99_ratio:.2f}×")
+    print(f"ratio streaming/idle: p50 {p50_ratio:.2f}x, p99 {p99_ratio:.2f}x")
     return [
         Result("state round trip idle p50", percentile(idle, 50), "ms", "(info)", None),
         Result("state round trip idle p99", percentile(idle, 99), "ms", "(info)", None),
         Result("state round trip streaming p50", percentile(busy, 50), "ms", "(info)", None),
         Result("state round trip streaming p99", percentile(busy, 99), "ms", "(info)", None),
-        Result("state p99 streaming / idle", p99_ratio, "×", "≤ 3×", p99_ratio <= 3),
+        Result("state p99 streaming / idle", p99_ratio, "x", "≤ 3x", p99_ratio <= 3),
+        Result("bare pygls request round trip p50", percentile(floor, 50), "ms", "(floor)", None),
     ]
 
 

@@ -252,12 +252,12 @@ def run(work: Path, rounds: int, peers: bool, report: bool) -> int:
             rss[server.name].append(kb / 1024)
     floor_ms = median(times[bare.name])
     floor_mb = median(rss[bare.name])
-    print(f"{rounds} round(s), shuffled order; medians (min–max)")
+    print(f"{rounds} round(s), shuffled order; medians (min-max)")
     print_table(
-        ["server", "initialize answer (ms)", "× bare", "RSS after (MB)", "× bare"],
+        ["server", "initialize answer (ms)", "x bare", "RSS after (MB)", "x bare"],
         [
             (s.name,
-             f"{fmt(median(times[s.name]), 0)} ({min(times[s.name]):.0f}–{max(times[s.name]):.0f})",
+             f"{fmt(median(times[s.name]), 0)} ({min(times[s.name]):.0f}-{max(times[s.name]):.0f})",
              fmt(median(times[s.name]) / floor_ms),
              fmt(median(rss[s.name]), 1), fmt(median(rss[s.name]) / floor_mb))
             for s in servers
@@ -271,19 +271,19 @@ def run(work: Path, rounds: int, peers: bool, report: bool) -> int:
     results = [
         Result("start-up: plan-lsp initialize answer", ours, "ms", "(info)", None),
         Result("start-up: bare pygls initialize answer", floor_ms, "ms", "(info)", None),
-        Result("start-up: plan-lsp / bare pygls", time_ratio, "×", "≤ 1.1×", time_ratio <= 1.1),
-        Result("RSS: plan-lsp / bare pygls", rss_ratio, "×", "≤ 1.2×", rss_ratio <= 1.2),
+        Result("start-up: plan-lsp / bare pygls", time_ratio, "x", "≤ 1.1x", time_ratio <= 1.1),
+        Result("RSS: plan-lsp / bare pygls", rss_ratio, "x", "≤ 1.2x", rss_ratio <= 1.2),
     ]
     if "jedi-language-server" in times:
         jedi = median(times["jedi-language-server"])
         results.append(
-            Result("start-up: plan-lsp / jedi-language-server", ours / jedi, "×", "< 1×",
+            Result("start-up: plan-lsp / jedi-language-server", ours / jedi, "x", "< 1x",
                    ours < jedi)
         )  # fmt: skip
     if "python-lsp-server" in times:
         pylsp = median(times["python-lsp-server"])
         results.append(
-            Result("start-up: plan-lsp / python-lsp-server", ours / pylsp, "×", "(info)", None)
+            Result("start-up: plan-lsp / python-lsp-server", ours / pylsp, "x", "(info)", None)
         )
     emit_results(results)
     return 0

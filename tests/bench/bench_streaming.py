@@ -175,7 +175,7 @@ async def run(size: int, reps: int, delay_ms: int) -> list[Result]:
         f"{reps} run(s), one fresh server each; medians over runs"
     )
     print_table(
-        ["quantity", "value", "× plan size"],
+        ["quantity", "value", "x plan size"],
         [
             ("model deltas (plan_write arguments)", fmt(med("deltas")), ""),
             ("streaming time, first→last delta (s)", fmt(med("stream_s")), ""),
@@ -208,10 +208,10 @@ async def run(size: int, reps: int, delay_ms: int) -> list[Result]:
     bytes_ratio = med("edit_text_bytes") / plan_bytes
     peak = med("peak_rate")
     return [
-        Result("streaming: edit bytes / plan size", bytes_ratio, "×", "≤ 2×", bytes_ratio <= 2),
+        Result("streaming: edit bytes / plan size", bytes_ratio, "x", "≤ 2x", bytes_ratio <= 2),
         Result(
             "streaming: naive full-replace bytes / plan size",
-            med("naive_bytes") / plan_bytes, "×", "(baseline)", None,
+            med("naive_bytes") / plan_bytes, "x", "(baseline)", None,
         ),
         Result("streaming: applyEdit messages", med("edits"), "", "(info)", None),
         Result("streaming: edits/s (busiest second)", peak, "/s", "≤ 60/s", peak <= 60),

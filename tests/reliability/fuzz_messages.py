@@ -61,6 +61,10 @@ class Case:
     messages: int = 1
     category: str = ""
 
+    def __repr__(self) -> str:
+        shown = self.data if len(self.data) <= 300 else self.data[:300] + b"..."
+        return f"Case({self.category}, expects {self.expect}, {len(self.data)} bytes: {shown!r})"
+
 
 @dataclass
 class FuzzTargets:
@@ -91,18 +95,21 @@ json_values = st.recursive(
 
 
 def _uri_values(targets: FuzzTargets) -> st.SearchStrategy[Any]:
-    return st.sampled_from(
-        [
-            targets.workspace_uri,
-            targets.workspace_uri + "/",
-            targets.workspace_uri + "/../elsewhere",
-            "file:///nonexistent/folder",
-            "file://",
-            "http://example.invalid/x",
-            "untitled:Untitled-1",
-            "",
-        ]
-    ) | json_values
+    return (
+        st.sampled_from(
+            [
+                targets.workspace_uri,
+                targets.workspace_uri + "/",
+                targets.workspace_uri + "/../elsewhere",
+                "file:///nonexistent/folder",
+                "file://",
+                "http://example.invalid/x",
+                "untitled:Untitled-1",
+                "",
+            ]
+        )
+        | json_values
+    )
 
 
 def _field_values(valid: list[Any] | None) -> st.SearchStrategy[Any]:
@@ -111,7 +118,9 @@ def _field_values(valid: list[Any] | None) -> st.SearchStrategy[Any]:
     return json_values
 
 
-def _params_for(fields: dict[str, list[Any] | None], targets: FuzzTargets) -> st.SearchStrategy[Any]:
+def _params_for(
+    fields: dict[str, list[Any] | None], targets: FuzzTargets
+) -> st.SearchStrategy[Any]:
     known = {name: _field_values(valid) for name, valid in fields.items()}
     known["workspaceUri"] = _uri_values(targets)
     as_object = st.fixed_dictionaries({}, optional=known)
@@ -134,12 +143,10 @@ def _ids(targets: FuzzTargets) -> st.SearchStrategy[int | str]:
     return st.builds(make, st.booleans(), st.text(max_size=6))
 
 
-def _request_case(
-    method: str, params: Any, msg_id: int | str, category: str, omit_params: bool = False
-) -> Case:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-    if not omit_params:
-        msg["params"] = params
+def _request_case(method: str, params: Any, msg_id: int | str, category: str) -> Case:
+    # `params` is always present: requests without it are a known drop, tested on their own
+    # (test_dropped_requests_are_answered).
+    msg = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
     return Case(frame(msg), [id_key(msg_id)], 1, category)
 
 
@@ -151,7 +158,6 @@ def custom_requests(targets: FuzzTargets) -> st.SearchStrategy[Case]:
             _params_for(METHOD_FIELDS[method], targets),
             _ids(targets),
             st.just("planLsp"),
-            st.booleans(),
         )
     )
 
@@ -181,7 +187,9 @@ def unknown_methods(targets: FuzzTargets) -> st.SearchStrategy[Case]:
             )
         return _request_case(method, params, msg_id, "unknown")
 
-    prefixed = st.builds(lambda p, m: p + m, st.sampled_from(["", "planLsp/", "$/", "textDocument/"]), _method_names)
+    prefixed = st.builds(
+        lambda p, m: p + m, st.sampled_from(["", "planLsp/", "$/", "textDocument/"]), _method_names
+    )
     return st.builds(
         build,
         prefixed.filter(lambda m: m not in METHOD_FIELDS and m not in LIFECYCLE),
@@ -215,17 +223,27 @@ def document_messages(targets: FuzzTargets) -> st.SearchStrategy[Case]:
         )
 
     def code_lens(uri: str, msg_id: int | str) -> Case:
-        return _request_case("textDocument/codeLens", {"textDocument": {"uri": uri}}, msg_id, "lens")
+        return _request_case(
+            "textDocument/codeLens", {"textDocument": {"uri": uri}}, msg_id, "lens"
+        )
 
     def code_action(uri: str, rng: dict[str, Any], msg_id: int | str) -> Case:
         params = {"textDocument": {"uri": uri}, "range": rng, "context": {"diagnostics": []}}
         return _request_case("textDocument/codeAction", params, msg_id, "action")
 
     return (
-        st.builds(did_change, uris, st.integers(0, UINTEGER_MAX), st.lists(change, min_size=1, max_size=3))
+        st.builds(
+            did_change, uris, st.integers(0, UINTEGER_MAX), st.lists(change, min_size=1, max_size=3)
+        )
         | st.builds(code_lens, uris, _ids(targets))
         | st.builds(code_action, uris, _range(), _ids(targets))
     )
+
+
+def _state_request(msg_id: int | str) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": msg_id, "method": "planLsp/state", "params": {}}
+    ).encode()
 
 
 def _not_json(data: bytes) -> bool:
@@ -239,30 +257,36 @@ def _not_json(data: bytes) -> bool:
 def invalid_json(targets: FuzzTargets) -> st.SearchStrategy[Case]:
     """Correctly framed bodies that are not JSON, or JSON that is not a JSON-RPC message."""
     truncated = st.builds(
-        lambda n, cut: json.dumps({"jsonrpc": "2.0", "id": n, "method": "planLsp/state"}).encode()[:cut],
+        lambda n, cut: _state_request(n)[:cut],
         _ids(targets),
         st.integers(1, 40),
     )
-    not_json = (st.binary(min_size=1, max_size=200) | st.text(min_size=1, max_size=200).map(str.encode) | truncated).filter(_not_json)
+    not_json = (
+        st.binary(min_size=1, max_size=200)
+        | st.text(min_size=1, max_size=200).map(str.encode)
+        | truncated
+    ).filter(_not_json)
     not_messages = st.sampled_from(
         [
             b"[]",
-            b"[{\"jsonrpc\": \"2.0\", \"method\": \"planLsp/state\", \"id\": 1}]",
+            b'[{"jsonrpc": "2.0", "method": "planLsp/state", "id": 1}]',
             b"42",
-            b"\"planLsp/state\"",
+            b'"planLsp/state"',
             b"null",
             b"{}",
-            b"{\"jsonrpc\": \"1.0\", \"id\": 7, \"method\": \"planLsp/state\"}",
-            b"{\"id\": 8, \"method\": \"planLsp/state\"}",
-            b"{\"jsonrpc\": \"2.0\"}",
-            b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"result\": null}",
-            b"{\"jsonrpc\": \"2.0\", \"id\": \"nobody\", \"error\": {\"code\": 1, \"message\": \"x\"}}",
+            b'{"jsonrpc": "1.0", "id": 7, "method": "planLsp/state"}',
+            b'{"id": 8, "method": "planLsp/state"}',
+            b'{"jsonrpc": "2.0"}',
+            b'{"jsonrpc": "2.0", "id": 9, "result": null}',
+            b'{"jsonrpc": "2.0", "id": "nobody", "error": {"code": 1, "message": "x"}}',
         ]
     )
     return st.builds(lambda body: Case(frame(body), [], 1, "invalid-json"), not_json | not_messages)
 
 
-_header_line = st.binary(max_size=60).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b"") + b"\r\n")
+_header_line = st.binary(max_size=60).map(
+    lambda b: b.replace(b"\r", b"").replace(b"\n", b"") + b"\r\n"
+)
 
 
 def _safe_headers(lines: list[bytes]) -> bytes:
@@ -271,8 +295,7 @@ def _safe_headers(lines: list[bytes]) -> bytes:
 
 
 def broken_framing(targets: FuzzTargets) -> st.SearchStrategy[Case]:
-    def body(n: int | str) -> bytes:
-        return json.dumps({"jsonrpc": "2.0", "id": n, "method": "planLsp/state"}).encode()
+    body = _state_request
 
     # Header lines that are not Content-Length, then the blank line: nothing to read.
     garbage = st.builds(
@@ -281,10 +304,18 @@ def broken_framing(targets: FuzzTargets) -> st.SearchStrategy[Case]:
     )
     # No usable Content-Length: the body is read as one more header line and skipped.
     bad_length = st.sampled_from(
-        [b"", b"Content-Length: abc\r\n", b"Content-Length: -5\r\n", b"Content-Length:\r\n",
-         b"content-length: 40\r\n", b"Content-Length: 4 0\r\n", b"Content-Length: 0x20\r\n",
-         b"Content-Length: 40\n", b"Content-Type: application/vscode-jsonrpc\r\n",
-         b"Content-Length: 0\r\n"]
+        [
+            b"",
+            b"Content-Length: abc\r\n",
+            b"Content-Length: -5\r\n",
+            b"Content-Length:\r\n",
+            b"content-length: 40\r\n",
+            b"Content-Length: 4 0\r\n",
+            b"Content-Length: 0x20\r\n",
+            b"Content-Length: 40\n",
+            b"Content-Type: application/vscode-jsonrpc\r\n",
+            b"Content-Length: 0\r\n",
+        ]
     )
     missing = st.builds(
         lambda header, n: Case(header + b"\r\n" + body(n) + b"\r\n", [], 1, "bad-length"),
@@ -295,7 +326,9 @@ def broken_framing(targets: FuzzTargets) -> st.SearchStrategy[Case]:
     short = st.builds(
         lambda n, cut: Case(
             b"Content-Length: %d\r\n\r\n" % min(cut, len(body(n)) - 1) + body(n) + b"\r\n",
-            [], 1, "short-length",
+            [],
+            1,
+            "short-length",
         ),
         _ids(targets),
         st.integers(1, 30),
@@ -303,8 +336,12 @@ def broken_framing(targets: FuzzTargets) -> st.SearchStrategy[Case]:
     # Truncated body (Content-Length too large): padded with bytes no JSON value ends in.
     truncated = st.builds(
         lambda n, keep, pad, filler: Case(
-            b"Content-Length: %d\r\n\r\n" % (len(body(n)[:keep]) + pad) + body(n)[:keep] + filler * pad,
-            [], 1, "truncated-body",
+            b"Content-Length: %d\r\n\r\n" % (len(body(n)[:keep]) + pad)
+            + body(n)[:keep]
+            + filler * pad,
+            [],
+            1,
+            "truncated-body",
         ),
         _ids(targets),
         st.integers(0, 30),
@@ -319,14 +356,20 @@ def broken_framing(targets: FuzzTargets) -> st.SearchStrategy[Case]:
             + _safe_headers(after)
             + b"\r\n"
             + body(n),
-            [id_key(n)], 1, "extra-headers",
+            [id_key(n)],
+            1,
+            "extra-headers",
         ),
         st.lists(
-            st.sampled_from([b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n", b"X-Trace: 1\r\n"]),
+            st.sampled_from(
+                [b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n", b"X-Trace: 1\r\n"]
+            ),
             max_size=2,
         ),
         st.lists(
-            st.sampled_from([b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n", b"X-Trace: 1\r\n"]),
+            st.sampled_from(
+                [b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n", b"X-Trace: 1\r\n"]
+            ),
             max_size=2,
         ),
         _ids(targets),
@@ -362,7 +405,7 @@ def huge_messages(targets: FuzzTargets) -> st.SearchStrategy[Case]:
         build,
         st.sampled_from(["method", "body", "command", "mode", "prompt", "uri", "runId"]),
         st.integers(1_000_000, 3_000_000),
-        st.sampled_from(["x", "é", "\u6f22", "\"", "\\"]),
+        st.sampled_from(["x", "é", "\u6f22", '"', "\\"]),
         _ids(targets),
     )
 
@@ -398,7 +441,9 @@ class Batch:
 def batches(targets: FuzzTargets) -> st.SearchStrategy[Batch]:
     """A handful of cases, sometimes with one huge message among them."""
     normal = st.lists(cases(targets), min_size=1, max_size=10)
-    with_huge = st.builds(lambda a, h: [*a, h], st.lists(cases(targets), max_size=4), huge_messages(targets))
+    with_huge = st.builds(
+        lambda a, h: [*a, h], st.lists(cases(targets), max_size=4), huge_messages(targets)
+    )
     return st.builds(
         Batch,
         st.one_of(*[normal] * 7, with_huge),

@@ -106,9 +106,7 @@ class RawServer:
     def next_id(self) -> int:
         return next(self._ids)
 
-    async def request(
-        self, method: str, params: Any = None, timeout: float = 30
-    ) -> dict[str, Any]:
+    async def request(self, method: str, params: Any = None, timeout: float = 30) -> dict[str, Any]:
         """Send a well-formed request; the whole response message comes back."""
         msg_id = self.next_id()
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}

@@ -21,7 +21,7 @@ from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from plan_lsp.server.params import to_plain
+from plan_lsp.server.plain import to_plain
 
 SERVER_CMD = [sys.executable, "-m", "plan_lsp", "serve"]
 

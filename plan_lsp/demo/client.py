@@ -13,7 +13,7 @@ from pygls.lsp.client import LanguageClient
 from pygls.uris import to_fs_path
 
 from plan_lsp.plan.streaming import Position, utf16_len
-from plan_lsp.server.params import to_plain
+from plan_lsp.server.plain import to_plain
 
 
 def _offset(text: str, pos: types.Position) -> int:

@@ -8,12 +8,10 @@ from plan_lsp.server.app import PlanLanguageServer
 
 
 def create_server(cli_overrides: dict[str, Any] | None = None) -> PlanLanguageServer:
-    from plan_lsp.server import plan_document, run_methods, state_methods
+    from plan_lsp.server import features
 
     ls = PlanLanguageServer(cli_overrides)
-    state_methods.register(ls)
-    run_methods.register(ls)
-    plan_document.register(ls)
+    features.register(ls)
     return ls
 
 

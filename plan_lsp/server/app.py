@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -13,8 +13,11 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
-from plan_lsp.server.params import to_plain
-from plan_lsp.server.workspaces import Workspaces
+from plan_lsp.server.plain import to_plain
+
+if TYPE_CHECKING:
+    from plan_lsp.server.lazy import Implementations
+    from plan_lsp.server.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +68,32 @@ class PlanLanguageServer(LanguageServer):
             if self.cli_overrides.get("workspace")
             else None
         )
-        self.workspaces = Workspaces(self.warn_user, self.cli_overrides)
+        self.roots: list[Path] = []
+        self.init_options: dict[str, Any] = {}
+        self._workspaces: Workspaces | None = None
+        self._implementations: Implementations | None = None
+
+    # Everything beyond the wiring is imported after the initialize answer, on first use, so
+    # start-up costs what a bare pygls server costs.
+
+    @property
+    def workspaces(self) -> Workspaces:
+        if self._workspaces is None:
+            from plan_lsp.server.workspaces import Workspaces
+
+            workspaces = Workspaces(self.warn_user, self.cli_overrides)
+            workspaces.init_options = self.init_options
+            workspaces.set_roots(self.roots)
+            self._workspaces = workspaces
+        return self._workspaces
+
+    @property
+    def implementations(self) -> Implementations:
+        if self._implementations is None:
+            from plan_lsp.server.lazy import Implementations
+
+            self._implementations = Implementations.load(self)
+        return self._implementations
 
     # -- client capabilities ---------------------------------------------------------------
 

@@ -7,6 +7,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from plan_lsp.server.plain import to_plain
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -15,21 +17,6 @@ class RequestFailed(JsonRpcException):
 
     CODE = -32803
     MESSAGE = "Request failed"
-
-
-def to_plain(obj: Any) -> Any:
-    """pygls hands custom-method params over as nested namedtuples; get plain JSON back."""
-    if hasattr(obj, "_asdict"):
-        return {k: to_plain(v) for k, v in obj._asdict().items()}
-    if isinstance(obj, dict):
-        return {k: to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_plain(v) for v in obj]
-    if hasattr(obj, "__attrs_attrs__"):
-        from lsprotocol import converters
-
-        return converters.get_converter().unstructure(obj)
-    return obj
 
 
 def parse_params(model: type[M], raw: Any) -> M:

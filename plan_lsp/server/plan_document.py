@@ -12,6 +12,7 @@ from pygls.uris import to_fs_path
 
 from plan_lsp.plan.readiness import check_plan
 from plan_lsp.server.app import PlanLanguageServer
+from plan_lsp.server.lazy import Implementations
 from plan_lsp.server.params import parse_params
 from plan_lsp.server.run_methods import runs_for, tracker_of
 from plan_lsp.server.state_methods import WorkspaceParams, context_for
@@ -122,7 +123,7 @@ def diagnostics_for(ctx: WorkspaceContext, path: Path, text: str) -> list[types.
     return out
 
 
-def register(ls: PlanLanguageServer) -> None:
+def register(ls: PlanLanguageServer, impl: Implementations) -> None:
     tracker = tracker_of(ls)
 
     def publish(uri: str) -> None:
@@ -148,12 +149,12 @@ def register(ls: PlanLanguageServer) -> None:
 
     ls.refresh_plan_views = refresh_plan_views  # type: ignore[attr-defined]
 
-    @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @impl.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PlanLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         tracker.changed(params.text_document.uri)
         publish(params.text_document.uri)
 
-    @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @impl.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: PlanLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         tracker.changed(uri)
@@ -170,11 +171,11 @@ def register(ls: PlanLanguageServer) -> None:
             runs_for(ls, ctx).approved_text_changed(tracker.text(path) or "")
         publish(uri)
 
-    @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @impl.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PlanLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         tracker.changed(params.text_document.uri)
 
-    @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    @impl.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: PlanLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         found = _plan_context(ls, params.text_document.uri)
         if found is None:
@@ -185,7 +186,7 @@ def register(ls: PlanLanguageServer) -> None:
         )
         return [types.CodeLens(range=top, command=c) for c in lens_commands(ctx, path)]
 
-    @ls.feature(
+    @impl.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.Source, types.CodeActionKind.QuickFix]
@@ -203,7 +204,7 @@ def register(ls: PlanLanguageServer) -> None:
             for c in action_commands(ctx, path)
         ]
 
-    @ls.feature("planLsp/planRevisions")
+    @impl.feature("planLsp/planRevisions")
     def plan_revisions(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         ctx = context_for(ls, parse_params(WorkspaceParams, params))
         revs = ctx.store.revisions(ctx.session.id)
@@ -219,7 +220,7 @@ def register(ls: PlanLanguageServer) -> None:
             else None,
         }
 
-    @ls.command(SHOW_REVISION)
+    @impl.command(SHOW_REVISION)
     async def show_previous_revision(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
         result = plan_revisions(ls, args[0] if args else {})
         if result["previousUri"]:

@@ -18,6 +18,7 @@ from plan_lsp.policy.execution import default_sandbox_probe
 from plan_lsp.providers.base import ChatMessage, Provider, ProviderError
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker
+from plan_lsp.server.lazy import Implementations
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy, RunManager
 from plan_lsp.server.state_methods import WorkspaceParams, context_for, state_json
@@ -143,13 +144,13 @@ def shell_protection(ctx: WorkspaceContext) -> str:
     return "classified: classifier only"
 
 
-def register(ls: PlanLanguageServer) -> None:
+def register(ls: PlanLanguageServer, impl: Implementations) -> None:
     def on_created(ctx: WorkspaceContext) -> None:
         ctx.session.shell_protection = shell_protection(ctx)
 
     ls.workspaces.on_created.append(on_created)
 
-    @ls.feature(types.SHUTDOWN)
+    @impl.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
         from plan_lsp.server.plan_watch import stop_watchers
 
@@ -159,7 +160,7 @@ def register(ls: PlanLanguageServer) -> None:
                 await manager.cancel(None)
         await stop_watchers(ls)
 
-    @ls.feature("planLsp/prompt")
+    @impl.feature("planLsp/prompt")
     async def prompt(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(PromptParams, params)
         ctx = context_for(ls, p)
@@ -180,7 +181,7 @@ def register(ls: PlanLanguageServer) -> None:
             raise
         return {"runId": result.run_id, "stopReason": result.stop_reason}
 
-    @ls.feature("planLsp/cancel")
+    @impl.feature("planLsp/cancel")
     async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(CancelParams, params)
         ctx = context_for(ls, p)
@@ -236,19 +237,19 @@ def register(ls: PlanLanguageServer) -> None:
             manager.start_feedback_run(feedback)
         return state_json(ctx)
 
-    @ls.feature("planLsp/approvePlan")
+    @impl.feature("planLsp/approvePlan")
     async def approve_request(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         return await approve(ls, parse_params(ApproveParams, params))
 
-    @ls.feature("planLsp/rejectPlan")
+    @impl.feature("planLsp/rejectPlan")
     async def reject_request(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         return await reject(ls, parse_params(RejectParams, params))
 
-    @ls.command("planLsp.approvePlan")
+    @impl.command("planLsp.approvePlan")
     async def approve_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
         return await approve(ls, parse_params(ApproveParams, args[0] if args else {}))
 
-    @ls.command("planLsp.rejectPlan")
+    @impl.command("planLsp.rejectPlan")
     async def reject_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
         return await reject(ls, parse_params(RejectParams, args[0] if args else {}))
 

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from plan_lsp.server.app import PlanLanguageServer, workspace_roots_from
-from plan_lsp.server.params import RequestFailed, parse_params, to_plain
+from plan_lsp.server.app import PlanLanguageServer
+from plan_lsp.server.lazy import Implementations
+from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.workspaces import WorkspaceContext
 from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode
 
@@ -52,14 +53,8 @@ def refused(exc: TransitionRefused) -> RequestFailed:
     return RequestFailed(f"refused: {exc}")
 
 
-def register(ls: PlanLanguageServer) -> None:
-    @ls.feature(types.INITIALIZE)
-    def on_initialize(ls: PlanLanguageServer, params: types.InitializeParams) -> None:
-        opts = to_plain(params.initialization_options) if params.initialization_options else {}
-        ls.workspaces.init_options = opts if isinstance(opts, dict) else {}
-        ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
-
-    @ls.feature(types.INITIALIZED)
+def register(ls: PlanLanguageServer, impl: Implementations) -> None:
+    @impl.feature(types.INITIALIZED)
     def on_initialized(ls: PlanLanguageServer, params: types.InitializedParams) -> None:
         for ctx in ls.workspaces.all():  # restore sessions eagerly; warnings reach the user now
             ctx.session.state()
@@ -67,11 +62,11 @@ def register(ls: PlanLanguageServer) -> None:
 
         start_watchers(ls)
 
-    @ls.feature("planLsp/state")
+    @impl.feature("planLsp/state")
     def state(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         return state_json(context_for(ls, parse_params(WorkspaceParams, params)))
 
-    @ls.feature("planLsp/setMode")
+    @impl.feature("planLsp/setMode")
     def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(SetModeParams, params)
         ctx = context_for(ls, p)
@@ -81,19 +76,19 @@ def register(ls: PlanLanguageServer) -> None:
             raise refused(exc) from exc
         return state_json(ctx)
 
-    @ls.feature("planLsp/toggleMode")
+    @impl.feature("planLsp/toggleMode")
     def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         ctx = context_for(ls, parse_params(WorkspaceParams, params))
         ctx.session.toggle_mode(Actor.USER)
         return state_json(ctx)
 
-    @ls.feature("planLsp/setPermissionMode")
+    @impl.feature("planLsp/setPermissionMode")
     def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(SetPermissionModeParams, params)
         ctx = context_for(ls, p)
         ctx.session.set_permission_mode(p.permissionMode, Actor.USER)
         return state_json(ctx)
 
-    @ls.command("planLsp.toggleMode")
+    @impl.command("planLsp.toggleMode")
     def toggle_mode_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
         return toggle_mode(ls, args[0] if args else {})

@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
 from plan_lsp.server.app import PlanLanguageServer
-from plan_lsp.server.params import to_plain
+from plan_lsp.server.plain import to_plain
 from plan_lsp.tools.base import Question
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import to_fs_path
 
-from plan_lsp.server.params import to_plain
+from plan_lsp.server.plain import to_plain
 
 INSTRUMENTED_SERVER = Path(__file__).resolve().parent / "_instrumented_server.py"
 

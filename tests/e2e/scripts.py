@@ -55,3 +55,28 @@ def sample_project(root: Path) -> Path:
     (root / "hello.py").write_text("print('hi')\n")
     (root / "README.md").write_text("# sample\n")
     return root
+
+
+def scripted_args(script: Path, transcript: Path) -> list[str]:
+    """Server arguments for an offline session on `script`, recording every model request."""
+    return [
+        "--provider", "scripted", "--script", str(script),
+        "--transcript", str(transcript), "--plan-shell", "classified",
+    ]  # fmt: skip
+
+
+def scripted_session(
+    tmp_path: Path, turns: list[dict[str, Any]], *args: str, **kw: Any
+) -> tuple[Path, Path, Any]:
+    """A sample workspace, and a not-yet-started server on `turns` (an async context manager)."""
+    from tests.lsp_harness import running_server
+
+    ws = sample_project(tmp_path / "ws")
+    script = write_script(tmp_path / "script.json", turns)
+    transcript = tmp_path / "t.jsonl"
+    return ws, transcript, running_server([ws], *scripted_args(script, transcript), *args, **kw)
+
+
+def requests_of(transcript: Path) -> list[dict[str, Any]]:
+    """The model requests a transcript recorded, in order."""
+    return [json.loads(line) for line in transcript.read_text().splitlines()]

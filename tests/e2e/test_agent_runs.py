@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import requests_of, sample_project, scripted_session
 from tests.fake_model_servers import FakeModelServer, ModelReply, ReplyToolCall
 from tests.lsp_harness import kill_server, running_server
 
@@ -20,38 +20,14 @@ def _write(path: str, content: str) -> dict[str, Any]:
     return {"name": "write_file", "arguments": {"path": path, "content": content}}
 
 
-async def _server(tmp_path: Path, turns: list[dict[str, Any]], *args: str, **kw: Any):  # type: ignore[no-untyped-def]
-    ws = sample_project(tmp_path / "ws")
-    script = write_script(tmp_path / "script.json", turns)
-    transcript = tmp_path / "t.jsonl"
-    return (
-        ws,
-        transcript,
-        running_server(
-            [ws],
-            "--provider",
-            "scripted",
-            "--script",
-            str(script),
-            "--transcript",
-            str(transcript),
-            "--plan-shell",
-            "classified",
-            *args,
-            **kw,
-        ),
-    )
-
-
-def _requests(transcript: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in transcript.read_text().splitlines()]
+_server = scripted_session
 
 
 async def test_permission_request_reaches_the_client_and_its_answer_is_honoured(
     tmp_path: Path,
 ) -> None:
     turns = [{"tool_calls": [_write("a.txt", "A"), _write("b.txt", "B")]}, {"text": "ok"}]
-    ws, _t, cm = await _server(tmp_path, turns, permission_requests=True)
+    ws, _t, cm = _server(tmp_path, turns, permission_requests=True)
     async with cm as ed:
         await ed.request("planLsp/setMode", {"mode": "build"})
         ed.ed.answer_permission = lambda p: (
@@ -78,7 +54,7 @@ async def test_allow_always_in_build_never_applies_in_plan(tmp_path: Path) -> No
         {"tool_calls": [_write("a.txt", "2")]},
         {"text": "ok"},
     ]
-    ws, _t, cm = await _server(tmp_path, turns, permission_requests=True)
+    ws, _t, cm = _server(tmp_path, turns, permission_requests=True)
     async with cm as ed:
         await ed.request("planLsp/setMode", {"mode": "build"})
         ed.ed.answer_permission = lambda p: "allow_always"
@@ -93,7 +69,7 @@ async def test_toggle_to_plan_while_a_permission_prompt_is_open_refuses_the_call
     tmp_path: Path,
 ) -> None:
     turns = [{"tool_calls": [_write("late.txt", "x")]}, {"text": "ok"}]
-    ws, _t, cm = await _server(tmp_path, turns, permission_requests=True)
+    ws, _t, cm = _server(tmp_path, turns, permission_requests=True)
     async with cm as ed:
         await ed.request("planLsp/setMode", {"mode": "build"})
         asked = asyncio.Event()
@@ -128,7 +104,7 @@ async def test_toggle_to_plan_while_a_permission_prompt_is_open_refuses_the_call
 
 async def test_cancel_request_stops_the_run(tmp_path: Path) -> None:
     turns = [{"delay_ms": 30, "text": "y" * 2000}]
-    _ws, _t, cm = await _server(tmp_path, turns)
+    _ws, _t, cm = _server(tmp_path, turns)
     async with cm as ed:
         fut = ed.client.protocol.send_request("planLsp/prompt", {"text": "go"}, msg_id="p1")
         await ed.wait_update(lambda u: u["kind"] == "text")
@@ -152,11 +128,11 @@ async def test_model_mistakes_become_observations(tmp_path: Path) -> None:
         },
         {"text": "sorry"},
     ]
-    _ws, transcript, cm = await _server(tmp_path, turns)
+    _ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         result = await ed.request("planLsp/prompt", {"text": "go"})
         assert result["stopReason"] == "end_turn"
-    second = _requests(transcript)[1]
+    second = requests_of(transcript)[1]
     observations = [json.loads(m["content"]) for m in second["messages"] if m["role"] == "tool"]
     assert [o["error"] for o in observations[:3]] == [
         "unknown_tool",
@@ -172,7 +148,7 @@ async def test_provider_errors_reach_the_user_and_the_server_survives(tmp_path: 
         {"error": {"kind": "rate_limit", "message": "slow down", "retry_after": 3}},
         {"text": "back"},
     ]
-    _ws, _t, cm = await _server(tmp_path, turns)
+    _ws, _t, cm = _server(tmp_path, turns)
     async with cm as ed:
         result = await ed.request("planLsp/prompt", {"text": "go"})
         assert result["stopReason"] == "error"
@@ -224,17 +200,17 @@ async def test_subagent_in_plan_mode_cannot_escape(tmp_path: Path) -> None:
         {"text": "child done"},
         {"text": "parent done"},
     ]
-    ws, transcript, cm = await _server(tmp_path, turns)
+    ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         result = await ed.request("planLsp/prompt", {"text": "go"})
         assert result["stopReason"] == "end_turn"
     assert not (ws / "child.txt").exists()
-    child = _requests(transcript)[1]
+    child = requests_of(transcript)[1]
     assert "write_file" not in child["tools"] and "task" not in child["tools"]
     assert "plan_write" not in child["tools"]
     obs = [
         json.loads(m["content"])
-        for m in _requests(transcript)[2]["messages"]
+        for m in requests_of(transcript)[2]["messages"]
         if m["role"] == "tool"
     ]
     assert {o["error"] for o in obs} == {"tool_not_allowed"}
@@ -246,17 +222,17 @@ async def test_ask_user_questions_over_standard_lsp(tmp_path: Path) -> None:
         {"tool_calls": [{"name": "ask_user", "arguments": {"questions": questions}}]},
         {"text": "ok"},
     ]
-    _ws, transcript, cm = await _server(tmp_path, turns)
+    _ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         ed.ed.answer_message = lambda p: "postgres" if p.message == "Which database?" else None
         await ed.request("planLsp/prompt", {"text": "go"})
-    obs = next(m for m in _requests(transcript)[1]["messages"] if m["role"] == "tool")
+    obs = next(m for m in requests_of(transcript)[1]["messages"] if m["role"] == "tool")
     assert "postgres" in obs["content"]
 
 
 async def test_mode_toggle_is_told_to_the_model_and_restart_continues(tmp_path: Path) -> None:
     turns = [{"text": "first"}, {"text": "second"}]
-    ws, transcript, cm = await _server(tmp_path, turns)
+    ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "hello"})
         await ed.request("planLsp/toggleMode", {})
@@ -273,7 +249,7 @@ async def test_mode_toggle_is_told_to_the_model_and_restart_continues(tmp_path: 
     ) as ed:
         assert (await ed.state())["mode"] == "build"
         await ed.request("planLsp/prompt", {"text": "again"})
-    last = _requests(transcript)[-1]
+    last = requests_of(transcript)[-1]
     contents = [m["content"] for m in last["messages"]]
     assert "hello" in contents and "first" in contents  # the conversation continued
     assert last["mode"] == "build"
@@ -284,11 +260,11 @@ async def test_plan_reminder_full_on_1_5_9(tmp_path: Path, reminder_requests: in
     turns = [{"tool_calls": [{"name": "list_dir", "arguments": {}}]}] * (reminder_requests - 1) + [
         {"text": "end"}
     ]
-    _ws, transcript, cm = await _server(tmp_path, turns)
+    _ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "go"})
     fulls = []
-    for r in _requests(transcript):
+    for r in requests_of(transcript):
         reminder = [m for m in r["messages"] if m.get("meta", {}).get("kind") == "plan_reminder"]
         assert len(reminder) == 1 and reminder[0]["meta"]["ephemeral"]
         fulls.append(reminder[0]["meta"]["full"])
@@ -299,7 +275,7 @@ async def test_plan_reminder_full_on_1_5_9(tmp_path: Path, reminder_requests: in
 async def test_enter_plan_mode_asks_and_is_refused_in_yolo(tmp_path: Path) -> None:
     enter = {"tool_calls": [{"name": "enter_plan_mode", "arguments": {"reason": "big change"}}]}
     turns = [enter, {"text": "ok"}, enter, {"text": "ok"}]
-    _ws, transcript, cm = await _server(tmp_path, turns)
+    _ws, transcript, cm = _server(tmp_path, turns)
     async with cm as ed:
         await ed.request("planLsp/setMode", {"mode": "build"})
         await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
@@ -309,7 +285,7 @@ async def test_enter_plan_mode_asks_and_is_refused_in_yolo(tmp_path: Path) -> No
         ed.ed.answer_message = lambda p: "Allow once" if "enter_plan_mode" in p.message else None
         await ed.request("planLsp/prompt", {"text": "refactor again"})
         assert (await ed.state())["mode"] == "plan"
-    requests = _requests(transcript)
+    requests = requests_of(transcript)
     first_obs = next(m for m in requests[1]["messages"] if m["role"] == "tool")
     assert "yolo" in first_obs["content"]
     # after the model entered plan mode, its next request is a plan-mode request
@@ -318,7 +294,7 @@ async def test_enter_plan_mode_asks_and_is_refused_in_yolo(tmp_path: Path) -> No
 
 
 async def test_runs_report_work_done_progress(tmp_path: Path) -> None:
-    _ws, _t, cm = await _server(tmp_path, [{"text": "hello"}])
+    _ws, _t, cm = _server(tmp_path, [{"text": "hello"}])
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "go"})
         reports = [r for token, rs in ed.client.progress_reports.items() for r in rs]

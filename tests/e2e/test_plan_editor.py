@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import requests_of, sample_project, scripted_session, write_script
 from tests.lsp_harness import Editor, apply_text_edits, running_server
 
 LONG_PLAN = (
@@ -66,28 +65,7 @@ def plan_path(ws: Path) -> Path:
     return ws / ".plan-lsp" / "plans" / "PLAN.md"
 
 
-async def start(tmp_path: Path, turns: list[dict[str, Any]], *args: str, **kw: Any):  # type: ignore[no-untyped-def]
-    ws = sample_project(tmp_path / "ws")
-    script = write_script(tmp_path / "script.json", turns)
-    transcript = tmp_path / "t.jsonl"
-    cm = running_server(
-        [ws],
-        "--provider",
-        "scripted",
-        "--script",
-        str(script),
-        "--transcript",
-        str(transcript),
-        "--plan-shell",
-        "classified",
-        *args,
-        **kw,
-    )
-    return ws, transcript, cm
-
-
-def requests_of(transcript: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in transcript.read_text().splitlines()]
+start = scripted_session
 
 
 async def lenses(ed: Editor, path: Path) -> list[types.CodeLens]:
@@ -98,7 +76,7 @@ async def lenses(ed: Editor, path: Path) -> list[types.CodeLens]:
 
 
 async def test_streamed_draft_arrives_as_incremental_edits(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         result = await ed.request("planLsp/prompt", {"text": "plan it"})
         assert result["stopReason"] == "plan_submitted"
@@ -126,7 +104,7 @@ async def test_streamed_draft_arrives_as_incremental_edits(tmp_path: Path) -> No
 
 
 async def test_refused_edits_are_recomputed_and_nothing_is_lost(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         ed.ed.refuse_edits = 3
         await ed.request("planLsp/prompt", {"text": "plan it"})
@@ -135,7 +113,7 @@ async def test_refused_edits_are_recomputed_and_nothing_is_lost(tmp_path: Path) 
 
 
 async def test_user_edits_are_what_gets_approved(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         path = plan_path(ws)
@@ -163,7 +141,7 @@ async def test_user_edits_are_what_gets_approved(tmp_path: Path) -> None:
 
 
 async def test_approve_with_fresh_context_carries_task_and_plan_only(tmp_path: Path) -> None:
-    ws, transcript, cm = await start(tmp_path, plan_turns(LONG_PLAN) + do_turns())
+    ws, transcript, cm = start(tmp_path, plan_turns(LONG_PLAN) + do_turns())
     async with cm as ed:
         ed.open(ws / "hello.py")
         await ed.request("planLsp/prompt", {"text": "make it polite"})
@@ -189,7 +167,7 @@ async def test_approve_with_fresh_context_carries_task_and_plan_only(tmp_path: P
 
 
 async def test_ask_before_edits_prompts_and_a_denial_is_honoured(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN) + do_turns())
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN) + do_turns())
     async with cm as ed:
         ed.ed.answer_message = lambda p: "Deny" if "edit_file" in p.message else None
         await ed.request("planLsp/prompt", {"text": "x"})
@@ -209,7 +187,7 @@ async def test_reject_with_feedback_starts_a_new_planning_run_and_offers_a_diff(
     tmp_path: Path,
 ) -> None:
     turns = plan_turns(LONG_PLAN) + plan_turns(REVISED_PLAN)
-    ws, transcript, cm = await start(tmp_path, turns)
+    ws, transcript, cm = start(tmp_path, turns)
     async with cm as ed:
         first = await ed.request("planLsp/prompt", {"text": "plan it"})
         path = plan_path(ws)
@@ -234,7 +212,7 @@ async def test_reject_with_feedback_starts_a_new_planning_run_and_offers_a_diff(
 
 
 async def test_reject_without_feedback_asks_the_model_nothing(tmp_path: Path) -> None:
-    _ws, transcript, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    _ws, transcript, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         state = await ed.request("planLsp/rejectPlan", {})
@@ -243,7 +221,7 @@ async def test_reject_without_feedback_asks_the_model_nothing(tmp_path: Path) ->
 
 
 async def test_code_actions_offer_every_approval_variant(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns("# Plan\n\n1. Do it. TODO decide name\n"))
+    ws, _t, cm = start(tmp_path, plan_turns("# Plan\n\n1. Do it. TODO decide name\n"))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         path = plan_path(ws)
@@ -270,7 +248,7 @@ async def test_code_actions_offer_every_approval_variant(tmp_path: Path) -> None
 
 async def test_state_answers_promptly_while_a_run_streams(tmp_path: Path) -> None:
     slow = {"delay_ms": 20, "text": "x" * 400}
-    _ws, _t, cm = await start(tmp_path, [slow])
+    _ws, _t, cm = start(tmp_path, [slow])
     async with cm as ed:
         task = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "go"}))
         await ed.wait_update(lambda u: u["kind"] == "text")
@@ -284,7 +262,7 @@ async def test_state_answers_promptly_while_a_run_streams(tmp_path: Path) -> Non
 
 
 async def test_plan_changed_on_disk_by_another_program_is_reflected(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         path = plan_path(ws)
@@ -332,7 +310,7 @@ async def test_a_revised_plan_overwrites_the_previous_one_without_an_open_buffer
 
 
 async def test_approving_a_plan_with_errors_asks_for_confirmation(tmp_path: Path) -> None:
-    ws, _t, cm = await start(tmp_path, plan_turns(LONG_PLAN))
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         assert (await ed.state())["shellProtection"]

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.scripts import PLAN_TEXT, plan_then_do_turns, sample_project, write_script
+from tests.e2e.scripts import (
+    PLAN_TEXT,
+    plan_then_do_turns,
+    sample_project,
+    scripted_args,
+    write_script,
+)
 from tests.lsp_harness import running_server
 
 SIDE_EFFECT_TOOLS = {"write_file", "edit_file", "enter_plan_mode"}
@@ -15,17 +21,7 @@ async def test_plan_approve_do_through_the_server(tmp_path: Path) -> None:
     ws = sample_project(tmp_path / "ws")
     script = write_script(tmp_path / "script.json", plan_then_do_turns())
     transcript = tmp_path / "transcript.jsonl"
-    async with running_server(
-        [ws],
-        "--provider",
-        "scripted",
-        "--script",
-        str(script),
-        "--transcript",
-        str(transcript),
-        "--plan-shell",
-        "classified",
-    ) as ed:
+    async with running_server([ws], *scripted_args(script, transcript)) as ed:
         result = await ed.request("planLsp/prompt", {"text": "Make the greeting polite"})
         assert result["stopReason"] == "plan_submitted"
         state = await ed.state()

@@ -84,12 +84,19 @@ class Expectation:
 @dataclass
 class Chain:
     root: Path
+    seed: int
     rng: random.Random
+    kills: int = 0
     workspace: Path = field(init=False)
     script: Path = field(init=False)
     version: int = 0
     plan_texts: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+
+    def next_kill(self, options: list[str]) -> str:
+        """Kill points rotate (so every chain set covers them all); delays are random."""
+        self.kills += 1
+        return options[(self.kills + self.seed) % len(options)]
 
     def __post_init__(self) -> None:
         self.workspace = sample_project(self.root / "ws")
@@ -168,7 +175,7 @@ async def step(chain: Chain, ed: Editor, state: dict[str, Any]) -> Expectation:
     _answer_prompts(ed)
     expect = Expectation(disk_texts={chain.disk_text()})
     if state["planStatus"] == "submitted":
-        kill = chain.rng.choice(DO_KILLS)
+        kill = chain.next_kill(DO_KILLS)
         chain.log.append(f"approve+do, kill at {kill}")
         if not await _approve_and_kill(chain, ed, kill, expect):
             await _kill_during_do(chain, ed, kill)
@@ -179,7 +186,7 @@ async def step(chain: Chain, ed: Editor, state: dict[str, Any]) -> Expectation:
     chain.plan_texts.add(text)
     # drafting creates an empty PLAN.md first when there was none
     expect.disk_texts |= {text} | ({""} if None in expect.disk_texts else set())
-    kill = chain.rng.choice(PLANNING_KILLS)
+    kill = chain.next_kill(PLANNING_KILLS)
     chain.log.append(f"plan v{chain.version} from {state['planStatus']}, kill at {kill}")
     expect.new_text = text
     if state["mode"] != "plan":
@@ -240,7 +247,7 @@ def check_restart(chain: Chain, state: dict[str, Any], expect: Expectation) -> N
 
 
 async def run_chain(root: Path, seed: int) -> list[str]:
-    chain = Chain(root, random.Random(seed))
+    chain = Chain(root, seed, random.Random(seed))
     expect: Expectation | None = None
     killed_runs = 0
     for kill_number in range(KILLS_PER_CHAIN + 1):

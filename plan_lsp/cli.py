@@ -49,11 +49,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Untrusted input (a method name, a params dump) must not blow up the log.
+MAX_LOG_RECORD = 2000
+
+
+def _bounded_record(record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    if len(message) > MAX_LOG_RECORD:
+        record.msg = message[:MAX_LOG_RECORD] + f"… ({len(message)} characters)"
+        record.args = None
+    if record.exc_info and record.exc_text is None:
+        text = logging.Formatter().formatException(record.exc_info)
+        record.exc_text = text if len(text) <= 20_000 else text[:20_000] + "…"
+    return True
+
+
 def _setup_logging(level: str, log_file: Path | None) -> None:
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_bounded_record)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

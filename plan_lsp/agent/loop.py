@@ -5,12 +5,13 @@ or the step limit is hit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from plan_lsp.agent import prompts
 from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
@@ -63,8 +64,26 @@ class RunResult:
     touched: list[str] = field(default_factory=list)
 
 
-class StepLimitReached(Exception):
-    pass
+T = TypeVar("T")
+
+
+async def until_cancelled(work: Coroutine[Any, Any, T], cancel: asyncio.Event) -> T | None:
+    """Run `work` until it finishes or `cancel` is set (then it is cancelled: None)."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 @dataclass
@@ -254,7 +273,12 @@ class Agent:
                     )
                     emit("error", {"message": observation.data["message"]})  # type: ignore[index]
                 else:
-                    observation = await self._run_tool(run_id, call, cancel, allow_names, emit)
+                    ran = await until_cancelled(
+                        self._run_tool(run_id, call, cancel, allow_names, emit), cancel
+                    )
+                    observation = ran or ToolResult.error(
+                        "cancelled", "the user cancelled the run during this call"
+                    )
                     if not observation.is_error and call.name in ("write_file", "edit_file"):
                         path = (observation.data or {}).get("path")
                         if path:
@@ -275,6 +299,17 @@ class Agent:
         return "max_steps"
 
     async def _stream_step(
+        self,
+        request: ModelRequest,
+        cancel: asyncio.Event,
+        emit: Callable[[str, dict[str, Any]], None],
+    ) -> tuple[str, list[_StreamingCall]]:
+        """One model response; a cancel (or the run's timeout) stops it even while the
+        model is silent."""
+        outcome = await until_cancelled(self._consume_stream(request, cancel, emit), cancel)
+        return outcome if outcome is not None else ("", [])
+
+    async def _consume_stream(
         self,
         request: ModelRequest,
         cancel: asyncio.Event,

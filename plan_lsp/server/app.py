@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
+from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
 from plan_lsp.server.plain import to_plain
 
 if TYPE_CHECKING:
@@ -36,7 +38,37 @@ CUSTOM_METHODS = [
 
 
 class PlanLspProtocol(LanguageServerProtocol):
-    """Adds `capabilities.experimental.planLsp` to the initialize answer."""
+    """Adds `capabilities.experimental.planLsp` to the initialize answer, and answers every
+    request with an id — even one pygls cannot read — so no client waits forever."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        is_message = isinstance(data, dict) and "jsonrpc" in data
+        if is_message and "method" in data and "params" not in data:
+            data["params"] = None  # JSON-RPC allows leaving params out
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            if is_message and "id" in data and isinstance(data.get("method"), str):
+                return UnreadableRequest(data["id"], data["method"], str(exc) or type(exc).__name__)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, UnreadableRequest):
+            log.warning("unreadable params for %s", shorten(message.method))
+            self._send_response(
+                message.id,
+                None,
+                JsonRpcInvalidParams(
+                    f"invalid params for {shorten(message.method, 100)}"
+                ).to_response_error(),
+            )
+            return
+        if not hasattr(message, "jsonrpc"):
+            # A nested object that looked like a message, left over from a failed outer
+            # request, or anything else that is not one: nothing to answer.
+            log.warning("ignored a JSON value that is not a JSON-RPC message")
+            return
+        super().handle_message(message)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
@@ -123,8 +155,14 @@ class PlanLanguageServer(LanguageServer):
         self.protocol.notify(UPDATE, payload)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # Errors from bad client input are answered in the response; never pop up for them.
-        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        # Errors from bad client input are answered in the response; never pop up for them,
+        # and never copy untrusted input into the log in full.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), shorten(str(error)))
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        import sys
+
+        super().start_io(cast(BinaryIO, GuardedStdin(stdin or sys.stdin.buffer)), stdout)
 
 
 def workspace_roots_from(params: types.InitializeParams, default: Path | None) -> list[Path]:

@@ -37,9 +37,12 @@ def context_for(ls: PlanLanguageServer, params: WorkspaceParams) -> WorkspaceCon
     if params.workspaceUri is None:
         return ls.workspaces.get()
     path = to_fs_path(params.workspaceUri)
-    if not path:
-        raise JsonRpcInvalidParams(f"'workspaceUri': not a file URI: {params.workspaceUri}")
-    root = Path(path).resolve()
+    if not path or "\x00" in path:
+        raise JsonRpcInvalidParams(f"'workspaceUri': not a file URI: {params.workspaceUri[:200]!r}")
+    try:
+        root = Path(path).resolve()
+    except (OSError, ValueError) as exc:
+        raise JsonRpcInvalidParams(f"'workspaceUri': cannot be resolved: {exc}") from exc
     if root not in ls.workspaces.roots:
         raise JsonRpcInvalidParams(f"'workspaceUri': not an open workspace folder: {root}")
     return ls.workspaces.get(root)

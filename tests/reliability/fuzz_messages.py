@@ -446,6 +446,6 @@ def batches(targets: FuzzTargets) -> st.SearchStrategy[Batch]:
     )
     return st.builds(
         Batch,
-        st.one_of(*[normal] * 7, with_huge),
+        st.sampled_from(range(8)).flatmap(lambda k: with_huge if k == 3 else normal),
         st.lists(st.integers(0, 4000), max_size=4),
     )

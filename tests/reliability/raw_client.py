@@ -12,9 +12,10 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 SERVE_CMD = [sys.executable, "-m", "plan_lsp", "serve"]
+STDERR_TAIL_BYTES = 512 * 1024
 
 # What a passive editor answers to each server→client request.
 _CLIENT_ANSWERS: dict[str, Any] = {
@@ -40,9 +41,14 @@ def id_key(msg_id: Any) -> str:
 
 
 class RawServer:
-    def __init__(self, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
         self.proc = proc
-        self.log = log
+        self.log_path = log_path
+        # The server logs untrusted input verbatim (megabytes per fuzzed message): keep only
+        # the tail of its stderr, written to `log_path` on close.
+        self.stderr_tail = bytearray()
+        self.stderr_bytes = 0
+        self._stderr = asyncio.ensure_future(self._drain_stderr())
         self.responses: dict[str, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []
@@ -55,7 +61,6 @@ class RawServer:
     async def start(
         cls, workspace: Path, *extra_args: str, log_path: Path, init: bool = True
     ) -> RawServer:
-        log = log_path.open("ab")
         proc = await asyncio.create_subprocess_exec(
             *SERVE_CMD,
             "--workspace",
@@ -63,10 +68,10 @@ class RawServer:
             *extra_args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=log,
+            stderr=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
         )
-        server = cls(proc, log)
+        server = cls(proc, log_path)
         if init:
             await server.initialize(workspace)
         return server
@@ -87,10 +92,21 @@ class RawServer:
             except TimeoutError:
                 self.kill()
                 await self.proc.wait()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._reader
-        self.log.close()
+        for task in (self._reader, self._stderr):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with self.log_path.open("ab") as log:
+            log.write(bytes(self.stderr_tail))
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.proc.stderr
+        assert stderr is not None
+        while chunk := await stderr.read(65536):
+            self.stderr_bytes += len(chunk)
+            self.stderr_tail += chunk
+            if len(self.stderr_tail) > STDERR_TAIL_BYTES:
+                del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -77,7 +77,8 @@ class Expectation:
     approved_text: str | None = None  # an approval the client saw answered
     submitted_text: str | None = None  # a prompt answered with plan_submitted
     new_text: str | None = None  # the plan this step drafts
-    switched_to_plan: bool = False  # the user left build mode to plan again
+    # the user left build mode to plan again while an earlier approval stands
+    replanning_after_approval: bool = False
     plan_texts: set[str] = field(default_factory=set)
 
 
@@ -86,7 +87,7 @@ class Chain:
     root: Path
     seed: int
     rng: random.Random
-    kills: int = 0
+    turns: dict[tuple[str, ...], int] = field(default_factory=dict)
     workspace: Path = field(init=False)
     script: Path = field(init=False)
     version: int = 0
@@ -94,9 +95,10 @@ class Chain:
     log: list[str] = field(default_factory=list)
 
     def next_kill(self, options: list[str]) -> str:
-        """Kill points rotate (so every chain set covers them all); delays are random."""
-        self.kills += 1
-        return options[(self.kills + self.seed) % len(options)]
+        """Kill points rotate (so the chains together cover them all); delays are random."""
+        key = tuple(options)
+        turn = self.turns[key] = self.turns.get(key, 0) + 1
+        return options[(turn + self.seed) % len(options)]
 
     def __post_init__(self) -> None:
         self.workspace = sample_project(self.root / "ws")
@@ -189,9 +191,9 @@ async def step(chain: Chain, ed: Editor, state: dict[str, Any]) -> Expectation:
     kill = chain.next_kill(PLANNING_KILLS)
     chain.log.append(f"plan v{chain.version} from {state['planStatus']}, kill at {kill}")
     expect.new_text = text
+    expect.replanning_after_approval = state["planStatus"] == "approved"
     if state["mode"] != "plan":
         await ed.request("planLsp/setMode", {"mode": "plan"})
-        expect.switched_to_plan = True
     prompt = asyncio.ensure_future(
         ed.request("planLsp/prompt", {"text": f"plan v{chain.version}"}, timeout=STEP_TIMEOUT_S)
     )
@@ -237,7 +239,8 @@ def check_restart(chain: Chain, state: dict[str, Any], expect: Expectation) -> N
         assert approved is not None
         if state["mode"] == "plan":
             # the user switched to plan mode; the earlier approval stands until a new plan
-            assert expect.switched_to_plan and approved["text"] != expect.new_text, state
+            assert expect.replanning_after_approval, state
+            assert approved["text"] != expect.new_text, state
         assert disk == approved["text"]
     else:
         assert state["mode"] == "plan", state

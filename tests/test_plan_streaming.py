@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from plan_lsp.plan.coalescer import DraftCoalescer
 from plan_lsp.plan.streaming import (
-    DraftCoalescer,
     PartialArgumentsReader,
     Position,
     TextChange,

@@ -14,8 +14,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from plan_lsp.plan.coalescer import DraftCoalescer
 from plan_lsp.plan.document import atomic_write_text
-from plan_lsp.plan.streaming import DraftCoalescer
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker
 

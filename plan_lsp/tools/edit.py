@@ -17,7 +17,7 @@ from plan_lsp.policy.ports import FileEdit
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import apply_file_edit
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
-from plan_lsp.tools.fs import open_text
+from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
 
 # `ctx.extra[MODE_PROVIDER_KEY]` is a zero-argument callable returning the current WorkMode;

@@ -7,65 +7,29 @@ sees: when the client has a document open, its buffer text is read instead of th
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
-import re
-import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from plan_lsp.policy.permissions import glob_to_regex
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for callers)
+    BINARY_SNIFF_BYTES,
+    GLOB_CAP,
+    GREP_CAP,
+    LIST_CAP,
+    PRUNED_DIRS,
+    READ_CAP_BYTES,
+    _refused,
+    _walk_files,
+    looks_binary,
+    note,
+    open_text,
+)
+from plan_lsp.tools.grep import grep
 from plan_lsp.tools.paths import PathRefused, display_path, is_in_workspace, resolve_path
-
-READ_CAP_BYTES = 256 * 1024
-BINARY_SNIFF_BYTES = 8192
-LIST_CAP = 1000
-GLOB_CAP = 500
-GREP_CAP = 200
-GREP_LINE_CHARS = 400
-GREP_MAX_FILE_BYTES = 10 * 1024 * 1024
-# Directories never descended into by glob and grep.
-PRUNED_DIRS = frozenset({".git"})
-
-
-def note(text: str) -> str:
-    """A remark from the tool, kept apart from file content."""
-    return f"[plan-lsp: {text}]"
-
-
-def open_text(ctx: ToolContext, path: Path) -> str | None:
-    """The open buffer's text for `path`, if the client has it open."""
-    try:
-        return ctx.editor.open_document_text(path)
-    except Exception:  # an editor hiccup means "read the disk"
-        return None
-
-
-def open_paths(ctx: ToolContext) -> list[Path] | None:
-    """Paths of all open documents, when the editor can enumerate them."""
-    lister = getattr(ctx.editor, "open_document_paths", None)
-    if lister is None:
-        return None
-    try:
-        return [Path(p) for p in lister()]
-    except Exception:
-        return None
-
-
-def looks_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(BINARY_SNIFF_BYTES)
-
-
-def _refused(exc: PathRefused) -> ToolResult:
-    return ToolResult.error("path_refused", str(exc))
-
-
-# -- read_file -------------------------------------------------------------------------------
 
 
 def _select_lines(
@@ -181,16 +145,6 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 # -- glob ------------------------------------------------------------------------------------
 
 
-def _walk_files(base: Path) -> Iterator[Path]:
-    if base.is_file():
-        yield base
-        return
-    for directory, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in PRUNED_DIRS)
-        for name in sorted(filenames):
-            yield Path(directory) / name
-
-
 def _glob_files(base: Path, pattern: str, roots: list[Path], cap: int) -> tuple[list[Path], bool]:
     regex = glob_to_regex(pattern, path_mode=True)
     found: list[Path] = []
@@ -235,215 +189,6 @@ async def glob_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         lines.append(note(f"no files match {pattern!r}"))
     return ToolResult(content="\n".join(lines), data={"count": len(files), "capped": capped})
 
-
-# -- grep ------------------------------------------------------------------------------------
-
-Match = tuple[Path, int, str]
-
-
-class GrepFailed(Exception):
-    pass
-
-
-def _file_filter(glob: str | None, base: Path) -> Callable[[Path], bool]:
-    """ripgrep-style `-g`: a glob without '/' matches the file name at any depth; a leading
-    '!' excludes."""
-    if not glob:
-        return lambda _path: True
-    negate = glob.startswith("!")
-    body = glob[1:] if negate else glob
-    regex = glob_to_regex(body.lstrip("/"), path_mode=True)
-    by_name = "/" not in body.strip("/")
-
-    def accept(path: Path) -> bool:
-        subject = path.name if by_name else _rel_or_name(path, base)
-        return bool(regex.match(subject)) != negate
-
-    return accept
-
-
-def _rel_or_name(path: Path, base: Path) -> str:
-    try:
-        return path.relative_to(base).as_posix()
-    except ValueError:
-        return path.name
-
-
-def _grep_text(path: Path, text: str, regex: re.Pattern[str], limit: int) -> list[Match]:
-    found: list[Match] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if regex.search(line):
-            found.append((path, number, line))
-            if len(found) >= limit:
-                break
-    return found
-
-
-def _python_grep(files: list[Path], regex: re.Pattern[str], cap: int) -> list[Match]:
-    found: list[Match] = []
-    for file in files:
-        try:
-            if file.stat().st_size > GREP_MAX_FILE_BYTES or looks_binary(file):
-                continue
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        found.extend(_grep_text(file, text, regex, cap + 1 - len(found)))
-        if len(found) > cap:
-            break
-    return found
-
-
-async def _ripgrep(
-    rg: str, pattern: str, base: Path, glob: str | None, ignore_case: bool, cap: int
-) -> list[Match]:
-    # Unsorted, rg searches on every core; sorting the few matches here is cheap. Only when
-    # the cap cuts the list is rg asked again in path order, so which matches are kept
-    # does not depend on thread timing.
-    found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=False)
-    if len(found) > cap:
-        found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=True)
-    return sorted(found, key=lambda m: (str(m[0]), m[1]))
-
-
-async def _ripgrep_run(
-    rg: str,
-    pattern: str,
-    base: Path,
-    glob: str | None,
-    ignore_case: bool,
-    cap: int,
-    *,
-    sort: bool,
-) -> list[Match]:
-    command = [rg, "--json", "--hidden", "-g", "!.git"]
-    if sort:
-        command += ["--sort", "path"]
-    if ignore_case:
-        command.append("-i")
-    if glob:
-        command += ["-g", glob]
-    command += ["-e", pattern, "--", str(base)]
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    found: list[Match] = []
-    assert process.stdout is not None and process.stderr is not None
-    read_all = False
-    try:
-        async for raw in process.stdout:
-            event = json.loads(raw)
-            if event.get("type") != "match":
-                continue
-            data = event["data"]
-            path_text = data["path"].get("text")
-            line_text = data["lines"].get("text")
-            if path_text is None or line_text is None:
-                continue  # not UTF-8; skipped like binary files
-            found.append((Path(path_text), int(data["line_number"]), line_text.rstrip("\r\n")))
-            if len(found) > cap:
-                break
-        else:
-            read_all = True
-    finally:
-        if not read_all and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        stderr = (await process.stderr.read()).decode("utf-8", "replace")
-        code = await process.wait()
-        await process.stdout.read()  # drain and let the pipe close now, not at collection
-    if code == 2 and not found:
-        first = next((ln for ln in stderr.splitlines() if ln.strip()), "ripgrep failed")
-        raise GrepFailed(first)
-    return found
-
-
-async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    pattern = args.get("pattern")
-    if not isinstance(pattern, str) or not pattern or "\x00" in pattern:
-        return ToolResult.error("invalid_arguments", "pattern must be a non-empty regex")
-    glob = args.get("glob") or None
-    ignore_case = bool(args.get("ignore_case", False))
-    try:
-        base = resolve_path(args.get("path"), ctx.workspace_roots)
-    except PathRefused as exc:
-        return _refused(exc)
-    if not base.exists():
-        return ToolResult.error(
-            "not_found", f"{display_path(base, ctx.workspace_roots)} does not exist"
-        )
-    try:
-        regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error:
-        regex = None
-    accept = _file_filter(glob, base)
-    rg = shutil.which("rg")
-    try:
-        if rg is not None:
-            found = await _ripgrep(rg, pattern, base, glob, ignore_case, GREP_CAP)
-        else:
-            if regex is None:
-                return ToolResult.error("invalid_pattern", f"{pattern!r} is not a valid regex")
-            walked = await asyncio.to_thread(lambda: list(_walk_files(base)))
-            files = [f for f in walked if accept(f)]
-            buffers = {f: t for f in files if (t := open_text(ctx, f)) is not None}
-            disk = [f for f in files if f not in buffers]
-            found = await asyncio.to_thread(_python_grep, disk, regex, GREP_CAP)
-            for file, text in buffers.items():
-                found.extend(_grep_text(file, text, regex, GREP_CAP + 1))
-    except GrepFailed as exc:
-        return ToolResult.error("grep_failed", str(exc))
-    found = _with_open_buffers(ctx, found, base, accept, regex)
-    capped = len(found) > GREP_CAP
-    found = found[:GREP_CAP]
-    lines = [_format_match(m, ctx.workspace_roots) for m in found]
-    if capped:
-        lines.append(note(f"results capped at {GREP_CAP} matches; narrow the pattern or path"))
-    if not found:
-        lines.append(note("no matches"))
-    return ToolResult(content="\n".join(lines), data={"count": len(found), "capped": capped})
-
-
-def _with_open_buffers(
-    ctx: ToolContext,
-    found: list[Match],
-    base: Path,
-    accept: Callable[[Path], bool],
-    regex: re.Pattern[str] | None,
-) -> list[Match]:
-    """Replace matches in open documents by matches in their buffer text."""
-    if regex is None:
-        return found
-    by_file: dict[Path, list[Match]] = {}
-    for match in found:
-        by_file.setdefault(match[0], []).append(match)
-    candidates = set(by_file)
-    for path in open_paths(ctx) or []:
-        resolved = path.resolve()
-        inside = resolved == base or resolved.is_relative_to(base)
-        if inside and is_in_workspace(resolved, ctx.workspace_roots) and accept(resolved):
-            candidates.add(resolved)
-    for path in candidates:
-        buffer = open_text(ctx, path)
-        if buffer is not None:
-            by_file[path] = _grep_text(path, buffer, regex, GREP_CAP + 1)
-    merged: list[Match] = []
-    for path in sorted(by_file, key=lambda p: p.as_posix()):
-        merged.extend(by_file[path])
-    return merged
-
-
-def _format_match(match: Match, roots: list[Path]) -> str:
-    path, number, text = match
-    if len(text) > GREP_LINE_CHARS:
-        text = text[:GREP_LINE_CHARS] + "…"
-    return f"{display_path(path, roots)}:{number}:{text}"
-
-
-# -- definitions -----------------------------------------------------------------------------
 
 _PATH = {"type": "string", "description": "Path relative to the workspace folder."}
 

@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
+from plan_lsp.tools.base import Question
+
 REPO = Path(__file__).resolve().parents[2]
 RESULT_PREFIX = "BENCH-RESULT "
 
@@ -94,3 +97,22 @@ def emit_results(results: Sequence[Result]) -> None:
     )
     for r in results:
         r.emit()
+
+
+# Editor and user ports for running tools in-process: nothing open, every prompt declined.
+class NullEditor:
+    def open_document_text(self, path: Path) -> str | None:
+        return None
+
+    async def apply_to_open_document(self, edit: FileEdit) -> bool:
+        return False
+
+
+class NullUser:
+    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        return "reject_once"
+
+    async def ask_questions(
+        self, run_id: str, questions: list[Question]
+    ) -> dict[str, list[str]] | None:
+        return None

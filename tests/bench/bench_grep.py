@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _bench_util import Result, emit_results, fmt, median, print_table
+from _bench_util import NullEditor, NullUser, Result, emit_results, fmt, median, print_table
 
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
-from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.tools.base import ToolContext
 from plan_lsp.tools.fs import grep
 
 NEEDLE_FILES = 40
@@ -57,24 +56,6 @@ def generate_tree(root: Path, files: int, seed: int = 1) -> None:
             lines.insert(rng.randint(4, len(lines)), f"NEEDLE_{index:05d} = True")
         suffix = ".py" if index % 4 else ".txt"
         (directory / f"file{index:05d}{suffix}").write_text("\n".join(lines) + "\n")
-
-
-class NullEditor:
-    def open_document_text(self, path: Path) -> str | None:
-        return None
-
-    async def apply_to_open_document(self, edit: FileEdit) -> bool:
-        return False
-
-
-class NullUser:
-    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        return "reject_once"
-
-    async def ask_questions(
-        self, run_id: str, questions: list[Question]
-    ) -> dict[str, list[str]] | None:
-        return None
 
 
 @dataclass(frozen=True)

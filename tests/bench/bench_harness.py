@@ -27,36 +27,26 @@ from pathlib import Path
 from typing import Any
 
 from _bench_lsp import write_script
-from _bench_util import Result, emit_results, fmt, median, percentile, print_table
+from _bench_util import (
+    NullEditor,
+    NullUser,
+    Result,
+    emit_results,
+    fmt,
+    median,
+    percentile,
+    print_table,
+)
 
 from plan_lsp.agent.loop import Agent, AgentPorts
 from plan_lsp.config import Config
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.providers.base import ChatMessage, ModelRequest, StreamEvent
 from plan_lsp.providers.scripted import ScriptedProvider
 from plan_lsp.session import Session, StateStore
-from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 
 NOOP_TOOL = "bench_noop"
-
-
-class NullEditor:
-    def open_document_text(self, path: Path) -> str | None:
-        return None
-
-    async def apply_to_open_document(self, edit: FileEdit) -> bool:
-        return False
-
-
-class NullUser:
-    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        return "reject_once"
-
-    async def ask_questions(
-        self, run_id: str, questions: list[Question]
-    ) -> dict[str, list[str]] | None:
-        return None
 
 
 class NullDrafts:

@@ -55,7 +55,9 @@ class Transcript:
             self.say(f"        │   ✗ BLOCKED: {u.get('reason', '')}")
         elif kind == "toolResult" and not u.get("isError"):
             self.allowed.append(u["tool"])
-            first = (u.get("content") or "").strip().splitlines()[:1]
+            lines = (u.get("content") or "").strip().splitlines()
+            skip = ("exit code", "(ran in", "stdout:", "stderr:")
+            first = [ln for ln in lines if ln.strip() and not ln.startswith(skip)][:1]
             self.say(f"        │   ✓ allowed{': ' + first[0][:80] if first else ''}")
         elif kind == "toolResult":
             data = u.get("content", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,18 @@ def test_submit_only_in_plan_mode(tmp_path: Path) -> None:
     s.set_mode(WorkMode.BUILD, Actor.USER)
     with pytest.raises(TransitionRefused, match="plan mode"):
         s.plan_submitted(s.main_plan_path, "x", Actor.MODEL)
+
+
+def test_a_submitted_revision_and_its_event_are_one_commit(tmp_path: Path) -> None:
+    s = make(tmp_path)
+    rev = s.plan_submitted(s.main_plan_path, "# P\n- x\n", Actor.MODEL)
+    events = s.store.events(s.id, kinds=("plan_submitted",))
+    assert [e.data["rev"] for e in events] == [rev]
+    assert [r.rev for r in s.store.revisions(s.id)] == [rev]
+    # a failing write leaves neither behind
+    s.store.close()
+    again = make(tmp_path)
+    again.store._conn.execute("DROP TABLE events")
+    with pytest.raises(sqlite3.OperationalError):
+        again.plan_submitted(again.main_plan_path, "# P2\n- y\n", Actor.MODEL)
+    assert [r.rev for r in again.store.revisions(again.id)] == [rev]

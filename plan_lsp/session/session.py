@@ -131,16 +131,33 @@ class Session:
         self.task = data.get("task")
         self.conversation = str(data.get("conversation", "main"))
 
-    def _persist(self, kind: str, actor: Actor, data: dict[str, Any]) -> None:
-        self.store.save(self.id, str(self.workspace), self._dump(), (kind, actor.value, data))
+    def _persist(
+        self,
+        kind: str,
+        actor: Actor,
+        data: dict[str, Any],
+        revision: tuple[str, str, str] | None = None,
+    ) -> int | None:
+        return self.store.save(
+            self.id, str(self.workspace), self._dump(), (kind, actor.value, data), revision
+        )
 
-    def _changed(self, kind: str, actor: Actor, data: dict[str, Any]) -> None:
-        self._persist(kind, actor, data)
+    def _changed(
+        self,
+        kind: str,
+        actor: Actor,
+        data: dict[str, Any],
+        revision: tuple[str, str, str] | None = None,
+    ) -> int | None:
+        rev = self._persist(kind, actor, data, revision)
+        if rev is not None:
+            data = {**data, "rev": rev}
         for listener in list(self._listeners):
             try:
                 listener(self, kind, data)
             except Exception:  # a broken listener must not undo a committed change
                 log.exception("session listener failed for %s", kind)
+        return rev
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -246,15 +263,18 @@ class Session:
             if self.mode is not WorkMode.PLAN:
                 raise TransitionRefused("a plan is submitted from plan mode")
             self._check_plan_transition("submit")
-            rev = self.store.add_revision(self.id, str(path), text, sha256_text(text))
+            digest = sha256_text(text)
             self.plan_status = PlanStatus.SUBMITTED
             self.plan_path = str(path)
             self.ever_planned = True
-            self._changed(
+            # The revision and its event are written in one transaction.
+            rev = self._changed(
                 "plan_submitted",
                 actor,
-                {"path": str(path), "rev": rev, "sha256": sha256_text(text)},
+                {"path": str(path), "sha256": digest},
+                revision=(str(path), text, digest),
             )
+            assert rev is not None
             return rev
 
     def approve(

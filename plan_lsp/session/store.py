@@ -159,23 +159,40 @@ class StateStore:
         workspace: str,
         state: dict[str, Any],
         event: tuple[str, str, dict[str, Any]] | None = None,
+        revision: tuple[str, str, str] | None = None,
     ) -> int | None:
-        """Write the session's state, and the event that changed it, atomically."""
+        """Write the session's state, the event that changed it and, for a submitted plan,
+        its revision `(path, text, sha256)` — atomically, so a crash never separates them.
+        Returns the new revision number when one was written (the event's data gets `rev`)."""
         now = time.time()
+        rev: int | None = None
         with self._tx() as conn:
+            if revision is not None:
+                row = conn.execute(
+                    "SELECT COALESCE(MAX(rev), 0) FROM plan_revisions WHERE session_id = ?",
+                    (session_id,),
+                ).fetchone()
+                rev = int(row[0]) + 1
+                conn.execute(
+                    "INSERT INTO plan_revisions (session_id, rev, path, text, sha256, time) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, rev, *revision, now),
+                )
             conn.execute(
                 "INSERT INTO sessions (id, workspace, state, updated) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET state = excluded.state, updated = excluded.updated",
                 (session_id, workspace, json.dumps(state), now),
             )
-            if event is None:
-                return None
-            kind, actor, data = event
-            cur = conn.execute(
-                "INSERT INTO events (session_id, time, kind, actor, data) VALUES (?, ?, ?, ?, ?)",
-                (session_id, now, kind, actor, json.dumps(data)),
-            )
-            return cur.lastrowid
+            if event is not None:
+                kind, actor, data = event
+                if rev is not None:
+                    data = {**data, "rev": rev}
+                conn.execute(
+                    "INSERT INTO events (session_id, time, kind, actor, data) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (session_id, now, kind, actor, json.dumps(data)),
+                )
+        return rev
 
     def append_event(self, session_id: str, kind: str, actor: str, data: dict[str, Any]) -> int:
         with self._tx() as conn:
@@ -236,20 +253,6 @@ class StateStore:
             )
 
     # -- plan revisions --------------------------------------------------------------------
-
-    def add_revision(self, session_id: str, path: str, text: str, sha256: str) -> int:
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(rev), 0) FROM plan_revisions WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            rev = int(row[0]) + 1
-            conn.execute(
-                "INSERT INTO plan_revisions (session_id, rev, path, text, sha256, time) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, rev, path, text, sha256, time.time()),
-            )
-        return rev
 
     def revisions(self, session_id: str) -> list[PlanRevision]:
         with self._lock:

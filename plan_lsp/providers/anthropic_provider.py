@@ -20,7 +20,7 @@ from plan_lsp.providers.base import (
     ToolCallStart,
     Usage,
 )
-from plan_lsp.providers.openai_provider import (
+from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
     PLACEHOLDER_API_KEY,
     check_base_url,

@@ -36,7 +36,8 @@ def make_provider(
 
         provider = ScriptedProvider(Path(script))
     elif name == "openai":
-        from plan_lsp.providers.openai_provider import DEFAULT_TIMEOUT_S, OpenAIProvider
+        from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
+        from plan_lsp.providers.openai_provider import OpenAIProvider
 
         provider = OpenAIProvider(
             model or DEFAULT_MODELS["openai"],
@@ -48,7 +49,7 @@ def make_provider(
         )
     elif name == "anthropic":
         from plan_lsp.providers.anthropic_provider import AnthropicProvider
-        from plan_lsp.providers.openai_provider import DEFAULT_TIMEOUT_S
+        from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
 
         provider = AnthropicProvider(
             model or DEFAULT_MODELS["anthropic"],

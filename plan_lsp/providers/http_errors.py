@@ -1,0 +1,87 @@
+"""What the HTTP model back ends share: defaults, base-URL checks, and the mapping of HTTP
+failures to `ProviderError` kinds with messages a user can act on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+
+from plan_lsp.providers.base import ProviderError
+
+# Local servers ignore the key, but the SDK (and some proxies) want a non-empty one.
+PLACEHOLDER_API_KEY = "not-needed"
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def check_base_url(base_url: str | None) -> None:
+    """Reject a base URL that can never work, at start-up rather than on the first request."""
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise ProviderError("config", f"base URL {base_url!r} must start with http:// or https://")
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def error_detail(body: object) -> str | None:
+    """The human message inside an API error body (`{"error": {"message": ...}}` and kin)."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            if isinstance(message, str) and message:
+                return message
+        elif isinstance(inner, str) and inner:
+            return inner
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return None
+
+
+def status_error(
+    server: str, status: int, body: object, headers: Mapping[str, str] | None
+) -> ProviderError:
+    """Map an HTTP error status from a model API to a ProviderError; `server` names it."""
+    detail = error_detail(body) or "no details"
+    if status in (401, 403):
+        return ProviderError("auth", f"{server} rejected the credentials (HTTP {status}): {detail}")
+    if status == 429:
+        wait = retry_after_seconds(headers)
+        hint = f"; retry after {wait:g}s" if wait is not None else ""
+        return ProviderError(
+            "rate_limit",
+            f"{server} is rate limiting requests (HTTP 429): {detail}{hint}",
+            retry_after=wait,
+        )
+    if status >= 500:
+        return ProviderError("server", f"{server} failed (HTTP {status}): {detail}")
+    return ProviderError("bad_request", f"{server} refused the request (HTTP {status}): {detail}")
+
+
+def connection_error(server: str, responding: bool, cause: object) -> ProviderError:
+    """A transport failure, before the response (unreachable) or while it streamed."""
+    if responding:
+        return ProviderError(
+            "connection", f"the connection to {server} broke mid-response: {cause}"
+        )
+    return ProviderError("connection", f"cannot reach {server}: {cause}")

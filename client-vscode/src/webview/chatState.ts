@@ -2,41 +2,54 @@
  * The chat view's state and its pure reducer. The extension host runs the same reducer to
  * keep the authoritative copy (so the view can be hidden, disposed and restored), and the
  * webview runs it to render. No DOM and no `vscode` here: tested in plain Node.
+ *
+ * The session (mode, plan status, todos, provider...) is only ever what the server pushed;
+ * updates add conversation items and never patch it.
  */
 import type {
   AskUserParams,
+  ErrorFix,
   PermissionOption,
   PlanLspUpdate,
   Question,
   RequestPermissionParams,
   SessionState,
+  TestConnectionResult,
   Todo,
 } from '../wireTypes';
 import { permissionOptions } from '../wireTypes';
 
 export type ToolStatus = 'running' | 'waiting' | 'done' | 'failed' | 'blocked';
 
+export type ToolItem = {
+  type: 'tool';
+  id: number;
+  runId: string | null;
+  callId: string | null;
+  name: string;
+  /** The arguments as received (JSON text), for display. */
+  args: string;
+  /** The arguments parsed, when they are a JSON object. */
+  input: Record<string, unknown> | null;
+  status: ToolStatus;
+  reason?: string;
+  result?: string;
+};
+
 export type ChatItem =
-  | { type: 'user'; id: number; text: string }
+  | { type: 'user'; id: number; runId: string | null; text: string; failed: boolean }
   | { type: 'assistant'; id: number; runId: string | null; text: string }
-  | {
-      type: 'tool';
-      id: number;
-      runId: string | null;
-      callId: string | null;
-      name: string;
-      args: string;
-      status: ToolStatus;
-      reason?: string;
-      result?: string;
-    }
+  | ToolItem
   | {
       type: 'permission';
       id: number;
       requestId: string;
+      runId: string | null;
       tool: string;
       summary: string;
       options: PermissionOption[];
+      /** The edited file, when the request is an edit whose change can be previewed. */
+      path: string | null;
       answer?: string;
     }
   | {
@@ -47,31 +60,55 @@ export type ChatItem =
       answers?: Record<string, string[]> | null;
     }
   | { type: 'planDraft'; id: number; runId: string | null; uri: string | null; chars: number | null }
-  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string };
+  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix };
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'error';
+
+/** What the first-run start-up is doing (shown while the server is not running yet). */
+export type StartupStep = 'probe' | 'venv' | 'install' | 'launch';
+
+export interface Startup {
+  step: StartupStep;
+  detail: string | null;
+  /** 0..1 */
+  progress: number;
+}
+
+export interface ConnectionCheck {
+  testing: boolean;
+  result: TestConnectionResult | null;
+}
 
 export interface ChatState {
   session: SessionState | null;
   items: ChatItem[];
   nextId: number;
+  /** A prompt sent from this window is waiting for its run to end. */
   running: boolean;
   runId: string | null;
   serverStatus: ServerStatus;
   serverMessage: string | null;
+  startup: Startup | null;
+  connection: ConnectionCheck;
+  /** Warnings of the client itself (e.g. workspace settings it ignored). */
+  clientWarnings: string[];
 }
 
 export type ChatEvent =
   | { type: 'update'; update: PlanLspUpdate }
   | { type: 'state'; state: SessionState }
+  | { type: 'history'; updates: PlanLspUpdate[] }
+  | { type: 'sessionCleared'; state: SessionState | null }
   | { type: 'userPrompt'; text: string }
   | { type: 'promptEnded'; stopReason?: string; error?: string }
-  | { type: 'permissionRequest'; requestId: string; params: RequestPermissionParams }
+  | { type: 'permissionRequest'; requestId: string; params: RequestPermissionParams; path?: string | null }
   | { type: 'permissionAnswered'; requestId: string; optionId: string }
   | { type: 'questionRequest'; requestId: string; params: AskUserParams }
   | { type: 'questionAnswered'; requestId: string; answers: Record<string, string[]> | null }
   | { type: 'serverStatus'; status: ServerStatus; message?: string }
-  | { type: 'clear' }
+  | { type: 'startup'; step: StartupStep; detail?: string | null; progress?: number }
+  | { type: 'connectionTest'; result: TestConnectionResult | null; testing: boolean }
+  | { type: 'clientWarnings'; warnings: string[] }
   | { type: 'snapshot'; state: ChatState };
 
 /** Bound on kept items so a long session cannot grow the view without limit. */
@@ -86,6 +123,9 @@ export function initialChatState(): ChatState {
     runId: null,
     serverStatus: 'starting',
     serverMessage: null,
+    startup: null,
+    connection: { testing: false, result: null },
+    clientWarnings: [],
   };
 }
 
@@ -111,18 +151,6 @@ function str(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
-function runIdOf(update: PlanLspUpdate): string | null {
-  return str(update.runId);
-}
-
-function callIdOf(update: PlanLspUpdate): string | null {
-  return str(update.toolCallId) ?? str(update.callId) ?? str(update.id);
-}
-
-function toolNameOf(update: PlanLspUpdate): string {
-  return str(update.name) ?? str(update.tool) ?? str(update.toolName) ?? 'tool';
-}
-
 /** Pretty, bounded text for tool arguments and results. */
 export function displayValue(value: unknown, limit = 2000): string {
   if (value === undefined || value === null) return '';
@@ -130,162 +158,239 @@ export function displayValue(value: unknown, limit = 2000): string {
   return text.length > limit ? `${text.slice(0, limit)}\n… (${text.length - limit} more characters)` : text;
 }
 
-function reasonOf(update: PlanLspUpdate): string {
-  const reasons = update.reasons;
-  if (Array.isArray(reasons) && reasons.length > 0) return reasons.map(String).join('; ');
-  return str(update.reason) ?? str(update.message) ?? str(update.error) ?? 'not allowed';
+/** Tool arguments arrive as JSON text (`toolCall`) or as an object (permission requests). */
+export function parseArguments(value: unknown): Record<string, unknown> | null {
+  if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  if (typeof value !== 'string') return null;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
-/** The newest tool card matching the update: by call id, else by name among open cards. */
-function findTool(state: ChatState, update: PlanLspUpdate, openOnly: boolean): number {
-  const callId = callIdOf(update);
-  const name = toolNameOf(update);
+function isOpen(item: ToolItem): boolean {
+  return item.status === 'running' || item.status === 'waiting';
+}
+
+/** Which cards an update may land on: `open` ones (running or waiting for permission), or
+ * `unresolved` ones (no result yet: a blocked call still gets its result). */
+export type ToolMatch = 'open' | 'unresolved';
+
+/**
+ * The tool card an update is about: the newest card of the same run with the same call id
+ * (or, without a call id, the same tool name). Providers that number call ids from zero in
+ * every request reuse ids, across runs and within one, so a card from another run never
+ * matches, and neither does a finished one.
+ */
+export function findTool(
+  state: ChatState,
+  runId: string | null,
+  callId: string | null,
+  name: string | null,
+  match: ToolMatch,
+): number {
   for (let i = state.items.length - 1; i >= 0; i--) {
     const item = state.items[i];
     if (item.type !== 'tool') continue;
+    if (runId !== null && item.runId !== null && item.runId !== runId) continue;
+    if (match === 'open' ? !isOpen(item) : item.result !== undefined) continue;
     if (callId !== null && item.callId !== null) {
       if (item.callId === callId) return i;
       continue;
     }
-    if (item.name === name && (!openOnly || item.status === 'running' || item.status === 'waiting')) return i;
+    if (name !== null && item.name === name) return i;
   }
   return -1;
 }
 
-function isToolNotAllowed(value: unknown): boolean {
-  if (value && typeof value === 'object') return (value as Record<string, unknown>).error === 'tool_not_allowed';
-  if (typeof value === 'string') {
-    try {
-      return isToolNotAllowed(JSON.parse(value));
-    } catch {
-      return false;
-    }
-  }
-  return false;
+function toolAt(state: ChatState, index: number): ToolItem {
+  return state.items[index] as ToolItem;
 }
+
+/** The newest user prompt, and whether the run it started has produced anything yet. */
+function lastUserIndex(state: ChatState): number {
+  for (let i = state.items.length - 1; i >= 0; i--) if (state.items[i].type === 'user') return i;
+  return -1;
+}
+
+/** Gives the prompt this window sent the run id of the run it started. */
+function attachRun(state: ChatState, runId: string | null): ChatState {
+  if (runId === null || !state.running) return state;
+  const index = lastUserIndex(state);
+  if (index < 0) return state;
+  const item = state.items[index] as Extract<ChatItem, { type: 'user' }>;
+  if (item.runId !== null) return state;
+  return replaceAt({ ...state, runId }, index, { ...item, runId });
+}
+
+function runAnswered(state: ChatState, runId: string | null): boolean {
+  return state.items.some((i) => (i.type === 'assistant' || i.type === 'tool') && i.runId === runId);
+}
+
+/** A prompt whose run failed before the model answered is marked failed (the server does
+ * not send it to the model again). */
+function markPromptFailed(state: ChatState, runId: string | null): ChatState {
+  if (runAnswered(state, runId)) return state;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i];
+    if (item.type !== 'user') continue;
+    if (item.runId !== runId && item.runId !== null) return state;
+    return replaceAt(state, i, { ...item, failed: true });
+  }
+  return state;
+}
+
+function reasonOf(update: PlanLspUpdate): string {
+  return str(update.reason) ?? str(update.error) ?? 'not allowed';
+}
+
+function isFix(value: unknown): value is ErrorFix {
+  if (!value || typeof value !== 'object') return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.setting === 'string' || typeof v.command === 'string';
+}
+
+const CAUSES: Record<string, string> = {
+  plan_approved: 'plan approved',
+  permission_mode_changed: 'permission mode changed',
+};
 
 /** Reducer for one `planLsp/update` notification. */
 export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState {
-  const runId = runIdOf(update);
+  const runId = str(update.runId);
+  const callId = str(update.toolCallId);
+  const tool = str(update.tool);
   switch (update.kind) {
-    case 'text': {
-      const delta = str(update.text) ?? str(update.delta) ?? '';
-      if (!delta) return state;
-      const last = state.items[state.items.length - 1];
-      const running = { ...state, running: true, runId: runId ?? state.runId };
-      if (last && last.type === 'assistant' && last.runId === runId) {
-        return replaceAt(running, state.items.length - 1, { ...last, text: last.text + delta });
+    case 'prompt': {
+      // The server's record of a user prompt (history). A live echo of this window's own
+      // prompt only gives that prompt its run.
+      const text = str(update.text) ?? '';
+      const failed = update.failed === true;
+      const index = lastUserIndex(state);
+      const last = index >= 0 ? (state.items[index] as Extract<ChatItem, { type: 'user' }>) : null;
+      if (last && last.runId === null && last.text === text && index === state.items.length - 1) {
+        return replaceAt(state, index, { ...last, runId, failed: last.failed || failed });
       }
-      return append(running, { type: 'assistant', runId, text: delta });
+      return append(state, { type: 'user', runId, text, failed });
+    }
+    case 'text': {
+      const delta = str(update.delta) ?? '';
+      if (!delta) return state;
+      const next = attachRun(state, runId);
+      const last = next.items[next.items.length - 1];
+      if (last && last.type === 'assistant' && last.runId === runId) {
+        return replaceAt(next, next.items.length - 1, { ...last, text: last.text + delta });
+      }
+      return append(next, { type: 'assistant', runId, text: delta });
     }
     case 'toolCall': {
-      const args = displayValue(update.arguments ?? update.args ?? update.input);
-      const index = findTool(state, update, true);
-      const status: ToolStatus = update.status === 'waiting' ? 'waiting' : 'running';
-      if (index >= 0 && callIdOf(update) !== null) {
-        const item = state.items[index] as Extract<ChatItem, { type: 'tool' }>;
-        return replaceAt(state, index, { ...item, args: args || item.args });
+      const next = attachRun(state, runId);
+      const args = displayValue(update.arguments);
+      const input = parseArguments(update.arguments);
+      const index = callId !== null ? findTool(next, runId, callId, null, 'open') : -1;
+      if (index >= 0) {
+        const item = toolAt(next, index);
+        return replaceAt(next, index, { ...item, args: args || item.args, input: input ?? item.input });
       }
-      return append(
-        { ...state, running: true, runId: runId ?? state.runId },
-        { type: 'tool', runId, callId: callIdOf(update), name: toolNameOf(update), args, status },
-      );
+      return append(next, { type: 'tool', runId, callId, name: tool ?? 'tool', args, input, status: 'running' });
     }
     case 'toolResult': {
-      const index = findTool(state, update, true);
-      const raw = update.result ?? update.output ?? update.content ?? update.observation ?? update.error;
-      const blocked = isToolNotAllowed(raw) || update.blocked === true;
-      const failed = update.ok === false || update.isError === true || (update.error !== undefined && update.error !== null);
-      const status: ToolStatus = blocked ? 'blocked' : failed ? 'failed' : 'done';
+      const index = findTool(state, runId, callId, tool, 'unresolved');
+      const content = displayValue(update.content);
+      const status: ToolStatus = update.isError === true ? 'failed' : 'done';
       if (index < 0) {
         return append(state, {
-          type: 'tool', runId, callId: callIdOf(update), name: toolNameOf(update), args: '',
-          status, result: displayValue(raw),
+          type: 'tool', runId, callId, name: tool ?? 'tool', args: '', input: null, status, result: content,
         });
       }
-      const item = state.items[index] as Extract<ChatItem, { type: 'tool' }>;
+      const item = toolAt(state, index);
       // A card already marked blocked keeps its reason; the result is the refusal itself.
-      if (item.status === 'blocked') return replaceAt(state, index, { ...item, result: displayValue(raw) });
-      return replaceAt(state, index, { ...item, status, result: displayValue(raw) });
+      return replaceAt(state, index, { ...item, status: item.status === 'blocked' ? 'blocked' : status, result: content });
     }
     case 'blocked': {
       const reason = reasonOf(update);
-      const index = findTool(state, update, true);
+      const index = findTool(state, runId, callId, tool, 'unresolved');
       if (index < 0) {
         return append(state, {
-          type: 'tool', runId, callId: callIdOf(update), name: toolNameOf(update),
-          args: displayValue(update.arguments ?? update.args), status: 'blocked', reason,
+          type: 'tool', runId, callId, name: tool ?? 'tool', args: '', input: null, status: 'blocked', reason,
         });
       }
-      const item = state.items[index] as Extract<ChatItem, { type: 'tool' }>;
-      return replaceAt(state, index, { ...item, status: 'blocked', reason });
+      return replaceAt(state, index, { ...toolAt(state, index), status: 'blocked', reason });
     }
     case 'permission': {
-      const index = findTool(state, update, true);
+      // The server asks the user about the newest open call of this tool in the run.
+      const index = findTool(state, runId, null, tool, 'open');
       if (index < 0) return state;
-      const item = state.items[index] as Extract<ChatItem, { type: 'tool' }>;
-      const decision = str(update.decision) ?? str(update.optionId);
-      let status: ToolStatus = 'waiting';
-      if (decision) status = decision.startsWith('reject') || decision === 'deny' ? 'blocked' : 'running';
-      const reason = status === 'blocked' ? str(update.reason) ?? 'denied by the user' : item.reason;
-      return replaceAt(state, index, { ...item, status, reason });
+      return replaceAt(state, index, { ...toolAt(state, index), status: 'waiting' });
+    }
+    case 'cancelledCalls': {
+      let next = state;
+      for (const call of Array.isArray(update.calls) ? update.calls : []) {
+        if (!call || typeof call !== 'object') continue;
+        const c = call as Record<string, unknown>;
+        const index = findTool(next, str(c.runId), str(c.callId), str(c.tool), 'open');
+        if (index >= 0) {
+          next = replaceAt(next, index, { ...toolAt(next, index), status: 'failed', reason: 'cancelled: switched to Plan mode' });
+        }
+      }
+      return next;
     }
     case 'planDraft': {
-      const uri = str(update.uri) ?? str(update.planUri);
-      const content = str(update.text) ?? str(update.content);
-      const chars = typeof update.chars === 'number' ? update.chars : content !== null ? content.length : null;
+      const uri = str(update.uri);
+      const chars = typeof update.chars === 'number' ? update.chars : null;
       const existing = state.items.findIndex((i) => i.type === 'planDraft' && i.runId === runId);
-      const session = state.session && state.session.planStatus === 'none'
-        ? { ...state.session, planStatus: 'drafting' as const, planUri: uri ?? state.session.planUri }
-        : state.session;
       if (existing >= 0) {
         const item = state.items[existing] as Extract<ChatItem, { type: 'planDraft' }>;
-        return replaceAt({ ...state, session }, existing, { ...item, uri: uri ?? item.uri, chars: chars ?? item.chars });
+        return replaceAt(state, existing, { ...item, uri: uri ?? item.uri, chars: chars ?? item.chars });
       }
-      return append({ ...state, session }, { type: 'planDraft', runId, uri, chars });
+      return append(attachRun(state, runId), { type: 'planDraft', runId, uri, chars });
     }
     case 'modeChanged': {
-      const embedded = update.state;
-      let session = state.session;
-      if (embedded && typeof embedded === 'object' && 'mode' in embedded) session = embedded as SessionState;
-      else if (session) {
-        session = { ...session };
-        if (update.mode === 'plan' || update.mode === 'build') session.mode = update.mode;
-        if (typeof update.permissionMode === 'string') session.permissionMode = update.permissionMode as SessionState['permissionMode'];
-        if (typeof update.planStatus === 'string') session.planStatus = update.planStatus as SessionState['planStatus'];
-      }
-      const mode = str(update.mode) ?? session?.mode ?? null;
-      const by = str(update.actor) ?? str(update.cause);
-      const text = mode ? `Mode: ${mode === 'build' ? 'Build' : 'Plan'}${by ? ` (${by})` : ''}` : 'Mode changed';
-      return append({ ...state, session }, { type: 'notice', level: 'info', text });
-    }
-    case 'todos': {
-      if (!Array.isArray(update.todos) || !state.session) return state;
-      return { ...state, session: { ...state.session, todos: update.todos as Todo[] } };
+      const mode = str(update.mode);
+      if (mode !== 'plan' && mode !== 'build') return state;
+      const cause = CAUSES[str(update.cause) ?? ''];
+      const text = `Mode: ${mode === 'build' ? 'Build' : 'Plan'}${cause ? ` (${cause})` : ''}`;
+      const last = state.items[state.items.length - 1];
+      if (last && last.type === 'notice' && last.text === text) return state;
+      return append(state, { type: 'notice', level: 'info', text });
     }
     case 'done': {
       const stopReason = str(update.stopReason);
-      const next = { ...state, running: false, runId: null };
+      let next: ChatState = { ...state, runId: null };
+      if (stopReason === 'error') next = markPromptFailed(next, runId);
       if (stopReason === 'plan_submitted') {
         return append(next, { type: 'notice', level: 'info', text: 'Plan submitted: review PLAN.md, then Approve or Reject.' });
       }
-      if (stopReason && !['end_turn', 'completed', 'done', 'stop'].includes(stopReason)) {
+      if (stopReason && !['end_turn', 'error'].includes(stopReason)) {
         return append(next, { type: 'notice', level: 'info', text: `Run ended: ${stopReason}` });
       }
       return next;
     }
     case 'error': {
-      const message = str(update.message) ?? str(update.error) ?? 'error';
-      return append(state, { type: 'notice', level: 'error', text: message });
+      const message = str(update.message) ?? 'error';
+      const code = str(update.code);
+      const next = code !== null ? markPromptFailed(attachRun(state, runId), runId) : state;
+      return append(next, {
+        type: 'notice', level: 'error', text: message,
+        ...(code !== null ? { code } : {}),
+        ...(isFix(update.fix) ? { fix: update.fix } : {}),
+      });
     }
     case 'deviation': {
       const message = str(update.message) ?? `${str(update.path) ?? 'a file'} changed outside the approved plan`;
       return append(state, { type: 'notice', level: 'error', text: message });
     }
     default:
-      // `question` is shown by the interactive card of the planLsp/askUser request.
+      // `state` is handled by the session; `question` is shown by the planLsp/askUser card;
+      // `todos` are part of the pushed state.
       return state;
   }
+}
+
+function closeOpenTools(items: ChatItem[], reason: string): ChatItem[] {
+  return items.map((i) => (i.type === 'tool' && isOpen(i) ? { ...i, status: 'failed' as const, reason } : i));
 }
 
 /** Reducer for everything the chat view reacts to. */
@@ -294,30 +399,49 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
     case 'update':
       return applyUpdate(state, event.update);
     case 'state':
-      return { ...state, session: event.state, running: event.state.running || (state.running && state.runId !== null) };
+      return { ...state, session: event.state };
+    case 'history': {
+      // The server's record replaces whatever this view had: after a reload it is the truth.
+      let next: ChatState = { ...state, items: [], running: false, runId: null };
+      for (const update of event.updates) {
+        if (update && typeof update === 'object' && update.kind !== 'state') next = applyUpdate(next, update);
+      }
+      const live = next.session?.running === true;
+      return { ...next, running: false, items: live ? next.items : closeOpenTools(next.items, 'run ended') };
+    }
+    case 'sessionCleared':
+      return {
+        ...state,
+        session: event.state ?? state.session,
+        items: [],
+        running: false,
+        runId: null,
+        connection: { testing: false, result: null },
+      };
     case 'userPrompt':
-      return append({ ...state, running: true }, { type: 'user', text: event.text });
+      return append(
+        { ...state, running: true, connection: state.connection.result?.ok ? { testing: false, result: null } : state.connection },
+        { type: 'user', runId: null, text: event.text, failed: false },
+      );
     case 'promptEnded': {
       // Tool cards still open when the run ends did not finish.
-      const items = state.items.map((i) =>
-        i.type === 'tool' && (i.status === 'running' || i.status === 'waiting') ? { ...i, status: 'failed' as const, reason: 'run ended' } : i,
-      );
-      const next = { ...state, items, running: false, runId: null };
-      if (event.error) return append(next, { type: 'notice', level: 'error', text: event.error });
-      if (event.stopReason && event.stopReason === 'cancelled') return append(next, { type: 'notice', level: 'info', text: 'Stopped.' });
+      let next: ChatState = { ...state, items: closeOpenTools(state.items, 'run ended'), running: false, runId: null };
+      if (event.error) {
+        next = markPromptFailed(next, null);
+        return append(next, { type: 'notice', level: 'error', text: event.error });
+      }
+      if (event.stopReason === 'cancelled') return append(next, { type: 'notice', level: 'info', text: 'Stopped.' });
       return next;
     }
     case 'permissionRequest': {
       const { params } = event;
+      const runId = str(params.runId);
       let next = state;
-      const toolIndex = findTool(state, { kind: 'permission', tool: params.tool, toolCallId: params.toolCallId } as PlanLspUpdate, true);
-      if (toolIndex >= 0) {
-        const item = state.items[toolIndex] as Extract<ChatItem, { type: 'tool' }>;
-        next = replaceAt(state, toolIndex, { ...item, status: 'waiting' });
-      }
+      const toolIndex = findTool(state, runId, null, params.tool, 'open');
+      if (toolIndex >= 0) next = replaceAt(state, toolIndex, { ...toolAt(state, toolIndex), status: 'waiting' });
       return append(next, {
-        type: 'permission', requestId: event.requestId, tool: params.tool, summary: params.summary,
-        options: permissionOptions(params),
+        type: 'permission', requestId: event.requestId, runId, tool: params.tool, summary: params.summary,
+        options: permissionOptions(params), path: event.path ?? null,
       });
     }
     case 'permissionAnswered': {
@@ -325,9 +449,9 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       if (index < 0) return state;
       const item = state.items[index] as Extract<ChatItem, { type: 'permission' }>;
       let next = replaceAt(state, index, { ...item, answer: event.optionId });
-      const toolIndex = findTool(next, { kind: 'permission', tool: item.tool } as PlanLspUpdate, true);
+      const toolIndex = findTool(next, item.runId, null, item.tool, 'open');
       if (toolIndex >= 0) {
-        const tool = next.items[toolIndex] as Extract<ChatItem, { type: 'tool' }>;
+        const tool = toolAt(next, toolIndex);
         const denied = event.optionId.startsWith('reject');
         next = replaceAt(next, toolIndex, {
           ...tool, status: denied ? 'blocked' : 'running', reason: denied ? 'denied by the user' : tool.reason,
@@ -344,12 +468,31 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return replaceAt(state, index, { ...item, answers: event.answers });
     }
     case 'serverStatus':
-      return { ...state, serverStatus: event.status, serverMessage: event.message ?? null };
-    case 'clear':
-      return { ...state, items: [] };
+      return {
+        ...state,
+        serverStatus: event.status,
+        serverMessage: event.message ?? null,
+        startup: event.status === 'starting' ? state.startup : null,
+        session: event.status === 'starting' ? null : state.session,
+      };
+    case 'startup':
+      return {
+        ...state,
+        serverStatus: 'starting',
+        startup: { step: event.step, detail: event.detail ?? null, progress: Math.max(0, Math.min(1, event.progress ?? 0)) },
+      };
+    case 'connectionTest':
+      return { ...state, connection: { testing: event.testing, result: event.result } };
+    case 'clientWarnings':
+      return { ...state, clientWarnings: event.warnings };
     case 'snapshot':
       return event.state;
   }
+}
+
+/** Whether the agent is working: this window's prompt, or a run the server reports. */
+export function isBusy(state: ChatState): boolean {
+  return state.running || state.session?.running === true;
 }
 
 /** Open permission/question cards: the ones the user still has to answer. */

@@ -1,0 +1,573 @@
+/**
+ * One plan-lsp server for the window: its start-up (interpreter, first-run install, isolated
+ * launch), the session on it, and what the user sees of it — status bar, sidebar chat, the
+ * plan in the editor, permission prompts with the proposed change, the log.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import { CodeLensRequest, LanguageClient, LanguageClientOptions, State, StaticFeature } from 'vscode-languageclient/node';
+import { StartError, resolveServerPython } from './bootstrap';
+import { ChatViewProvider } from './chatView';
+import { EditPreviews } from './editPreviews';
+import {
+  AskUserParams,
+  AskUserResult,
+  DISMISSED_PERMISSION,
+  PERMISSION_MODES,
+  PermissionMode,
+  PlanLspSession,
+  PlanLspUpdate,
+  RequestPermissionParams,
+  RequestPermissionResult,
+  SessionState,
+  SessionUi,
+  errorMessage,
+  fillPlanLspCapabilities,
+  permissionOptions,
+} from './protocol';
+import { ServerProcess, describeExit } from './serverProcess';
+import { describeModelSettings, initializationOptions, launchDirectory, serverArguments } from './serverLaunch';
+import { ClientSettings, ReadSettings, ignoredSettingsWarning, readUserSettings } from './settings';
+import { API_KEY_SECRET } from './setup';
+import { statusBarText, statusBarTooltip } from './statusText';
+import { VirtualTexts } from './virtualTexts';
+import { parseArguments } from './webview/chatState';
+import type { WebviewToHost } from './webview/messages';
+
+/** Server command behind the "Compare with previous revision" code lens. */
+const SHOW_PREVIOUS_REVISION = 'planLsp.showPreviousRevision';
+
+/** Declares `experimental.planLsp` so the server sends permission and question requests. */
+class PlanLspCapabilitiesFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+    fillPlanLspCapabilities(capabilities);
+  }
+  initialize(): void {}
+  getState(): { kind: 'static' } {
+    return { kind: 'static' };
+  }
+  clear(): void {}
+  dispose(): void {}
+}
+
+/** Reads this extension's settings from the user's own settings (settings.ts). */
+export function currentSettings(): ReadSettings {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const config = vscode.workspace.getConfiguration('planLsp', folder?.uri);
+  return readUserSettings((key) => config.inspect(key));
+}
+
+export class Controller implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private process: ServerProcess | undefined;
+  private session: PlanLspSession | undefined;
+  private promptRun: vscode.CancellationTokenSource | undefined;
+  private starting: Promise<void> | undefined;
+  private launched: ClientSettings | undefined;
+  private readonly draftsSeen = new Set<string>();
+  private lastState: SessionState | undefined;
+  private loggedProvider = '';
+  readonly output = vscode.window.createOutputChannel('Plan LSP');
+  private readonly statusBar = vscode.window.createStatusBarItem('planLsp.mode', vscode.StatusBarAlignment.Left, 100);
+  readonly chat: ChatViewProvider;
+  readonly texts = new VirtualTexts();
+  readonly previews: EditPreviews;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
+    this.previews = new EditPreviews(this.texts, () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    this.statusBar.name = 'Plan LSP mode';
+    this.setStatusStarting();
+    this.statusBar.show();
+  }
+
+  get current(): SessionState | undefined {
+    return this.session?.current;
+  }
+
+  /** The settings the running server was started with. */
+  get launchedWith(): ClientSettings | undefined {
+    return this.launched;
+  }
+
+  get busy(): boolean {
+    return this.current?.running === true || this.promptRun !== undefined;
+  }
+
+  // -- status bar ------------------------------------------------------------------------------
+
+  private setStatusStarting(): void {
+    this.statusBar.text = '$(sync~spin) Plan LSP';
+    this.statusBar.tooltip = 'Plan LSP: starting the server';
+    this.statusBar.command = 'planLsp.client.openChat';
+    this.statusBar.backgroundColor = undefined;
+  }
+
+  private setStatusError(message: string): void {
+    this.statusBar.text = '$(error) Plan LSP';
+    this.statusBar.tooltip = `${message}\nClick to show the log`;
+    this.statusBar.command = 'planLsp.client.showLog';
+    this.statusBar.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
+  }
+
+  private showState(state: SessionState): void {
+    this.statusBar.text = statusBarText(state);
+    this.statusBar.tooltip = statusBarTooltip(state);
+    this.statusBar.command = 'planLsp.client.toggleMode';
+    this.statusBar.backgroundColor = state.mode === 'build' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  // -- what the server tells us ----------------------------------------------------------------
+
+  private readonly ui: SessionUi = {
+    onUpdate: (update) => this.onUpdate(update),
+    onState: (state) => this.onState(state),
+    askPermission: (params, token) => this.askPermission(params, token),
+    askUser: (params, token) => this.askUser(params, token),
+    onError: (message) => this.output.appendLine(message),
+  };
+
+  private onUpdate(update: PlanLspUpdate): void {
+    const runId = typeof update.runId === 'string' ? update.runId : null;
+    if (update.kind === 'toolCall' && typeof update.tool === 'string') {
+      this.previews.noteToolCall(runId, update.tool, parseArguments(update.arguments));
+    } else if (update.kind === 'planDraft' && typeof update.uri === 'string') {
+      // A new draft brings the plan to the front, without taking the focus from typing.
+      const key = `${runId}\u0000${update.uri}`;
+      if (!this.draftsSeen.has(key)) {
+        this.draftsSeen.add(key);
+        void this.revealPlan(update.uri);
+      }
+    } else if (update.kind === 'error') {
+      const code = typeof update.code === 'string' ? ` (${update.code})` : '';
+      this.output.appendLine(`Run error${code}: ${String(update.message ?? '')}`);
+    }
+    this.chat.dispatch({ type: 'update', update });
+  }
+
+  private onState(state: SessionState): void {
+    const previous = this.lastState;
+    this.lastState = state;
+    this.showState(state);
+    this.chat.dispatch({ type: 'state', state });
+    const provider = state.provider;
+    if (provider) {
+      const line =
+        `Server model: ${provider.name}, model ${provider.model || '(none)'}, base URL ${provider.baseUrl || '(provider default)'}` +
+        (provider.configured ? '' : ' — not configured') + (provider.problem ? ` — ${provider.problem}` : '');
+      if (line !== this.loggedProvider) {
+        this.loggedProvider = line;
+        this.output.appendLine(line);
+      }
+    }
+    void vscode.commands.executeCommand('setContext', 'planLsp.modelReady', provider ? provider.configured && !provider.problem : false);
+    void vscode.commands.executeCommand('setContext', 'planLsp.planSubmitted', ['submitted', 'approved'].includes(state.planStatus));
+    void vscode.commands.executeCommand('setContext', 'planLsp.planApproved', state.planStatus === 'approved');
+    if (previous && (previous.planStatus !== state.planStatus || previous.mode !== state.mode || previous.approvedPlan?.sha256 !== state.approvedPlan?.sha256)) {
+      this.refreshCodeLenses(state.planUri);
+    }
+  }
+
+  /** The plan's lenses depend on its status: ask the lens provider again after a change. */
+  private refreshCodeLenses(planUri: string | null): void {
+    const feature = this.client?.getFeature(CodeLensRequest.method);
+    if (!feature || !planUri) return;
+    for (const document of vscode.workspace.textDocuments) {
+      if (document.uri.toString() !== vscode.Uri.parse(planUri).toString()) continue;
+      feature.getProvider(document)?.onDidChangeCodeLensEmitter.fire();
+    }
+  }
+
+  /** Brings PLAN.md to the front of the group that has it (or the active one), keeping focus. */
+  async revealPlan(uri: string): Promise<void> {
+    const target = vscode.Uri.parse(uri);
+    const group = vscode.window.tabGroups.all.find((g) =>
+      g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === target.toString()),
+    );
+    try {
+      await vscode.window.showTextDocument(target, { preserveFocus: true, preview: false, viewColumn: group?.viewColumn });
+    } catch (err) {
+      this.output.appendLine(`could not show ${uri}: ${errorMessage(err)}`);
+    }
+  }
+
+  // -- start and stop --------------------------------------------------------------------------
+
+  /** Starts the server; concurrent calls share one start. */
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  /** Shows (sidebar, log, notification) the workspace settings that were ignored. */
+  reportSettings(read: ReadSettings): void {
+    const warning = ignoredSettingsWarning(read.ignored);
+    const warnings = warning ? [warning] : [];
+    if (read.invalid.length) warnings.push(`Plan LSP: ${read.invalid.join(', ')} in your user settings have the wrong type; the defaults are used.`);
+    this.chat.dispatch({ type: 'clientWarnings', warnings });
+    for (const w of warnings) {
+      this.output.appendLine(w);
+      void vscode.window.showWarningMessage(w, 'Open User Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettingsJson');
+      });
+    }
+  }
+
+  private async doStart(): Promise<void> {
+    this.setStatusStarting();
+    void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', false);
+    this.chat.dispatch({ type: 'serverStatus', status: 'starting' });
+    const read = currentSettings();
+    this.reportSettings(read);
+    const settings = read.settings;
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const cwd = launchDirectory(this.context.globalStorageUri.fsPath, folders, os.tmpdir());
+    fs.mkdirSync(cwd, { recursive: true });
+    let python: string;
+    try {
+      const resolved = await resolveServerPython(this.context, this.output, settings, cwd, (step, detail, progress) =>
+        this.chat.dispatch({ type: 'startup', step, detail, progress }),
+      );
+      python = resolved.python;
+      this.output.appendLine(resolved.report);
+    } catch (err) {
+      this.failStart(err);
+      return;
+    }
+    this.chat.dispatch({ type: 'startup', step: 'launch', detail: null, progress: 0.95 });
+    const apiKey = await this.context.secrets.get(API_KEY_SECRET);
+    this.output.appendLine(describeModelSettings(settings, Boolean(apiKey)));
+    const args = serverArguments(settings.serverArgs);
+    this.output.appendLine(`Starting: ${python} ${args.join(' ')} (in ${cwd})`);
+    const server = new ServerProcess(python, args, cwd, (exit) => {
+      const { level, text } = describeExit(exit);
+      this.output.appendLine(level === 'error' ? `[Error] ${text}` : text);
+    });
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.output,
+      initializationOptions: initializationOptions(settings, apiKey),
+      middleware: {
+        executeCommand: async (command, commandArgs, next) => {
+          const result: unknown = await next(command, commandArgs);
+          if (command === SHOW_PREVIOUS_REVISION) await this.diffWithPrevious(result);
+          return result;
+        },
+      },
+    };
+    const client = new LanguageClient('planLsp', 'Plan LSP', () => server.start(), clientOptions);
+    client.registerFeature(new PlanLspCapabilitiesFeature());
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    this.client = client;
+    this.process = server;
+    this.launched = settings;
+    this.draftsSeen.clear();
+    this.lastState = undefined;
+    this.session = new PlanLspSession(client, this.ui, folder ? workspaceUriOf(folder.uri) : undefined);
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Stopped && this.client === client) {
+        this.chat.dismissPending();
+        this.chat.dispatch({ type: 'serverStatus', status: 'stopped', message: 'The plan-lsp server stopped; the log says why.' });
+        this.setStatusError('The plan-lsp server stopped');
+        void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', false);
+      }
+    });
+    try {
+      await client.start();
+    } catch (err) {
+      this.failStart(
+        new StartError(
+          `Plan LSP: the server failed to start (${errorMessage(err)}). Fix: check the "Plan LSP" output; ` +
+            `\`${python} -m plan_lsp serve --help\` must work, and "planLsp.serverArgs" must be valid.`,
+        ),
+      );
+      return;
+    }
+    this.chat.dispatch({ type: 'serverStatus', status: 'running' });
+    void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', true);
+    // The server pushes its state after `initialized`; ask once only if it has not yet.
+    if (!this.session.current) await this.session.fetchState();
+    await this.loadHistory();
+  }
+
+  /** Re-renders the conversation the server kept (after a reload, or a restart). */
+  private async loadHistory(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    try {
+      const updates = await session.history();
+      this.chat.dispatch({ type: 'history', updates });
+    } catch (err) {
+      this.output.appendLine(`planLsp/history failed: ${errorMessage(err)}`);
+    }
+  }
+
+  private failStart(err: unknown): void {
+    const message = errorMessage(err);
+    this.output.appendLine(`[Error] ${message}`);
+    this.setStatusError(message);
+    this.chat.dispatch({ type: 'serverStatus', status: 'error', message });
+  }
+
+  async stop(): Promise<void> {
+    this.promptRun?.cancel();
+    const client = this.client;
+    const server = this.process;
+    this.client = undefined;
+    this.process = undefined;
+    this.session?.dispose();
+    this.session = undefined;
+    this.chat.dismissPending();
+    server?.expectStop();
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (err) {
+        this.output.appendLine(`stop: ${errorMessage(err)}`);
+      }
+    }
+    await server?.ensureStopped();
+  }
+
+  async restart(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    await this.stop();
+    await this.start();
+  }
+
+  requireSession(): PlanLspSession {
+    if (!this.session || !this.client?.isRunning()) {
+      throw new Error('The plan-lsp server is not running. Run "Plan LSP: Restart Server" (the "Plan LSP" output says why).');
+    }
+    return this.session;
+  }
+
+  // -- asking the user -------------------------------------------------------------------------
+
+  private async askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
+    const requestId = this.chat.newRequestId('perm');
+    const path = this.previews.track(requestId, params.tool, params.arguments);
+    void vscode.commands.executeCommand('setContext', 'planLsp.proposalPending', path !== null);
+    try {
+      if (this.chat.visible) {
+        const answer = this.chat.askPermission(requestId, params, path, token);
+        if (path) void this.previews.showProposal(requestId);
+        return await answer;
+      }
+      if (path) await this.previews.showProposal(requestId);
+      const options = permissionOptions(params);
+      const choice = await vscode.window.showInformationMessage(
+        `Plan LSP: allow ${params.tool}?`,
+        { modal: true, detail: params.summary },
+        ...options.map((o) => o.label),
+      );
+      const optionId = options.find((o) => o.label === choice)?.optionId ?? DISMISSED_PERMISSION.optionId;
+      // Keep the decision in the chat history too.
+      this.chat.dispatch({ type: 'permissionRequest', requestId, params, path });
+      this.chat.dispatch({ type: 'permissionAnswered', requestId, optionId });
+      return { optionId };
+    } finally {
+      this.previews.forget(requestId);
+      void vscode.commands.executeCommand('setContext', 'planLsp.proposalPending', false);
+    }
+  }
+
+  /** Allow / Deny from the proposal diff's title bar. */
+  answerProposal(allow: boolean): void {
+    const requestId = this.previews.requestFor(vscode.window.activeTextEditor?.document.uri);
+    if (!requestId || !this.chat.isPending(requestId)) {
+      void vscode.window.showInformationMessage('Plan LSP: this change is no longer waiting for an answer.');
+      return;
+    }
+    this.chat.answerPermission(requestId, allow ? 'allow_once' : 'reject_once');
+    void vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  }
+
+  private async askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
+    if (this.chat.visible) return this.chat.askUser(params, token);
+    const answers: Record<string, string[]> = {};
+    for (const question of params.questions ?? []) {
+      if (token.isCancellationRequested) break;
+      const picked = await vscode.window.showQuickPick(question.options, { title: question.text, canPickMany: Boolean(question.multiple), ignoreFocusOut: true }, token);
+      if (Array.isArray(picked)) answers[question.id] = picked;
+      else if (typeof picked === 'string') answers[question.id] = [picked];
+    }
+    return { answers };
+  }
+
+  // -- user actions ----------------------------------------------------------------------------
+
+  async sendPrompt(text: string): Promise<void> {
+    const session = this.requireSession();
+    this.chat.dispatch({ type: 'userPrompt', text });
+    const run = new vscode.CancellationTokenSource();
+    this.promptRun = run;
+    try {
+      const result = await session.prompt(text, run.token);
+      this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
+    } catch (err) {
+      const cancelled = run.token.isCancellationRequested;
+      this.chat.dispatch({ type: 'promptEnded', stopReason: cancelled ? 'cancelled' : undefined, error: cancelled ? undefined : errorMessage(err) });
+    } finally {
+      if (this.promptRun === run) this.promptRun = undefined;
+      run.dispose();
+    }
+  }
+
+  async cancel(): Promise<void> {
+    const session = this.requireSession();
+    try {
+      await session.cancel(this.current?.runId ?? undefined);
+    } finally {
+      this.promptRun?.cancel();
+    }
+  }
+
+  /** New session: clears the conversation; the user keeps or drops the approved plan. */
+  async newSession(): Promise<void> {
+    const session = this.requireSession();
+    if (this.busy) {
+      void vscode.window.showWarningMessage('Plan LSP: stop the current run first (Stop), then start a new session.');
+      return;
+    }
+    const approved = this.current?.approvedPlan;
+    const keep = 'Keep Approved Plan';
+    const drop = approved ? 'Drop Approved Plan' : 'New Session';
+    const choice = await vscode.window.showWarningMessage(
+      'Start a new session?',
+      {
+        modal: true,
+        detail: approved
+          ? 'The conversation is cleared. The approved plan can stay (the next runs follow it) or go.'
+          : 'The conversation is cleared; the agent starts without it.',
+      },
+      ...(approved ? [keep, drop] : [drop]),
+    );
+    if (!choice) return;
+    const state = await session.newSession(choice === keep);
+    this.draftsSeen.clear();
+    this.chat.dispatch({ type: 'sessionCleared', state });
+    this.output.appendLine(`New session${approved ? (choice === keep ? ' (approved plan kept)' : ' (approved plan dropped)') : ''}.`);
+  }
+
+  async testConnection(): Promise<void> {
+    const session = this.requireSession();
+    this.chat.dispatch({ type: 'connectionTest', testing: true, result: null });
+    try {
+      const result = await session.testConnection();
+      this.output.appendLine(`Test connection: ${result.ok ? 'ok' : `failed${result.code ? ` (${result.code})` : ''}`} — ${result.message}`);
+      this.chat.dispatch({ type: 'connectionTest', testing: false, result });
+      void vscode.commands.executeCommand('setContext', 'planLsp.modelReady', result.ok);
+    } catch (err) {
+      const message = `The server could not test the connection: ${errorMessage(err)}`;
+      this.chat.dispatch({ type: 'connectionTest', testing: false, result: { ok: false, code: null, message } });
+    }
+  }
+
+  /** The server's "Compare with previous revision" lens answers with the old revision's
+   * file; show it against the live PLAN.md buffer. */
+  private async diffWithPrevious(result: unknown): Promise<void> {
+    const previousUri = result && typeof result === 'object' ? (result as { previousUri?: unknown }).previousUri : undefined;
+    const planUri = this.current?.planUri;
+    if (typeof previousUri !== 'string' || !planUri) return;
+    await vscode.commands.executeCommand(
+      'vscode.diff', vscode.Uri.parse(previousUri), vscode.Uri.parse(planUri), 'PLAN.md: previous revision ↔ current',
+    );
+  }
+
+  async openPlan(): Promise<void> {
+    const uri = this.current?.planUri;
+    if (!uri) {
+      void vscode.window.showInformationMessage('Plan LSP: there is no plan yet.');
+      return;
+    }
+    await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false });
+  }
+
+  async rejectWithFeedback(): Promise<void> {
+    const feedback = await vscode.window.showInputBox({
+      title: 'Reject the plan with feedback',
+      prompt: 'What should the agent change? A new planning run receives this.',
+      ignoreFocusOut: true,
+    });
+    if (feedback === undefined) return;
+    await this.requireSession().rejectPlan(feedback.trim() ? { feedback } : {});
+  }
+
+  async pickPermissionMode(): Promise<void> {
+    const current = this.current?.permissionMode;
+    const picked = await vscode.window.showQuickPick(
+      PERMISSION_MODES.map((mode) => ({ label: mode, description: mode === current ? 'current' : undefined })),
+      { title: 'Plan LSP: permission mode' },
+    );
+    if (picked) await this.requireSession().setPermissionMode(picked.label as PermissionMode);
+  }
+
+  /** Messages from the webview that need more than the session: set by extension.ts. */
+  onWebviewAction: (message: WebviewToHost) => Promise<void> = async () => undefined;
+
+  private async onChatMessage(message: WebviewToHost): Promise<void> {
+    switch (message.type) {
+      case 'prompt':
+        return this.sendPrompt(message.text);
+      case 'cancel':
+        return this.cancel();
+      case 'setMode':
+        await this.requireSession().setMode(message.mode);
+        return;
+      case 'setPermissionMode':
+        await this.requireSession().setPermissionMode(message.permissionMode);
+        return;
+      case 'approve':
+        await this.requireSession().approvePlan({});
+        return;
+      case 'reject':
+        await this.requireSession().rejectPlan({});
+        return;
+      case 'feedback':
+        return this.rejectWithFeedback();
+      case 'openPlan':
+        return this.openPlan();
+      case 'inputFocus':
+        await vscode.commands.executeCommand('setContext', 'planLsp.chatInputFocused', message.focused);
+        return;
+      case 'newSession':
+        return this.newSession();
+      case 'testConnection':
+        return this.testConnection();
+      case 'showLog':
+        this.output.show(true);
+        return;
+      case 'retryStart':
+        return this.restart();
+      case 'showProposal':
+        await this.previews.showProposal(message.requestId);
+        return;
+      case 'openFile':
+        return this.previews.openFile(message.path);
+      case 'diffRun':
+        return this.previews.showRunChanges(message.runId, message.path);
+      default:
+        return this.onWebviewAction(message);
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.chat.dispose();
+    this.statusBar.dispose();
+    this.output.dispose();
+  }
+}
+
+/** The folder's URI as the server names it (it resolves symbolic links). */
+function workspaceUriOf(uri: vscode.Uri): string {
+  try {
+    return vscode.Uri.file(fs.realpathSync(uri.fsPath)).toString();
+  } catch {
+    return uri.toString();
+  }
+}

@@ -147,7 +147,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void context.globalState.update(FIRST_RUN_KEY, true);
     void vscode.commands.executeCommand('workbench.view.extension.planLsp');
   }
-  await c.start();
+  // Not awaited: the workbench resolves the chat view only once activate() returns, and the
+  // view must show the start-up while it happens (a first run installs the server).
+  void c.start();
 }
 
 export async function deactivate(): Promise<void> {

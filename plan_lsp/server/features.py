@@ -25,6 +25,8 @@ SYNC_FEATURES: list[tuple[str, Any]] = [
     ("planLsp/toggleMode", None),
     ("planLsp/setPermissionMode", None),
     ("planLsp/planRevisions", None),
+    ("planLsp/history", None),
+    ("planLsp/newSession", None),
     (types.TEXT_DOCUMENT_DID_OPEN, None),
     (types.TEXT_DOCUMENT_DID_CHANGE, None),
     (types.TEXT_DOCUMENT_DID_CLOSE, None),
@@ -37,6 +39,7 @@ ASYNC_FEATURES = [
     "planLsp/cancel",
     "planLsp/approvePlan",
     "planLsp/rejectPlan",
+    "planLsp/testConnection",
 ]
 SYNC_COMMANDS = ["planLsp.toggleMode"]
 ASYNC_COMMANDS = ["planLsp.approvePlan", "planLsp.rejectPlan", "planLsp.showPreviousRevision"]
@@ -75,6 +78,11 @@ def register(ls: PlanLanguageServer) -> None:
     def on_initialize(ls: PlanLanguageServer, params: types.InitializeParams) -> None:
         opts = to_plain(params.initialization_options) if params.initialization_options else {}
         ls.init_options = opts if isinstance(opts, dict) else {}
+        level = ls.init_options.get("logLevel", ls.init_options.get("log_level"))
+        if level in ("debug", "info", "warning", "error") and not ls.cli_overrides.get("log_level"):
+            from plan_lsp.logs import set_log_level
+
+            set_log_level(level)
         ls.roots = workspace_roots_from(params, ls.default_root)
 
     @ls.feature(types.INITIALIZED)

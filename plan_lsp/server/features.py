@@ -21,8 +21,6 @@ CODE_ACTION_OPTIONS = types.CodeActionOptions(
 # request that follows it), and those that await.
 SYNC_FEATURES: list[tuple[str, Any]] = [
     ("planLsp/state", None),
-    ("planLsp/setMode", None),
-    ("planLsp/toggleMode", None),
     ("planLsp/setPermissionMode", None),
     ("planLsp/planRevisions", None),
     ("planLsp/history", None),
@@ -35,14 +33,21 @@ SYNC_FEATURES: list[tuple[str, Any]] = [
 ]
 ASYNC_FEATURES = [
     types.SHUTDOWN,
+    "planLsp/setMode",
+    "planLsp/toggleMode",
     "planLsp/prompt",
     "planLsp/cancel",
     "planLsp/approvePlan",
     "planLsp/rejectPlan",
     "planLsp/testConnection",
 ]
-SYNC_COMMANDS = ["planLsp.toggleMode"]
-ASYNC_COMMANDS = ["planLsp.approvePlan", "planLsp.rejectPlan", "planLsp.showPreviousRevision"]
+SYNC_COMMANDS: list[str] = []
+ASYNC_COMMANDS = [
+    "planLsp.approvePlan",
+    "planLsp.rejectPlan",
+    "planLsp.showPreviousRevision",
+    "planLsp.toggleMode",
+]
 
 
 def _sync_feature(ls: PlanLanguageServer, name: str, options: Any) -> None:

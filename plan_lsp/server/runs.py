@@ -68,7 +68,7 @@ class RunManager:
         self._provider_factory = provider_factory
         self._agent: Agent | None = None
         self.plan_shell = plan_shell
-        self._background: set[asyncio.Future[None]] = set()
+        self._background: set[asyncio.Future[Any]] = set()
         self._text_parts: list[str] = []
         self._text_run: str | None = None
         self._text_timer: asyncio.TimerHandle | None = None
@@ -175,6 +175,13 @@ class RunManager:
                     "cause": kind,
                 }
             )
+        if kind == "mode_changed" and data.get("to") == "plan":
+            # Whoever switched (the user, the model): nothing may change from now on.
+            stop = asyncio.ensure_future(
+                self.stop_side_effects("the session switched to plan mode")
+            )
+            self._background.add(stop)
+            stop.add_done_callback(self._background.discard)
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
             task = asyncio.ensure_future(self._mirror_checklist())
             self._background.add(task)
@@ -185,6 +192,16 @@ class RunManager:
         refresh = getattr(self.ls, "refresh_plan_views", None)
         if refresh is not None:
             refresh(self.ctx)
+
+    async def stop_side_effects(self, because: str) -> list[dict[str, Any]]:
+        """Stop every running tool call that changes the workspace (process-group kill for
+        shell commands) and wait until each has ended; tell the client which."""
+        if self._agent is None:
+            return []
+        stopped = [c.to_json() for c in await self._agent.runner.stop_side_effects(because)]
+        if stopped:
+            self.notify({"kind": "cancelledCalls", "calls": stopped, "reason": because})
+        return stopped
 
     # -- running --------------------------------------------------------------------------------
 

@@ -68,6 +68,7 @@ export class Controller implements vscode.Disposable {
   private readonly draftsSeen = new Set<string>();
   private lastState: SessionState | undefined;
   private loggedProvider = '';
+  private notifiedWarnings = '';
   readonly output = vscode.window.createOutputChannel('Plan LSP');
   private readonly statusBar = vscode.window.createStatusBarItem('planLsp.mode', vscode.StatusBarAlignment.Left, 100);
   readonly chat: ChatViewProvider;
@@ -208,6 +209,10 @@ export class Controller implements vscode.Disposable {
     const warnings = warning ? [warning] : [];
     if (read.invalid.length) warnings.push(`Plan LSP: ${read.invalid.join(', ')} in your user settings have the wrong type; the defaults are used.`);
     this.chat.dispatch({ type: 'clientWarnings', warnings });
+    // The sidebar keeps showing them; a notification only when they change.
+    const key = warnings.join('\n');
+    if (key === this.notifiedWarnings) return;
+    this.notifiedWarnings = key;
     for (const w of warnings) {
       this.output.appendLine(w);
       void vscode.window.showWarningMessage(w, 'Open User Settings').then((choice) => {

@@ -9,10 +9,9 @@ import { errorMessage } from './protocol';
 import { launchSettingsChanged } from './settings';
 import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
 import { TEXT_SCHEME } from './virtualTexts';
-import { CARD_COMMANDS } from './webview/setupCard';
+import { CARD_COMMANDS, WALKTHROUGH_ID } from './webview/setupCard';
 import type { WebviewToHost } from './webview/messages';
 
-const WALKTHROUGH = 'plan-lsp.plan-lsp#planLsp.gettingStarted';
 const FIRST_RUN_KEY = 'planLsp.firstRunShown';
 
 let controller: Controller | undefined;
@@ -108,7 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (Object.values(CARD_COMMANDS).includes(message.command as never)) await vscode.commands.executeCommand(message.command);
         return;
       case 'openWalkthrough':
-        await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH, false);
+        await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
         return;
       default:
         return;
@@ -135,7 +134,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.answerProposal(false))),
     vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),
     vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(() =>
-      vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH, false))),
+      vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false))),
     vscode.commands.registerCommand('planLsp.client.showLog', () => c.output.show(true)),
     vscode.commands.registerCommand('planLsp.restartServer', guarded(() => c.restart())),
     vscode.workspace.onDidChangeConfiguration((e) => {

@@ -31,8 +31,10 @@ export interface ApprovedPlan {
 /** `SessionState.provider`: what the server will talk to (never the key). */
 export interface ProviderStatus {
   name: string;
-  model: string;
-  baseUrl: string;
+  /** null: no model set and the provider has no default (a local server). */
+  model: string | null;
+  /** null: the provider's own endpoint. */
+  baseUrl: string | null;
   configured: boolean;
   problem: string | null;
 }
@@ -88,6 +90,7 @@ export interface TestConnectionResult {
   ok: boolean;
   code: string | null;
   message: string;
+  fix?: ErrorFix | null;
 }
 
 export interface HistoryResult {

@@ -196,7 +196,8 @@ test('done and promptEnded stop the run; open tool cards end as failed', () => {
 test('an error with a code before the model answered marks the prompt failed; the fix travels with the notice', () => {
   const s = run([
     { type: 'userPrompt', text: 'make a plan' },
-    { type: 'update', update: { runId: 'r1', kind: 'error', message: 'the model server rejected the API key (HTTP 401)', code: 'provider_auth', fix: { setting: 'apiKey' } } },
+    { type: 'update', update: { runId: 'r1', kind: 'prompt', origin: 'prompt', text: 'make a plan' } },
+    { type: 'update', update: { runId: 'r1', kind: 'error', message: 'the model server rejected the API key (HTTP 401)', code: 'provider_auth', fix: { setting: 'apiKey' }, failedPrompt: true } },
     { type: 'update', update: { runId: 'r1', kind: 'done', stopReason: 'error' } },
     { type: 'promptEnded', stopReason: 'error' },
   ]);
@@ -210,9 +211,15 @@ test('an error with a code before the model answered marks the prompt failed; th
   const ok = run([
     { type: 'userPrompt', text: 'again' },
     { type: 'update', update: { runId: 'r2', kind: 'text', delta: 'Sure.' } },
-    { type: 'update', update: { runId: 'r2', kind: 'error', message: 'rate limited', code: 'provider_rate_limited' } },
+    { type: 'update', update: { runId: 'r2', kind: 'error', message: 'rate limited', code: 'provider_rate_limited', failedPrompt: false } },
   ], s);
   assert.deepEqual(only(ok, 'user').map((u) => u.failed), [true, false]);
+  // failedPrompt false wins over an unanswered run.
+  const kept = run([
+    { type: 'userPrompt', text: 'x' },
+    { type: 'update', update: { runId: 'r3', kind: 'error', message: 'timeout', code: 'provider_failed', failedPrompt: false } },
+  ]);
+  assert.equal(only(kept, 'user')[0].failed, false);
 });
 
 test('a prompt request that fails outright is marked failed', () => {
@@ -226,7 +233,7 @@ test('history replaces the view with the server\'s record, prompts included, fai
   const s = reduce({ ...stale, session }, {
     type: 'history',
     updates: [
-      { runId: 'r1', kind: 'prompt', text: 'make it polite', failed: true },
+      { runId: 'r1', kind: 'prompt', origin: 'prompt', text: 'make it polite', status: 'failed' },
       { runId: 'r1', kind: 'error', message: 'cannot reach the model server', code: 'provider_unreachable' },
       { runId: 'r2', kind: 'prompt', text: 'make it polite' },
       { runId: 'r2', kind: 'text', delta: 'Reading first.' },

@@ -267,7 +267,7 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
       // The server's record of a user prompt (history). A live echo of this window's own
       // prompt only gives that prompt its run.
       const text = str(update.text) ?? '';
-      const failed = update.failed === true;
+      const failed = update.status === 'failed';
       const index = lastUserIndex(state);
       const last = index >= 0 ? (state.items[index] as Extract<ChatItem, { type: 'user' }>) : null;
       if (last && last.runId === null && last.text === text && index === state.items.length - 1) {
@@ -371,7 +371,9 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
     case 'error': {
       const message = str(update.message) ?? 'error';
       const code = str(update.code);
-      const next = code !== null ? markPromptFailed(attachRun(state, runId), runId) : state;
+      // The server says whether the prompt never reached the model (`failedPrompt`).
+      const failedPrompt = typeof update.failedPrompt === 'boolean' ? update.failedPrompt : code !== null;
+      const next = failedPrompt ? markPromptFailed(attachRun(state, runId), runId) : state;
       return append(next, {
         type: 'notice', level: 'error', text: message,
         ...(code !== null ? { code } : {}),

@@ -114,7 +114,7 @@ function renderItem(item: ChatItem): string {
         ${reason}${toolBody(item)}${result}</div>`;
     }
     case 'permission': {
-      const preview = item.path
+      const preview = item.path && item.answer === undefined
         ? `<div class="perm-preview"><span class="link" data-action="showProposal" data-request="${attr(item.requestId)}" data-testid="show-proposal">show the change to ${escapeHtml(item.path)}</span></div>`
         : '';
       const head = `<div class="perm-head">Allow <b>${escapeHtml(item.tool)}</b>?</div><div class="perm-summary">${escapeHtml(item.summary)}</div>${preview}`;

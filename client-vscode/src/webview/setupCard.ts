@@ -28,6 +28,9 @@ export interface SetupCardView {
   actions: CardAction[];
 }
 
+/** The walkthrough (`publisher.name#id` of `contributes.walkthroughs`). */
+export const WALKTHROUGH_ID = 'plan-lsp.plan-lsp#gettingStarted';
+
 /** Client commands a card may run (the webview can ask for nothing else). */
 export const CARD_COMMANDS = {
   setApiKey: 'planLsp.client.setApiKey',
@@ -124,7 +127,7 @@ export function setupCardView(state: ChatState): SetupCardView | null {
     return { kind: 'testing', title: 'Testing the connection…', lines: [describeProvider(provider)], actions: [] };
   }
   if (result && !result.ok) {
-    const fix = fixAction(result.code);
+    const fix = fixAction(result.code, result.fix);
     return {
       kind: 'problem',
       title: 'The model server is not usable yet',

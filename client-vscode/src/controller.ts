@@ -162,12 +162,21 @@ export class Controller implements vscode.Disposable {
         this.output.appendLine(line);
       }
     }
-    void vscode.commands.executeCommand('setContext', 'planLsp.modelReady', provider ? provider.configured && !provider.problem : false);
-    void vscode.commands.executeCommand('setContext', 'planLsp.planSubmitted', ['submitted', 'approved'].includes(state.planStatus));
-    void vscode.commands.executeCommand('setContext', 'planLsp.planApproved', state.planStatus === 'approved');
+    this.setContext('planLsp.modelReady', provider ? provider.configured && !provider.problem : false);
+    this.setContext('planLsp.planSubmitted', ['submitted', 'approved'].includes(state.planStatus));
+    this.setContext('planLsp.planApproved', state.planStatus === 'approved');
     if (previous && (previous.planStatus !== state.planStatus || previous.mode !== state.mode || previous.approvedPlan?.sha256 !== state.approvedPlan?.sha256)) {
       this.refreshCodeLenses(state.planUri);
     }
+  }
+
+  private readonly contextValues = new Map<string, boolean>();
+
+  /** Sets a context key (walkthrough progress, menus) when its value changes. */
+  setContext(key: string, value: boolean): void {
+    if (this.contextValues.get(key) === value) return;
+    this.contextValues.set(key, value);
+    void vscode.commands.executeCommand('setContext', key, value);
   }
 
   /** The plan's lenses depend on its status: ask the lens provider again after a change. */
@@ -223,11 +232,12 @@ export class Controller implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     this.setStatusStarting();
-    void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', false);
+    this.setContext('planLsp.serverReady', false);
     this.chat.dispatch({ type: 'serverStatus', status: 'starting' });
     const read = currentSettings();
     this.reportSettings(read);
     const settings = read.settings;
+    this.launched = settings;
     const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
     const cwd = launchDirectory(this.context.globalStorageUri.fsPath, folders, os.tmpdir());
     fs.mkdirSync(cwd, { recursive: true });
@@ -268,7 +278,6 @@ export class Controller implements vscode.Disposable {
     const folder = vscode.workspace.workspaceFolders?.[0];
     this.client = client;
     this.process = server;
-    this.launched = settings;
     this.draftsSeen.clear();
     this.lastState = undefined;
     this.session = new PlanLspSession(client, this.ui, folder ? workspaceUriOf(folder.uri) : undefined);
@@ -277,7 +286,7 @@ export class Controller implements vscode.Disposable {
         this.chat.dismissPending();
         this.chat.dispatch({ type: 'serverStatus', status: 'stopped', message: 'The plan-lsp server stopped; the log says why.' });
         this.setStatusError('The plan-lsp server stopped');
-        void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', false);
+        this.setContext('planLsp.serverReady', false);
       }
     });
     try {
@@ -292,7 +301,7 @@ export class Controller implements vscode.Disposable {
       return;
     }
     this.chat.dispatch({ type: 'serverStatus', status: 'running' });
-    void vscode.commands.executeCommand('setContext', 'planLsp.serverReady', true);
+    this.setContext('planLsp.serverReady', true);
     // The server pushes its state after `initialized`; ask once only if it has not yet.
     if (!this.session.current) await this.session.fetchState();
     await this.loadHistory();
@@ -355,7 +364,7 @@ export class Controller implements vscode.Disposable {
   private async askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
     const requestId = this.chat.newRequestId('perm');
     const path = this.previews.track(requestId, params.tool, params.arguments);
-    void vscode.commands.executeCommand('setContext', 'planLsp.proposalPending', path !== null);
+    this.setContext('planLsp.proposalPending', path !== null);
     try {
       if (this.chat.visible) {
         const answer = this.chat.askPermission(requestId, params, path, token);
@@ -376,7 +385,7 @@ export class Controller implements vscode.Disposable {
       return { optionId };
     } finally {
       this.previews.forget(requestId);
-      void vscode.commands.executeCommand('setContext', 'planLsp.proposalPending', false);
+      this.setContext('planLsp.proposalPending', false);
     }
   }
 
@@ -387,8 +396,8 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage('Plan LSP: this change is no longer waiting for an answer.');
       return;
     }
+    // Answering closes the proposal's diff (EditPreviews.forget).
     this.chat.answerPermission(requestId, allow ? 'allow_once' : 'reject_once');
-    void vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   }
 
   private async askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
@@ -465,7 +474,7 @@ export class Controller implements vscode.Disposable {
       const result = await session.testConnection();
       this.output.appendLine(`Test connection: ${result.ok ? 'ok' : `failed${result.code ? ` (${result.code})` : ''}`} — ${result.message}`);
       this.chat.dispatch({ type: 'connectionTest', testing: false, result });
-      void vscode.commands.executeCommand('setContext', 'planLsp.modelReady', result.ok);
+      this.setContext('planLsp.modelReady', result.ok);
     } catch (err) {
       const message = `The server could not test the connection: ${errorMessage(err)}`;
       this.chat.dispatch({ type: 'connectionTest', testing: false, result: { ok: false, code: null, message } });

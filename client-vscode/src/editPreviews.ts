@@ -61,9 +61,18 @@ export class EditPreviews {
     return rel;
   }
 
+  /** The request was answered: its proposal is history, and its diff editors close. */
   forget(requestId: string): void {
     this.requests.delete(requestId);
-    for (const [uri, id] of this.proposals) if (id === requestId) this.proposals.delete(uri);
+    const uris = new Set<string>();
+    for (const [uri, id] of this.proposals) {
+      if (id !== requestId) continue;
+      this.proposals.delete(uri);
+      uris.add(uri);
+    }
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) =>
+      t.input instanceof vscode.TabInputTextDiff && uris.has(t.input.modified.toString()));
+    if (tabs.length) void vscode.window.tabGroups.close(tabs, true);
   }
 
   /** The request a proposal editor belongs to (for the Allow / Deny title buttons). */

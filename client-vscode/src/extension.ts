@@ -28,30 +28,35 @@ function guarded<A extends unknown[]>(fn: (...args: A) => unknown): (...args: A)
 
 /**
  * Setup actions change settings or the key, then restart the server and test the connection,
- * so the card shows at once whether the model answers. The settings watcher stays quiet
- * meanwhile (one restart, not one per setting written).
+ * so the card shows at once whether the model answers. Setup actions and settings changes run
+ * one at a time: a change made by a setup action is already in force when its settings event
+ * is looked at, so it restarts the server once, not once per setting written.
  */
 class Setup {
-  private applying = false;
+  private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly c: Controller, private readonly context: vscode.ExtensionContext) {}
 
-  private async thenRestart(change: () => Promise<boolean>): Promise<void> {
-    this.applying = true;
-    let changed: boolean;
-    try {
-      changed = await change();
-    } finally {
-      this.applying = false;
-    }
-    if (!changed) return;
+  private serialized(fn: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async restartAndTest(): Promise<void> {
     if (this.c.busy) {
-      const choice = await vscode.window.showInformationMessage('Plan LSP: saved. Restart the server now? The current run stops.', 'Restart');
+      const choice = await vscode.window.showInformationMessage('Plan LSP: settings changed. Restart the server now? The current run stops.', 'Restart');
       if (!choice) return;
     }
     await this.c.restart();
     if (this.c.current) await this.c.testConnection();
+  }
+
+  private thenRestart(change: () => Promise<boolean>): Promise<void> {
+    return this.serialized(async () => {
+      if (await change()) await this.restartAndTest();
+    });
   }
 
   preset(id?: string): Promise<void> {
@@ -78,17 +83,18 @@ class Setup {
 
   /** Settings edited anywhere: warn about workspace values, restart when user values changed. */
   onConfigurationChanged(): void {
-    if (this.applying) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      const read = currentSettings();
-      const launched = this.c.launchedWith;
-      if (launched && !launchSettingsChanged(launched, read.settings)) {
-        // Only ignored (workspace) values changed: say so; nothing to restart.
-        this.c.reportSettings(read);
-        return;
-      }
-      void this.thenRestart(async () => true);
+      void this.serialized(async () => {
+        const read = currentSettings();
+        const launched = this.c.launchedWith;
+        if (launched && !launchSettingsChanged(launched, read.settings)) {
+          // Nothing the server uses changed (e.g. only ignored workspace values): say so.
+          this.c.reportSettings(read);
+          return;
+        }
+        await this.restartAndTest();
+      });
     }, 400);
   }
 }

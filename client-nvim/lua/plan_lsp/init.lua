@@ -304,7 +304,6 @@ local function client_config(root)
     capabilities = capabilities(),
     handlers = handlers,
     init_options = M.config.init_options,
-    flags = { debounce_text_changes = 0, allow_incremental_sync = true },
     on_init = function(client)
       M.clients[root] = client.id
       compat.request(client, "planLsp/state", {}, function(err, state)

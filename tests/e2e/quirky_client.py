@@ -201,9 +201,7 @@ class QuirkyEditor:
         self.settled.clear()
         if buf.flush is not None:
             buf.flush.cancel()
-        buf.flush = asyncio.get_running_loop().call_later(
-            self.quirks.debounce_s, self._flush, buf
-        )
+        buf.flush = asyncio.get_running_loop().call_later(self.quirks.debounce_s, self._flush, buf)
 
     def _flush(self, buf: ClientBuffer) -> None:
         buf.flush = None
@@ -264,7 +262,9 @@ class QuirkyEditor:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
-        return [u for u in self.received.of("planLsp/update") if kind is None or u.get("kind") == kind]
+        return [
+            u for u in self.received.of("planLsp/update") if kind is None or u.get("kind") == kind
+        ]
 
     # -- applying edits like an editor ----------------------------------------------------
 
@@ -301,7 +301,9 @@ class QuirkyEditor:
             spans = sorted(
                 (
                     (
-                        offset_at(buf.text, e.range.start.line, e.range.start.character, self.units),
+                        offset_at(
+                            buf.text, e.range.start.line, e.range.start.character, self.units
+                        ),
                         offset_at(buf.text, e.range.end.line, e.range.end.character, self.units),
                         e.new_text,
                     )

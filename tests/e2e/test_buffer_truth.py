@@ -1,4 +1,4 @@
-""""The buffer is the truth" with the clients users really have (issue 14, points 1–4).
+"""The buffer is the truth, with the clients users really have (issue 14, points 1 to 4).
 
 Each plan-flow test streams a plan into PLAN.md through the real server and a scripted
 client with one habit of a real editor (tests/e2e/quirky_client.py), then requires that the
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.quirky_client import QuirkyEditor, Quirks, quirky_server, span_text
+from tests.e2e.quirky_client import Quirks, QuirkyEditor, quirky_server, span_text
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 
 PLANS = {
@@ -23,7 +23,7 @@ PLANS = {
         "3. Check the 🚀 edition\n"
     ),
     "cjk": (
-        "# 計画：挨拶を丁寧にする\n\n"
+        "# 計画: 挨拶を丁寧にする\n\n"
         "1. `hello.py` の挨拶を「こんにちは、世界」に変える。\n"
         "2. 한국어 주석을 남긴다 — 中文也可以。\n"
     ),
@@ -48,6 +48,20 @@ def plan_turns(plan: str, rounds: int = 1) -> list[dict[str, Any]]:
             {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
         ]
     return turns
+
+
+EDIT_HELLO = {
+    "tool_calls": [
+        {
+            "name": "edit_file",
+            "arguments": {
+                "path": "hello.py",
+                "old_text": "print('hi')",
+                "new_text": "print('hello, world')",
+            },
+        }
+    ]
+}
 
 
 def plan_path(ws: Path) -> Path:
@@ -163,7 +177,11 @@ async def test_diagnostics_in_the_negotiated_encoding(tmp_path: Path, encoding: 
         def marker() -> Any:
             for params in reversed(ed.received.of("textDocument/publishDiagnostics")):
                 if params["uri"] == uri:
-                    found = [d for d in params["diagnostics"] if d.get("code") == "plan-unresolved-marker"]
+                    found = [
+                        d
+                        for d in params["diagnostics"]
+                        if d.get("code") == "plan-unresolved-marker"
+                    ]
                     return found or None
             return None
 
@@ -227,13 +245,17 @@ async def test_compare_revisions_answers(tmp_path: Path, show_document: str) -> 
 
 
 @pytest.mark.parametrize("progress", [True, False])
-async def test_client_without_plan_lsp_gets_standard_messages(tmp_path: Path, progress: bool) -> None:
+async def test_client_without_plan_lsp_gets_standard_messages(
+    tmp_path: Path, progress: bool
+) -> None:
     quirks = Quirks(plan_lsp=False, work_done_progress=progress)
     ws, server = session(tmp_path, plan_turns(PLAN), quirks)
     async with server as ed:
         open_empty_plan(ed, ws)
         buffer, approved = await plan_and_approve(ed, ws, PLAN)
-        assert not ed.updates(), f"{len(ed.updates())} planLsp/update sent to a client without planLsp"
+        assert not ed.updates(), (
+            f"{len(ed.updates())} planLsp/update sent to a client without planLsp"
+        )
         reports = ed.received.of("$/progress")
         logs = ed.received.of("window/logMessage")
         if progress:
@@ -247,11 +269,7 @@ async def test_client_without_plan_lsp_gets_standard_messages(tmp_path: Path, pr
 async def test_unanswered_progress_create_does_not_delay_the_run(tmp_path: Path) -> None:
     """A run started from the approve command begins at once, even though the client never
     answers window/workDoneProgress/create (today: 5 s later)."""
-    turns = plan_turns(PLAN) + [
-        {"tool_calls": [{"name": "edit_file", "arguments": {
-            "path": "hello.py", "old_text": "print('hi')", "new_text": "print('hello, world')"}}]},
-        {"text": "Done."},
-    ]  # fmt: skip
+    turns = [*plan_turns(PLAN), EDIT_HELLO, {"text": "Done."}]
     ws, server = session(tmp_path, turns, Quirks(answer_progress_create=False))
     async with server as ed:
         open_empty_plan(ed, ws)
@@ -273,12 +291,8 @@ async def test_unanswered_progress_create_does_not_delay_the_run(tmp_path: Path)
 async def test_do_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     """hello.py is open and unmodified; the Do run edits it, then runs `cat hello.py`: the
     command reads the edit from disk (the client has no auto-save)."""
-    turns = plan_turns(PLAN) + [
-        {"tool_calls": [{"name": "edit_file", "arguments": {
-            "path": "hello.py", "old_text": "print('hi')", "new_text": "print('hello, world')"}}]},
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "cat hello.py"}}]},
-        {"text": "Done."},
-    ]  # fmt: skip
+    cat = {"tool_calls": [{"name": "bash", "arguments": {"command": "cat hello.py"}}]}
+    turns = [*plan_turns(PLAN), EDIT_HELLO, cat, {"text": "Done."}]
     ws, server = session(tmp_path, turns, Quirks())
     async with server as ed:
         ed.answer_message = "Allow once"
@@ -299,11 +313,7 @@ async def test_do_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> Non
 
 
 async def test_unsaved_user_changes_are_never_written_behind_the_user(tmp_path: Path) -> None:
-    turns = plan_turns(PLAN) + [
-        {"tool_calls": [{"name": "edit_file", "arguments": {
-            "path": "hello.py", "old_text": "print('hi')", "new_text": "print('hello, world')"}}]},
-        {"text": "Done."},
-    ]  # fmt: skip
+    turns = [*plan_turns(PLAN), EDIT_HELLO, {"text": "Done."}]
     ws, server = session(tmp_path, turns, Quirks())
     async with server as ed:
         open_empty_plan(ed, ws)

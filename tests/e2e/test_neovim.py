@@ -87,7 +87,11 @@ class NvimRun:
 
 
 def run_nvim(
-    version: str, lua_script: Path, turns: list[dict[str, Any]], tmp_path: Path
+    version: str,
+    lua_script: Path,
+    turns: list[dict[str, Any]],
+    tmp_path: Path,
+    plans_dir: str | None = None,
 ) -> NvimRun:
     """One headless Neovim running `lua_script` against a fresh workspace and server."""
     nvim = nvim_binary(version)
@@ -97,7 +101,7 @@ def run_nvim(
     assert reported.startswith(f"NVIM v{version}."), f"{nvim} is {reported}, not {version}"
 
     ws = sample_project(tmp_path / "ws")
-    plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    plan_path = ws / (plans_dir or ".plan-lsp/plans") / "PLAN.md"
     plan_path.parent.mkdir(parents=True)
     plan_path.write_text("")
     script = write_script(tmp_path / "script.json", turns)
@@ -108,6 +112,7 @@ def run_nvim(
         "plugin_dir": str(PLUGIN_DIR),
         "workspace": str(ws),
         "plan_path": str(plan_path),
+        "plans_dir": plans_dir,
         "server_cmd": [
             sys.executable,
             "-m",
@@ -196,9 +201,12 @@ def assert_same_text(actual: str, expected: str, what: str) -> None:
 VERSIONS = pytest.mark.parametrize("version", sorted(NVIM_BINARIES), ids=lambda v: f"nvim-{v}")
 
 
+@pytest.mark.parametrize("plans_dir", [None, ".plan-lsp/drafts"], ids=["default-plans", "drafts"])
 @VERSIONS
-def test_plan_session_with_the_plugin(version: str, tmp_path: Path) -> None:
-    run = run_nvim(version, LUA_DIR / "plan_session.lua", session_turns(), tmp_path)
+def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_path: Path) -> None:
+    """The plugin renders the state the server pushes (mode, running, the plan's uri, the
+    shell protection) and follows a configured plans folder."""
+    run = run_nvim(version, LUA_DIR / "plan_session.lua", session_turns(), tmp_path, plans_dir)
     result, transcript = run.result, run.transcript
 
     # toggling through :PlanToggle changed the server's state, and the statusline followed
@@ -206,6 +214,7 @@ def test_plan_session_with_the_plugin(version: str, tmp_path: Path) -> None:
     assert result["toggled_modes"] == ["build", "plan"]
     assert result["set_modes"] == ["build", "plan"]
     assert [s.split(" ")[0] for s in result["statusline"][:3]] == ["[Plan]", "[Build]", "[Plan]"]
+    assert all("· shell classified" in s for s in result["statusline"]), result["statusline"]
 
     # the prompt's run drafted the plan into the PLAN.md buffer through applyEdit
     assert result["prompt_run"]["stopReason"] == "plan_submitted"
@@ -241,7 +250,9 @@ def test_plan_session_with_the_plugin(version: str, tmp_path: Path) -> None:
     assert after["mode"] == "build" and after["planStatus"] == "approved"
     assert after["permissionMode"] == "auto_edit"
     assert_same_text(after["approvedPlan"]["text"], REVISED_PLAN, "approved text")
-    assert_same_text(result["plan_buffer_after_do"], REVISED_PLAN, "PLAN.md buffer after the Do run")
+    assert_same_text(
+        result["plan_buffer_after_do"], REVISED_PLAN, "PLAN.md buffer after the Do run"
+    )
     assert after["outcome"] == "completed"
     assert any("approved" in t for t in result["lens_titles_after"])
     assert not result["unexpected_prompts"]

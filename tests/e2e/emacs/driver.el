@@ -137,6 +137,35 @@ test's to report, not an error here)."
   (e2e-idle 0.7) ; the client's own didChange delay
   (e2e-put key (e2e-text path)))
 
+(defun e2e-review (plan)
+  "Reject with a review note through a code action; the revision streams in; compare."
+  ;; 2. reject with the buffer's review note, through a code action
+  (with-current-buffer (find-buffer-visiting plan)
+    (goto-char (point-max))
+    (insert "> feedback: " (e2e-param "feedback") "\n")
+    (e2e-idle 0.7)
+    (goto-char (point-min))
+    (e2e-client-code-action (e2e-param "reject_action")))
+  (e2e-put "code_action_titles" e2e-offered)
+  (unless (e2e-soft-wait (lambda () (let ((s (e2e-state)))
+                                      (and (equal (e2e-get s "planStatus") "submitted")
+                                           (eq (e2e-get s "running") :json-false))))
+                         45)
+    (e2e-put "revision_error" "the revised plan was not submitted within 45 s"))
+  (e2e-settle-plan "plan_buffer_v2" plan (e2e-param "plan_v2"))
+  (e2e-step "rejected")
+
+  ;; 3. compare revisions (planLsp.showPreviousRevision must answer)
+  (let ((started (float-time)))
+    (condition-case err
+        (progn
+          (with-current-buffer (find-buffer-visiting plan)
+            (e2e-client-compare-revisions))
+          (e2e-put "compare" "answered"))
+      (error (e2e-put "compare" (format "error: %s" (error-message-string err)))))
+    (e2e-put "compare_seconds" (- (float-time) started)))
+  (e2e-step "compared"))
+
 (defun e2e-session ()
   (let* ((ws (e2e-param "workspace"))
          (plan (e2e-param "plan_path"))
@@ -165,32 +194,8 @@ test's to report, not an error here)."
     (e2e-settle-plan "plan_buffer_v1" plan (e2e-param "plan_v1"))
     (e2e-step "planned")
 
-    ;; 2. reject with the buffer's review note, through a code action
-    (with-current-buffer (find-buffer-visiting plan)
-      (goto-char (point-max))
-      (insert "> feedback: " (e2e-param "feedback") "\n")
-      (e2e-idle 0.7)
-      (goto-char (point-min))
-      (e2e-client-code-action (e2e-param "reject_action")))
-    (e2e-put "code_action_titles" e2e-offered)
-    (unless (e2e-soft-wait (lambda () (let ((s (e2e-state)))
-                                        (and (equal (e2e-get s "planStatus") "submitted")
-                                             (eq (e2e-get s "running") :json-false))))
-                           45)
-      (e2e-put "revision_error" "the revised plan was not submitted within 45 s"))
-    (e2e-settle-plan "plan_buffer_v2" plan (e2e-param "plan_v2"))
-    (e2e-step "rejected")
-
-    ;; 3. compare revisions (planLsp.showPreviousRevision must answer)
-    (let ((started (float-time)))
-      (condition-case err
-          (progn
-            (with-current-buffer (find-buffer-visiting plan)
-              (e2e-client-compare-revisions))
-            (e2e-put "compare" "answered"))
-        (error (e2e-put "compare" (format "error: %s" (error-message-string err)))))
-      (e2e-put "compare_seconds" (- (float-time) started)))
-    (e2e-step "compared")
+    (when (eq (e2e-param "review") t)
+      (e2e-review plan))
 
     ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands
     (with-current-buffer (find-buffer-visiting plan)

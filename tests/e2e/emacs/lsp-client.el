@@ -49,8 +49,11 @@
 
 (defun e2e--click-lens (title)
   "Click the lens TITLE (what mouse-1 on it runs), once lsp-mode shows it."
-  (e2e-wait (format "the lens %S" title)
-            (lambda () (member title (e2e--lens-titles))) 20)
+  (unless (e2e-soft-wait (lambda () (member title (e2e--lens-titles))) 20)
+    (e2e-put "lenses_seen" (list (cons "titles" (e2e--lens-titles))
+                                 (cons "lensMode" (e2e-bool (bound-and-true-p lsp-lens-mode)))
+                                 (cons "state" (e2e-get (e2e-state) "planStatus"))))
+    (error "Timed out waiting for the lens %S" title))
   (setq e2e-offered (e2e--lens-titles))
   (let ((token (cl-loop for ov in lsp-lens--overlays
                         thereis (cl-find title (overlay-get ov 'lsp--metadata)

@@ -90,6 +90,7 @@ local function run()
   plan.setup({
     cmd = params.server_cmd,
     root_dir = params.workspace,
+    plans_dir = params.plans_dir ~= vim.NIL and params.plans_dir or nil,
     on_update = function(update)
       table.insert(updates, update)
     end,

@@ -189,6 +189,8 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
         out.append(
             f"the session stopped early: {result.get('error')} (steps {result.get('steps')})"
         )
+    if result.get("lenses_seen"):
+        out.append(f"lenses lsp-mode showed: {result['lenses_seen']}")
     prompts = result.get("prompts") or []
     if prompts:
         distinct = sorted(set(prompts), key=prompts.index)

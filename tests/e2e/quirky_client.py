@@ -28,7 +28,7 @@ from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
 from plan_lsp.server.plain import to_plain
-from tests.lsp_harness import SERVER_CMD
+from tests.lsp_harness import SERVER_CMD, Editor
 
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
@@ -228,20 +228,9 @@ class QuirkyEditor:
 
     # -- requests to the server ----------------------------------------------------------
 
-    async def request(self, method: str, params: Any = None, timeout: float = 60) -> Any:
-        result = await asyncio.wait_for(
-            self.client.protocol.send_request_async(method, params or {}), timeout
-        )
-        return to_plain(result)
-
-    async def command(self, name: str, *args: Any, timeout: float = 60) -> Any:
-        result = await asyncio.wait_for(
-            self.client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command=name, arguments=list(args))
-            ),
-            timeout,
-        )
-        return to_plain(result)
+    # the same requests as the plain test editor's (they only use `self.client`)
+    request = Editor.request
+    command = Editor.command
 
     async def settle(self, timeout: float = 10) -> None:
         """Until every debounced didChange has been sent."""

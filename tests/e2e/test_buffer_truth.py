@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.quirky_client import Quirks, QuirkyEditor, quirky_server, span_text
-from tests.e2e.scripts import sample_project, scripted_args, write_script
+from tests.e2e.scripts import plan_then_do_turns, sample_project, scripted_args, write_script
 
 PLANS = {
     "emoji": (
@@ -50,18 +50,8 @@ def plan_turns(plan: str, rounds: int = 1) -> list[dict[str, Any]]:
     return turns
 
 
-EDIT_HELLO = {
-    "tool_calls": [
-        {
-            "name": "edit_file",
-            "arguments": {
-                "path": "hello.py",
-                "old_text": "print('hi')",
-                "new_text": "print('hello, world')",
-            },
-        }
-    ]
-}
+# The Do run's edit of the shared session: hello.py's greeting becomes "hello, world".
+EDIT_HELLO = plan_then_do_turns()[4]
 
 
 def plan_path(ws: Path) -> Path:

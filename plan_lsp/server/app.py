@@ -41,6 +41,8 @@ class PlanLspProtocol(LanguageServerProtocol):
         is_message = isinstance(data, dict) and "jsonrpc" in data
         if is_message and "method" in data and "params" not in data:
             data["params"] = None  # JSON-RPC allows leaving params out
+        if is_message and data.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
+            _unversioned_change(data)
         try:
             return super().structure_message(data)
         except Exception as exc:
@@ -93,6 +95,18 @@ class PlanLspProtocol(LanguageServerProtocol):
             }
         }
         return result
+
+
+UNVERSIONED = -1
+
+
+def _unversioned_change(data: dict[str, Any]) -> None:
+    """Some clients send `didChange` with `version: null`; keep the change (as unversioned)
+    rather than drop it, or the server's copy of the document would silently go stale."""
+    params = data.get("params")
+    document = params.get("textDocument") if isinstance(params, dict) else None
+    if isinstance(document, dict) and document.get("version", 0) is None:
+        document["version"] = UNVERSIONED
 
 
 class PlanLanguageServer(LanguageServer):

@@ -12,9 +12,12 @@ computed from a copy that lacks it:
 3. only then is the next edit computed — from the copy.
 
 If the copy settles somewhere else (a client that counts columns differently, or the user
-typing at the same moment), the document switches to whole-line edits, whose positions all
-have column 0 and so mean the same in every encoding, and the difference is repaired. A client
-that never reports the change leaves the document "unconfirmed": nothing more is sent to it.
+typing at the same moment), the copy can no longer be trusted to mean what the client holds,
+and the document switches to whole-document replacements: the range (0,0) to past the last
+line means the same in every encoding, and the client's report of it is recognised by its
+text (it starts at (0,0) and carries exactly the text sent), whatever columns the client puts
+in it — so the copy is exact again after each one. A client that never reports an applied
+change leaves the document "unconfirmed": nothing more is sent to it.
 
 After an edit, the buffer and the disk are made to agree when the buffer had no unsaved
 changes of the user's: the client saves it (`planLsp/saveDocument`, for clients that declared
@@ -34,7 +37,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from plan_lsp.plan.streaming import TextChange, compute_edit
-from plan_lsp.plan.text import ContentChange, Encoding, Position, apply_changes
+from plan_lsp.plan.text import ContentChange, Encoding, LineIndex, Position, apply_changes
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -60,8 +63,10 @@ class OpenDocument:
     generation: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # The client applied an edit somewhere else than expected: edits use whole lines.
+    # The client applied an edit somewhere else than expected: edits replace everything.
     whole_lines: bool = False
+    # The text of a whole-document replacement in flight, to recognise the client's report.
+    pending_full: str | None = None
     # An applied edit was never reported back: the copy cannot be trusted for edits.
     unconfirmed: bool = False
     closed: bool = False
@@ -142,8 +147,20 @@ class DocumentStore:
                 changes.append(ContentChange(change.text, start, end))
             else:
                 changes.append(ContentChange(change.text))
-        doc.text = apply_changes(doc.text, changes, self.encoding)
-        doc.version = params.text_document.version
+        base = doc.text
+        if doc.pending_full is not None:
+            # The client's report of our whole-document replacement: trust its text, not
+            # its columns (what came before it described a state the copy cannot map).
+            for index in range(len(changes) - 1, -1, -1):
+                reported = changes[index]
+                if reported.text == doc.pending_full and reported.start in (None, Position(0, 0)):
+                    base, changes = doc.pending_full, changes[index + 1 :]
+                    doc.pending_full = None
+                    break
+        doc.text = apply_changes(base, changes, self.encoding)
+        version = params.text_document.version
+        # A negative version stands for a client's `null`: edits to it go unversioned.
+        doc.version = version if version is not None and version >= 0 else None
         doc.bump()
         self._announce(doc)
         return doc
@@ -205,14 +222,18 @@ class DocumentStore:
             if doc.closed or doc.unconfirmed:
                 return False
             current = doc.text
-            change = compute_edit(current, target, self.encoding, whole_lines=doc.whole_lines)
+            change = compute_edit(current, target, self.encoding)
             if change is None:
                 return True
+            if doc.whole_lines:
+                change = _whole_document(current, target)
+                doc.pending_full = target
             expected = current[: change.start_offset] + change.text + current[change.end_offset :]
             mark = doc.generation
             edit = _edit_for(doc, change, self.client.support.document_changes)
             applied = await self.client.apply_edit(edit, label)
             if not applied:
+                doc.pending_full = None
                 # Refused (the client is ahead of the copy, or declines): let it catch up.
                 await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
@@ -224,7 +245,7 @@ class DocumentStore:
                 return False
             # The copy settled elsewhere: a client counting columns its own way, or typing.
             if not doc.whole_lines:
-                log.info("%s: edits now replace whole lines (the client's copy differed)", doc.uri)
+                log.info("%s: edits now replace the whole document (the copy differed)", doc.uri)
             doc.whole_lines = True
         return doc.text == target
 
@@ -281,6 +302,18 @@ def _disk_text(path: Path) -> str | None:
             return handle.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _whole_document(old: str, new: str) -> TextChange:
+    """Replace everything: from (0,0) to past the last line, which every client clamps to
+    the end of the document — no column anywhere."""
+    return TextChange(
+        start=Position(0, 0),
+        end=Position(LineIndex(old).line_count, 0),
+        text=new,
+        start_offset=0,
+        end_offset=len(old),
+    )
 
 
 def _edit_for(doc: OpenDocument, change: TextChange, versioned: bool) -> types.WorkspaceEdit:

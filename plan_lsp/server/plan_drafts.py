@@ -92,9 +92,9 @@ class LspPlanDrafts:
                 if not opened:
                     opened = True
                     stream.in_editor = await self._bring_up(stream)
-                if stream.in_editor and not await documents.replace(
-                    stream.path, text, "plan-lsp: draft"
-                ):
+                if not stream.in_editor:
+                    continue
+                if not await documents.replace(stream.path, text, "plan-lsp: draft"):
                     log.info("%s: the draft continues on disk only", stream.path)
                     stream.in_editor = False
         except Exception:
@@ -114,7 +114,8 @@ class LspPlanDrafts:
         uri = uri_of(path)
         if await client.show_document(uri, take_focus=False):
             return await self._wait_open(path)
-        if client.support.apply_edit and not client.support.show_document:
+        # Not shown (no showDocument, or the client said no or answered null):
+        if client.support.apply_edit:
             # A change that changes nothing still makes Neovim and Emacs load the file.
             noop = types.TextEdit(
                 range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), new_text=""

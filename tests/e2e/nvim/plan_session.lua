@@ -72,12 +72,18 @@ local function run()
   result.apply_edits = {}
   local builtin_apply_edit = vim.lsp.handlers["workspace/applyEdit"]
   vim.lsp.handlers["workspace/applyEdit"] = function(err, edit_params, ctx, config)
-    for _, change in ipairs((edit_params and edit_params.edit and edit_params.edit.documentChanges) or {}) do
-      local uri = change.textDocument and change.textDocument.uri
-      if uri then
-        local name = vim.fn.fnamemodify(vim.uri_to_fname(uri), ":t")
-        result.apply_edits[name] = (result.apply_edits[name] or 0) + 1
-      end
+    local edit = (edit_params and edit_params.edit) or {}
+    local uris = {}
+    for _, change in ipairs(edit.documentChanges or {}) do
+      table.insert(uris, change.textDocument and change.textDocument.uri)
+    end
+    -- Neovim does not declare documentChanges, so a server sends plain `changes`.
+    for uri, _ in pairs(edit.changes or {}) do
+      table.insert(uris, uri)
+    end
+    for _, uri in ipairs(uris) do
+      local name = vim.fn.fnamemodify(vim.uri_to_fname(uri), ":t")
+      result.apply_edits[name] = (result.apply_edits[name] or 0) + 1
     end
     return builtin_apply_edit(err, edit_params, ctx, config)
   end

@@ -34,4 +34,5 @@ fi
 if [ -f client-nvim/scripts/install-e2e.sh ]; then
   bash client-nvim/scripts/install-e2e.sh
 fi
+bash tests/e2e/emacs/install.sh
 echo "setup: done"

@@ -37,8 +37,8 @@ def test_markers_each_occurrence_with_position() -> None:
     text = "# Plan 😀 TODO\n1. Step TBD and FIXME\n2. Who owns this ???\n3. TODOs are words\n"
     issues = [issue for issue in check_plan(text) if issue.code == CODE_MARKER]
     spans = [(i.line, i.start_char, i.end_char) for i in issues]
-    # line 0: "# Plan " is 7 units, the emoji 2, the space 1 -> TODO at 10..14
-    assert spans == [(0, 10, 14), (1, 8, 11), (1, 16, 21), (2, 17, 20)]
+    # columns are code points: "# Plan " is 7, the emoji 1, the space 1 -> TODO at 9..13
+    assert spans == [(0, 9, 13), (1, 8, 11), (1, 16, 21), (2, 17, 20)]
     assert all(issue.severity == "warning" for issue in issues)
     assert "'FIXME'" in issues[2].message
     assert not has_errors(issues)

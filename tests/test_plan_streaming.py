@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from plan_lsp.plan.coalescer import DraftCoalescer
+from plan_lsp.plan.coalescer import DraftTarget
 from plan_lsp.plan.streaming import (
     PartialArgumentsReader,
     Position,
@@ -263,11 +263,11 @@ def test_reader_malformed_input_sets_error(raw: str, content: str) -> None:
     assert not reader.done
 
 
-# -- DraftCoalescer ---------------------------------------------------------------------------
+# -- DraftTarget ------------------------------------------------------------------------------
 
 
 class FakeClock:
-    """Time that moves only when the coalescer sleeps: the rate limit is checked exactly."""
+    """Time that moves only when the consumer sleeps: the pace is checked exactly."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -282,101 +282,80 @@ class FakeClock:
         await asyncio.sleep(0)
 
 
-async def test_coalescer_rate_limits_and_reaches_final_text() -> None:
+async def test_draft_target_paces_and_reaches_final_text() -> None:
     clock = FakeClock()
-    coalescer = DraftCoalescer("old plan\n", clock=clock, sleep=clock.sleep)
+    target = DraftTarget(clock=clock, sleep=clock.sleep)
     raw = json.dumps({"content": "# Plan 😀\n1. first\n2. second 計画\n", "plan_filename": None})
-    client = "old plan\n"
+    seen: list[str] = []
     stamps: list[float] = []
 
     async def consume() -> None:
-        nonlocal client
-        async for change in coalescer.edits():
+        last: str | None = None
+        while (text := await target.next_text(last)) is not None:
             stamps.append(clock.now)
-            client = apply_by_position(client, change)
+            seen.append(text)
+            last = text
 
     consumer = asyncio.create_task(consume())
     for start in range(0, len(raw), 4):
-        coalescer.feed(raw[start : start + 4])
+        target.feed(raw[start : start + 4])
         await asyncio.sleep(0)
-    coalescer.finish()
+    target.finish()
     await consumer
-    assert client == json.loads(raw)["content"]
-    assert coalescer.client_text == client
+    assert seen[-1] == json.loads(raw)["content"]
+    assert all(b.startswith(a) for a, b in itertools.pairwise(seen))  # every draft a prefix
     assert all(b - a >= 1 / 60 - 1e-9 for a, b in itertools.pairwise(stamps))
-    assert 1 < len(stamps) < len(raw) // 4  # coalesced, but incremental
+    assert 1 < len(seen) < len(raw) // 4  # taken together, but incremental
 
 
-async def test_coalescer_waits_for_the_content_to_begin() -> None:
-    coalescer = DraftCoalescer("keep me")
-    coalescer.feed('{"plan_filename": "x.md", ')
-    assert coalescer.pending_edit() is None
-    assert coalescer.target is None
-    coalescer.feed('"content": "')
-    change = coalescer.pending_edit()
-    assert change is not None and change.text == "" and change.end_offset == len("keep me")
-
-
-async def test_coalescer_rebase_after_refused_edit() -> None:
-    clock = FakeClock()
-    coalescer = DraftCoalescer("", clock=clock, sleep=clock.sleep)
-    coalescer.set_text("# Plan\n1. a")
-    first = await coalescer.next_edit()
-    assert first is not None and first.text == "# Plan\n1. a"
-    # the client refused it, and the user typed meanwhile
-    coalescer.rebase("user text")
-    coalescer.finish("# Plan\n1. a\n2. b\n")
-    second = await coalescer.next_edit()
-    assert second is not None
-    assert apply_by_position("user text", second) == "# Plan\n1. a\n2. b\n"
-    assert clock.sleeps == [pytest.approx(1 / 60)]
-    assert await coalescer.next_edit() is None
+async def test_nothing_before_the_content_begins() -> None:
+    target = DraftTarget()
+    target.feed('{"plan_filename": "x.md", ')
+    assert target.text is None
+    target.feed('"content": "')
+    assert target.text == ""
 
 
 async def test_final_text_overrides_the_stream() -> None:
-    coalescer = DraftCoalescer("", interval=0)
-    coalescer.feed('{"content": "abc')
-    coalescer.finish("xyz")
-    client = ""
-    async for change in coalescer.edits():
-        client = apply_change(client, change)
-    assert client == "xyz"
-    coalescer.feed("ignored after finish")
-    assert coalescer.target == "xyz"
+    target = DraftTarget(interval=0)
+    target.feed('{"content": "abc')
+    target.finish("xyz")
+    assert await target.next_text(None) == "xyz"
+    assert await target.next_text("xyz") is None
+    target.feed("ignored after finish")
+    assert target.text == "xyz"
 
 
-async def test_finish_without_any_content_sends_nothing() -> None:
-    coalescer = DraftCoalescer("existing")
-    coalescer.finish()
-    assert await coalescer.next_edit() is None
+async def test_finish_without_any_content_gives_nothing() -> None:
+    target = DraftTarget()
+    target.finish()
+    assert await target.next_text(None) is None
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     content=st.text(max_size=120),
-    initial=st.text(max_size=30),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=30),
     drain_every=st.integers(min_value=1, max_value=5),
 )
-def test_edits_from_any_chunking_reproduce_the_final_text(
-    content: str, initial: str, cuts: list[int], drain_every: int
+def test_any_chunking_ends_with_the_final_text(
+    content: str, cuts: list[int], drain_every: int
 ) -> None:
     raw = json.dumps({"content": content})
 
-    async def run() -> str:
+    async def run() -> str | None:
         clock = FakeClock()
-        coalescer = DraftCoalescer(initial, clock=clock, sleep=clock.sleep)
-        client = initial
+        target = DraftTarget(clock=clock, sleep=clock.sleep)
+        last: str | None = None
         for number, piece in enumerate(_chunks(raw, cuts), start=1):
-            coalescer.feed(piece)
-            if number % drain_every == 0 and coalescer.pending_edit() is not None:
-                change = await coalescer.next_edit()
-                assert change is not None
-                client = apply_by_position(client, change)
-                assert client == coalescer.client_text
-        coalescer.finish()
-        async for change in coalescer.edits():
-            client = apply_by_position(client, change)
-        return client
+            target.feed(piece)
+            if number % drain_every == 0 and target.text not in (None, last):
+                last = await target.next_text(last)
+                assert last is not None and content.startswith(last)
+        target.finish()
+        while (text := await target.next_text(last)) is not None:
+            last = text
+        return last
 
-    assert asyncio.run(run()) == content
+    result = asyncio.run(run())
+    assert result == content

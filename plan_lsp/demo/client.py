@@ -12,7 +12,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import to_fs_path
 
-from plan_lsp.plan.streaming import Position, utf16_len
+from plan_lsp.plan.streaming import utf16_len
+from plan_lsp.plan.text import Position
 from plan_lsp.server.plain import to_plain
 
 

@@ -184,3 +184,11 @@ def is_deviation(path: str, plan_text: str) -> bool:
     """True if `path` (a file the Do run touched) is not covered by any path in the plan."""
     normalised = _normalise_path(path)
     return not any(_covers(mention, normalised) for mention in mentioned_paths(plan_text))
+
+
+_CHECK_MARK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[[ xX~]\]\s?", re.MULTILINE)
+
+
+def without_checklist_marks(text: str) -> str:
+    """`text` with every checklist box removed: ticking boxes does not change a plan."""
+    return _CHECK_MARK.sub(r"\1", text)

@@ -5,7 +5,8 @@
   inside code (inline code spans or fenced blocks) are quotes, not open questions;
 - no steps: no numbered item, bullet item or checklist item outside code (warning).
 
-Positions are LSP positions: zero-based line, UTF-16 code units. Approving a plan with
+Positions are zero-based lines and code-point columns; the server converts columns to the
+client's position encoding. Approving a plan with
 errors needs the user's confirmation (`has_errors`).
 """
 
@@ -21,7 +22,7 @@ from plan_lsp.plan.document import (
     split_lines,
     strip_line_ending,
 )
-from plan_lsp.plan.streaming import offset_to_position, utf16_len
+from plan_lsp.plan.streaming import offset_to_position
 
 Severity = Literal["error", "warning"]
 
@@ -61,8 +62,8 @@ def _marker_issues(line_no: int, content: str) -> list[PlanIssue]:
                 severity="warning",
                 message=f"Unresolved marker '{match.group()}': settle it before approval",
                 line=line_no,
-                start_char=utf16_len(content[:start]),
-                end_char=utf16_len(content[:end]),
+                start_char=start,
+                end_char=end,
                 code=CODE_MARKER,
             )
         )
@@ -78,7 +79,7 @@ def check_plan(text: str) -> list[PlanIssue]:
 
     issues: list[PlanIssue] = []
     if len(text) > MAX_PLAN_CHARS:
-        position = offset_to_position(text, MAX_PLAN_CHARS)
+        position = offset_to_position(text, MAX_PLAN_CHARS, "utf-32")
         line_content = strip_line_ending(lines[position.line])[0]
         issues.append(
             PlanIssue(
@@ -86,7 +87,7 @@ def check_plan(text: str) -> list[PlanIssue]:
                 message=(f"The plan has {len(text):,} characters; the limit is {MAX_PLAN_CHARS:,}"),
                 line=position.line,
                 start_char=position.character,
-                end_char=max(position.character, utf16_len(line_content)),
+                end_char=max(position.character, len(line_content)),
                 code=CODE_TOO_LONG,
             )
         )
@@ -106,7 +107,7 @@ def check_plan(text: str) -> list[PlanIssue]:
                 message="The plan has no steps (a numbered list, bullet list or checklist)",
                 line=0,
                 start_char=0,
-                end_char=utf16_len(first_line),
+                end_char=len(first_line),
                 code=CODE_NO_STEPS,
             )
         )

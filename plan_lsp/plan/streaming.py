@@ -5,7 +5,7 @@ Three pieces, all free of LSP:
 - `PartialArgumentsReader` decodes the `plan_write` arguments while they arrive as raw JSON
   text in arbitrary pieces, exposing the `content` decoded so far;
 - `compute_edit` turns "what the client has" and "what it should have" into the one
-  smallest replaced range, with LSP positions (line, UTF-16 code units);
+  smallest replaced range, with LSP positions in the negotiated encoding;
 - `DraftCoalescer` sits between them: it accepts deltas at any rate and hands out at most
   one edit per interval to an awaiting sender, recomputing against the client's real text
   when an edit was refused.
@@ -16,22 +16,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from plan_lsp.plan.text import Encoding, LineIndex, Position, line_bounds, units
+
 # -- positions ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Position:
-    """An LSP position: zero-based line and UTF-16 code-unit column."""
-
-    line: int
-    character: int
 
 
 @dataclass(frozen=True)
 class TextChange:
     """Replace `old[start_offset:end_offset]` (code-point offsets) by `text`.
 
-    `start`/`end` are the same range as LSP positions in the old text.
+    `start`/`end` are the same range as LSP positions in the old text, in the encoding the
+    change was computed for.
     """
 
     start: Position
@@ -42,19 +37,12 @@ class TextChange:
 
 
 def utf16_len(text: str) -> int:
-    # surrogatepass: an unpaired surrogate still counts as the one code unit it is.
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return units(text, "utf-16")
 
 
-def offset_to_position(text: str, offset: int) -> Position:
+def offset_to_position(text: str, offset: int, encoding: Encoding = "utf-16") -> Position:
     """The LSP position of code-point `offset` in `text` (lines end at \\n, \\r\\n or \\r)."""
-    if not 0 <= offset <= len(text):
-        raise ValueError(f"offset {offset} outside text of length {len(text)}")
-    head = text[:offset]
-    # \r\n is one line break; str.count works in C, which matters for 50,000-char drafts.
-    line = head.count("\n") + head.count("\r") - head.count("\r\n")
-    line_start = max(head.rfind("\n"), head.rfind("\r")) + 1
-    return Position(line, utf16_len(head[line_start:]))
+    return LineIndex(text).position(offset, encoding)
 
 
 def _common_prefix_len(a: str, b: str) -> int:
@@ -84,10 +72,15 @@ def _common_suffix_len(a: str, b: str, limit: int) -> int:
     return _common_prefix_len(a[::-1][:limit], b[::-1][:limit])
 
 
-def compute_edit(old: str, new: str) -> TextChange | None:
+def compute_edit(
+    old: str, new: str, encoding: Encoding = "utf-16", *, whole_lines: bool = False
+) -> TextChange | None:
     """The smallest single range of `old` to replace so that it becomes `new`; None if equal.
 
-    The range never splits a \\r\\n pair in `old`, so its LSP positions are well defined.
+    The range never splits a \\r\\n pair in `old`, so its positions are well defined. With
+    `whole_lines` the range is widened to whole lines, so both positions have column 0 (or
+    lie past the last line): a client that counts columns differently still applies it
+    right.
     """
     if old == new:
         return None
@@ -99,9 +92,21 @@ def compute_edit(old: str, new: str) -> TextChange | None:
     if 0 < end < len(old) and old[end - 1] == "\r" and old[end] == "\n":
         suffix -= 1
         end += 1
+    index = LineIndex(old)
+    if whole_lines:
+        prefix, end = line_bounds(old, prefix, end)
+        suffix = len(old) - end
+        start_pos = Position(index.line_of(prefix), 0)
+        if end == len(old) and (not old or old[-1] not in "\r\n"):
+            end_pos = Position(index.line_count, 0)  # past the last line: its end
+        else:
+            end_pos = Position(index.line_of(end), 0)
+    else:
+        start_pos = index.position(prefix, encoding)
+        end_pos = index.position(end, encoding)
     return TextChange(
-        start=offset_to_position(old, prefix),
-        end=offset_to_position(old, end),
+        start=start_pos,
+        end=end_pos,
         text=new[prefix : len(new) - suffix],
         start_offset=prefix,
         end_offset=end,

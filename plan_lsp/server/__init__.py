@@ -8,10 +8,10 @@ from plan_lsp.server.app import PlanLanguageServer
 
 
 def create_server(cli_overrides: dict[str, Any] | None = None) -> PlanLanguageServer:
-    from plan_lsp.server import features
+    from plan_lsp.server import handlers
 
     ls = PlanLanguageServer(cli_overrides)
-    features.register(ls)
+    handlers.register(ls)
     return ls
 
 

@@ -1,64 +1,58 @@
-"""The pygls server: wiring only. Feature modules register themselves on it."""
+"""The pygls server: a protocol that never leaves a request unanswered, and a server whose
+typed attributes are the features, each the one owner of its state (docs/architecture.md)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
+from plan_lsp.providers.base import Provider
+from plan_lsp.server.client import ClientChannel, negotiated_encoding
+from plan_lsp.server.documents import DocumentStore
 from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
-from plan_lsp.server.plain import to_plain
-
-if TYPE_CHECKING:
-    from plan_lsp.server.lazy import Implementations
-    from plan_lsp.server.workspaces import Workspaces
+from plan_lsp.server.plan_views import PlanViews
+from plan_lsp.server.plan_watch import PlanWatchers
+from plan_lsp.server.workspaces import WorkspaceContext, Workspaces
 
 log = logging.getLogger(__name__)
 
-UPDATE = "planLsp/update"
-CUSTOM_METHODS = [
-    "planLsp/state",
-    "planLsp/setMode",
-    "planLsp/toggleMode",
-    "planLsp/setPermissionMode",
-    "planLsp/prompt",
-    "planLsp/cancel",
-    "planLsp/approvePlan",
-    "planLsp/rejectPlan",
-    "planLsp/planRevisions",
-    "planLsp/history",
-    "planLsp/newSession",
-    "planLsp/testConnection",
-]
-COMMANDS = [
-    "planLsp.approvePlan",
-    "planLsp.rejectPlan",
-    "planLsp.toggleMode",
-    "planLsp.showPreviousRevision",
-]
+# Filled in by `server/handlers.py`, which registers every method and command: the
+# initialize answer advertises exactly what is registered.
+ADVERTISED: dict[str, list[str]] = {"methods": [], "commands": []}
 
 
 class PlanLspProtocol(LanguageServerProtocol):
-    """Adds `capabilities.experimental.planLsp` to the initialize answer, and answers every
-    request with an id — even one pygls cannot read — so no client waits forever."""
+    """Adds `capabilities.experimental.planLsp` to the initialize answer, prefers UTF-16
+    positions when the client offers them, answers every request with an id — even one pygls
+    cannot read — and takes a response it cannot read as a plain value, so no server→client
+    request waits forever on a client's odd answer."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         is_message = isinstance(data, dict) and "jsonrpc" in data
         if is_message and "method" in data and "params" not in data:
             data["params"] = None  # JSON-RPC allows leaving params out
+        if is_message and data.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
+            _unversioned_change(data)
         try:
             return super().structure_message(data)
         except Exception as exc:
             if is_message and "id" in data and isinstance(data.get("method"), str):
                 return UnreadableRequest(data["id"], data["method"], str(exc) or type(exc).__name__)
+            if is_message and "id" in data and "method" not in data and "error" not in data:
+                # e.g. `null` where a ShowDocumentResult belongs: hand over the raw value.
+                return JsonRPCResponseMessage(
+                    id=data["id"], jsonrpc=data["jsonrpc"], result=data.get("result")
+                )
             raise
 
     def handle_message(self, message: Any) -> None:
@@ -83,19 +77,41 @@ class PlanLspProtocol(LanguageServerProtocol):
     def lsp_initialize(
         self, params: types.InitializeParams
     ) -> Generator[Any, Any, types.InitializeResult]:
+        general = params.capabilities.general
+        if general is not None and general.position_encodings:
+            offered = list(general.position_encodings)
+            if types.PositionEncodingKind.Utf16 in offered:
+                offered.remove(types.PositionEncodingKind.Utf16)
+                general.position_encodings = [types.PositionEncodingKind.Utf16, *offered]
         result: types.InitializeResult = yield from super().lsp_initialize(params)
+        server = cast(PlanLanguageServer, self._server)
+        server.documents.encoding = negotiated_encoding(result.capabilities.position_encoding)
         result.capabilities.experimental = {
             "planLsp": {
                 "version": __version__,
-                "methods": CUSTOM_METHODS,
-                "notifications": [UPDATE],
-                "commands": COMMANDS,
+                "methods": ADVERTISED["methods"],
+                "notifications": ["planLsp/update"],
+                "commands": ADVERTISED["commands"],
             }
         }
         return result
 
 
+UNVERSIONED = -1
+
+
+def _unversioned_change(data: dict[str, Any]) -> None:
+    """Some clients send `didChange` with `version: null`; keep the change (as unversioned)
+    rather than drop it, or the server's copy of the document would silently go stale."""
+    params = data.get("params")
+    document = params.get("textDocument") if isinstance(params, dict) else None
+    if isinstance(document, dict) and document.get("version", 0) is None:
+        document["version"] = UNVERSIONED
+
+
 class PlanLanguageServer(LanguageServer):
+    """Typed attributes only; each feature gets the server in its constructor."""
+
     def __init__(self, cli_overrides: dict[str, Any] | None = None) -> None:
         super().__init__(
             "plan-lsp",
@@ -103,72 +119,42 @@ class PlanLanguageServer(LanguageServer):
             protocol_cls=PlanLspProtocol,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
-        self.cli_overrides = dict(cli_overrides or {})
-        self.default_root: Path | None = (
-            Path(self.cli_overrides.pop("workspace")).resolve()
-            if self.cli_overrides.get("workspace")
-            else None
-        )
-        self.roots: list[Path] = []
-        self.init_options: dict[str, Any] = {}
-        self._workspaces: Workspaces | None = None
-        self._implementations: Implementations | None = None
+        overrides = dict(cli_overrides or {})
+        workspace = overrides.pop("workspace", None)
+        self.cli_overrides: dict[str, Any] = overrides
+        self.default_root: Path | None = Path(workspace).resolve() if workspace else None
+        self.client = ClientChannel(self)
+        self.documents = DocumentStore(self.client, self.write_file)
+        self.workspaces = Workspaces(self)
+        self.plan_views = PlanViews(self)
+        self.watchers = PlanWatchers(self)
+        # The scripted provider belongs to the process (its script is one sequence of turns).
+        self.shared_scripted: Provider | None = None
 
-    # Everything beyond the wiring is imported after the initialize answer, on first use, so
-    # start-up costs what a bare pygls server costs.
+    # -- the server's own writes --------------------------------------------------------------
 
-    @property
-    def workspaces(self) -> Workspaces:
-        if self._workspaces is None:
-            from plan_lsp.server.workspaces import Workspaces
+    def write_file(self, path: Path, text: str) -> None:
+        """Every file the server itself writes goes through the one atomic writer."""
+        from plan_lsp.plan.document import atomic_write_text
 
-            workspaces = Workspaces(self.warn_user, self.cli_overrides)
-            workspaces.init_options = self.init_options
-            workspaces.set_roots(self.roots)
-            self._workspaces = workspaces
-        return self._workspaces
+        atomic_write_text(path, text)
 
-    @property
-    def implementations(self) -> Implementations:
-        if self._implementations is None:
-            from plan_lsp.server.lazy import Implementations
+    def write_revision(self, ctx: WorkspaceContext, rev: int, text: str) -> Path:
+        """Earlier plan revisions as read-only files under .plan-lsp/revisions (never in the
+        plans directory, so they are never mistaken for a plan)."""
+        from plan_lsp.plan.document import atomic_write_text
 
-            self._implementations = Implementations.load(self)
-        return self._implementations
+        folder = ctx.root / ".plan-lsp" / "revisions"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"PLAN.rev{rev}.md"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            if path.exists():
+                path.chmod(0o644)
+            atomic_write_text(path, text)
+        path.chmod(0o444)
+        return path
 
-    # -- client capabilities ---------------------------------------------------------------
-
-    def _experimental_plan_lsp(self) -> Any:
-        try:
-            exp = self.client_capabilities.experimental
-        except Exception:  # before initialize
-            return None
-        plain = to_plain(exp) if exp is not None else {}
-        return plain.get("planLsp") if isinstance(plain, dict) else None
-
-    def client_experimental(self) -> dict[str, Any]:
-        inner = self._experimental_plan_lsp()
-        return inner if isinstance(inner, dict) else {}
-
-    def client_declares_plan_lsp(self) -> bool:
-        """Whether the client declared `experimental.planLsp` (any object): only such
-        clients receive `planLsp/update` notifications."""
-        return isinstance(self._experimental_plan_lsp(), dict)
-
-    # -- messages to the user --------------------------------------------------------------
-
-    def warn_user(self, message: str) -> None:
-        log.warning("%s", message)
-        try:
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-            )
-        except Exception:  # no transport yet (e.g. during tests of the store)
-            log.debug("could not show message", exc_info=True)
-
-    def notify_update(self, payload: dict[str, Any]) -> None:
-        if self.client_declares_plan_lsp():
-            self.protocol.notify(UPDATE, payload)
+    # -- logging -------------------------------------------------------------------------------
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors from bad client input are answered in the response; never pop up for them,

@@ -1,144 +1,336 @@
-"""Open documents as the server sees them, and edits sent to the client through
-`workspace/applyEdit` — versioned against the client's document, recomputed when refused."""
+"""Open documents as the client holds them, and changes made through the client.
+
+The server keeps its own copy of every open document from `didOpen`/`didChange`, applied
+with LSP's line breaks and the negotiated position encoding (`plan/text.py`). Its copy lags
+the client by whatever is in flight, so an edit the server sends is never followed by another
+computed from a copy that lacks it:
+
+1. one edit at a time per document, versioned with the copy's version;
+2. after the client answers `applied: true`, the server waits until the client's `didChange`
+   notifications have brought its copy to exactly the expected text (however the client
+   debounces, splits or orders them, and whatever its version habits);
+3. only then is the next edit computed — from the copy.
+
+If the copy settles somewhere else (a client that counts columns differently, or the user
+typing at the same moment), the copy can no longer be trusted to mean what the client holds,
+and the document switches to whole-document replacements: the range (0,0) to past the last
+line means the same in every encoding, and the client's report of it is recognised by its
+text (it starts at (0,0) and carries exactly the text sent), whatever columns the client puts
+in it — so the copy is exact again after each one. A client that never reports an applied
+change leaves the document "unconfirmed": nothing more is sent to it.
+
+After an edit, the buffer and the disk are made to agree when the buffer had no unsaved
+changes of the user's: the client saves it (`planLsp/saveDocument`, for clients that declared
+`saveDocuments`), else the server writes the same text to disk atomically.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
-from pygls.workspace import TextDocument
 
 from plan_lsp.plan.streaming import TextChange, compute_edit
-from plan_lsp.policy.ports import FileEdit
-from plan_lsp.server.app import PlanLanguageServer
+from plan_lsp.plan.text import ContentChange, Encoding, LineIndex, Position, apply_changes
+
+if TYPE_CHECKING:
+    from plan_lsp.server.client import ClientChannel
 
 log = logging.getLogger(__name__)
 
-# How long a refused edit waits for the client's didChange before it is recomputed.
-REFUSED_EDIT_WAIT_S = 2.0
-MAX_EDIT_ATTEMPTS = 5
+# How long the server waits for the client's didChange to bring its copy to the text an
+# applied edit should give, and for the client to catch up after a refused edit.
+CONFIRM_WAIT_S = 3.0
+REFUSED_WAIT_S = 1.0
+MAX_EDIT_ATTEMPTS = 6
+
+DiskWriter = Callable[[Path, str], None]
 
 
-class DocumentTracker:
-    """Finds open documents by path and wakes waiters when one changes."""
+@dataclass
+class OpenDocument:
+    uri: str
+    path: Path | None
+    version: int | None
+    text: str
+    # Bumped on every didChange; waiters watch it.
+    generation: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The client applied an edit somewhere else than expected: edits replace everything.
+    whole_lines: bool = False
+    # The text of a whole-document replacement in flight, to recognise the client's report.
+    pending_full: str | None = None
+    # An applied edit was never reported back: the copy cannot be trusted for edits.
+    unconfirmed: bool = False
+    closed: bool = False
 
-    def __init__(self, ls: PlanLanguageServer) -> None:
-        self.ls = ls
-        self._changed: dict[str, asyncio.Event] = {}
+    def bump(self) -> None:
+        self.generation += 1
+        self.changed.set()
 
-    def document(self, path: Path) -> TextDocument | None:
-        target = path.resolve()
-        docs = self.ls.workspace.text_documents
-        uri = from_fs_path(str(target))
-        if uri and uri in docs:
-            return docs[uri]  # type: ignore[no-any-return]
-        for doc_uri, doc in docs.items():
-            fs = to_fs_path(doc_uri)
-            if fs and Path(fs).resolve() == target:
-                return doc  # type: ignore[no-any-return]
-        return None
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until `predicate()` holds after some didChange (or already holds)."""
+
+        async def _wait() -> None:
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+        try:
+            await asyncio.wait_for(_wait(), timeout)
+        except TimeoutError:
+            return predicate()
+        return True
+
+
+@dataclass(frozen=True)
+class BufferEdit:
+    """How making an open buffer hold a text went."""
+
+    applied: bool
+    # The disk holds the same text as the buffer afterwards.
+    on_disk: bool = False
+    reason: str = ""
+
+
+class DocumentStore:
+    """The server's copies of open documents; the one owner of edits sent to the client."""
+
+    def __init__(self, client: ClientChannel, write_disk: DiskWriter) -> None:
+        self.client = client
+        self.encoding: Encoding = "utf-16"
+        self._write_disk = write_disk
+        self._by_uri: dict[str, OpenDocument] = {}
+        self._by_path: dict[Path, OpenDocument] = {}
+        self._listeners: list[Callable[[OpenDocument], None]] = []
+
+    def on_change(self, listener: Callable[[OpenDocument], None]) -> None:
+        """Called after every didOpen/didChange/didClose, with the document."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[OpenDocument], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    # -- the client's notifications ---------------------------------------------------------
+
+    def did_open(self, params: types.DidOpenTextDocumentParams) -> OpenDocument:
+        item = params.text_document
+        doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text)
+        old = self._by_uri.get(item.uri)
+        if old is not None:
+            old.closed = True
+            old.bump()
+        self._by_uri[item.uri] = doc
+        if doc.path is not None:
+            self._by_path[doc.path] = doc
+        self._announce(doc)
+        return doc
+
+    def did_change(self, params: types.DidChangeTextDocumentParams) -> OpenDocument | None:
+        doc = self._by_uri.get(params.text_document.uri)
+        if doc is None:
+            log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+            return None
+        changes = []
+        for change in params.content_changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                start = Position(change.range.start.line, change.range.start.character)
+                end = Position(change.range.end.line, change.range.end.character)
+                changes.append(ContentChange(change.text, start, end))
+            else:
+                changes.append(ContentChange(change.text))
+        base = doc.text
+        if doc.pending_full is not None:
+            # The client's report of our whole-document replacement: trust its text, not
+            # its columns (what came before it described a state the copy cannot map).
+            for index in range(len(changes) - 1, -1, -1):
+                reported = changes[index]
+                if reported.text == doc.pending_full and reported.start in (None, Position(0, 0)):
+                    base, changes = doc.pending_full, changes[index + 1 :]
+                    doc.pending_full = None
+                    break
+        doc.text = apply_changes(base, changes, self.encoding)
+        version = params.text_document.version
+        # A negative version stands for a client's `null`: edits to it go unversioned.
+        doc.version = version if version is not None and version >= 0 else None
+        doc.bump()
+        self._announce(doc)
+        return doc
+
+    def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        doc = self._by_uri.pop(params.text_document.uri, None)
+        if doc is None:
+            return
+        if doc.path is not None and self._by_path.get(doc.path) is doc:
+            del self._by_path[doc.path]
+        doc.closed = True
+        doc.bump()
+        self._announce(doc)
+
+    def _announce(self, doc: OpenDocument) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(doc)
+            except Exception:
+                log.exception("document listener failed")
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def get(self, path: Path) -> OpenDocument | None:
+        doc = self._by_path.get(path)
+        if doc is None:
+            try:
+                doc = self._by_path.get(path.resolve())
+            except (OSError, RuntimeError):
+                return None
+        return doc
+
+    def by_uri(self, uri: str) -> OpenDocument | None:
+        return self._by_uri.get(uri)
 
     def text(self, path: Path) -> str | None:
-        doc = self.document(path)
-        return doc.source if doc is not None else None
+        doc = self.get(path)
+        return doc.text if doc is not None else None
 
-    def changed(self, uri: str) -> None:
-        fs = to_fs_path(uri)
-        key = str(Path(fs).resolve()) if fs else uri
-        event = self._changed.get(key)
-        if event is not None:
-            event.set()
+    def open_paths(self) -> list[Path]:
+        return list(self._by_path)
 
-    def change_event(self, path: Path) -> asyncio.Event:
-        key = str(path.resolve())
-        event = self._changed.get(key)
-        if event is None:
-            event = self._changed[key] = asyncio.Event()
-        return event
+    def all(self) -> list[OpenDocument]:
+        return list(self._by_uri.values())
 
-    # -- edits to the client -------------------------------------------------------------------
+    # -- edits through the client ------------------------------------------------------------
 
-    async def send_change(self, path: Path, change: TextChange) -> bool:
-        """One applyEdit against the document's current version; True if applied."""
-        doc = self.document(path)
+    async def replace(self, path: Path, target: str, label: str = "plan-lsp") -> bool:
+        """Make the open buffer for `path` hold exactly `target`; True when it does (and the
+        server's copy confirms it)."""
+        doc = self.get(path)
         if doc is None:
             return False
-        self.change_event(path).clear()
-        edit = types.WorkspaceEdit(
-            document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=doc.uri, version=doc.version
-                    ),
-                    edits=[
-                        types.TextEdit(
-                            range=types.Range(
-                                start=types.Position(
-                                    line=change.start.line, character=change.start.character
-                                ),
-                                end=types.Position(
-                                    line=change.end.line, character=change.end.character
-                                ),
-                            ),
-                            new_text=change.text,
-                        )
-                    ],
-                )
-            ]
-        )
-        try:
-            result = await self.ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label="plan-lsp")
-            )
-        except Exception as exc:
-            log.warning("applyEdit failed for %s: %s", path, exc)
-            return False
-        return bool(getattr(result, "applied", False))
+        async with doc.lock:
+            return await self._replace(doc, target, label)
 
-    async def wait_for_change(self, path: Path) -> None:
-        event = self.change_event(path)
-        try:
-            await asyncio.wait_for(event.wait(), REFUSED_EDIT_WAIT_S)
-        except TimeoutError:
-            pass
-
-    async def replace_text(self, path: Path, new_text: str) -> bool:
-        """Make the open buffer hold `new_text` with a minimal edit, retrying against the
-        client's current text when an edit is refused. Never overwrites with a stale copy:
-        each attempt is computed from what the buffer holds now."""
+    async def _replace(self, doc: OpenDocument, target: str, label: str) -> bool:
         for _attempt in range(MAX_EDIT_ATTEMPTS):
-            current = self.text(path)
-            if current is None:
+            if doc.closed or doc.unconfirmed:
                 return False
-            change = compute_edit(current, new_text)
+            current = doc.text
+            change = compute_edit(current, target, self.encoding)
             if change is None:
                 return True
-            if await self.send_change(path, change):
-                return True
-            await self.wait_for_change(path)
-        return False
+            if doc.whole_lines:
+                change = _whole_document(current, target)
+                doc.pending_full = target
+            expected = current[: change.start_offset] + change.text + current[change.end_offset :]
+            mark = doc.generation
+            edit = _edit_for(doc, change, self.client.support.document_changes)
+            applied = await self.client.apply_edit(edit, label)
+            if not applied:
+                doc.pending_full = None
+                # Refused (the client is ahead of the copy, or declines): let it catch up.
+                await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
+                continue
+            if await doc.wait_for(lambda e=expected: doc.text == e, CONFIRM_WAIT_S):  # type: ignore[misc]
+                continue
+            if doc.generation == mark:
+                log.warning("%s: the client applied an edit but never reported it", doc.uri)
+                doc.unconfirmed = True
+                return False
+            # The copy settled elsewhere: a client counting columns its own way, or typing.
+            if not doc.whole_lines:
+                log.info("%s: edits now replace the whole document (the copy differed)", doc.uri)
+            doc.whole_lines = True
+        return doc.text == target
+
+    async def edit_and_save(self, path: Path, target: str, label: str) -> BufferEdit:
+        """Change an open buffer to `target`, then make the disk agree if the buffer held
+        nothing unsaved of the user's before the change."""
+        doc = self.get(path)
+        if doc is None:
+            return BufferEdit(False, reason="not open")
+        async with doc.lock:
+            before = doc.text
+            clean = _disk_text(path) == before
+            if not await self._replace(doc, target, label):
+                return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
+            if not clean:
+                return BufferEdit(True, on_disk=False, reason="the buffer has unsaved changes")
+            return BufferEdit(True, on_disk=await self._save(doc, path))
+
+    async def save(self, path: Path) -> bool:
+        """Make the disk hold what the open buffer holds (the user's approval, say)."""
+        doc = self.get(path)
+        if doc is None:
+            return False
+        async with doc.lock:
+            return await self._save(doc, path)
+
+    async def _save(self, doc: OpenDocument, path: Path) -> bool:
+        text = doc.text
+        if _disk_text(path) == text:
+            return True
+        if await self.client.save_document(doc.uri) and _disk_text(path) == text:
+            return True
+        try:
+            self._write_disk(path, text)
+        except OSError as exc:
+            log.warning("could not write %s: %s", path, exc)
+            return False
+        return True
 
 
-class LspEditorPort:
-    """`EditorPort` over LSP: reads see open buffers; edits go through applyEdit."""
+def _path_of(uri: str) -> Path | None:
+    fs = to_fs_path(uri)
+    if not fs or "\x00" in fs:
+        return None
+    try:
+        return Path(fs).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
-    def __init__(self, tracker: DocumentTracker) -> None:
-        self.tracker = tracker
 
-    def open_document_text(self, path: Path) -> str | None:
-        return self.tracker.text(path)
+def _disk_text(path: Path) -> str | None:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
-    def open_document_paths(self) -> list[Path]:
-        """Every open document (grep must search unsaved buffers too)."""
-        paths = []
-        for uri in list(self.tracker.ls.workspace.text_documents):
-            fs = to_fs_path(uri)
-            if fs:
-                paths.append(Path(fs))
-        return paths
 
-    async def apply_to_open_document(self, edit: FileEdit) -> bool:
-        return await self.tracker.replace_text(edit.path, edit.new_text)
+def _whole_document(old: str, new: str) -> TextChange:
+    """Replace everything: from (0,0) to past the last line, which every client clamps to
+    the end of the document — no column anywhere."""
+    return TextChange(
+        start=Position(0, 0),
+        end=Position(LineIndex(old).line_count, 0),
+        text=new,
+        start_offset=0,
+        end_offset=len(old),
+    )
+
+
+def _edit_for(doc: OpenDocument, change: TextChange, versioned: bool) -> types.WorkspaceEdit:
+    edit = types.TextEdit(
+        range=types.Range(
+            start=types.Position(line=change.start.line, character=change.start.character),
+            end=types.Position(line=change.end.line, character=change.end.character),
+        ),
+        new_text=change.text,
+    )
+    if not versioned:  # a client without documentChanges takes plain `changes`
+        return types.WorkspaceEdit(changes={doc.uri: [edit]})
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version)
+    return types.WorkspaceEdit(
+        document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
+    )
+
+
+def uri_of(path: Path) -> str:
+    return from_fs_path(str(path)) or path.as_uri()

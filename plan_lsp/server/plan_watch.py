@@ -1,5 +1,5 @@
-"""Changes other programs make to plan files on disk, picked up with watchfiles and
-reflected in state (while a document is open in the editor, its buffer is the truth)."""
+"""Changes other programs make to plan files on disk, picked up with watchfiles and reflected
+in state (while a document is open in the editor, its buffer is the truth)."""
 
 from __future__ import annotations
 
@@ -7,67 +7,67 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from plan_lsp.server.app import PlanLanguageServer
-from plan_lsp.server.run_methods import runs_for, tracker_of
-from plan_lsp.server.workspaces import WorkspaceContext
+from plan_lsp.plan.document import TEMP_PREFIX
 from plan_lsp.session import PlanStatus
+
+if TYPE_CHECKING:
+    from plan_lsp.server.app import PlanLanguageServer
+    from plan_lsp.server.workspaces import WorkspaceContext
 
 log = logging.getLogger(__name__)
 
 
-async def watch_plans(ls: PlanLanguageServer, ctx: WorkspaceContext, stop: asyncio.Event) -> None:
-    from watchfiles import awatch
+class PlanWatchers:
+    def __init__(self, ls: PlanLanguageServer) -> None:
+        self.ls = ls
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
 
-    plans = ctx.plans_dir
-    plans.mkdir(parents=True, exist_ok=True)
-    tracker = tracker_of(ls)
-    try:
-        async for changes in awatch(plans, debounce=50, step=10, stop_event=stop, recursive=True):
-            for _change, raw in changes:
-                path = Path(raw)
-                if path.name.startswith(".") or path.suffix != ".md":
-                    continue  # atomic-write temp files and anything that is not a plan
-                on_disk_change(ls, ctx, path, tracker.text(path) is not None)
-    except Exception:
-        log.exception("watching %s failed; plan changes on disk will not be noticed", plans)
+    def start(self, contexts: list[WorkspaceContext]) -> None:
+        for ctx in contexts:
+            self._tasks.append(asyncio.ensure_future(self._watch(ctx)))
 
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 2)
+        self._tasks.clear()
 
-def on_disk_change(
-    ls: PlanLanguageServer, ctx: WorkspaceContext, path: Path, is_open: bool
-) -> None:
-    session = ctx.session
-    if is_open or path.resolve() != session.main_plan_path.resolve():
-        return
-    manager = runs_for(ls, ctx)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    if session.plan_status is PlanStatus.APPROVED:
-        manager.approved_text_changed(text)
-    manager.notify(
-        {"kind": "planDraft", "uri": path.as_uri(), "status": "changedOnDisk", "chars": len(text)}
-    )
-    refresh = getattr(ls, "refresh_plan_views", None)
-    if refresh is not None:
-        refresh(ctx)
+    async def _watch(self, ctx: WorkspaceContext) -> None:
+        from watchfiles import awatch
 
+        plans = ctx.plans_dir
+        try:
+            plans.mkdir(parents=True, exist_ok=True)
+            async for changes in awatch(
+                plans, debounce=50, step=10, stop_event=self._stop, recursive=True
+            ):
+                for _change, raw in changes:
+                    path = Path(raw)
+                    if path.name.startswith((".", TEMP_PREFIX)) or path.suffix != ".md":
+                        continue  # atomic-write temp files and anything that is not a plan
+                    self.on_disk_change(ctx, path)
+        except Exception:
+            log.exception("watching %s failed; plan changes on disk will not be noticed", plans)
 
-def start_watchers(ls: PlanLanguageServer) -> None:
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
-    for ctx in ls.workspaces.all():
-        tasks.append(asyncio.ensure_future(watch_plans(ls, ctx, stop)))
-    ls.plan_watchers = (stop, tasks)  # type: ignore[attr-defined]
-
-
-async def stop_watchers(ls: PlanLanguageServer) -> None:
-    watchers = getattr(ls, "plan_watchers", None)
-    if watchers is None:
-        return
-    stop, tasks = watchers
-    stop.set()
-    for task in tasks:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 2)
+    def on_disk_change(self, ctx: WorkspaceContext, path: Path) -> None:
+        session = ctx.session
+        if self.ls.documents.get(path) is not None:
+            return  # open in the editor: the buffer is the truth
+        if path.resolve() != session.main_plan_path.resolve():
+            return
+        text = ctx.runs.plan_text(path)
+        if session.plan_status is PlanStatus.APPROVED:
+            ctx.runs.approved_text_changed(text)
+        ctx.runs.notify(
+            {
+                "kind": "planDraft",
+                "uri": path.as_uri(),
+                "status": "changedOnDisk",
+                "chars": len(text),
+            }
+        )
+        self.ls.plan_views.refresh(ctx)

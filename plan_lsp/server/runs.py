@@ -1,30 +1,26 @@
-"""Runs of the agent for one workspace: start, stream, cancel, and the approval flow that
-turns an approved plan into a Do run."""
+"""Runs of the agent for one workspace: start, stream, cancel, stop side effects, and what
+the client is told while they happen (pushed state, updates, history, progress)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-
-from plan_lsp.agent import prompts
-from plan_lsp.agent.loop import Agent, AgentPorts, RunResult
-from plan_lsp.plan.checklist import is_deviation, mirror_todos
-from plan_lsp.plan.document import atomic_write_text
-from plan_lsp.providers.base import ChatMessage, Provider
-from plan_lsp.server.app import PlanLanguageServer
-from plan_lsp.server.documents import DocumentTracker, LspEditorPort
-from plan_lsp.server.plan_stream import LspPlanDrafts
+from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
+from plan_lsp.server.plan_drafts import LspPlanDrafts
+from plan_lsp.server.run_log import describe_update
 from plan_lsp.server.user_port import LspUserPort
-from plan_lsp.server.workspaces import WorkspaceContext
 from plan_lsp.session import Actor, PlanStatus
+
+if TYPE_CHECKING:
+    from plan_lsp.agent.loop import Agent, RunResult
+    from plan_lsp.providers.base import ChatMessage
+    from plan_lsp.server.app import PlanLanguageServer
+    from plan_lsp.server.workspaces import WorkspaceContext
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +28,6 @@ log = logging.getLogger(__name__)
 TEXT_BATCH_S = 0.016
 # How many conversation updates a session keeps for re-rendering.
 HISTORY_KEEP = 2000
-_NOT_HISTORY = frozenset({"state"})
 
 
 @dataclass
@@ -42,6 +37,7 @@ class RunHandle:
     cancel: asyncio.Event
     task: asyncio.Task[RunResult] | None = None
     timed_out: bool = False
+    progress: str = ""
     started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
 
@@ -52,22 +48,12 @@ class RunBusy(Exception):
 class RunManager:
     """One per workspace; at most one run at a time."""
 
-    def __init__(
-        self,
-        ls: PlanLanguageServer,
-        ctx: WorkspaceContext,
-        tracker: DocumentTracker,
-        provider_factory: Callable[[], Provider],
-        plan_shell: str,
-    ) -> None:
+    def __init__(self, ls: PlanLanguageServer, ctx: WorkspaceContext) -> None:
         self.ls = ls
         self.ctx = ctx
-        self.tracker = tracker
         self.current: RunHandle | None = None
-        self.drafts = LspPlanDrafts(ls, tracker, self.notify)
-        self._provider_factory = provider_factory
+        self.drafts = LspPlanDrafts(ls, self.notify)
         self._agent: Agent | None = None
-        self.plan_shell = plan_shell
         self._background: set[asyncio.Future[Any]] = set()
         self._text_parts: list[str] = []
         self._text_run: str | None = None
@@ -77,21 +63,25 @@ class RunManager:
     @property
     def agent(self) -> Agent:
         if self._agent is None:
+            # The agent (and the providers, tools and policies behind it) load on first use.
+            from plan_lsp.agent.loop import Agent, AgentPorts
+            from plan_lsp.server.editor_port import LspEditorPort
+
             self._agent = Agent(
                 self.ctx.session,
-                self._provider_factory(),
+                self.ctx.provider(),
                 self.ctx.config,
                 AgentPorts(
-                    editor=LspEditorPort(self.tracker),
-                    user=LspUserPort(self.ls, self.notify),
+                    editor=LspEditorPort(self.ls.documents),
+                    user=LspUserPort(self.ls.client, self.notify),
                     drafts=self.drafts,
                     notify=self.notify,
                 ),
-                self.plan_shell,
+                self.ctx.plan_shell,
             )
         return self._agent
 
-    # -- notifications ------------------------------------------------------------------------
+    # -- what the client is told ------------------------------------------------------------
 
     def notify(self, payload: dict[str, Any]) -> None:
         payload.setdefault("runId", self.current.run_id if self.current else None)
@@ -128,15 +118,22 @@ class RunManager:
 
     def _send(self, payload: dict[str, Any]) -> None:
         self._remember(payload)
-        self.ls.notify_update(payload)
+        client = self.ls.client
+        if client.support.plan_lsp:
+            client.update(payload)
+            return
+        # A client that does not render planLsp/update gets the standard equivalents.
+        line = describe_update(payload)
+        if line is not None:
+            client.log(line)
+            if self.current is not None and self.current.progress:
+                client.progress_report(self.current.progress, line)
 
     def _remember(self, payload: dict[str, Any]) -> None:
         """Keep what the client was shown, so it can render the conversation again after a
-        reload (`planLsp/history`). State and draft progress are not conversation."""
+        reload (`planLsp/history`). Draft progress is not conversation."""
         kind = payload.get("kind")
-        if kind in _NOT_HISTORY or (
-            kind == "planDraft" and payload.get("status") == "drafting" and payload.get("chars")
-        ):
+        if kind == "planDraft" and payload.get("status") == "drafting" and payload.get("chars"):
             return
         session = self.ctx.session
         try:
@@ -155,7 +152,7 @@ class RunManager:
 
     def push_state(self) -> None:
         """The whole `SessionState`, to every client that renders it (never polled)."""
-        self.ls.notify_update(
+        self.ls.client.update(
             {
                 "kind": "state",
                 "workspaceUri": self.ctx.root.as_uri(),
@@ -177,21 +174,17 @@ class RunManager:
             )
         if kind == "mode_changed" and data.get("to") == "plan":
             # Whoever switched (the user, the model): nothing may change from now on.
-            stop = asyncio.ensure_future(
-                self.stop_side_effects("the session switched to plan mode")
-            )
-            self._background.add(stop)
-            stop.add_done_callback(self._background.discard)
+            self._spawn(self.stop_side_effects("the session switched to plan mode"))
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
-            task = asyncio.ensure_future(self._mirror_checklist())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._mirror_checklist())
         self.push_state()
-        if kind == "context":
-            return
-        refresh = getattr(self.ls, "refresh_plan_views", None)
-        if refresh is not None:
-            refresh(self.ctx)
+        if kind != "context":
+            self.ls.plan_views.refresh(self.ctx)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def stop_side_effects(self, because: str) -> list[dict[str, Any]]:
         """Stop every running tool call that changes the workspace (process-group kill for
@@ -232,9 +225,12 @@ class RunManager:
         do_run: bool,
         conversation: str | None,
     ) -> RunResult:
+        from plan_lsp.agent.loop import RunResult
+
         session = self.ctx.session
         session.record("run_started", Actor.SYSTEM, {"runId": handle.run_id, "kind": handle.kind})
-        progress = await self._progress_begin(handle)
+        handle.progress = f"plan-lsp-run-{handle.run_id}"
+        self.ls.client.progress_begin(handle.progress, f"plan-lsp: {handle.kind} run")
         loop = asyncio.get_running_loop()
         timer = loop.call_later(self.ctx.config.run_timeout_s, self._time_out, handle)
         try:
@@ -252,7 +248,6 @@ class RunManager:
             timer.cancel()
             self.current = None
             session.set_running(False)
-            await self._progress_end(progress)
         if handle.timed_out and result.stop_reason == "cancelled":
             result.stop_reason = "timeout"
         deviations: list[str] = []
@@ -286,9 +281,8 @@ class RunManager:
                 "deviations": deviations,
             }
         )
-        refresh = getattr(self.ls, "refresh_plan_views", None)
-        if refresh is not None:
-            refresh(self.ctx)
+        self.ls.client.progress_end(handle.progress, result.stop_reason)
+        self.ls.plan_views.refresh(self.ctx)
         return result
 
     def _time_out(self, handle: RunHandle) -> None:
@@ -322,58 +316,18 @@ class RunManager:
                 handle.task.cancel()
         return True
 
-    # -- progress ------------------------------------------------------------------------------
-
-    async def _progress_begin(self, handle: RunHandle) -> str | None:
-        try:
-            window = self.ls.client_capabilities.window
-            if not (window and window.work_done_progress):
-                return None
-            token = f"plan-lsp-run-{handle.run_id}"
-            await asyncio.wait_for(self.ls.work_done_progress.create_async(token), 5)
-            self.ls.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(title=f"plan-lsp: {handle.kind} run", cancellable=True),
-            )
-            return token
-        except Exception:
-            log.debug("no work-done progress", exc_info=True)
-            return None
-
-    async def _progress_end(self, token: str | None) -> None:
-        if token is None:
-            return
-        try:
-            self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
-        except Exception:
-            log.debug("progress end failed", exc_info=True)
-
-    # -- approval -------------------------------------------------------------------------------
+    # -- the plan while it is carried out ---------------------------------------------------
 
     def plan_text(self, path: Path) -> str:
-        text = self.tracker.text(path)
+        """The plan as the user sees it: the open buffer, else the file."""
+        text = self.ls.documents.text(path)
         if text is not None:
             return text
         try:
-            return path.read_text(encoding="utf-8")
-        except OSError:
+            with path.open(encoding="utf-8", newline="") as handle:
+                return handle.read()
+        except (OSError, UnicodeDecodeError):
             return ""
-
-    def start_do_run(self, clear_context: bool) -> RunHandle:
-        session = self.ctx.session
-        assert session.approved is not None
-        conversation = None
-        if clear_context:
-            conversation = f"do-{uuid.uuid4().hex[:8]}"
-            session.switch_conversation(conversation, "approved with a fresh context")
-        opening = prompts.do_request(session.task, session.approved.path, session.approved.text)
-        shown = "Approved the plan" + (" (fresh context)" if clear_context else "")
-        return self.start("do", opening, do_run=True, conversation=conversation, shown=shown)
-
-    def start_feedback_run(self, feedback: str) -> RunHandle:
-        session = self.ctx.session
-        opening = prompts.feedback_request(feedback, str(session.main_plan_path))
-        return self.start("planning", opening, shown=f"Rejected the plan: {feedback}")
 
     async def _mirror_checklist(self) -> None:
         session = self.ctx.session
@@ -384,10 +338,10 @@ class RunManager:
         mirrored = mirror_todos(current, [(t.content, t.status) for t in session.todos])
         if mirrored == current:
             return
-        if self.tracker.document(path) is not None:
-            await self.tracker.replace_text(path, mirrored)
+        if self.ls.documents.get(path) is not None:
+            await self.ls.documents.edit_and_save(path, mirrored, "plan-lsp: checklist")
         else:
-            atomic_write_text(path, mirrored)
+            self.ls.write_file(path, mirrored)
 
     def approved_text_changed(self, text: str) -> None:
         """The user changed the plan after approval. Checklist progress (the server's own
@@ -399,9 +353,7 @@ class RunManager:
             return
         self.ctx.session.approved_text_changed(text)
 
-
-_CHECK_MARK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[[ xX~]\]\s?", re.MULTILINE)
-
-
-def without_checklist_marks(text: str) -> str:
-    return _CHECK_MARK.sub(r"\1", text)
+    async def close(self) -> None:
+        await self.cancel(None)
+        for task in list(self._background):
+            task.cancel()

@@ -11,8 +11,7 @@ from typing import Any
 from lsprotocol import types
 
 from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
-from plan_lsp.server.app import PlanLanguageServer
-from plan_lsp.server.plain import to_plain
+from plan_lsp.server.client import PERSON_TIMEOUT_S, ClientChannel
 from plan_lsp.tools.base import Question
 
 log = logging.getLogger(__name__)
@@ -32,8 +31,8 @@ MESSAGE_ACTIONS: dict[str, PermissionAnswer] = {
 
 
 class LspUserPort:
-    def __init__(self, ls: PlanLanguageServer, notify: Callable[[dict[str, Any]], None]) -> None:
-        self.ls = ls
+    def __init__(self, client: ClientChannel, notify: Callable[[dict[str, Any]], None]) -> None:
+        self.client = client
         self.notify = notify
 
     async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
@@ -45,32 +44,25 @@ class LspUserPort:
                 "summary": request.summary,
             }
         )
-        try:
-            if self.ls.client_experimental().get("permissionRequests"):
-                raw = await self.ls.protocol.send_request_async(
-                    "planLsp/requestPermission",
-                    {
-                        "runId": request.run_id,
-                        "tool": request.tool,
-                        "summary": request.summary,
-                        "arguments": request.arguments,
-                        "options": PERMISSION_OPTIONS,
-                    },
-                )
-                answer = to_plain(raw) or {}
-                option = answer.get("optionId") if isinstance(answer, dict) else None
-                return option if option in PERMISSION_OPTIONS else "reject_once"
-            item = await self.ls.window_show_message_request_async(
-                types.ShowMessageRequestParams(
-                    type=types.MessageType.Warning,
-                    message=f"plan-lsp wants to run {request.tool}: {request.summary}",
-                    actions=[types.MessageActionItem(title=t) for t in MESSAGE_ACTIONS],
-                )
+        if self.client.support.permission_requests:
+            answered, answer = await self.client.request(
+                "planLsp/requestPermission",
+                {
+                    "runId": request.run_id,
+                    "tool": request.tool,
+                    "summary": request.summary,
+                    "arguments": request.arguments,
+                    "options": PERMISSION_OPTIONS,
+                },
+                timeout=PERSON_TIMEOUT_S,
             )
-        except Exception as exc:  # a client that cannot answer denies
-            log.warning("permission request failed: %s", exc)
-            return "reject_once"
-        title = getattr(item, "title", None)
+            option = answer.get("optionId") if answered and isinstance(answer, dict) else None
+            return option if option in PERMISSION_OPTIONS else "reject_once"
+        title = await self.client.ask(
+            f"plan-lsp wants to run {request.tool}: {request.summary}",
+            list(MESSAGE_ACTIONS),
+            types.MessageType.Warning,
+        )
         return MESSAGE_ACTIONS.get(title or "", "reject_once")
 
     async def ask_questions(
@@ -83,32 +75,24 @@ class LspUserPort:
                 "questions": [q.model_dump() for q in questions],
             }
         )
-        try:
-            if self.ls.client_experimental().get("questions"):
-                raw = await self.ls.protocol.send_request_async(
-                    "planLsp/askUser",
-                    {"runId": run_id, "questions": [q.model_dump() for q in questions]},
-                )
-                plain = to_plain(raw)
-                if not isinstance(plain, dict) or not isinstance(plain.get("answers"), dict):
-                    return None
-                return {
-                    str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)]
-                    for k, v in plain["answers"].items()
-                }
-            answers: dict[str, list[str]] = {}
-            for q in questions:
-                item = await self.ls.window_show_message_request_async(
-                    types.ShowMessageRequestParams(
-                        type=types.MessageType.Info,
-                        message=q.text,
-                        actions=[types.MessageActionItem(title=o) for o in q.options],
-                    )
-                )
-                title = getattr(item, "title", None)
-                if title is not None:
-                    answers[q.id] = [title]
-        except Exception as exc:
-            log.warning("question request failed: %s", exc)
-            return None
-        return answers or None
+        if self.client.support.questions:
+            answered, plain = await self.client.request(
+                "planLsp/askUser",
+                {"runId": run_id, "questions": [q.model_dump() for q in questions]},
+                timeout=PERSON_TIMEOUT_S,
+            )
+            if not answered or not isinstance(plain, dict):
+                return None
+            answers = plain.get("answers")
+            if not isinstance(answers, dict):
+                return None
+            return {
+                str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)]
+                for k, v in answers.items()
+            }
+        collected: dict[str, list[str]] = {}
+        for q in questions:
+            title = await self.client.ask(q.text, list(q.options), types.MessageType.Info)
+            if title is not None:
+                collected[q.id] = [title]
+        return collected or None

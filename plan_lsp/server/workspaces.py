@@ -1,33 +1,26 @@
-"""One context per workspace folder: its config, state store and session."""
+"""One context per workspace folder: its configuration, state store, session, runs and model
+provider. Each folder has its own provider (its own model, base URL and key may differ);
+the scripted provider alone is shared by the process, because the script belongs to it."""
 
 from __future__ import annotations
 
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config, load_config
+from plan_lsp.policy.execution import default_sandbox_probe
+from plan_lsp.providers.base import Provider, ProviderError
+from plan_lsp.server.runs import RunManager
 from plan_lsp.session import Session, StateStore
+from plan_lsp.session.model import ProviderInfo
+
+if TYPE_CHECKING:
+    from plan_lsp.server.app import PlanLanguageServer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class WorkspaceContext:
-    root: Path
-    config: Config
-    store: StateStore
-    session: Session
-    config_warnings: list[str] = field(default_factory=list)
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def plans_dir(self) -> Path:
-        return self.config.plans_path(self.root)
-
 
 GITIGNORE = """\
 # Written by plan-lsp: its database, WAL files, transcripts and plan revisions stay out of
@@ -39,6 +32,8 @@ revisions/
 *.jsonl
 .plan-lsp-tmp-*
 """
+
+_OFFICIAL_HOSTS = ("https://api.openai.com", "https://api.anthropic.com")
 
 
 def write_gitignore(server_dir: Path) -> None:
@@ -56,16 +51,148 @@ def write_gitignore(server_dir: Path) -> None:
         out.write(GITIGNORE)
 
 
+def effective_plan_shell(config: Config) -> str:
+    """The plan-mode shell protection in force: the configured level, with "sandboxed" only
+    where a sandbox proved itself (else "classified")."""
+    configured = config.plan_shell
+    if configured == "off":
+        return "off"
+    if configured == "classified":
+        return "classified"
+    return "sandboxed" if default_sandbox_probe() else "classified"
+
+
+def shell_protection_text(config: Config) -> str:
+    level = effective_plan_shell(config)
+    if level == "off":
+        return "off: no shell in plan mode"
+    if level == "sandboxed":
+        return f"sandboxed: classifier + {default_sandbox_probe()} (read-only, no network)"
+    if config.plan_shell in (None, "sandboxed"):
+        return "classified: classifier only (no sandbox available here)"
+    return "classified: classifier only"
+
+
+class _UnusableProvider:
+    """Stands in when the configured provider cannot be built: every run reports why."""
+
+    name = "unavailable"
+
+    def __init__(self, error: ProviderError) -> None:
+        self.error = error
+
+    def stream(self, request: Any) -> Any:
+        raise self.error
+
+    async def check(self) -> str:
+        raise self.error
+
+
+class WorkspaceContext:
+    def __init__(
+        self,
+        ls: PlanLanguageServer,
+        root: Path,
+        config: Config,
+        store: StateStore,
+        session: Session,
+        warnings: list[str],
+    ) -> None:
+        self.ls = ls
+        self.root = root
+        self.config = config
+        self.store = store
+        self.session = session
+        self.config_warnings = warnings
+        self.plan_shell = effective_plan_shell(config)
+        self._provider: Provider | None = None
+        self.runs = RunManager(ls, self)
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.config.plans_path(self.root)
+
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = self._make_provider()
+        return self._provider
+
+    def _make_provider(self) -> Provider:
+        cfg = self.config
+        if cfg.provider == "scripted" and self.ls.shared_scripted is not None:
+            return self.ls.shared_scripted
+        from plan_lsp.providers.factory import make_provider
+
+        provider: Provider
+        try:
+            provider = make_provider(
+                cfg.provider,
+                model=cfg.model,
+                base_url=cfg.base_url,
+                api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
+                script=cfg.script,
+                transcript=cfg.transcript,
+                temperature=cfg.temperature,
+                max_tokens=cfg.max_tokens,
+            )
+        except ProviderError as exc:
+            self.ls.client.show(f"plan-lsp: the model provider is not usable: {exc.message}")
+            provider = _UnusableProvider(exc)
+        if cfg.provider == "scripted":
+            self.ls.shared_scripted = provider
+        return provider
+
+    def provider_info(self, environ: dict[str, str] | None = None) -> ProviderInfo:
+        """What the model back end is and what keeps it from working, without contacting it
+        (the connection test does that)."""
+        from plan_lsp.providers.factory import DEFAULT_MODELS
+
+        env = os.environ if environ is None else environ
+        cfg = self.config
+        name, base_url = cfg.provider, cfg.base_url
+        own_server = base_url is not None and not base_url.startswith(_OFFICIAL_HOSTS)
+        model = cfg.model or (None if own_server else DEFAULT_MODELS.get(name))
+        problem: str | None = None
+        if name == "scripted":
+            if cfg.script is None:
+                problem = "the scripted provider needs a script file (script)"
+        else:
+            key_var = "OPENAI_API_KEY" if name == "openai" else "ANTHROPIC_API_KEY"
+            has_key = cfg.api_key is not None or bool(env.get(key_var))
+            if own_server and cfg.model is None:
+                problem = (
+                    f"no model is set: {base_url} is not {name}'s own service, so there is no "
+                    "default model; set model to one your server serves"
+                )
+            elif not own_server and not has_key:
+                problem = (
+                    f"no API key for {name}: set apiKey (or {key_var}), or set baseUrl to a "
+                    "local OpenAI-compatible server such as Ollama"
+                )
+        return ProviderInfo(
+            name=name, model=model, baseUrl=base_url, configured=problem is None, problem=problem
+        )
+
+    def describe(self) -> None:
+        """Tell the session what surrounds it; its listeners push the state."""
+        self.session.set_context(
+            shellProtection=shell_protection_text(self.config),
+            planShell=self.plan_shell,
+            sandbox=default_sandbox_probe() if self.plan_shell == "sandboxed" else None,
+            planNetwork=self.config.plan_network,
+            provider=self.provider_info(),
+            configWarnings=self.config_warnings,
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+
 class Workspaces:
     """Creates contexts lazily; the first folder is the default for requests naming none."""
 
-    def __init__(
-        self,
-        warn: Callable[[str], None],
-        cli_overrides: dict[str, Any] | None = None,
-    ) -> None:
-        self._warn = warn
-        self._cli = cli_overrides or {}
+    def __init__(self, ls: PlanLanguageServer) -> None:
+        self.ls = ls
         self.init_options: dict[str, Any] = {}
         self.roots: list[Path] = []
         self._contexts: dict[Path, WorkspaceContext] = {}
@@ -93,11 +220,13 @@ class Workspaces:
                 hook(ctx)
         return ctx
 
+    def created(self) -> list[WorkspaceContext]:
+        return list(self._contexts.values())
+
     def all(self) -> list[WorkspaceContext]:
         return [self.get(r) for r in self.roots]
 
     def find_for_path(self, path: Path) -> WorkspaceContext | None:
-        path = path.resolve()
         best: Path | None = None
         for root in self.roots:
             if path == root or root in path.parents:
@@ -106,11 +235,11 @@ class Workspaces:
         return self.get(best) if best is not None else None
 
     def _create(self, root: Path) -> WorkspaceContext:
-        config, warnings = load_config(root, self.init_options, self._cli)
+        config, warnings = load_config(root, self.init_options, self.ls.cli_overrides)
         for w in warnings:
-            self._warn(w)
+            self.ls.client.show(w, kind=_warning())
         write_gitignore(root / ".plan-lsp")
-        store = StateStore(root / ".plan-lsp" / "state.db", warn=self._warn)
+        store = StateStore(root / ".plan-lsp" / "state.db", warn=self.ls.client.show)
         session = Session(
             store,
             root,
@@ -118,11 +247,16 @@ class Workspaces:
             default_permission_mode=config.permission_mode,
             default_mode=config.mode,
         )
-        session.set_context(configWarnings=warnings)
-        return WorkspaceContext(
-            root=root, config=config, store=store, session=session, config_warnings=warnings
-        )
+        ctx = WorkspaceContext(self.ls, root, config, store, session, warnings)
+        ctx.describe()
+        return ctx
 
     def close(self) -> None:
         for ctx in self._contexts.values():
-            ctx.store.close()
+            ctx.close()
+
+
+def _warning() -> Any:
+    from lsprotocol import types
+
+    return types.MessageType.Warning

@@ -297,6 +297,15 @@ async def test_runs_report_work_done_progress(tmp_path: Path) -> None:
     _ws, _t, cm = _server(tmp_path, [{"text": "hello"}])
     async with cm as ed:
         await ed.request("planLsp/prompt", {"text": "go"})
-        reports = [r for token, rs in ed.client.progress_reports.items() for r in rs]
-        kinds = [getattr(r, "kind", None) for r in reports]
-        assert kinds[0] == "begin" and kinds[-1] == "end"
+
+        def kinds() -> list[str | None]:
+            reports = [r for token, rs in ed.client.progress_reports.items() for r in rs]
+            return [getattr(r, "kind", None) for r in reports]
+
+        async def ended() -> None:
+            # Progress follows the client's answer to `create`; the run never waits for it.
+            while "end" not in kinds():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(ended(), 10)
+        assert kinds()[0] == "begin" and kinds()[-1] == "end"

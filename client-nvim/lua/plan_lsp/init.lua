@@ -25,7 +25,10 @@ local defaults = {
   root_markers = { ".plan-lsp", ".git" },
   -- "workspace": every file buffer inside the workspace; "markdown": only *.md files.
   attach = "workspace",
-  plans_dir = ".plan-lsp/plans", -- relative to the workspace; where plan documents live
+  -- Where plan documents live, relative to the workspace (below .plan-lsp/); nil: the
+  -- server's setting. Sent as the `plansDir` initialization option when set; the plugin
+  -- itself follows the `planUri` the server pushes.
+  plans_dir = nil,
   -- Neovim 0.7–0.9 cannot show documents for the server: open PLAN.md before prompting so
   -- the draft streams into a buffer.
   open_plan_on_prompt = true,
@@ -123,13 +126,25 @@ function M.root_for(bufnr)
   return root
 end
 
+local DEFAULT_PLANS_DIR = ".plan-lsp/plans"
+
+-- The plans folder of `root`: the folder of the pushed state's planUri, else the configured
+-- or default folder (before the server's first state arrives).
+local function plans_dir(root)
+  local state = M.states[root]
+  if state and type(state.planUri) == "string" and state.planUri ~= "" then
+    return vim.fn.fnamemodify(vim.uri_to_fname(state.planUri), ":h")
+  end
+  return root .. "/" .. (M.config.plans_dir or DEFAULT_PLANS_DIR)
+end
+
 function M.is_plan_document(bufnr, root)
   local path = buffer_path(bufnr)
   root = root or M.root_for(bufnr)
   if not path or not root then
     return false
   end
-  local plans = root .. "/" .. M.config.plans_dir
+  local plans = plans_dir(root)
   return is_under(real_path(path), compat.realpath(plans) or plans) and path:match("%.md$") ~= nil
 end
 
@@ -222,10 +237,21 @@ function M.refresh_lenses(root)
   end
 end
 
+-- Lenses depend on these; a state that changes one of them refreshes them.
+local LENS_FIELDS = { "mode", "planStatus", "running", "planUri" }
+
 local function set_state(root, state)
-  if type(state) == "table" and state.mode then
-    M.states[root] = vim.deepcopy(state)
-    vim.cmd("redrawstatus")
+  if type(state) ~= "table" or not state.mode then
+    return
+  end
+  local old = M.states[root] or {}
+  M.states[root] = vim.deepcopy(state)
+  vim.cmd("redrawstatus")
+  for _, key in ipairs(LENS_FIELDS) do
+    if old[key] ~= state[key] then
+      M.refresh_lenses(root)
+      return
+    end
   end
 end
 
@@ -234,25 +260,9 @@ local function on_update(err, update, ctx)
     return
   end
   local root = root_of_client(ctx.client_id)
-  if root then
-    local state = M.states[root] or {}
-    if update.kind == "modeChanged" then
-      state.mode = update.mode
-      state.permissionMode = update.permissionMode
-      state.planStatus = update.planStatus
-      set_state(root, state)
-    elseif update.kind == "done" then
-      state.running = false
-      set_state(root, state)
-    elseif state.mode and not state.running and update.kind ~= "error" then
-      state.running = true
-      set_state(root, state)
-    end
-    if update.kind == "modeChanged" or update.kind == "done"
-      or (update.kind == "planDraft" and (update.status == "submitted" or (update.chars or 0) == 0))
-    then
-      M.refresh_lenses(root)
-    end
+  -- The server pushes the whole SessionState on every change; nothing is derived here.
+  if root and update.kind == "state" then
+    set_state(root, update.state)
   end
   if M.config.log then
     local ok, e = pcall(log.render, update)
@@ -291,6 +301,14 @@ local function show_message_request(_, params)
   return choice or vim.NIL
 end
 
+local function init_options()
+  local options = vim.deepcopy(M.config.init_options or {})
+  if M.config.plans_dir then
+    options.plansDir = M.config.plans_dir
+  end
+  return next(options) and options or nil
+end
+
 local function client_config(root)
   local handlers = { ["planLsp/update"] = on_update }
   if not compat.async_server_requests then
@@ -303,15 +321,9 @@ local function client_config(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     capabilities = capabilities(),
     handlers = handlers,
-    init_options = M.config.init_options,
-    flags = { debounce_text_changes = 0, allow_incremental_sync = true },
+    init_options = init_options(),
     on_init = function(client)
       M.clients[root] = client.id
-      compat.request(client, "planLsp/state", {}, function(err, state)
-        if not err then
-          set_state(root, state)
-        end
-      end)
     end,
     on_attach = function(client, bufnr)
       if M.is_plan_document(bufnr, root) then
@@ -391,7 +403,6 @@ function M.request(method, params, on_result)
     end
     if type(result) == "table" and result.mode then
       set_state(root, result)
-      M.refresh_lenses(root)
     end
     if on_result then
       on_result(result)
@@ -425,7 +436,24 @@ function M.state()
   return root and M.states[root] or nil
 end
 
---- Statusline component: "[Plan] ask", "[Build] auto_edit …" (running), "" without a server.
+--- The plan-mode shell protection: "shell sandboxed (bubblewrap)", "shell classified",
+--- "no shell".
+function M.shell_protection(state)
+  if type(state) ~= "table" or not state.planShell then
+    return ""
+  end
+  if state.planShell == "off" then
+    return "no shell"
+  end
+  local text = "shell " .. state.planShell
+  if type(state.sandbox) == "string" then
+    text = text .. " (" .. state.sandbox .. ")"
+  end
+  return text
+end
+
+--- Statusline component: "[Plan] ask · shell sandboxed (bubblewrap)", "[Build] auto_edit · …
+--- …" (running), "" without a server.
 function M.statusline()
   local state = M.state()
   if not state or not state.mode then
@@ -433,6 +461,10 @@ function M.statusline()
   end
   local label = state.mode == "build" and "[Build]" or "[Plan]"
   local text = label .. " " .. tostring(state.permissionMode or "")
+  local shell = M.shell_protection(state)
+  if shell ~= "" then
+    text = text .. " · " .. shell
+  end
   if state.running then
     text = text .. " …"
   end
@@ -440,7 +472,11 @@ function M.statusline()
 end
 
 local function plan_path(root)
-  return root .. "/" .. M.config.plans_dir .. "/PLAN.md"
+  local state = M.states[root]
+  if state and type(state.planUri) == "string" and state.planUri ~= "" then
+    return vim.uri_to_fname(state.planUri)
+  end
+  return plans_dir(root) .. "/PLAN.md"
 end
 
 -- Loads PLAN.md into a (hidden) buffer so drafts stream into it; for clients that cannot
@@ -561,7 +597,7 @@ local function create_commands()
     end)
   end, { desc = "plan-lsp: cancel the current run" })
   cmd("PlanState", function()
-    M.request("planLsp/state", {}, show_state)
+    show_state(M.state())
   end, { desc = "plan-lsp: show the session state" })
   cmd("PlanLog", function()
     log.open()

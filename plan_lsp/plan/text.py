@@ -1,0 +1,147 @@
+"""Text positions as LSP counts them, in any negotiated encoding.
+
+LSP lines end at `\\n`, `\\r\\n` or `\\r` only (not at the other characters `str.splitlines`
+breaks on, such as U+2028), and a column counts code units of the negotiated position
+encoding: UTF-8 bytes, UTF-16 code units (the default) or code points (UTF-32). Python strings
+index code points, so every position crossing the wire goes through here.
+
+Out-of-range positions are clamped the way the specification asks: a column past the end of
+its line means the end of the line (before its line break), a line past the last means the
+end of the text; a column inside a character that takes several code units means that
+character's start.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Encoding = Literal["utf-8", "utf-16", "utf-32"]
+ENCODINGS: tuple[Encoding, ...] = ("utf-16", "utf-8", "utf-32")
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def units(text: str, encoding: Encoding) -> int:
+    """How many code units of `encoding` `text` takes (unpaired surrogates count as one
+    UTF-16 unit / three UTF-8 bytes, as their lone encodings do)."""
+    if encoding == "utf-32":
+        return len(text)
+    if text.isascii():
+        return len(text)
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _char_units(char: str, encoding: Encoding) -> int:
+    code = ord(char)
+    if encoding == "utf-32" or code < 0x80:
+        return 1
+    if encoding == "utf-16":
+        return 2 if code > 0xFFFF else 1
+    if code < 0x800:
+        return 2
+    return 3 if code <= 0xFFFF else 4
+
+
+@dataclass(frozen=True)
+class Position:
+    """An LSP position: zero-based line and column in code units of some encoding."""
+
+    line: int
+    character: int
+
+
+class LineIndex:
+    """Line starts of one text, for converting offsets and positions both ways."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # starts[i]: code-point offset where line i begins; ends[i]: where its content ends
+        self.starts = [0]
+        self.ends: list[int] = []
+        for match in _BREAK.finditer(text):
+            self.ends.append(match.start())
+            self.starts.append(match.end())
+        self.ends.append(len(text))
+
+    @property
+    def line_count(self) -> int:
+        return len(self.starts)
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def position(self, offset: int, encoding: Encoding) -> Position:
+        """The position of code-point `offset` (0 ≤ offset ≤ len(text))."""
+        if not 0 <= offset <= len(self.text):
+            raise ValueError(f"offset {offset} outside text of length {len(self.text)}")
+        line = self.line_of(offset)
+        start = self.starts[line]
+        # An offset between \r and \n is not a position; it counts as the line's end.
+        column_end = min(offset, self.ends[line])
+        return Position(line, units(self.text[start:column_end], encoding))
+
+    def offset(self, line: int, character: int, encoding: Encoding) -> int:
+        """The code-point offset of a client position, clamped as the specification says."""
+        if line < 0 or character < 0:
+            raise ValueError(f"negative position ({line}, {character})")
+        if line >= self.line_count:
+            return len(self.text)
+        start, end = self.starts[line], self.ends[line]
+        if encoding == "utf-32":
+            return min(start + character, end)
+        counted = 0
+        index = start
+        while index < end:
+            width = _char_units(self.text[index], encoding)
+            if counted + width > character:
+                break
+            counted += width
+            index += 1
+        return index
+
+
+def position_at(text: str, offset: int, encoding: Encoding) -> Position:
+    return LineIndex(text).position(offset, encoding)
+
+
+@dataclass(frozen=True)
+class ContentChange:
+    """One `TextDocumentContentChangeEvent`: `start`/`end` None means the whole text."""
+
+    text: str
+    start: Position | None = None
+    end: Position | None = None
+
+
+def apply_changes(text: str, changes: Iterable[ContentChange], encoding: Encoding) -> str:
+    """Apply `didChange` content changes in order, each against the result of the last."""
+    for change in changes:
+        if change.start is None or change.end is None:
+            text = change.text
+            continue
+        index = LineIndex(text)
+        start = index.offset(change.start.line, change.start.character, encoding)
+        end = index.offset(change.end.line, change.end.character, encoding)
+        if end < start:
+            start, end = end, start
+        text = text[:start] + change.text + text[end:]
+    return text
+
+
+def line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen the code-point range [start, end) to whole lines: from the start of `start`'s
+    line to the start of the line after `end` (or the end of the text)."""
+    index = LineIndex(text)
+    line_start = index.starts[index.line_of(start)]
+    end_line = index.line_of(end)
+    if end == index.starts[end_line] and end > start:
+        return line_start, end
+    if end_line + 1 < index.line_count:
+        return line_start, index.starts[end_line + 1]
+    return line_start, len(text)

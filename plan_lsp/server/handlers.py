@@ -1,0 +1,131 @@
+"""The one place where LSP methods and commands are registered: one handler per method, each
+handing over to the feature that owns what it touches. The initialize answer advertises
+exactly what is registered here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from plan_lsp.server import methods
+from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_from
+from plan_lsp.server.plain import to_plain
+
+Handler = Callable[[PlanLanguageServer, Any], Any]
+
+# Custom requests: answered in message order when synchronous (a didChange is applied before
+# the request that follows it), awaited when asynchronous.
+REQUESTS: dict[str, Handler] = {
+    "planLsp/state": methods.get_state,
+    "planLsp/setMode": methods.set_mode,
+    "planLsp/toggleMode": methods.toggle_mode,
+    "planLsp/setPermissionMode": methods.set_permission_mode,
+    "planLsp/prompt": methods.prompt,
+    "planLsp/cancel": methods.cancel,
+    "planLsp/approvePlan": methods.approve,
+    "planLsp/rejectPlan": methods.reject,
+    "planLsp/planRevisions": methods.plan_revisions,
+    "planLsp/history": methods.history,
+    "planLsp/newSession": methods.new_session,
+    "planLsp/testConnection": methods.test_connection,
+}
+# `workspace/executeCommand` commands take the same params object as their request.
+COMMANDS: dict[str, Handler] = {
+    "planLsp.approvePlan": methods.approve,
+    "planLsp.rejectPlan": methods.reject,
+    "planLsp.toggleMode": methods.toggle_mode,
+    "planLsp.showPreviousRevision": methods.show_previous_revision,
+}
+
+CODE_ACTION_OPTIONS = types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.Source, types.CodeActionKind.QuickFix]
+)
+
+
+def _register_request(ls: PlanLanguageServer, name: str, handler: Handler) -> None:
+    ls.feature(name)(handler)
+
+
+def _register_command(ls: PlanLanguageServer, name: str, handler: Handler) -> None:
+    import inspect
+
+    if inspect.iscoroutinefunction(handler):
+
+        async def run_async(ls: PlanLanguageServer, *args: Any) -> Any:
+            return await handler(ls, args[0] if args else {})
+
+        ls.command(name)(run_async)
+    else:
+
+        def run(ls: PlanLanguageServer, *args: Any) -> Any:
+            return handler(ls, args[0] if args else {})
+
+        ls.command(name)(run)
+
+
+def register(ls: PlanLanguageServer) -> None:
+    for name, handler in REQUESTS.items():
+        _register_request(ls, name, handler)
+    for name, handler in COMMANDS.items():
+        _register_command(ls, name, handler)
+    ADVERTISED["methods"] = list(REQUESTS)
+    ADVERTISED["commands"] = list(COMMANDS)
+
+    @ls.feature(types.INITIALIZE)
+    def on_initialize(ls: PlanLanguageServer, params: types.InitializeParams) -> None:
+        options = to_plain(params.initialization_options) if params.initialization_options else {}
+        ls.workspaces.init_options = options if isinstance(options, dict) else {}
+        ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
+        ls.client.initialized(params.capabilities)
+        level = ls.workspaces.init_options.get("logLevel")
+        if level in ("debug", "info", "warning", "error") and "log_level" not in ls.cli_overrides:
+            from plan_lsp.logs import set_log_level
+
+            set_log_level(level)
+
+    @ls.feature(types.INITIALIZED)
+    def on_initialized(ls: PlanLanguageServer, params: types.InitializedParams) -> None:
+        contexts = ls.workspaces.all()  # sessions restore now: warnings reach the user now
+        for ctx in contexts:
+            ctx.runs.push_state()
+        ls.watchers.start(contexts)
+
+    @ls.feature(types.SHUTDOWN)
+    async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
+        for ctx in ls.workspaces.created():
+            await ctx.runs.close()
+        await ls.watchers.stop()
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: PlanLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.documents.did_open(params)
+        ls.plan_views.publish(params.text_document.uri)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: PlanLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        doc = ls.documents.did_change(params)
+        found = ls.plan_views.plan_context(params.text_document.uri)
+        if doc is None or found is None:
+            return
+        ctx, path = found
+        approved = ctx.session.approved
+        if approved is not None and Path(approved.path).resolve() == path:
+            ctx.runs.approved_text_changed(doc.text)
+        ls.plan_views.publish(params.text_document.uri)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: PlanLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.documents.did_close(params)
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: PlanLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        return ls.plan_views.code_lenses(params)
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION, CODE_ACTION_OPTIONS)
+    def code_action(
+        ls: PlanLanguageServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        return ls.plan_views.code_actions(params)

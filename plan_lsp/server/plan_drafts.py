@@ -1,0 +1,201 @@
+"""Live plan drafts: the plan document comes up in the editor and the draft follows the model
+into its buffer, one confirmed edit at a time (`DocumentStore.replace`).
+
+How the plan reaches the editor depends on what the client can do:
+- already open: the draft streams into the buffer;
+- `window/showDocument`: the server shows it (without taking focus) once the draft has
+  content, then streams into the buffer the client opens;
+- no showDocument: a no-op `workspace/applyEdit` on the plan file makes editors such as Neovim
+  and Emacs load it, and a `window/showMessage` names the file; if the client then opens it,
+  the draft streams there, otherwise it goes to disk when complete.
+
+The plan file is created on disk only once its name is validated and the draft has content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from plan_lsp.plan.coalescer import DraftTarget
+from plan_lsp.server.documents import uri_of
+
+if TYPE_CHECKING:
+    from plan_lsp.server.app import PlanLanguageServer
+
+log = logging.getLogger(__name__)
+
+# planDraft progress notifications for clients that show the plan elsewhere.
+DRAFT_NOTIFY_INTERVAL_S = 0.25
+# How long the server waits for the client to open a document it was asked to show.
+OPEN_WAIT_S = 5.0
+
+
+@dataclass
+class _Stream:
+    run_id: str
+    path: Path
+    target: DraftTarget
+    original: str
+    in_editor: bool = False
+    # The server created the (empty) plan file for this draft: undone if it is abandoned.
+    created: bool = False
+    pump: asyncio.Task[None] | None = None
+    last_notice: float = 0.0
+
+
+class LspPlanDrafts:
+    """`PlanDraftPort` over LSP."""
+
+    def __init__(self, ls: PlanLanguageServer, notify: Callable[[dict[str, Any]], None]) -> None:
+        self.ls = ls
+        self.notify = notify
+        self._streams: dict[Path, _Stream] = {}
+        self._named_to_user: set[Path] = set()
+
+    async def begin(self, run_id: str, path: Path) -> None:
+        old = self._streams.pop(path, None)
+        if old is not None and old.pump is not None:
+            old.target.finish()
+            await old.pump
+        current = self.buffer_text(path)
+        if current is None:
+            current = _read(path) or ""
+        stream = _Stream(run_id, path, DraftTarget(), current)
+        self._streams[path] = stream
+        stream.pump = asyncio.create_task(self._pump(stream))
+        self.notify(
+            {
+                "runId": run_id,
+                "kind": "planDraft",
+                "uri": path.as_uri(),
+                "status": "drafting",
+                "chars": 0,
+            }
+        )
+
+    async def _pump(self, stream: _Stream) -> None:
+        documents = self.ls.documents
+        sent: str | None = None
+        opened = False
+        try:
+            while (text := await stream.target.next_text(sent)) is not None:
+                sent = text
+                if not opened:
+                    opened = True
+                    stream.in_editor = await self._bring_up(stream)
+                if not stream.in_editor:
+                    continue
+                if not await documents.replace(stream.path, text, "plan-lsp: draft"):
+                    log.info("%s: the draft continues on disk only", stream.path)
+                    stream.in_editor = False
+        except Exception:
+            log.exception("plan draft stream for %s failed", stream.path)
+
+    async def _bring_up(self, stream: _Stream) -> bool:
+        """Open the plan in the editor; True when its buffer is open in the client."""
+        documents, client = self.ls.documents, self.ls.client
+        path = stream.path
+        if documents.get(path) is not None:
+            return True
+        if not path.exists():
+            # The editor shows files: an empty one under the validated name, filled by edits
+            # (removed again if the draft is abandoned).
+            self.ls.write_file(path, "")
+            stream.created = True
+        uri = uri_of(path)
+        if await client.show_document(uri, take_focus=False):
+            return await self._wait_open(path)
+        # Not shown (no showDocument, or the client said no or answered null):
+        if client.support.apply_edit:
+            # A change that changes nothing still makes Neovim and Emacs load the file.
+            noop = types.TextEdit(
+                range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), new_text=""
+            )
+            await client.apply_edit(types.WorkspaceEdit(changes={uri: [noop]}), "plan-lsp: plan")
+        if path not in self._named_to_user:
+            self._named_to_user.add(path)
+            client.show(f"plan-lsp is writing the plan to {path}")
+        return await self._wait_open(path, timeout=1.0)
+
+    async def _wait_open(self, path: Path, timeout: float = OPEN_WAIT_S) -> bool:
+        documents = self.ls.documents
+        if documents.get(path) is not None:
+            return True
+        opened = asyncio.Event()
+
+        def _seen(doc: Any) -> None:
+            if doc.path == path and not doc.closed:
+                opened.set()
+
+        documents.on_change(_seen)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(opened.wait(), timeout)
+        finally:
+            documents.remove_listener(_seen)
+        return documents.get(path) is not None
+
+    def feed(self, path: Path, arguments_delta: str) -> None:
+        stream = self._streams.get(path)
+        if stream is None:
+            return
+        stream.target.feed(arguments_delta)
+        now = time.monotonic()
+        if now - stream.last_notice >= DRAFT_NOTIFY_INTERVAL_S:
+            stream.last_notice = now
+            self.notify(
+                {
+                    "runId": stream.run_id,
+                    "kind": "planDraft",
+                    "uri": path.as_uri(),
+                    "status": "drafting",
+                    "chars": len(stream.target.text or ""),
+                }
+            )
+
+    async def _finish(self, path: Path, text: str) -> None:
+        stream = self._streams.pop(path, None)
+        documents = self.ls.documents
+        if stream is not None:
+            stream.target.finish(text)
+            if stream.pump is not None:
+                with contextlib.suppress(Exception):
+                    await stream.pump
+        # Whatever the stream achieved, an open buffer must end up holding exactly `text`.
+        if documents.get(path) is not None and documents.text(path) != text:
+            await documents.replace(path, text, "plan-lsp: plan")
+
+    async def complete(self, path: Path, content: str) -> None:
+        await self._finish(path, content)
+        if self.ls.documents.get(path) is not None:
+            await self.ls.documents.save(path)
+
+    async def abandon(self, path: Path) -> None:
+        stream = self._streams.get(path)
+        if stream is None:
+            return
+        await self._finish(path, stream.original)
+        if stream.created and self.ls.documents.get(path) is None:
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+
+    def buffer_text(self, path: Path) -> str | None:
+        return self.ls.documents.text(path)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,167 @@
+"""What the user sees on a plan document: code lenses and code actions for approval, and
+diagnostics from the readiness checks — positions in the client's encoding."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from plan_lsp.plan.readiness import check_plan
+from plan_lsp.plan.text import LineIndex
+from plan_lsp.session import PlanStatus
+
+if TYPE_CHECKING:
+    from plan_lsp.server.app import PlanLanguageServer
+    from plan_lsp.server.workspaces import WorkspaceContext
+
+log = logging.getLogger(__name__)
+
+SOURCE = "plan-lsp"
+APPROVE = "planLsp.approvePlan"
+REJECT = "planLsp.rejectPlan"
+SHOW_REVISION = "planLsp.showPreviousRevision"
+_TOP = types.Range(start=types.Position(0, 0), end=types.Position(0, 0))
+
+
+def _cmd(title: str, command: str, args: dict[str, Any] | None = None) -> types.Command:
+    return types.Command(title=title, command=command, arguments=[args or {}])
+
+
+def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
+    session = ctx.session
+    if path != session.main_plan_path.resolve():
+        return []
+    status = session.plan_status
+    running = session.running
+    commands: list[types.Command] = []
+    if status is PlanStatus.DRAFTING and running:
+        commands.append(_cmd("$(sync) Plan: drafting…", ""))
+    elif status is PlanStatus.SUBMITTED or (status is PlanStatus.DRAFTING and not running):
+        commands.append(
+            _cmd("Approve (auto-accept edits)", APPROVE, {"permissionMode": "auto_edit"})
+        )
+        commands.append(_cmd("Approve (ask before edits)", APPROVE, {"permissionMode": "ask"}))
+        commands.append(_cmd("Reject…", REJECT, {}))
+        if len(ctx.store.revisions(session.id)) >= 2:
+            commands.append(_cmd("Compare with previous revision", SHOW_REVISION, {}))
+    elif status is PlanStatus.APPROVED and session.approved is not None:
+        label = "Plan approved ✓" + (" — running" if running else "")
+        commands.append(_cmd(label, ""))
+    elif status is PlanStatus.REJECTED:
+        commands.append(_cmd("Plan rejected — waiting for a revised plan", ""))
+    return commands
+
+
+def action_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
+    base = [c for c in lens_commands(ctx, path) if c.command]
+    if not any(c.command == APPROVE for c in base):
+        return base
+    base.append(_cmd("Approve and save without executing", APPROVE, {"execute": False}))
+    base.append(
+        _cmd(
+            "Approve with a fresh context",
+            APPROVE,
+            {"clearContext": True, "permissionMode": "auto_edit"},
+        )
+    )
+    base.append(_cmd("Reject with feedback from review notes (> feedback: …)", REJECT, {}))
+    return base
+
+
+class PlanViews:
+    """Lenses, actions and diagnostics of plan documents; refreshed on every state change."""
+
+    def __init__(self, ls: PlanLanguageServer) -> None:
+        self.ls = ls
+
+    def plan_context(self, uri: str) -> tuple[WorkspaceContext, Path] | None:
+        fs = to_fs_path(uri)
+        if not fs or "\x00" in fs:
+            return None
+        try:
+            path = Path(fs).resolve()
+        except (OSError, RuntimeError):
+            return None
+        ctx = self.ls.workspaces.find_for_path(path)
+        if ctx is None:
+            return None
+        plans = ctx.plans_dir.resolve()
+        if plans not in path.parents or path.suffix != ".md":
+            return None
+        return ctx, path
+
+    def code_lenses(self, params: types.CodeLensParams) -> list[types.CodeLens]:
+        found = self.plan_context(params.text_document.uri)
+        if found is None:
+            return []
+        return [types.CodeLens(range=_TOP, command=c) for c in lens_commands(*found)]
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        found = self.plan_context(params.text_document.uri)
+        if found is None:
+            return []
+        return [
+            types.CodeAction(title=c.title, kind=types.CodeActionKind.Source, command=c)
+            for c in action_commands(*found)
+        ]
+
+    def diagnostics(self, ctx: WorkspaceContext, path: Path, text: str) -> list[types.Diagnostic]:
+        encoding = self.ls.documents.encoding
+        index = LineIndex(text)
+        out: list[types.Diagnostic] = []
+        for issue in check_plan(text):
+            line_start = index.starts[min(issue.line, index.line_count - 1)]
+            start = index.position(min(line_start + issue.start_char, len(text)), encoding)
+            end = index.position(min(line_start + issue.end_char, len(text)), encoding)
+            out.append(
+                types.Diagnostic(
+                    range=types.Range(
+                        start=types.Position(start.line, start.character),
+                        end=types.Position(end.line, end.character),
+                    ),
+                    message=issue.message,
+                    severity=types.DiagnosticSeverity.Warning,
+                    source=SOURCE,
+                    code=issue.code,
+                )
+            )
+        session = ctx.session
+        if (
+            session.plan_status is PlanStatus.DRAFTING
+            and session.approved is not None
+            and Path(session.approved.path).resolve() == path
+            and not session.running
+        ):
+            out.append(
+                types.Diagnostic(
+                    range=_TOP,
+                    message="This plan changed after it was approved; approve it again to use it.",
+                    severity=types.DiagnosticSeverity.Information,
+                    source=SOURCE,
+                    code="changed-after-approval",
+                )
+            )
+        return out
+
+    def publish(self, uri: str) -> None:
+        found = self.plan_context(uri)
+        doc = self.ls.documents.by_uri(uri)
+        if found is None or doc is None:
+            return
+        ctx, path = found
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=self.diagnostics(ctx, path, doc.text), version=doc.version
+            )
+        )
+
+    def refresh(self, ctx: WorkspaceContext | None = None) -> None:
+        """State changed: lenses and diagnostics on open plan documents follow."""
+        for doc in self.ls.documents.all():
+            if self.plan_context(doc.uri) is not None:
+                self.publish(doc.uri)
+        self.ls.client.refresh_code_lenses()

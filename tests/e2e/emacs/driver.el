@@ -1,0 +1,240 @@
+;;; driver.el --- one plan-lsp session in a headless Emacs daemon  -*- lexical-binding: t -*-
+
+;; Driven by tests/e2e/test_emacs.py. The user's init.el is eglot-init.el or
+;; lsp-mode-init.el (the README's configurations); a client file (eglot-client.el or
+;; lsp-client.el) defines the `e2e-client-*' functions this file calls. Parameters come as
+;; JSON in the file named by $PLAN_LSP_E2E_PARAMS; what Emacs saw goes as JSON to
+;; params.result_path. The daemon exits 0 when every step ran, 1 otherwise.
+;;
+;; Emacs runs as a daemon, not with --batch, so its command loop runs idle timers as in a
+;; real session (eglot sends didChange, lsp-mode refreshes lenses on idle). Any question
+;; Emacs asks the user (y-or-n-p, "changed on disk; really edit?", "Reread from disk?",
+;; completing-read, ...) is recorded and raises, as it would in batch; only the menus the
+;; steps expect are answered.
+
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
+
+(defvar e2e-params nil)
+(defvar e2e-result (make-hash-table :test 'equal))
+(defvar e2e-prompts nil "Every question Emacs asked, in order.")
+(defvar e2e-choice nil "The title the next completing-read answers with.")
+(defvar e2e-offered nil "What the last answered completing-read offered.")
+
+(defun e2e-param (key) (gethash key e2e-params))
+(defun e2e-put (key value) (puthash key value e2e-result))
+(defun e2e-step (name)
+  (puthash "steps" (append (gethash "steps" e2e-result) (list name)) e2e-result)
+  (message "e2e: step %s" name))
+
+(defun e2e-bool (value) (if value t :json-false))
+
+;; -- questions -----------------------------------------------------------------------------
+
+(defun e2e--asked (kind prompt)
+  (push (format "%s: %s" kind (substring-no-properties (format "%s" prompt))) e2e-prompts)
+  (message "e2e: Emacs asked (%s) %s" kind prompt))
+
+(defun e2e--refuse (kind)
+  (lambda (_orig prompt &rest _)
+    (e2e--asked kind prompt)
+    (error "Emacs asked the user: %s" prompt)))
+
+(advice-add 'y-or-n-p :around (e2e--refuse "y-or-n-p"))
+(advice-add 'yes-or-no-p :around (e2e--refuse "yes-or-no-p"))
+(advice-add 'read-from-minibuffer :around (e2e--refuse "read-from-minibuffer"))
+(advice-add 'read-string :around (e2e--refuse "read-string"))
+(advice-add 'read-char-choice :around (e2e--refuse "read-char-choice"))
+(advice-add 'ask-user-about-supersession-threat :around
+            (lambda (_orig file)
+              (e2e--asked "supersession" (format "%s changed on disk; really edit the buffer?" file))
+              (signal 'file-supersession (list "File changed on disk" file))))
+(advice-add 'completing-read :around
+            (lambda (_orig prompt collection &rest _)
+              (let ((titles (mapcar (lambda (c) (substring-no-properties
+                                                 (if (consp c) (format "%s" (car c)) (format "%s" c))))
+                                    (if (hash-table-p collection)
+                                        (hash-table-keys collection)
+                                      collection))))
+                (if (null e2e-choice)
+                    (progn (e2e--asked "completing-read" prompt)
+                           (error "Emacs asked the user: %s" prompt))
+                  (setq e2e-offered (cons e2e-choice titles))
+                  (prog1 e2e-choice (setq e2e-choice nil))))))
+
+;; -- waiting ---------------------------------------------------------------------------------
+
+(defun e2e-wait (what pred &optional seconds)
+  "Run the command loop's timers and processes until PRED holds; error after SECONDS."
+  (let ((deadline (+ (float-time) (or seconds 20))))
+    (while (not (funcall pred))
+      (when (> (float-time) deadline)
+        (error "Timed out waiting for %s" what))
+      (sit-for 0.05))))
+
+(defun e2e-soft-wait (pred seconds)
+  "Like `e2e-wait' but only returns whether PRED came to hold."
+  (condition-case nil (progn (e2e-wait "" pred seconds) t) (error nil)))
+
+(defun e2e-idle (seconds)
+  "Let the user be idle for SECONDS (idle timers fire: didChange, lens refresh)."
+  (let ((deadline (+ (float-time) seconds)))
+    (while (< (float-time) deadline) (sit-for 0.05))))
+
+;; -- buffers ---------------------------------------------------------------------------------
+
+(defun e2e-visit (path)
+  "Open PATH the way a user does: a command that visits it, then the command loop's hooks."
+  (let ((buf (find-file path)))
+    (run-hooks 'post-command-hook)
+    buf))
+
+(defun e2e-text (path)
+  (when-let ((buf (find-buffer-visiting path)))
+    (with-current-buffer buf
+      (save-restriction (widen) (buffer-substring-no-properties (point-min) (point-max))))))
+
+(defun e2e-disk (path)
+  (with-temp-buffer
+    (let ((coding-system-for-read 'utf-8))
+      (insert-file-contents path))
+    (buffer-string)))
+
+(defun e2e-modified (path)
+  (when-let ((buf (find-buffer-visiting path)))
+    (e2e-bool (buffer-modified-p buf))))
+
+;; -- the session -----------------------------------------------------------------------------
+
+(defun e2e-state ()
+  (e2e-client-request "planLsp/state" (make-hash-table)))
+
+(defun e2e-wait-run-end (what)
+  "Until the server says no run is going."
+  (e2e-wait what (lambda () (eq (e2e-get (e2e-state) "running") :json-false)) 30))
+
+(defun e2e-record-state (key)
+  (let ((state (e2e-state)))
+    (e2e-put key (list (cons "mode" (e2e-get state "mode"))
+                       (cons "planStatus" (e2e-get state "planStatus"))
+                       (cons "permissionMode" (e2e-get state "permissionMode"))
+                       (cons "outcome" (e2e-get state "outcome"))
+                       (cons "approvedText" (e2e-get state "approvedPlan" "text"))))))
+
+(defun e2e-prompt (text)
+  "planLsp/prompt; returns the answer when the run ended."
+  (let ((answer nil))
+    (e2e-client-request-async "planLsp/prompt" (list (cons "text" text))
+                              (lambda (res) (setq answer (or res 'null))))
+    (e2e-wait "the planning run" (lambda () answer) 60)
+    answer))
+
+(defun e2e-settle-plan (key path expected)
+  "Give the buffer time to hold EXPECTED; record what it holds (a difference is the
+test's to report, not an error here)."
+  (e2e-soft-wait (lambda () (equal (e2e-text path) expected)) 5)
+  (e2e-idle 0.7) ; the client's own didChange delay
+  (e2e-put key (e2e-text path)))
+
+(defun e2e-review (plan)
+  "Reject with a review note through a code action; the revision streams in; compare."
+  ;; 2. reject with the buffer's review note, through a code action
+  (with-current-buffer (find-buffer-visiting plan)
+    (goto-char (point-max))
+    (insert "> feedback: " (e2e-param "feedback") "\n")
+    (e2e-idle 0.7)
+    (goto-char (point-min))
+    (e2e-client-code-action (e2e-param "reject_action")))
+  (e2e-put "code_action_titles" e2e-offered)
+  (unless (e2e-soft-wait (lambda () (let ((s (e2e-state)))
+                                      (and (equal (e2e-get s "planStatus") "submitted")
+                                           (eq (e2e-get s "running") :json-false))))
+                         45)
+    (e2e-put "revision_error" "the revised plan was not submitted within 45 s"))
+  (e2e-settle-plan "plan_buffer_v2" plan (e2e-param "plan_v2"))
+  (e2e-step "rejected")
+
+  ;; 3. compare revisions (planLsp.showPreviousRevision must answer)
+  (let ((started (float-time)))
+    (condition-case err
+        (progn
+          (with-current-buffer (find-buffer-visiting plan)
+            (e2e-client-compare-revisions))
+          (e2e-put "compare" "answered"))
+      (error (e2e-put "compare" (format "error: %s" (error-message-string err)))))
+    (e2e-put "compare_seconds" (- (float-time) started)))
+  (e2e-step "compared"))
+
+(defun e2e-session ()
+  (let* ((ws (e2e-param "workspace"))
+         (plan (e2e-param "plan_path"))
+         (hello (expand-file-name "hello.py" ws))
+         (open-first (eq (e2e-param "plan_open_before") t)))
+    (e2e-put "client" (e2e-client-name))
+    (e2e-put "emacs" emacs-version)
+    (e2e-client-prepare ws)
+    ;; A user opens one file, sees the server connect, then opens the next.
+    (e2e-visit hello)
+    (e2e-wait "the server to manage hello.py" (lambda () (e2e-client-managed-p hello)) 30)
+    (when open-first
+      (e2e-visit plan)
+      (e2e-wait "the server to manage PLAN.md" (lambda () (e2e-client-managed-p plan)) 30))
+    (e2e-step "attached")
+
+    ;; 1. prompt: the plan streams into PLAN.md
+    (let ((answer (e2e-prompt (e2e-param "prompt"))))
+      (e2e-put "prompt_stop" (e2e-get answer "stopReason")))
+    (e2e-put "plan_buffer_exists_v1" (e2e-bool (find-buffer-visiting plan)))
+    (e2e-put "plan_disk_v1" (e2e-disk plan))
+    (unless (find-buffer-visiting plan)
+      ;; The user opens it (the server said where it is).
+      (e2e-visit plan)
+      (e2e-wait "PLAN.md to be managed" (lambda () (e2e-client-managed-p plan)) 20))
+    (e2e-settle-plan "plan_buffer_v1" plan (e2e-param "plan_v1"))
+    (e2e-step "planned")
+
+    (when (eq (e2e-param "review") t)
+      (e2e-review plan))
+
+    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands
+    (with-current-buffer (find-buffer-visiting plan)
+      (goto-char (point-min))
+      (e2e-client-approve (e2e-param "approve_title")))
+    (e2e-put "approve_titles" e2e-offered)
+    (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
+    (e2e-wait-run-end "the Do run")
+    (e2e-idle 0.7)
+    (e2e-put "hello_buffer" (e2e-text hello))
+    (e2e-put "hello_modified" (e2e-modified hello))
+    (e2e-put "hello_disk" (e2e-disk hello))
+    (e2e-put "plan_buffer_after_do" (e2e-text plan))
+    (e2e-put "plan_modified" (e2e-modified plan))
+    (e2e-record-state "state_after_do")
+    (e2e-step "approved")
+
+    (e2e-client-shutdown)
+    (e2e-step "stopped")))
+
+(defun e2e-main ()
+  (let ((ok nil))
+    (condition-case err
+        (progn
+          (let ((json-object-type 'hash-table) (json-key-type 'string) (json-array-type 'list)
+                (coding-system-for-read 'utf-8))
+            (setq e2e-params (json-read-file (getenv "PLAN_LSP_E2E_PARAMS"))))
+          (e2e-session)
+          (setq ok t))
+      (error (e2e-put "error" (error-message-string err))
+             (e2e-put "last_offered" e2e-offered)
+             (message "e2e: failed: %s" (error-message-string err))))
+    (e2e-put "ok" (e2e-bool ok))
+    (e2e-put "prompts" (reverse e2e-prompts))
+    (let ((coding-system-for-write 'utf-8))
+      (with-temp-file (e2e-param "result_path")
+        (insert (json-encode e2e-result))))
+    (kill-emacs (if ok 0 1))))
+
+(run-with-timer 0.2 nil #'e2e-main)
+
+;;; driver.el ends here

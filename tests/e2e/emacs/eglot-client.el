@@ -1,0 +1,50 @@
+;;; eglot-client.el --- the driver's client operations on eglot  -*- lexical-binding: t -*-
+(require 'eglot)
+
+(defun e2e-client-name () (format "eglot %s" (or (bound-and-true-p eglot-version) "1.9")))
+
+(defun e2e-client-prepare (_root) nil)
+
+(defun e2e--server ()
+  (or (cl-some (lambda (buf) (with-current-buffer buf (eglot-current-server))) (buffer-list))
+      (error "No eglot server")))
+
+(defun e2e-client-managed-p (path)
+  (when-let ((buf (find-buffer-visiting path)))
+    (with-current-buffer buf (and (bound-and-true-p eglot--managed-mode) (eglot-current-server)))))
+
+(defun e2e-get (obj &rest keys)
+  "Read a JSON field of an eglot answer (plists with keyword keys)."
+  (dolist (key keys obj)
+    (setq obj (and (listp obj) (plist-get obj (intern (concat ":" key)))))))
+
+(defun e2e--params (alist)
+  (if (null alist) eglot--{}
+    (cl-loop for (k . v) in alist append (list (intern (concat ":" k)) v))))
+
+(defun e2e-client-request (method params)
+  (jsonrpc-request (e2e--server) (intern method)
+                   (if (hash-table-p params) eglot--{} (e2e--params params))))
+
+(defun e2e-client-request-async (method params on-result)
+  (jsonrpc-async-request (e2e--server) (intern method) (e2e--params params)
+                         :success-fn on-result
+                         :error-fn (lambda (err) (funcall on-result (list :error err)))
+                         :timeout 120))
+
+(defun e2e-client-code-action (title)
+  "What M-x eglot-code-actions does at point, answering its menu with TITLE."
+  (setq e2e-choice title)
+  ;; Invoked from the keyboard (M-x), so eglot asks with completing-read, not a popup menu.
+  (let ((last-nonmenu-event ?\r))
+    (eglot-code-actions (point) nil nil t)))
+
+(defun e2e-client-approve (title)
+  (e2e-client-code-action title))
+
+(defun e2e-client-compare-revisions ()
+  ;; eglot 1.9 has no code lenses: the lens command, as eglot would execute it.
+  (eglot-execute-command (eglot-current-server) 'planLsp.showPreviousRevision (vector eglot--{})))
+
+(defun e2e-client-shutdown ()
+  (eglot-shutdown (e2e--server)))

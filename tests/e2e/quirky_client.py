@@ -1,0 +1,431 @@
+"""Scripted LSP clients with the habits real editors ship with, run against the real server.
+
+`Quirks` describes one client: which position encoding it offers and counts in (or miscounts
+in, as lsp-mode 8 counts characters while claiming UTF-16), whether it debounces `didChange`
+(Neovim's default 150 ms, eglot's idle timer), how it answers `workspace/applyEdit` (late,
+after its own `didChange`; what it does with an edit for an older version), which document
+versions it sends (0, null, jumps), and which capabilities it declares (`showDocument`,
+`workDoneProgress`, `experimental.planLsp`). Everything the server sends is recorded.
+
+Document notifications are written as raw JSON so a client can send what real clients send,
+including what lsprotocol would not produce (a `null` version)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pytest_lsp import LanguageClient
+
+from plan_lsp.server.plain import to_plain
+from tests.lsp_harness import SERVER_CMD, Editor
+
+Encoding = Literal["utf-8", "utf-16", "utf-32"]
+
+
+# -- positions in a client's units ---------------------------------------------------------
+
+
+def char_units(ch: str, encoding: Encoding) -> int:
+    if encoding == "utf-8":
+        return len(ch.encode("utf-8", "surrogatepass"))
+    if encoding == "utf-16":
+        return 2 if ord(ch) > 0xFFFF else 1
+    return 1
+
+
+def offset_at(text: str, line: int, column: int, encoding: Encoding) -> int:
+    """The str offset of (line, column in `encoding` units); past the end clamps, as editors do."""
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+    if line >= len(starts):
+        return len(text)
+    offset = starts[line]
+    end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
+    units = 0
+    while offset < end and units < column:
+        units += char_units(text[offset], encoding)
+        offset += 1
+    return offset
+
+
+def position_of(text: str, offset: int, encoding: Encoding) -> dict[str, int]:
+    head = text[:offset]
+    line_start = head.rfind("\n") + 1
+    column = sum(char_units(ch, encoding) for ch in head[line_start:])
+    return {"line": head.count("\n"), "character": column}
+
+
+def span_text(text: str, rng: types.Range, encoding: Encoding) -> str:
+    start = offset_at(text, rng.start.line, rng.start.character, encoding)
+    end = offset_at(text, rng.end.line, rng.end.character, encoding)
+    return text[start:end]
+
+
+# -- the client ----------------------------------------------------------------------------
+
+StaleEdit = Literal["refuse", "error", "drop"]
+
+
+@dataclass
+class Quirks:
+    # Offered in general.positionEncodings (utf-16 offers nothing: the LSP default).
+    encoding: Encoding = "utf-16"
+    # Counts columns in characters whatever was negotiated (lsp-mode 8).
+    columns_in_characters: bool = False
+    # None: one didChange per applied edit, at once. Else one coalesced didChange this many
+    # seconds after the last buffer change (Neovim: 0.15, eglot: 0.5 of idle time).
+    debounce_s: float | None = None
+    # The applyEdit answer is sent after the didChange it caused, this much later.
+    answer_late_s: float | None = None
+    # An edit for a version older than the buffer's: "refuse" (applied: false, VS Code),
+    # "error" (a JSON-RPC error, eglot), "drop" (not applied, answered applied: true,
+    # Neovim's "Buffer newer than edits").
+    stale_edit: StaleEdit = "refuse"
+    # Versions sent in didOpen/didChange: "normal" (1, 2, …), "zero" (always 0, and edits
+    # for version 0 are applied unchecked, like lsp-mode), "null", "jumps" (+7 per change).
+    versions: Literal["normal", "zero", "null", "jumps"] = "normal"
+    # window.showDocument: "yes" (declared, shown), "absent" (not declared; answered null if
+    # asked anyway, as both Emacs clients do), "null" (declared, answered null).
+    show_document: Literal["yes", "absent", "null"] = "yes"
+    plan_lsp: bool = True
+    work_done_progress: bool = True
+    answer_progress_create: bool = True
+
+
+@dataclass
+class ClientBuffer:
+    uri: str
+    text: str
+    version: int
+    pending: list[dict[str, Any]] = field(default_factory=list)  # changes not yet sent
+    flush: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class Received:
+    """Everything the server sent, in order: (method, params) pairs."""
+
+    requests: list[tuple[str, Any]] = field(default_factory=list)
+    notifications: list[tuple[str, Any]] = field(default_factory=list)
+    edit_answers: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, method: str) -> list[Any]:
+        return [p for m, p in self.requests + self.notifications if m == method]
+
+
+class QuirkyEditor:
+    def __init__(self, client: LanguageClient, quirks: Quirks, root: Path) -> None:
+        self.client = client
+        self.quirks = quirks
+        self.root = root
+        self.buffers: dict[str, ClientBuffer] = {}
+        self.received = Received()
+        self.changed = asyncio.Event()  # a notification or request arrived
+        self.settled = asyncio.Event()  # no didChange pending
+        self.settled.set()
+        self.released = asyncio.Event()  # lets unanswered requests end at teardown
+        self.answer_message: str | None = None  # the showMessageRequest action to pick
+        self.encoding: Encoding = "utf-16"  # what the server chose
+        self.init_result: types.InitializeResult | None = None
+
+    # -- what the client counts in -------------------------------------------------------
+
+    @property
+    def units(self) -> Encoding:
+        return "utf-32" if self.quirks.columns_in_characters else self.encoding
+
+    # -- raw notifications ----------------------------------------------------------------
+
+    def _send(self, method: str, params: dict[str, Any]) -> None:
+        self.client.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _wire_version(self, buf: ClientBuffer) -> int | None:
+        if self.quirks.versions == "zero":
+            return 0
+        if self.quirks.versions == "null":
+            return None
+        return buf.version
+
+    def _bump(self, buf: ClientBuffer) -> None:
+        buf.version += 7 if self.quirks.versions == "jumps" else 1
+
+    def open(self, path: Path, text: str | None = None) -> ClientBuffer:
+        uri = path.resolve().as_uri()
+        if text is None:
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+        buf = ClientBuffer(uri, text, 1)
+        self.buffers[uri] = buf
+        version = self._wire_version(buf)
+        self._send(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": uri,
+                    "languageId": "markdown" if path.suffix == ".md" else "python",
+                    "version": 0 if version is None else version,
+                    "text": text,
+                }
+            },
+        )
+        return buf
+
+    def _record_change(self, buf: ClientBuffer, start: int, end: int, new: str) -> None:
+        """The buffer changed (an applied edit, or typing); tell the server now or later."""
+        old = buf.text
+        change = {
+            "range": {
+                "start": position_of(old, start, self.units),
+                "end": position_of(old, end, self.units),
+            },
+            "text": new,
+        }
+        buf.text = old[:start] + new + old[end:]
+        self._bump(buf)
+        buf.pending.append(change)
+        if self.quirks.debounce_s is None:
+            self._flush(buf)
+            return
+        self.settled.clear()
+        if buf.flush is not None:
+            buf.flush.cancel()
+        buf.flush = asyncio.get_running_loop().call_later(self.quirks.debounce_s, self._flush, buf)
+
+    def _flush(self, buf: ClientBuffer) -> None:
+        buf.flush = None
+        if buf.pending:
+            changes, buf.pending = buf.pending, []
+            self._send(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": buf.uri, "version": self._wire_version(buf)},
+                    "contentChanges": changes,
+                },
+            )
+        if all(b.flush is None for b in self.buffers.values()):
+            self.settled.set()
+
+    def type_into(self, path: Path, new_text: str) -> None:
+        """The user replaces the whole buffer (unsaved)."""
+        buf = self.buffers[path.resolve().as_uri()]
+        self._record_change(buf, 0, len(buf.text), new_text)
+
+    def text(self, path: Path) -> str | None:
+        buf = self.buffers.get(path.resolve().as_uri())
+        return buf.text if buf else None
+
+    # -- requests to the server ----------------------------------------------------------
+
+    # the same requests as the plain test editor's (they only use `self.client`)
+    request = Editor.request
+    command = Editor.command
+
+    async def settle(self, timeout: float = 10) -> None:
+        """Until every debounced didChange has been sent."""
+        await asyncio.wait_for(self.settled.wait(), timeout)
+
+    async def wait_for(self, what: str, pred: Any, timeout: float = 30) -> Any:
+        async def _wait() -> Any:
+            while True:
+                self.changed.clear()
+                found = pred()
+                if found:
+                    return found
+                await self.changed.wait()
+
+        try:
+            return await asyncio.wait_for(_wait(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
+
+    def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [
+            u for u in self.received.of("planLsp/update") if kind is None or u.get("kind") == kind
+        ]
+
+    # -- applying edits like an editor ----------------------------------------------------
+
+    def _load(self, uri: str) -> ClientBuffer:
+        """Neovim and Emacs load a file an edit names into a buffer, and tell the server."""
+        path = Path(to_fs_path(uri) or "")
+        return self.open(path)
+
+    def _stale(self, buf: ClientBuffer, version: int | None) -> bool:
+        if version is None:
+            return False
+        if self.quirks.versions in ("zero", "null") and version == 0:
+            return False  # lsp-mode: version 0 means "unversioned"
+        return version != buf.version
+
+    def apply_workspace_edit(self, edit: types.WorkspaceEdit) -> dict[str, Any]:
+        changes: list[tuple[str, int | None, list[types.TextEdit]]] = []
+        for change in edit.document_changes or []:
+            if not isinstance(change, types.TextDocumentEdit):
+                return {"applied": False, "failureReason": f"unsupported {type(change).__name__}"}
+            edits = [e for e in change.edits if isinstance(e, types.TextEdit)]
+            changes.append((change.text_document.uri, change.text_document.version, edits))
+        for uri, text_edits in (edit.changes or {}).items():
+            changes.append((uri, None, list(text_edits)))
+        for uri, version, edits in changes:
+            buf = self.buffers.get(uri) or self._load(uri)
+            if self._stale(buf, version):
+                reason = f"version {version} != {buf.version}"
+                if self.quirks.stale_edit == "refuse":
+                    return {"applied": False, "failureReason": reason}
+                if self.quirks.stale_edit == "error":
+                    raise ValueError(f"Edits require version {version}, you have {buf.version}")
+                continue  # "drop": Neovim prints "Buffer newer than edits" and says applied
+            spans = sorted(
+                (
+                    (
+                        offset_at(
+                            buf.text, e.range.start.line, e.range.start.character, self.units
+                        ),
+                        offset_at(buf.text, e.range.end.line, e.range.end.character, self.units),
+                        e.new_text,
+                    )
+                    for e in edits
+                ),
+                reverse=True,
+            )
+            for start, end, new in spans:
+                self._record_change(buf, start, end, new)
+        return {"applied": True}
+
+
+def _capabilities(q: Quirks) -> dict[str, Any]:
+    window: dict[str, Any] = {"workDoneProgress": q.work_done_progress}
+    if q.show_document != "absent":
+        window["showDocument"] = {"support": True}
+    caps: dict[str, Any] = {
+        "workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": True}},
+        "textDocument": {"synchronization": {"didSave": True}},
+        "window": window,
+    }
+    if q.encoding != "utf-16":
+        caps["general"] = {"positionEncodings": [q.encoding]}
+    if q.plan_lsp:
+        caps["experimental"] = {"planLsp": {}}
+    return caps
+
+
+def _register(ed: QuirkyEditor) -> None:
+    client, q, rec = ed.client, ed.quirks, ed.received
+
+    def note(kind: list[tuple[str, Any]], method: str, params: Any) -> None:
+        kind.append((method, to_plain(params)))
+        ed.changed.set()
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    async def apply_edit(client: LanguageClient, params: types.ApplyWorkspaceEditParams) -> Any:
+        note(rec.requests, types.WORKSPACE_APPLY_EDIT, params)
+        try:
+            answer = ed.apply_workspace_edit(params.edit)
+        except ValueError as exc:
+            rec.edit_answers.append({"error": str(exc)})
+            raise
+        if q.answer_late_s is not None:
+            for buf in ed.buffers.values():  # the didChange goes first
+                if buf.flush is not None:
+                    buf.flush.cancel()
+                    ed._flush(buf)
+            await asyncio.sleep(q.answer_late_s)
+        rec.edit_answers.append(answer)
+        return types.ApplyWorkspaceEditResult(
+            applied=answer["applied"], failure_reason=answer.get("failureReason")
+        )
+
+    @client.feature(types.WINDOW_SHOW_DOCUMENT)
+    def show_document(client: LanguageClient, params: types.ShowDocumentParams) -> Any:
+        note(rec.requests, types.WINDOW_SHOW_DOCUMENT, params)
+        if q.show_document != "yes":
+            return None
+        if params.uri not in ed.buffers:
+            ed._load(params.uri)
+        return types.ShowDocumentResult(success=True)
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    async def progress_create(client: LanguageClient, params: Any) -> None:
+        note(rec.requests, types.WINDOW_WORK_DONE_PROGRESS_CREATE, params)
+        if not q.answer_progress_create:
+            await ed.released.wait()  # never answered while the test runs
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(client: LanguageClient, params: Any) -> Any:
+        note(rec.requests, types.WINDOW_SHOW_MESSAGE_REQUEST, params)
+        if ed.answer_message is None:
+            return None
+        return types.MessageActionItem(title=ed.answer_message)
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(client: LanguageClient, params: Any) -> None:
+        note(rec.requests, types.WORKSPACE_CODE_LENS_REFRESH, params)
+
+    for method in (
+        "planLsp/update",
+        types.PROGRESS,
+        types.WINDOW_LOG_MESSAGE,
+        types.WINDOW_SHOW_MESSAGE,
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+    ):
+
+        def on_notification(client: LanguageClient, params: Any, _m: str = method) -> None:
+            note(rec.notifications, _m, params)
+
+        client.feature(method)(on_notification)
+
+    for method in ("planLsp/requestPermission", "planLsp/askUser"):
+
+        def on_custom(client: LanguageClient, params: Any, _m: str = method) -> None:
+            note(rec.requests, _m, params)
+
+        client.feature(method)(on_custom)
+
+
+@asynccontextmanager
+async def quirky_server(
+    root: Path, quirks: Quirks, *extra_args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[QuirkyEditor]:
+    client = LanguageClient(converter_factory=default_converter)
+    ed = QuirkyEditor(client, quirks, root)
+    _register(ed)
+    await client.start_io(*SERVER_CMD, *extra_args, env={**os.environ, **(env or {})})
+    params = default_converter().structure(
+        {
+            "processId": os.getpid(),
+            "capabilities": _capabilities(quirks),
+            "workspaceFolders": [{"uri": root.resolve().as_uri(), "name": root.name}],
+        },
+        types.InitializeParams,
+    )
+    ed.init_result = await asyncio.wait_for(client.initialize_session(params), 60)
+    chosen = ed.init_result.capabilities.position_encoding
+    ed.encoding = str(getattr(chosen, "value", chosen) or "utf-16")  # type: ignore[assignment]
+    try:
+        yield ed
+    finally:
+        ed.released.set()
+        server = client._server
+        if server is not None and server.returncode is None:
+            try:
+                await asyncio.wait_for(client.shutdown_session(), 15)
+            except Exception:
+                with contextlib.suppress(ProcessLookupError):
+                    server.kill()
+        await client.stop()
+
+
+def elapsed_since(start: float) -> float:
+    return time.monotonic() - start

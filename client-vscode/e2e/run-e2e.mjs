@@ -67,8 +67,8 @@ async function shot(page, name) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) }).catch((err) => log(`screenshot ${name} failed: ${err.message}`));
 }
 
-/** One step. A failed step stops the run unless `soft` (later steps do not depend on it). */
-async function check(page, name, fn, { soft = false } = {}) {
+/** One step; a failed step stops the run (the next ones build on it). */
+async function check(page, name, fn) {
   const t0 = Date.now();
   try {
     await fn();
@@ -77,8 +77,15 @@ async function check(page, name, fn, { soft = false } = {}) {
   } catch (err) {
     results.push({ name, ok: false, seconds: (Date.now() - t0) / 1000, error: err.message });
     log(`FAIL ${name}: ${err.message}`);
-    await shot(page, `failed-${name.replace(/[^\w-]+/g, '-').slice(0, 80)}`);
-    if (!soft) throw err;
+    const slug = name.replace(/[^\w-]+/g, '-').slice(0, 80);
+    await shot(page, `failed-${slug}`);
+    // What the chat said, results included, for the post-mortem.
+    const text = await chatFrame(page).locator('body').evaluate((b) => {
+      b.querySelectorAll('details').forEach((d) => d.setAttribute('open', ''));
+      return b.innerText;
+    }).catch(() => '');
+    writeFileSync(join(ARTIFACTS, `failed-${slug}.chat.txt`), text);
+    throw err;
   }
 }
 
@@ -183,6 +190,7 @@ function userMessagesWith(request, text) {
 
 async function main() {
   if (!existsSync(CODE_SERVER)) throw new Error(`code-server missing: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
+  rmSync(ARTIFACTS, { recursive: true, force: true });
   mkdirSync(ARTIFACTS, { recursive: true });
 
   const vsix = join(HERE, 'plan-lsp.vsix');
@@ -358,10 +366,13 @@ async function main() {
     });
 
     // The edit went to hello.py while the proposal diff had it open in the editor: an open,
-    // unmodified buffer. With auto-save off it must still reach the disk (the server's job).
+    // unmodified buffer. With auto-save off it still reaches the disk: the server asks the
+    // editor to save it (planLsp/saveDocument).
     await check(page, 'the Do edit is on disk with auto-save off', async () => {
       await waitFor('hello.py on disk to hold the edit', async () => readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world'), 10000);
-    }, { soft: true });
+      ensure(outputLog(userDir).includes(`Saved ${join(ws, 'hello.py')} after the server's edit.`),
+        'the open hello.py buffer was not saved by the editor (planLsp/saveDocument)');
+    });
 
     await check(page, 'lenses on PLAN.md no longer offer Approve once approved', async () => {
       await quickOpen(page, 'PLAN.md');

@@ -126,6 +126,7 @@ export class Controller implements vscode.Disposable {
     onState: (state) => this.onState(state),
     askPermission: (params, token) => this.askPermission(params, token),
     askUser: (params, token) => this.askUser(params, token),
+    saveDocument: (uri) => this.saveDocument(uri),
     onError: (message) => this.output.appendLine(message),
   };
 
@@ -133,6 +134,8 @@ export class Controller implements vscode.Disposable {
     const runId = typeof update.runId === 'string' ? update.runId : null;
     if (update.kind === 'toolCall' && typeof update.tool === 'string') {
       this.previews.noteToolCall(runId, update.tool, parseArguments(update.arguments));
+    } else if (update.kind === 'toolResult' && typeof update.tool === 'string') {
+      this.previews.callEnded(runId, update.tool);
     } else if (update.kind === 'planDraft' && typeof update.uri === 'string') {
       // A new draft brings the plan to the front, without taking the focus from typing.
       const key = `${runId}\u0000${update.uri}`;
@@ -365,11 +368,13 @@ export class Controller implements vscode.Disposable {
     const requestId = this.chat.newRequestId('perm');
     const path = this.previews.track(requestId, params.tool, params.arguments);
     this.setContext('planLsp.proposalPending', path !== null);
+    let optionId: string = DISMISSED_PERMISSION.optionId;
     try {
       if (this.chat.visible) {
         const answer = this.chat.askPermission(requestId, params, path, token);
         if (path) void this.previews.showProposal(requestId);
-        return await answer;
+        optionId = (await answer).optionId;
+        return { optionId };
       }
       if (path) await this.previews.showProposal(requestId);
       const options = permissionOptions(params);
@@ -378,15 +383,28 @@ export class Controller implements vscode.Disposable {
         { modal: true, detail: params.summary },
         ...options.map((o) => o.label),
       );
-      const optionId = options.find((o) => o.label === choice)?.optionId ?? DISMISSED_PERMISSION.optionId;
+      optionId = options.find((o) => o.label === choice)?.optionId ?? DISMISSED_PERMISSION.optionId;
       // Keep the decision in the chat history too.
       this.chat.dispatch({ type: 'permissionRequest', requestId, params, path });
       this.chat.dispatch({ type: 'permissionAnswered', requestId, optionId });
       return { optionId };
     } finally {
-      this.previews.forget(requestId);
+      this.previews.settle(requestId, params.runId ?? null, optionId.startsWith('allow'));
       this.setContext('planLsp.proposalPending', false);
     }
+  }
+
+  /** The server edited an open buffer the user had not changed: save it, so the disk holds
+   * the edit (auto-save off is the desktop default) without the file changing under the
+   * editor. */
+  private async saveDocument(uri: string): Promise<boolean> {
+    const target = vscode.Uri.parse(uri);
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.scheme === 'file' && d.uri.fsPath === target.fsPath);
+    if (!doc) return false;
+    if (!doc.isDirty) return true;
+    const saved = (await doc.save()) && !doc.isDirty;
+    this.output.appendLine(`${saved ? 'Saved' : 'Could not save'} ${doc.uri.fsPath} after the server's edit.`);
+    return saved;
   }
 
   /** Allow / Deny from the proposal diff's title bar. */
@@ -396,7 +414,7 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage('Plan LSP: this change is no longer waiting for an answer.');
       return;
     }
-    // Answering closes the proposal's diff (EditPreviews.forget).
+    // Answering closes the proposal's diff once the call has run (EditPreviews.settle).
     this.chat.answerPermission(requestId, allow ? 'allow_once' : 'reject_once');
   }
 

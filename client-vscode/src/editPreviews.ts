@@ -13,11 +13,20 @@ import { VirtualTexts } from './virtualTexts';
 /** Copies kept per (run, file); old runs fall out first. */
 const MAX_SNAPSHOTS = 200;
 
+function closeDiffs(modified: Set<string>): void {
+  if (modified.size === 0) return;
+  const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) =>
+    t.input instanceof vscode.TabInputTextDiff && modified.has(t.input.modified.toString()));
+  if (tabs.length) void vscode.window.tabGroups.close(tabs, true);
+}
+
 export class EditPreviews {
   private readonly before = new Map<string, string | null>();
   /** Open proposals: the proposed text's URI → permission request id. */
   private readonly proposals = new Map<string, string>();
   private readonly requests = new Map<string, { tool: string; args: Record<string, unknown>; file: string }>();
+  /** Diffs of allowed proposals, closed when their call ends: (run, tool) → proposed URIs. */
+  private readonly closeAfter = new Map<string, Set<string>>();
 
   constructor(private readonly texts: VirtualTexts, private readonly root: () => string | undefined) {}
 
@@ -61,8 +70,13 @@ export class EditPreviews {
     return rel;
   }
 
-  /** The request was answered: its proposal is history, and its diff editors close. */
-  forget(requestId: string): void {
+  /**
+   * The request was answered. A denied proposal's diff closes now; an allowed one stays until
+   * the call has run (`callEnded`): its left side is the file itself, open in the editor, and
+   * closing it while the server edits that buffer would race the edit.
+   */
+  settle(requestId: string, runId: string | null, allowed: boolean): void {
+    const request = this.requests.get(requestId);
     this.requests.delete(requestId);
     const uris = new Set<string>();
     for (const [uri, id] of this.proposals) {
@@ -70,9 +84,21 @@ export class EditPreviews {
       this.proposals.delete(uri);
       uris.add(uri);
     }
-    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) =>
-      t.input instanceof vscode.TabInputTextDiff && uris.has(t.input.modified.toString()));
-    if (tabs.length) void vscode.window.tabGroups.close(tabs, true);
+    if (!allowed || !request) {
+      closeDiffs(uris);
+      return;
+    }
+    const key = `${runId}\u0000${request.tool}`;
+    this.closeAfter.set(key, new Set([...(this.closeAfter.get(key) ?? []), ...uris]));
+  }
+
+  /** A call's result arrived: the diffs of its allowed proposals close. */
+  callEnded(runId: string | null, tool: string): void {
+    const key = `${runId}\u0000${tool}`;
+    const uris = this.closeAfter.get(key);
+    if (!uris) return;
+    this.closeAfter.delete(key);
+    closeDiffs(uris);
   }
 
   /** The request a proposal editor belongs to (for the Allow / Deny title buttons). */

@@ -52,6 +52,7 @@ export const Methods = {
     'planLsp/requestPermission',
   ),
   askUser: new RequestType<AskUserParams, AskUserResult, void>('planLsp/askUser'),
+  saveDocument: new RequestType<{ uri: string }, { saved: boolean }, void>('planLsp/saveDocument'),
   executeCommand: new RequestType<{ command: string; arguments?: unknown[] }, unknown, void>(
     'workspace/executeCommand',
   ),
@@ -68,6 +69,9 @@ export const ServerCommands = {
 export const CLIENT_EXPERIMENTAL_CAPABILITIES = {
   permissionRequests: true,
   questions: true,
+  // The server asks the client to save a buffer it edited (so buffer and disk agree
+  // without the file changing under the editor).
+  saveDocuments: true,
 } as const;
 
 export function fillPlanLspCapabilities(capabilities: { experimental?: unknown }): void {
@@ -95,6 +99,8 @@ export interface SessionUi {
   onState(state: SessionState): void;
   askPermission(params: RequestPermissionParams, token: CancellationToken): Promise<RequestPermissionResult>;
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
+  /** Saves the open buffer of `uri`; true when the disk now holds it. */
+  saveDocument?(uri: string): Promise<boolean>;
   onError?(message: string): void;
 }
 
@@ -142,6 +148,12 @@ export class PlanLspSession {
       endpoint.onRequest(Methods.askUser, (params, token) =>
         this.ui.askUser(params, token).catch(() => ({ answers: {} })),
       ),
+      endpoint.onRequest(Methods.saveDocument, async (params) => {
+        const saved = this.ui.saveDocument && typeof params?.uri === 'string'
+          ? await this.ui.saveDocument(params.uri).catch(() => false)
+          : false;
+        return { saved };
+      }),
     );
   }
 

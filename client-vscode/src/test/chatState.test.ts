@@ -275,6 +275,13 @@ test('cancelledCalls marks the cancelled cards', () => {
   ]);
   assert.equal(only(s, 'tool')[0].status, 'failed');
   assert.match(only(s, 'tool')[0].reason ?? '', /Plan mode/);
+  // A server that numbers the calls its own way: the run and the tool still find the card.
+  const numbered = updates([
+    { runId: 'r', kind: 'toolCall', toolCallId: 'call_0', tool: 'read_file', arguments: '{}' },
+    { runId: 'r', kind: 'toolCall', toolCallId: 'call_1', tool: 'bash', arguments: '{"command": "sleep 60"}' },
+    { kind: 'cancelledCalls', calls: [{ tool: 'bash', callId: 7, runId: 'r' }], reason: 'the session switched to plan mode' },
+  ]);
+  assert.deepEqual(only(numbered, 'tool').map((t) => t.status), ['running', 'failed']);
 });
 
 test('busy: this window\'s prompt or a run the server reports', () => {

@@ -44,6 +44,7 @@ function pair(): { client: MessageConnection; server: MessageConnection; close()
 }
 
 class RecordingUi implements SessionUi {
+  saveDocument?: (uri: string) => Promise<boolean>;
   updates: PlanLspUpdate[] = [];
   states: SessionState[] = [];
   permissionAnswer = 'allow_once';
@@ -98,10 +99,11 @@ function fakeServer(server: MessageConnection): { state: SessionState; calls: st
 test('capabilities: experimental.planLsp declares permission requests and questions, keeping others', () => {
   const caps: { experimental?: unknown } = { experimental: { other: 1 } };
   fillPlanLspCapabilities(caps);
-  assert.deepEqual(caps.experimental, { other: 1, planLsp: { permissionRequests: true, questions: true } });
+  const declared = { permissionRequests: true, questions: true, saveDocuments: true };
+  assert.deepEqual(caps.experimental, { other: 1, planLsp: declared });
   const empty: { experimental?: unknown } = {};
   fillPlanLspCapabilities(empty);
-  assert.deepEqual(empty.experimental, { planLsp: { permissionRequests: true, questions: true } });
+  assert.deepEqual(empty.experimental, { planLsp: declared });
 });
 
 test('permission options: ids, objects and the default set', () => {
@@ -244,6 +246,36 @@ test('updates for another workspace folder are dropped; URIs compare as paths', 
     assert.deepEqual(ui.states, []);
   } finally {
     close();
+  }
+});
+
+test('planLsp/saveDocument is answered by the UI; without one, or when it fails, nothing is saved', async () => {
+  const { client, server, close } = pair();
+  const ui = new RecordingUi();
+  const saved: string[] = [];
+  ui.saveDocument = async (uri: string) => {
+    saved.push(uri);
+    if (uri.endsWith('bad.py')) throw new Error('disk full');
+    return true;
+  };
+  new PlanLspSession(client, ui);
+  server.listen();
+  client.listen();
+  try {
+    assert.deepEqual(await server.sendRequest(Methods.saveDocument, { uri: 'file:///w/a.py' }), { saved: true });
+    assert.deepEqual(await server.sendRequest(Methods.saveDocument, { uri: 'file:///w/bad.py' }), { saved: false });
+    assert.deepEqual(saved, ['file:///w/a.py', 'file:///w/bad.py']);
+  } finally {
+    close();
+  }
+  const other = pair();
+  new PlanLspSession(other.client, new RecordingUi());
+  other.server.listen();
+  other.client.listen();
+  try {
+    assert.deepEqual(await other.server.sendRequest(Methods.saveDocument, { uri: 'file:///w/a.py' }), { saved: false });
+  } finally {
+    other.close();
   }
 });
 

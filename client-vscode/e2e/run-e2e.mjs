@@ -424,6 +424,14 @@ async function main() {
       await shot(page, '13-second-draft-revealed');
     });
 
+    await check(page, 'the status bar toggles Plan → Build → Plan, and the chat follows', async () => {
+      await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye') }).first().click();
+      await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
+      await waitFor('the chat to show Build', async () => (await chat.locator('[data-testid=mode-build]').getAttribute('aria-pressed')) === 'true');
+      await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-tools') }).first().click();
+      await waitFor('status bar back to "Plan"', async () => (await statusText(page)).startsWith('Plan'));
+    });
+
     await check(page, 'nothing the workspace ships ran; the API key is in no log', async () => {
       const found = readdirSync(markers);
       ensure(found.length === 0, `workspace code or settings took effect: ${found.join(', ')}`);

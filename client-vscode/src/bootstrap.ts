@@ -170,7 +170,9 @@ export async function resolveServerPython(
       progress.report({ message: 'installing plan-lsp and its dependencies' });
       let fraction = 0.2;
       report('install', path.basename(bundle.wheel), fraction);
-      const pip = await run(python, [ISOLATED, '-m', 'pip', 'install', '--no-input', bundle.wheel], cwd, output, (line) => {
+      // --no-compile: byte-compiling every dependency (the SDKs are large) doubles the install;
+      // Python compiles what the server imports, once, on first use.
+      const pip = await run(python, [ISOLATED, '-m', 'pip', 'install', '--no-input', '--no-compile', bundle.wheel], cwd, output, (line) => {
         if (/^(Collecting|Processing|Downloading|Using cached)\b/.test(line)) fraction = Math.min(0.8, fraction + 0.02);
         else if (/^Installing collected packages/.test(line)) fraction = 0.85;
         else return;

@@ -45,6 +45,7 @@ STEPS = [
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
     "a new draft brings PLAN.md to the front without taking the focus from the chat",
+    "the status bar toggles Plan → Build → Plan, and the chat follows",
     "nothing the workspace ships ran; the API key is in no log",
 ]
 

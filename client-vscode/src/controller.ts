@@ -11,26 +11,20 @@ import { StartError, resolveServerPython } from './bootstrap';
 import { ChatViewProvider } from './chatView';
 import { EditPreviews } from './editPreviews';
 import {
-  AskUserParams,
-  AskUserResult,
-  DISMISSED_PERMISSION,
-  PERMISSION_MODES,
-  PermissionMode,
   PlanLspSession,
   PlanLspUpdate,
-  RequestPermissionParams,
-  RequestPermissionResult,
   SessionState,
   SessionUi,
   errorMessage,
   fillPlanLspCapabilities,
-  permissionOptions,
 } from './protocol';
 import { ServerProcess, describeExit } from './serverProcess';
+import { SessionActions } from './sessionActions';
 import { describeModelSettings, initializationOptions, launchDirectory, serverArguments } from './serverLaunch';
 import { ClientSettings, ReadSettings, ignoredSettingsWarning, readUserSettings } from './settings';
 import { API_KEY_SECRET } from './setup';
-import { statusBarText, statusBarTooltip } from './statusText';
+import { ModeStatusBar } from './statusBar';
+import { UserRequests } from './userRequests';
 import { VirtualTexts } from './virtualTexts';
 import { parseArguments } from './webview/chatState';
 import type { WebviewToHost } from './webview/messages';
@@ -62,7 +56,6 @@ export class Controller implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private process: ServerProcess | undefined;
   private session: PlanLspSession | undefined;
-  private promptRun: vscode.CancellationTokenSource | undefined;
   private starting: Promise<void> | undefined;
   private launched: ClientSettings | undefined;
   private readonly draftsSeen = new Set<string>();
@@ -70,17 +63,18 @@ export class Controller implements vscode.Disposable {
   private loggedProvider = '';
   private notifiedWarnings = '';
   readonly output = vscode.window.createOutputChannel('Plan LSP');
-  private readonly statusBar = vscode.window.createStatusBarItem('planLsp.mode', vscode.StatusBarAlignment.Left, 100);
+  private readonly statusBar = new ModeStatusBar();
   readonly chat: ChatViewProvider;
   readonly texts = new VirtualTexts();
   readonly previews: EditPreviews;
+  readonly requests: UserRequests;
+  readonly actions: SessionActions;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
     this.previews = new EditPreviews(this.texts, () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
-    this.statusBar.name = 'Plan LSP mode';
-    this.setStatusStarting();
-    this.statusBar.show();
+    this.requests = new UserRequests(this.chat, this.previews, this);
+    this.actions = new SessionActions(this.chat, this);
   }
 
   get current(): SessionState | undefined {
@@ -93,30 +87,7 @@ export class Controller implements vscode.Disposable {
   }
 
   get busy(): boolean {
-    return this.current?.running === true || this.promptRun !== undefined;
-  }
-
-  // -- status bar ------------------------------------------------------------------------------
-
-  private setStatusStarting(): void {
-    this.statusBar.text = '$(sync~spin) Plan LSP';
-    this.statusBar.tooltip = 'Plan LSP: starting the server';
-    this.statusBar.command = 'planLsp.client.openChat';
-    this.statusBar.backgroundColor = undefined;
-  }
-
-  private setStatusError(message: string): void {
-    this.statusBar.text = '$(error) Plan LSP';
-    this.statusBar.tooltip = `${message}\nClick to show the log`;
-    this.statusBar.command = 'planLsp.client.showLog';
-    this.statusBar.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
-  }
-
-  private showState(state: SessionState): void {
-    this.statusBar.text = statusBarText(state);
-    this.statusBar.tooltip = statusBarTooltip(state);
-    this.statusBar.command = 'planLsp.client.toggleMode';
-    this.statusBar.backgroundColor = state.mode === 'build' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    return this.current?.running === true || this.actions.prompting;
   }
 
   // -- what the server tells us ----------------------------------------------------------------
@@ -124,9 +95,9 @@ export class Controller implements vscode.Disposable {
   private readonly ui: SessionUi = {
     onUpdate: (update) => this.onUpdate(update),
     onState: (state) => this.onState(state),
-    askPermission: (params, token) => this.askPermission(params, token),
-    askUser: (params, token) => this.askUser(params, token),
-    saveDocument: (uri) => this.saveDocument(uri),
+    askPermission: (params, token) => this.requests.askPermission(params, token),
+    askUser: (params, token) => this.requests.askUser(params, token),
+    saveDocument: (uri) => this.requests.saveDocument(uri),
     onError: (message) => this.output.appendLine(message),
   };
 
@@ -153,7 +124,7 @@ export class Controller implements vscode.Disposable {
   private onState(state: SessionState): void {
     const previous = this.lastState;
     this.lastState = state;
-    this.showState(state);
+    this.statusBar.show(state);
     this.chat.dispatch({ type: 'state', state });
     const provider = state.provider;
     if (provider) {
@@ -176,6 +147,10 @@ export class Controller implements vscode.Disposable {
   private readonly contextValues = new Map<string, boolean>();
 
   /** Sets a context key (walkthrough progress, menus) when its value changes. */
+  sessionCleared(): void {
+    this.draftsSeen.clear();
+  }
+
   setContext(key: string, value: boolean): void {
     if (this.contextValues.get(key) === value) return;
     this.contextValues.set(key, value);
@@ -234,7 +209,7 @@ export class Controller implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    this.setStatusStarting();
+    this.statusBar.starting();
     this.setContext('planLsp.serverReady', false);
     this.chat.dispatch({ type: 'serverStatus', status: 'starting' });
     const read = currentSettings();
@@ -271,7 +246,7 @@ export class Controller implements vscode.Disposable {
       middleware: {
         executeCommand: async (command, commandArgs, next) => {
           const result: unknown = await next(command, commandArgs);
-          if (command === SHOW_PREVIOUS_REVISION) await this.diffWithPrevious(result);
+          if (command === SHOW_PREVIOUS_REVISION) await this.actions.diffWithPrevious(result);
           return result;
         },
       },
@@ -288,7 +263,7 @@ export class Controller implements vscode.Disposable {
       if (e.newState === State.Stopped && this.client === client) {
         this.chat.dismissPending();
         this.chat.dispatch({ type: 'serverStatus', status: 'stopped', message: 'The plan-lsp server stopped; the log says why.' });
-        this.setStatusError('The plan-lsp server stopped');
+        this.statusBar.error('The plan-lsp server stopped');
         this.setContext('planLsp.serverReady', false);
       }
     });
@@ -325,12 +300,12 @@ export class Controller implements vscode.Disposable {
   private failStart(err: unknown): void {
     const message = errorMessage(err);
     this.output.appendLine(`[Error] ${message}`);
-    this.setStatusError(message);
+    this.statusBar.error(message);
     this.chat.dispatch({ type: 'serverStatus', status: 'error', message });
   }
 
   async stop(): Promise<void> {
-    this.promptRun?.cancel();
+    this.actions.abandonPrompt();
     const client = this.client;
     const server = this.process;
     this.client = undefined;
@@ -362,191 +337,15 @@ export class Controller implements vscode.Disposable {
     return this.session;
   }
 
-  // -- asking the user -------------------------------------------------------------------------
-
-  private async askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
-    const requestId = this.chat.newRequestId('perm');
-    const path = this.previews.track(requestId, params.tool, params.arguments);
-    this.setContext('planLsp.proposalPending', path !== null);
-    let optionId: string = DISMISSED_PERMISSION.optionId;
-    try {
-      if (this.chat.visible) {
-        const answer = this.chat.askPermission(requestId, params, path, token);
-        if (path) void this.previews.showProposal(requestId);
-        optionId = (await answer).optionId;
-        return { optionId };
-      }
-      if (path) await this.previews.showProposal(requestId);
-      const options = permissionOptions(params);
-      const choice = await vscode.window.showInformationMessage(
-        `Plan LSP: allow ${params.tool}?`,
-        { modal: true, detail: params.summary },
-        ...options.map((o) => o.label),
-      );
-      optionId = options.find((o) => o.label === choice)?.optionId ?? DISMISSED_PERMISSION.optionId;
-      // Keep the decision in the chat history too.
-      this.chat.dispatch({ type: 'permissionRequest', requestId, params, path });
-      this.chat.dispatch({ type: 'permissionAnswered', requestId, optionId });
-      return { optionId };
-    } finally {
-      this.previews.settle(requestId, params.runId ?? null, optionId.startsWith('allow'));
-      this.setContext('planLsp.proposalPending', false);
-    }
-  }
-
-  /** The server edited an open buffer the user had not changed: save it, so the disk holds
-   * the edit (auto-save off is the desktop default) without the file changing under the
-   * editor. */
-  private async saveDocument(uri: string): Promise<boolean> {
-    const target = vscode.Uri.parse(uri);
-    const doc = vscode.workspace.textDocuments.find((d) => d.uri.scheme === 'file' && d.uri.fsPath === target.fsPath);
-    if (!doc) return false;
-    if (!doc.isDirty) return true;
-    const saved = (await doc.save()) && !doc.isDirty;
-    this.output.appendLine(`${saved ? 'Saved' : 'Could not save'} ${doc.uri.fsPath} after the server's edit.`);
-    return saved;
-  }
-
-  /** Allow / Deny from the proposal diff's title bar. */
-  answerProposal(allow: boolean): void {
-    const requestId = this.previews.requestFor(vscode.window.activeTextEditor?.document.uri);
-    if (!requestId || !this.chat.isPending(requestId)) {
-      void vscode.window.showInformationMessage('Plan LSP: this change is no longer waiting for an answer.');
-      return;
-    }
-    // Answering closes the proposal's diff once the call has run (EditPreviews.settle).
-    this.chat.answerPermission(requestId, allow ? 'allow_once' : 'reject_once');
-  }
-
-  private async askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
-    if (this.chat.visible) return this.chat.askUser(params, token);
-    const answers: Record<string, string[]> = {};
-    for (const question of params.questions ?? []) {
-      if (token.isCancellationRequested) break;
-      const picked = await vscode.window.showQuickPick(question.options, { title: question.text, canPickMany: Boolean(question.multiple), ignoreFocusOut: true }, token);
-      if (Array.isArray(picked)) answers[question.id] = picked;
-      else if (typeof picked === 'string') answers[question.id] = [picked];
-    }
-    return { answers };
-  }
-
-  // -- user actions ----------------------------------------------------------------------------
-
-  async sendPrompt(text: string): Promise<void> {
-    const session = this.requireSession();
-    this.chat.dispatch({ type: 'userPrompt', text });
-    const run = new vscode.CancellationTokenSource();
-    this.promptRun = run;
-    try {
-      const result = await session.prompt(text, run.token);
-      this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
-    } catch (err) {
-      const cancelled = run.token.isCancellationRequested;
-      this.chat.dispatch({ type: 'promptEnded', stopReason: cancelled ? 'cancelled' : undefined, error: cancelled ? undefined : errorMessage(err) });
-    } finally {
-      if (this.promptRun === run) this.promptRun = undefined;
-      run.dispose();
-    }
-  }
-
-  async cancel(): Promise<void> {
-    const session = this.requireSession();
-    try {
-      await session.cancel(this.current?.runId ?? undefined);
-    } finally {
-      this.promptRun?.cancel();
-    }
-  }
-
-  /** New session: clears the conversation; the user keeps or drops the approved plan. */
-  async newSession(): Promise<void> {
-    const session = this.requireSession();
-    if (this.busy) {
-      void vscode.window.showWarningMessage('Plan LSP: stop the current run first (Stop), then start a new session.');
-      return;
-    }
-    const approved = this.current?.approvedPlan;
-    const keep = 'Keep Approved Plan';
-    const drop = approved ? 'Drop Approved Plan' : 'New Session';
-    const choice = await vscode.window.showWarningMessage(
-      'Start a new session?',
-      {
-        modal: true,
-        detail: approved
-          ? 'The conversation is cleared. The approved plan can stay (the next runs follow it) or go.'
-          : 'The conversation is cleared; the agent starts without it.',
-      },
-      ...(approved ? [keep, drop] : [drop]),
-    );
-    if (!choice) return;
-    const state = await session.newSession(choice === keep);
-    this.draftsSeen.clear();
-    this.chat.dispatch({ type: 'sessionCleared', state });
-    this.output.appendLine(`New session${approved ? (choice === keep ? ' (approved plan kept)' : ' (approved plan dropped)') : ''}.`);
-  }
-
-  async testConnection(): Promise<void> {
-    const session = this.requireSession();
-    this.chat.dispatch({ type: 'connectionTest', testing: true, result: null });
-    try {
-      const result = await session.testConnection();
-      this.output.appendLine(`Test connection: ${result.ok ? 'ok' : `failed${result.code ? ` (${result.code})` : ''}`} — ${result.message}`);
-      this.chat.dispatch({ type: 'connectionTest', testing: false, result });
-      this.setContext('planLsp.modelReady', result.ok);
-    } catch (err) {
-      const message = `The server could not test the connection: ${errorMessage(err)}`;
-      this.chat.dispatch({ type: 'connectionTest', testing: false, result: { ok: false, code: null, message } });
-    }
-  }
-
-  /** The server's "Compare with previous revision" lens answers with the old revision's
-   * file; show it against the live PLAN.md buffer. */
-  private async diffWithPrevious(result: unknown): Promise<void> {
-    const previousUri = result && typeof result === 'object' ? (result as { previousUri?: unknown }).previousUri : undefined;
-    const planUri = this.current?.planUri;
-    if (typeof previousUri !== 'string' || !planUri) return;
-    await vscode.commands.executeCommand(
-      'vscode.diff', vscode.Uri.parse(previousUri), vscode.Uri.parse(planUri), 'PLAN.md: previous revision ↔ current',
-    );
-  }
-
-  async openPlan(): Promise<void> {
-    const uri = this.current?.planUri;
-    if (!uri) {
-      void vscode.window.showInformationMessage('Plan LSP: there is no plan yet.');
-      return;
-    }
-    await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false });
-  }
-
-  async rejectWithFeedback(): Promise<void> {
-    const feedback = await vscode.window.showInputBox({
-      title: 'Reject the plan with feedback',
-      prompt: 'What should the agent change? A new planning run receives this.',
-      ignoreFocusOut: true,
-    });
-    if (feedback === undefined) return;
-    await this.requireSession().rejectPlan(feedback.trim() ? { feedback } : {});
-  }
-
-  async pickPermissionMode(): Promise<void> {
-    const current = this.current?.permissionMode;
-    const picked = await vscode.window.showQuickPick(
-      PERMISSION_MODES.map((mode) => ({ label: mode, description: mode === current ? 'current' : undefined })),
-      { title: 'Plan LSP: permission mode' },
-    );
-    if (picked) await this.requireSession().setPermissionMode(picked.label as PermissionMode);
-  }
-
   /** Messages from the webview that need more than the session: set by extension.ts. */
   onWebviewAction: (message: WebviewToHost) => Promise<void> = async () => undefined;
 
   private async onChatMessage(message: WebviewToHost): Promise<void> {
     switch (message.type) {
       case 'prompt':
-        return this.sendPrompt(message.text);
+        return this.actions.sendPrompt(message.text);
       case 'cancel':
-        return this.cancel();
+        return this.actions.cancel();
       case 'setMode':
         await this.requireSession().setMode(message.mode);
         return;
@@ -560,16 +359,16 @@ export class Controller implements vscode.Disposable {
         await this.requireSession().rejectPlan({});
         return;
       case 'feedback':
-        return this.rejectWithFeedback();
+        return this.actions.rejectWithFeedback();
       case 'openPlan':
-        return this.openPlan();
+        return this.actions.openPlan();
       case 'inputFocus':
         await vscode.commands.executeCommand('setContext', 'planLsp.chatInputFocused', message.focused);
         return;
       case 'newSession':
-        return this.newSession();
+        return this.actions.newSession();
       case 'testConnection':
-        return this.testConnection();
+        return this.actions.testConnection();
       case 'showLog':
         this.output.show(true);
         return;

@@ -50,7 +50,7 @@ class Setup {
       if (!choice) return;
     }
     await this.c.restart();
-    if (this.c.current) await this.c.testConnection();
+    if (this.c.current) await this.c.actions.testConnection();
   }
 
   private thenRestart(change: () => Promise<boolean>): Promise<void> {
@@ -124,20 +124,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, c.chat, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(TEXT_SCHEME, c.texts),
     vscode.commands.registerCommand('planLsp.client.toggleMode', guarded(() => c.requireSession().toggleMode())),
-    vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.pickPermissionMode())),
+    vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.actions.pickPermissionMode())),
     vscode.commands.registerCommand('planLsp.client.approve', guarded((args?: unknown) =>
       c.requireSession().approvePlan(args && typeof args === 'object' ? (args as object) : {}))),
     vscode.commands.registerCommand('planLsp.client.reject', guarded(() => c.requireSession().rejectPlan({}))),
-    vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.rejectWithFeedback())),
-    vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.cancel())),
+    vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.actions.rejectWithFeedback())),
+    vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.actions.cancel())),
     vscode.commands.registerCommand('planLsp.client.compareRevisions', guarded((args: unknown) => c.texts.compare(args))),
     vscode.commands.registerCommand('planLsp.client.setApiKey', guarded(() => setup.apiKey())),
     vscode.commands.registerCommand('planLsp.client.clearApiKey', guarded(() => setup.clearApiKey())),
     vscode.commands.registerCommand('planLsp.client.setupModel', guarded(() => setup.preset())),
-    vscode.commands.registerCommand('planLsp.client.testConnection', guarded(() => c.testConnection())),
-    vscode.commands.registerCommand('planLsp.client.newSession', guarded(() => c.newSession())),
-    vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.answerProposal(true))),
-    vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.answerProposal(false))),
+    vscode.commands.registerCommand('planLsp.client.testConnection', guarded(() => c.actions.testConnection())),
+    vscode.commands.registerCommand('planLsp.client.newSession', guarded(() => c.actions.newSession())),
+    vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.requests.answerProposal(true))),
+    vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.requests.answerProposal(false))),
     vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),
     vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(() =>
       vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false))),

@@ -79,7 +79,7 @@ def register(ls: PlanLanguageServer) -> None:
         options = to_plain(params.initialization_options) if params.initialization_options else {}
         ls.workspaces.init_options = options if isinstance(options, dict) else {}
         ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
-        ls.client.initialized(params.capabilities)
+        ls.client.initialized(params)
         level = ls.workspaces.init_options.get("logLevel")
         if level in ("debug", "info", "warning", "error") and "log_level" not in ls.cli_overrides:
             from plan_lsp.logs import set_log_level

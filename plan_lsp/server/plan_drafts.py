@@ -115,7 +115,7 @@ class LspPlanDrafts:
         if await client.show_document(uri, take_focus=False):
             return await self._wait_open(path)
         # Not shown (no showDocument, or the client said no or answered null):
-        if client.support.apply_edit:
+        if client.support.apply_edit and client.support.silent_load_on_edit:
             # A change that changes nothing still makes Neovim and Emacs load the file.
             noop = types.TextEdit(
                 range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), new_text=""

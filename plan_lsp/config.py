@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from plan_lsp.session.model import PermissionMode, WorkMode
+from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]
 ProviderName = Literal["scripted", "openai", "anthropic"]
@@ -51,6 +52,9 @@ class Config(BaseModel):
     run_timeout_s: float = Field(default=3600, gt=0)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     allow_enter_plan_in_yolo: bool = False
+    # MCP tool sources (issue 17): user config or initializationOptions only, never the
+    # workspace file (starting a server runs a program).
+    mcp: McpSettings = Field(default_factory=McpSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     def plans_path(self, workspace: Path) -> Path:
@@ -101,7 +105,7 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
         raw = environ.get(f"PLAN_LSP_{name.upper()}")
         if raw is None:
             continue
-        if name == "permissions":
+        if name in ("permissions", "mcp"):
             try:
                 out[name] = json.loads(raw)
             except json.JSONDecodeError:
@@ -111,8 +115,7 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def file_layer(workspace: Path, warnings: list[str]) -> dict[str, Any]:
-    path = workspace / ".plan-lsp" / "config.toml"
+def read_toml(path: Path, warnings: list[str]) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -121,6 +124,38 @@ def file_layer(workspace: Path, warnings: list[str]) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         warnings.append(f"{path}: could not be read ({exc}); its settings were ignored")
         return {}
+
+
+def file_layer(workspace: Path, warnings: list[str]) -> dict[str, Any]:
+    return read_toml(workspace / ".plan-lsp" / "config.toml", warnings)
+
+
+# -- MCP (issue 17): the minimal trusted-source reading MCP needs; the complete
+# configuration-trust rules (issue 12) replace this block.
+USER_ONLY_KEYS = ("mcp",)
+
+
+def user_config_path(environ: Mapping[str, str]) -> Path:
+    """`$PLAN_LSP_CONFIG`, else `$XDG_CONFIG_HOME/plan-lsp/config.toml`."""
+    explicit = environ.get("PLAN_LSP_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
+    return Path(base) / "plan-lsp" / "config.toml"
+
+
+def _workspace_may_not_set(values: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    for key in USER_ONLY_KEYS:
+        if key in values:
+            warnings.append(
+                f".plan-lsp/config.toml: '{key}' was ignored: a repository cannot add MCP "
+                "servers (starting one runs a program); set it in your user config "
+                "($PLAN_LSP_CONFIG or ~/.config/plan-lsp/config.toml)"
+            )
+    return {k: v for k, v in values.items() if k not in USER_ONLY_KEYS}
+
+
+# -- end MCP (issue 17)
 
 
 def load_config(
@@ -136,7 +171,10 @@ def load_config(
         ("environment", env_layer(os.environ if environ is None else environ)),
     ]
     if workspace is not None:
-        layers.append((".plan-lsp/config.toml", file_layer(workspace, warnings)))
+        workspace_values = _workspace_may_not_set(file_layer(workspace, warnings), warnings)
+        layers.append((".plan-lsp/config.toml", workspace_values))
+    user_file = user_config_path(os.environ if environ is None else environ)  # MCP (issue 17)
+    layers.append((str(user_file), read_toml(user_file, warnings)))
     if init_options:
         layers.append(("initializationOptions", init_options))
     if cli:

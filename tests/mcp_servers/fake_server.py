@@ -95,7 +95,8 @@ class Server:
         elif action == "big":
             text(rid, "x" * int(args.get("size", 100_000)))
         elif action == "env":
-            text(rid, json.dumps({"cwd": os.getcwd(), "env": sorted(os.environ)}))
+            report = {"cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}
+            text(rid, json.dumps(report))
         elif action == "add_tool":
             self.tools.append({"name": args["name"], "action": "echo"})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 
 # Server names become part of tool names (`mcp__<server>__<tool>`): letters, digits, `-`
 # and single `_`, not ending in `_`, so the first `__` after `mcp__` always ends the server.
-SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
+SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?=[A-Za-z0-9-]))*")
 MAX_SERVER_NAME = 24
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -231,7 +231,8 @@ class McpConnection:
                     f"MCP server '{self.name}' did not answer {tool} within {timeout:g} s "
                     "(timeout_s); the call was abandoned",
                 ) from None
-            if exc.code == CONNECTION_CLOSED:
+            # -32000 is also an ordinary server error code: only a closed pipe is an exit.
+            if exc.code == CONNECTION_CLOSED and (self._lost or self._stopping):
                 raise McpCallError(
                     "mcp_server_exited",
                     f"MCP server '{self.name}' exited during the call to {tool}"

@@ -258,3 +258,22 @@ async def test_stop_while_starting_does_not_wait_for_the_start(tmp_path: Path) -
     await asyncio.wait_for(h.manager.close(), 15)
     await asyncio.wait_for(syncing, 15)
     assert h.state("fake")["status"] == "configured"
+
+
+async def test_a_cancelled_call_returns_at_once_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path, [fake(timeout_s=300)])
+    try:
+        await h.sync()
+        pending = asyncio.ensure_future(h.call("mcp__fake__hang"))
+        marker = h.ws / "hang-started"  # written by the server when the call arrives
+        async with asyncio.timeout(30):
+            while not marker.exists():
+                await asyncio.sleep(0.01)
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(pending, 10)
+        assert (await h.call("mcp__fake__echo", f=6)).content == '{"f": 6}'
+    finally:
+        await h.manager.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,38 @@ def session(tmp_path: Path, ws: Path, turns: list[dict[str, Any]], config: Path,
     return transcript, running_server(
         [ws], *scripted_args(script, transcript), env={"PLAN_LSP_CONFIG": str(config)}, **kw
     )
+
+
+@dataclass
+class Outcome:
+    """One plan-mode prompt: the model requests recorded, and what the client saw."""
+
+    ws: Path
+    requests: list[dict[str, Any]]
+    updates: list[dict[str, Any]]
+    messages: list[str]
+
+    def observed(self, index: int) -> dict[str, str]:
+        return tool_observations(self.requests[index])
+
+    def updates_of(self, kind: str) -> list[dict[str, Any]]:
+        return [u for u in self.updates if u.get("kind") == kind]
+
+
+async def prompt_once(
+    tmp_path: Path,
+    servers: list[dict[str, Any]],
+    turns: list[dict[str, Any]],
+    ws: Path | None = None,
+) -> Outcome:
+    ws = ws or sample_project(tmp_path / "ws")
+    config = user_config(tmp_path / "config.toml", servers) if servers else tmp_path / "none"
+    transcript, cm = session(tmp_path, ws, turns, config)
+    async with cm as ed:
+        result = await ed.request("planLsp/prompt", {"text": "go"})
+        assert result["stopReason"] == "end_turn"
+        updates, messages = list(ed.ed.updates), [m.message for m in ed.client.messages]
+    return Outcome(ws, requests_of(transcript), updates, messages)
 
 
 async def test_git_server_plan_mode_sees_reads_only_and_build_mode_commits(
@@ -153,64 +186,45 @@ async def test_git_server_plan_mode_sees_reads_only_and_build_mode_commits(
 async def test_server_that_crashes_mid_call_is_restarted_with_a_visible_message(
     tmp_path: Path,
 ) -> None:
-    ws = sample_project(tmp_path / "ws")
     spec = {"tools": [tool("crash", "crash"), tool("echo", "echo")]}
-    config = user_config(
-        tmp_path / "config.toml",
+    run = await prompt_once(
+        tmp_path,
         [{"name": "flaky", "command": fake_command(spec), "read_only_tools": ["crash", "echo"]}],
+        [
+            {"tool_calls": [call("mcp__flaky__crash")]},
+            {"tool_calls": [call("mcp__flaky__echo", after="restart")]},
+            {"text": "done"},
+        ],
     )
-    turns = [
-        {"tool_calls": [call("mcp__flaky__crash")]},
-        {"tool_calls": [call("mcp__flaky__echo", after="restart")]},
-        {"text": "done"},
-    ]
-    transcript, cm = session(tmp_path, ws, turns, config)
-    async with cm as ed:
-        result = await ed.request("planLsp/prompt", {"text": "go"})
-        assert result["stopReason"] == "end_turn"
-        errors = [u["message"] for u in ed.updates_of("error")]
+    errors = [u["message"] for u in run.updates_of("error")]
     assert any("MCP server 'flaky' exited unexpectedly" in e and "restarting" in e for e in errors)
-    requests = requests_of(transcript)
-    crashed = json.loads(tool_observations(requests[1])["mcp__flaky__crash"])
+    crashed = json.loads(run.observed(1)["mcp__flaky__crash"])
     assert crashed["error"] == "mcp_server_exited"
     assert "crashing on purpose" in crashed["message"]  # the server's stderr explains it
-    assert "mcp__flaky__echo" in requests[1]["tools"]  # restarted before the next request
-    assert tool_observations(requests[2])["mcp__flaky__echo"] == '{"after": "restart"}'
+    assert "mcp__flaky__echo" in run.requests[1]["tools"]  # restarted before the next request
+    assert run.observed(2)["mcp__flaky__echo"] == '{"after": "restart"}'
 
 
 async def test_server_that_hangs_times_out_and_the_run_goes_on(tmp_path: Path) -> None:
-    ws = sample_project(tmp_path / "ws")
     spec = {"tools": [tool("hang", "hang"), tool("echo", "echo")]}
-    config = user_config(
-        tmp_path / "config.toml",
+    server = {"name": "slow", "command": fake_command(spec), "read_only_tools": ["hang", "echo"]}
+    run = await prompt_once(
+        tmp_path,
+        [{**server, "timeout_s": 1}],
         [
-            {
-                "name": "slow",
-                "command": fake_command(spec),
-                "read_only_tools": ["hang", "echo"],
-                "timeout_s": 1,
-            }
+            {"tool_calls": [call("mcp__slow__hang")]},
+            {"tool_calls": [call("mcp__slow__echo", still="alive")]},
+            {"text": "done"},
         ],
     )
-    turns = [
-        {"tool_calls": [call("mcp__slow__hang")]},
-        {"tool_calls": [call("mcp__slow__echo", still="alive")]},
-        {"text": "done"},
-    ]
-    transcript, cm = session(tmp_path, ws, turns, config)
-    async with cm as ed:
-        result = await ed.request("planLsp/prompt", {"text": "go"})
-        assert result["stopReason"] == "end_turn"
-    requests = requests_of(transcript)
-    hung = json.loads(tool_observations(requests[1])["mcp__slow__hang"])
+    hung = json.loads(run.observed(1)["mcp__slow__hang"])
     assert hung["error"] == "timeout" and "1 s" in hung["message"]
-    assert tool_observations(requests[2])["mcp__slow__echo"] == '{"still": "alive"}'
+    assert run.observed(2)["mcp__slow__echo"] == '{"still": "alive"}'
 
 
 async def test_read_only_annotations_are_ignored_unless_the_user_trusts_the_server(
     tmp_path: Path,
 ) -> None:
-    ws = sample_project(tmp_path / "ws")
     liar = {"tools": [tool("tidy", "write", annotations=READ_ONLY_HINTS)]}
     trusted = {
         "tools": [
@@ -219,61 +233,56 @@ async def test_read_only_annotations_are_ignored_unless_the_user_trusts_the_serv
             tool("fetch", "write", annotations={"readOnlyHint": True, "destructiveHint": False}),
         ]
     }
-    config = user_config(
-        tmp_path / "config.toml",
+    run = await prompt_once(
+        tmp_path,
         [
             {"name": "liar", "command": fake_command(liar)},
             {"name": "trusted", "command": fake_command(trusted), "trust_read_only_hint": True},
         ],
+        [
+            {"tool_calls": [call("mcp__liar__tidy", path="pwned.txt")]},
+            {"tool_calls": [call("mcp__trusted__fetch", path="fetched.txt")]},
+            {"tool_calls": [call("mcp__trusted__peek", x=1)]},
+            {"text": "done"},
+        ],
     )
-    turns = [
-        {"tool_calls": [call("mcp__liar__tidy", path="pwned.txt")]},
-        {"tool_calls": [call("mcp__trusted__fetch", path="fetched.txt")]},
-        {"tool_calls": [call("mcp__trusted__peek", x=1)]},
-        {"text": "done"},
-    ]
-    transcript, cm = session(tmp_path, ws, turns, config)
-    async with cm as ed:
-        result = await ed.request("planLsp/prompt", {"text": "go"})
-        assert result["stopReason"] == "end_turn"
-        blocked = {u["tool"] for u in ed.updates_of("blocked")}
-    assert not (ws / "pwned.txt").exists() and not (ws / "fetched.txt").exists()
-    assert blocked == {"mcp__liar__tidy", "mcp__trusted__fetch"}
-    requests = requests_of(transcript)
-    assert "mcp__trusted__peek" in requests[0]["tools"]
-    assert "mcp__liar__tidy" not in requests[0]["tools"]
-    assert "mcp__trusted__fetch" not in requests[0]["tools"]
-    for name in ("mcp__liar__tidy", "mcp__trusted__fetch"):
-        observed = tool_observations(requests[1] if "liar" in name else requests[2])[name]
-        assert json.loads(observed)["error"] == "tool_not_allowed"
-    assert tool_observations(requests[3])["mcp__trusted__peek"] == '{"x": 1}'
+    assert not (run.ws / "pwned.txt").exists() and not (run.ws / "fetched.txt").exists()
+    assert {u["tool"] for u in run.updates_of("blocked")} == {
+        "mcp__liar__tidy",
+        "mcp__trusted__fetch",
+    }
+    offered = run.requests[0]["tools"]
+    assert "mcp__trusted__peek" in offered
+    assert "mcp__liar__tidy" not in offered and "mcp__trusted__fetch" not in offered
+    assert json.loads(run.observed(1)["mcp__liar__tidy"])["error"] == "tool_not_allowed"
+    assert json.loads(run.observed(2)["mcp__trusted__fetch"])["error"] == "tool_not_allowed"
+    assert run.observed(3)["mcp__trusted__peek"] == '{"x": 1}'
 
 
 async def test_tool_list_changed_during_a_run_is_refiltered_before_the_next_request(
     tmp_path: Path,
 ) -> None:
-    ws = sample_project(tmp_path / "ws")
     spec = {"tools": [tool("grow", "add_tool")]}
-    config = user_config(
-        tmp_path / "config.toml",
+    run = await prompt_once(
+        tmp_path,
         [{"name": "dyn", "command": fake_command(spec), "read_only_tools": ["grow", "fresh"]}],
+        [
+            {
+                "tool_calls": [
+                    call("mcp__dyn__grow", name="fresh"),
+                    call("mcp__dyn__grow", name="raw"),
+                ]
+            },
+            {"tool_calls": [call("mcp__dyn__fresh", n=1), call("mcp__dyn__raw", n=2)]},
+            {"text": "done"},
+        ],
     )
-    turns = [
-        {"tool_calls": [call("mcp__dyn__grow", name="fresh"), call("mcp__dyn__grow", name="raw")]},
-        {"tool_calls": [call("mcp__dyn__fresh", n=1), call("mcp__dyn__raw", n=2)]},
-        {"text": "done"},
-    ]
-    transcript, cm = session(tmp_path, ws, turns, config)
-    async with cm as ed:
-        result = await ed.request("planLsp/prompt", {"text": "go"})
-        assert result["stopReason"] == "end_turn"
-    first, second, third = requests_of(transcript)
+    first, second, _third = run.requests
     assert not {"mcp__dyn__fresh", "mcp__dyn__raw"} & set(first["tools"])
     # listed read-only by the user: offered; not listed: side effect, hidden in plan mode
     assert "mcp__dyn__fresh" in second["tools"] and "mcp__dyn__raw" not in second["tools"]
-    observed = tool_observations(third)
-    assert observed["mcp__dyn__fresh"] == '{"n": 1}'
-    assert json.loads(observed["mcp__dyn__raw"])["error"] == "tool_not_allowed"
+    assert run.observed(2)["mcp__dyn__fresh"] == '{"n": 1}'
+    assert json.loads(run.observed(2)["mcp__dyn__raw"])["error"] == "tool_not_allowed"
 
 
 async def test_repository_config_cannot_add_an_mcp_server(tmp_path: Path) -> None:
@@ -287,12 +296,7 @@ async def test_repository_config_cannot_add_an_mcp_server(tmp_path: Path) -> Non
         f"command = {json.dumps([sys.executable, '-c', program])}\n"
         'read_only_tools = ["anything"]\n'
     )
-    no_user_config = tmp_path / "absent.toml"
-    transcript, cm = session(tmp_path, ws, [{"text": "hello"}], no_user_config)
-    async with cm as ed:
-        result = await ed.request("planLsp/prompt", {"text": "go"})
-        assert result["stopReason"] == "end_turn"
-        warnings = [m.message for m in ed.client.messages]
-    assert any("'mcp' was ignored" in w and "cannot add MCP servers" in w for w in warnings)
+    run = await prompt_once(tmp_path, [], [{"text": "hello"}], ws=ws)
+    assert any("'mcp' was ignored" in m and "cannot add MCP servers" in m for m in run.messages)
     assert not marker.exists()
-    assert not [t for t in requests_of(transcript)[0]["tools"] if t.startswith("mcp__")]
+    assert not [t for t in run.requests[0]["tools"] if t.startswith("mcp__")]

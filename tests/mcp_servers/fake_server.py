@@ -75,7 +75,7 @@ class Server:
             sys.stderr.flush()
             os._exit(3)
         elif action == "hang":
-            pass  # never answers; the main loop goes on reading
+            Path("hang-started").write_text("")  # never answers; the main loop goes on
         elif action == "error":
             text(rid, "the tool failed: disk on fire", is_error=True)
         elif action == "protocol_error":

@@ -341,7 +341,8 @@ class McpConnection:
         self._session = session
         self.tools = listed
         self._set_status(ServerStatus.READY, None)
-        self._settled.set()
+        if not self._relist:  # a change announced while starting is listed first
+            self._settled.set()
         while True:
             await self._wake.wait()
             self._wake.clear()

@@ -108,8 +108,8 @@ class McpManager:
     async def start(self, name: str | None = None) -> None:
         """Start one server (or all); a failed one is tried again. Returns when each is
         ready or failed."""
-        self._started = True
         targets = self._targets(name)
+        self._first_start()
         await asyncio.gather(*(c.start() for c in targets))
 
     async def stop(self, name: str | None = None) -> None:
@@ -125,12 +125,7 @@ class McpManager:
         """Before a model request: start the servers the first time, wait for restarts and
         re-listings under way, and make `registry` hold the ready servers' tools."""
         if not self._started:
-            self._started = True
-            for problem in self.settings.invalid:
-                self._notify(
-                    f"MCP server '{problem.name}' is not started: invalid configuration: "
-                    f"{problem.error}"
-                )
+            self._first_start()
             await asyncio.gather(*(c.start() for c in self._connections.values()))
         else:
             await asyncio.gather(*(c.settled(SETTLE_TIMEOUT_S) for c in self._connections.values()))
@@ -144,6 +139,16 @@ class McpManager:
         ]
 
     # -- internals -------------------------------------------------------------------------
+
+    def _first_start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for problem in self.settings.invalid:
+            self._notify(
+                f"MCP server '{problem.name}' is not started: invalid configuration: "
+                f"{problem.error}"
+            )
 
     def _targets(self, name: str | None) -> list[McpConnection]:
         if name is None:

@@ -1,8 +1,10 @@
-"""Configuration: one validated model, merged from four sources.
+"""Configuration: one validated model, merged from five sources.
 
-Precedence (highest first): CLI flags > `initializationOptions` > `<workspace>/.plan-lsp/
-config.toml` > environment (`PLAN_LSP_*`). Each value is validated on its own, so one bad
-value is reported (with its source) and replaced by the default without losing the rest.
+Precedence (highest first): CLI flags > `initializationOptions` > user config
+(`$PLAN_LSP_CONFIG`, else `$XDG_CONFIG_HOME/plan-lsp/config.toml`) > `<workspace>/.plan-lsp/
+config.toml` (never `mcp`) > environment (`PLAN_LSP_*`). Each value is validated on its own,
+so one bad value is reported (with its source) and replaced by the default without losing
+the rest.
 """
 
 from __future__ import annotations

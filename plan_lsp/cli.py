@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from plan_lsp import __version__
+from plan_lsp.logs import setup_logging
 
 
 def _serve_parser(sub: Any) -> None:
@@ -25,7 +25,7 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument("--permission-mode", choices=["ask", "auto_edit", "yolo", "strict"])
     p.add_argument("--plan-shell", choices=["off", "classified", "sandboxed"])
     p.add_argument("--max-steps", type=int)
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-file", type=Path)
 
 
@@ -49,38 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Untrusted input (a method name, a params dump) must not blow up the log.
-MAX_LOG_RECORD = 2000
-
-
-def _bounded_record(record: logging.LogRecord) -> bool:
-    message = record.getMessage()
-    if len(message) > MAX_LOG_RECORD:
-        record.msg = message[:MAX_LOG_RECORD] + f"… ({len(message)} characters)"
-        record.args = None
-    if record.exc_info and record.exc_text is None:
-        text = logging.Formatter().formatException(record.exc_info)
-        record.exc_text = text if len(text) <= 20_000 else text[:20_000] + "…"
-    return True
-
-
-def _setup_logging(level: str, log_file: Path | None) -> None:
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_bounded_record)
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # pygls logs every message body at INFO; keep that out unless debugging.
-    if level != "debug":
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-        logging.getLogger("watchfiles").setLevel(logging.WARNING)
-
-
 def serve(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level, args.log_file)
+    from plan_lsp.config import trusted_log_level
+
+    # The command line wins; else the environment or the user's config file. A client's
+    # `initializationOptions.logLevel` applies from `initialize` on.
+    setup_logging(args.log_level or trusted_log_level() or "info", args.log_file)
     from plan_lsp.server import create_server
 
     overrides: dict[str, Any] = {

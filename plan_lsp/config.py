@@ -1,28 +1,43 @@
-"""Configuration: one validated model, merged from five sources.
+"""Configuration: one validated model, merged from five sources of two kinds of trust.
 
-Precedence (highest first): CLI flags > `initializationOptions` > user config
-(`$PLAN_LSP_CONFIG`, else `$XDG_CONFIG_HOME/plan-lsp/config.toml`) > `<workspace>/.plan-lsp/
-config.toml` (never `mcp`) > environment (`PLAN_LSP_*`). Each value is validated on its own,
-so one bad value is reported (with its source) and replaced by the default without losing
-the rest.
+Trusted, highest first: command-line flags > `initializationOptions` > the user's config file
+(`$PLAN_LSP_CONFIG`, else `<user config dir>/plan-lsp/config.toml`) > environment
+(`PLAN_LSP_*`). Untrusted: the workspace's `.plan-lsp/config.toml`, which sits between the
+user file and the environment for harmless keys but may only *tighten* everything else
+(DESIGN.md §11): keys that lower protection, run programs or send code elsewhere are taken
+from it only when they are at least as strict as what the trusted sources say, and ignored
+with a warning naming the key otherwise. Permission rules merge: every source's `deny` and
+`ask` rules apply; `allow` rules come from trusted sources only.
+
+Each value is validated on its own, so one bad value is reported (with its source) and
+replaced by the default without losing the rest. Reading environment variables and TOML files
+uses pydantic-settings' sources; field names are snake_case and every client-facing name is
+the camelCase alias the generator derives (`baseUrl`, `planShell`, `runTimeoutS`, ...).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.alias_generators import to_snake
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
-from plan_lsp.session.model import PermissionMode, WorkMode
+from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]
 ProviderName = Literal["scripted", "openai", "anthropic"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+USER_CONFIG_ENV = "PLAN_LSP_CONFIG"
+WORKSPACE_CONFIG = Path(".plan-lsp") / "config.toml"
+SERVER_DIR = ".plan-lsp"
+DEFAULT_PLANS_DIR = ".plan-lsp/plans"
 
 
 class PermissionRules(BaseModel):
@@ -33,8 +48,10 @@ class PermissionRules(BaseModel):
     deny: list[str] = Field(default_factory=list)
 
 
-class Config(BaseModel):
-    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+class Config(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PLAN_LSP_", extra="ignore", validate_assignment=True
+    )
 
     provider: ProviderName = "openai"
     model: str | None = None
@@ -46,48 +63,95 @@ class Config(BaseModel):
     transcript: Path | None = None
     mode: WorkMode = WorkMode.PLAN
     permission_mode: PermissionMode = PermissionMode.ASK
-    plans_dir: str = ".plan-lsp/plans"
-    # None = "sandboxed" where a sandbox is available, else "classified".
+    # Always inside the server's own directory: relative, below `.plan-lsp/`.
+    plans_dir: str = DEFAULT_PLANS_DIR
+    # None = "sandboxed" where a sandbox proves itself, else "classified".
     plan_shell: PlanShell | None = None
+    # Plan-mode shell commands may use the network (off: no network in plan mode).
+    plan_network: bool = False
     max_steps: int = Field(default=50, gt=0, le=1000)
     # A run stops after this long, whatever the model does.
     run_timeout_s: float = Field(default=3600, gt=0)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     allow_enter_plan_in_yolo: bool = False
-    # MCP tool sources (issue 17): user config or initializationOptions only, never the
-    # workspace file (starting a server runs a program).
+    # MCP tool sources: trusted sources only (NEVER_FROM_WORKSPACE), see tools/mcp/config.py.
     mcp: McpSettings = Field(default_factory=McpSettings)
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: LogLevel = "info"
+
+    @field_validator("plans_dir")
+    @classmethod
+    def _inside_server_dir(cls, value: str) -> str:
+        return normalise_plans_dir(value)
 
     def plans_path(self, workspace: Path) -> Path:
-        p = Path(self.plans_dir).expanduser()
-        return p if p.is_absolute() else workspace / p
+        return workspace / self.plans_dir
 
 
-# camelCase names clients send in initializationOptions → field names.
-_ALIASES = {
-    "baseUrl": "base_url",
-    "apiKey": "api_key",
-    "maxTokens": "max_tokens",
-    "permissionMode": "permission_mode",
-    "plansDir": "plans_dir",
-    "planShell": "plan_shell",
-    "maxSteps": "max_steps",
-    "runTimeoutS": "run_timeout_s",
-    "logLevel": "log_level",
-    "allowEnterPlanInYolo": "allow_enter_plan_in_yolo",
+def normalise_plans_dir(value: str) -> str:
+    """`value` as a relative POSIX path strictly below `.plan-lsp/`; ValueError otherwise."""
+    if "\\" in value or "\x00" in value:
+        raise ValueError("must be a relative path with '/' separators")
+    path = PurePosixPath(value)
+    if path.is_absolute() or value.startswith("~"):
+        raise ValueError(f"must be a folder below {SERVER_DIR}/, not an absolute path")
+    parts = [p for p in path.parts if p != "."]
+    if ".." in parts:
+        raise ValueError("must not contain '..'")
+    if len(parts) < 2 or parts[0] != SERVER_DIR:
+        raise ValueError(f"must be a folder below {SERVER_DIR}/ (e.g. {DEFAULT_PLANS_DIR})")
+    if parts[1] in ("state.db", "config.toml", "revisions") or parts[1].startswith("state.db"):
+        raise ValueError(f"{parts[1]!r} is the server's own file or folder")
+    return "/".join(parts)
+
+
+# -- trust rules -------------------------------------------------------------------------
+
+# Keys a workspace may never set: they run programs, send code elsewhere or hold secrets.
+NEVER_FROM_WORKSPACE = frozenset({"provider", "base_url", "api_key", "script", "transcript", "mcp"})
+
+_PERMISSION_STRICTNESS = {
+    PermissionMode.YOLO: 0,
+    PermissionMode.AUTO_EDIT: 1,
+    PermissionMode.ASK: 2,
+    PermissionMode.STRICT: 3,
 }
 
 
-def _normalise_keys(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {_ALIASES.get(k, k.replace("-", "_")): v for k, v in values.items()}
+def _stricter_or_equal(key: str, value: Any, trusted: Any) -> bool:
+    """Whether a workspace's `value` for `key` tightens (or keeps) the trusted value."""
+    if key == "mode":
+        return bool(value is WorkMode.PLAN or value == trusted)
+    if key == "permission_mode":
+        base = trusted if trusted is not None else PermissionMode.ASK
+        return bool(_PERMISSION_STRICTNESS[value] >= _PERMISSION_STRICTNESS[base])
+    if key == "plan_shell":
+        # Only "no shell" is stricter: "classified" would switch a working sandbox off.
+        return bool(value == "off" or value == trusted)
+    if key in ("plan_network", "allow_enter_plan_in_yolo"):
+        return value is False
+    return True
+
+
+# Keys a workspace may set only to a value at least as strict as the trusted one.
+TIGHTEN_ONLY = frozenset(
+    {"mode", "permission_mode", "plan_shell", "plan_network", "allow_enter_plan_in_yolo"}
+)
+
+
+# -- reading sources ---------------------------------------------------------------------
+
+
+def _key(name: str) -> str:
+    """The field name for a client-facing key (`baseUrl`, `base-url`, `base_url`)."""
+    return to_snake(name.replace("-", "_"))
 
 
 def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, raw in _normalise_keys(values).items():
+    for raw_key, raw in values.items():
+        key = _key(str(raw_key))
         if key not in Config.model_fields:
-            warnings.append(f"{source}: unknown setting '{key}' was ignored")
+            warnings.append(f"{source}: unknown setting '{raw_key}' was ignored")
             continue
         try:
             # Every field has a default, so validating one key alone checks just that value.
@@ -97,67 +161,122 @@ def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]
             warnings.append(
                 f"{source}: invalid value for '{key}' ({first['msg']}); the default is used"
             )
-            out.pop(key, None)
     return out
 
 
-def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> dict[str, Any]:
+    """`PLAN_LSP_<FIELD>` variables, read the way pydantic-settings reads them."""
+    source = EnvSettingsSource(Config, case_sensitive=False, env_prefix="PLAN_LSP_")
+    source.env_vars = {k.lower(): v for k, v in environ.items()}
     out: dict[str, Any] = {}
-    for name in Config.model_fields:
-        raw = environ.get(f"PLAN_LSP_{name.upper()}")
-        if raw is None:
+    for name, field in Config.model_fields.items():
+        try:
+            value, _key_name, complex_ = source.get_field_value(field, name)
+            value = source.prepare_field_value(name, field, value, complex_)
+        except (SettingsError, ValueError) as exc:
+            if warnings is not None:
+                warnings.append(f"environment: invalid value for '{name}' ({exc}); ignored")
             continue
-        if name in ("permissions", "mcp"):
-            try:
-                out[name] = json.loads(raw)
-            except json.JSONDecodeError:
-                out[name] = raw  # reported as invalid by validation
-        else:
-            out[name] = raw
+        if value is not None:
+            out[name] = value
     return out
 
 
-def read_toml(path: Path, warnings: list[str]) -> dict[str, Any]:
+def user_config_path(environ: Mapping[str, str]) -> Path:
+    explicit = environ.get(USER_CONFIG_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg) / "plan-lsp" / "config.toml"
+    from platformdirs import user_config_path as platform_config
+
+    return platform_config("plan-lsp", appauthor=False) / "config.toml"
+
+
+def _toml_layer(path: Path, label: str, warnings: list[str]) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        warnings.append(f"{path}: could not be read ({exc}); its settings were ignored")
+        warnings.append(f"{label} ({path}) could not be read ({exc}); its settings were ignored")
         return {}
 
 
-def file_layer(workspace: Path, warnings: list[str]) -> dict[str, Any]:
-    return read_toml(workspace / ".plan-lsp" / "config.toml", warnings)
+def workspace_config_path(workspace: Path) -> Path:
+    return workspace / WORKSPACE_CONFIG
 
 
-# -- MCP (issue 17): the minimal trusted-source reading MCP needs; the complete
-# configuration-trust rules (issue 12) replace this block.
-USER_ONLY_KEYS = ("mcp",)
+def _folder_section(folders: Any, workspace: Path, warnings: list[str]) -> dict[str, Any]:
+    """The user file's `[folders."<path>"]` table for this workspace folder: per-project
+    settings (a provider, a base URL) that only the user, never the project, can set."""
+    if not isinstance(folders, dict):
+        warnings.append("user config: 'folders' must be a table of folder paths; ignored")
+        return {}
+    try:
+        root = workspace.resolve()
+    except OSError:
+        return {}
+    for raw_path, section in folders.items():
+        try:
+            matches = Path(str(raw_path)).expanduser().resolve() == root
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if matches and isinstance(section, dict):
+            return dict(section)
+    return {}
 
 
-def user_config_path(environ: Mapping[str, str]) -> Path:
-    """`$PLAN_LSP_CONFIG`, else `$XDG_CONFIG_HOME/plan-lsp/config.toml`."""
-    explicit = environ.get("PLAN_LSP_CONFIG")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
-    return Path(base) / "plan-lsp" / "config.toml"
+# -- merging -------------------------------------------------------------------------------
 
 
-def _workspace_may_not_set(values: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
-    for key in USER_ONLY_KEYS:
-        if key in values:
-            warnings.append(
-                f".plan-lsp/config.toml: '{key}' was ignored: a repository cannot add MCP "
-                "servers (starting one runs a program); set it in your user config "
-                "($PLAN_LSP_CONFIG or ~/.config/plan-lsp/config.toml)"
-            )
-    return {k: v for k, v in values.items() if k not in USER_ONLY_KEYS}
+def _merge_rules(layers: list[dict[str, Any]]) -> PermissionRules | None:
+    found = [layer["permissions"] for layer in layers if "permissions" in layer]
+    if not found:
+        return None
+    merged = PermissionRules()
+    for rules in found:
+        for verdict in ("allow", "ask", "deny"):
+            for rule in getattr(rules, verdict):
+                if rule not in getattr(merged, verdict):
+                    getattr(merged, verdict).append(rule)
+    return merged
 
 
-# -- end MCP (issue 17)
+def _untrusted(
+    workspace: dict[str, Any], trusted: dict[str, Any], label: str, warnings: list[str]
+) -> dict[str, Any]:
+    """What of the workspace's layer may apply: harmless keys, and tightening values."""
+    out: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in workspace.items():
+        if key in NEVER_FROM_WORKSPACE:
+            ignored.append(key)
+        elif key in TIGHTEN_ONLY:
+            base = trusted.get(key, Config.model_fields[key].default)
+            if _stricter_or_equal(key, value, base):
+                out[key] = value
+            else:
+                ignored.append(key)
+        elif key == "permissions":
+            rules: PermissionRules = value
+            if rules.allow:
+                ignored.append("permissions.allow")
+            out[key] = PermissionRules(ask=rules.ask, deny=rules.deny)
+        else:
+            out[key] = value
+    if ignored:
+        warnings.append(
+            f"{label}: ignored {', '.join(ignored)} — a repository's configuration may only "
+            "tighten protection; set these in your user config, the editor's user settings "
+            "or on the command line"
+        )
+    return out
+
+
+Reader = Callable[[Path, str, list[str]], dict[str, Any]]
 
 
 def load_config(
@@ -166,21 +285,59 @@ def load_config(
     cli: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[Config, list[str]]:
-    """Merge the four sources; returns the config and human-readable warnings."""
+    """Merge every source; returns the config and human-readable warnings."""
+    env = os.environ if environ is None else environ
     warnings: list[str] = []
-    merged: dict[str, Any] = {}
-    layers: list[tuple[str, Mapping[str, Any]]] = [
-        ("environment", env_layer(os.environ if environ is None else environ)),
-    ]
+    env_values = _validated_layer(env_layer(env, warnings), "environment", warnings)
+    user_path = user_config_path(env)
+    user_raw = _toml_layer(user_path, "user config", warnings)
+    folders = user_raw.pop("folders", {})
+    user_values = _validated_layer(user_raw, f"user config {user_path}", warnings)
     if workspace is not None:
-        workspace_values = _workspace_may_not_set(file_layer(workspace, warnings), warnings)
-        layers.append((".plan-lsp/config.toml", workspace_values))
-    user_file = user_config_path(os.environ if environ is None else environ)  # MCP (issue 17)
-    layers.append((str(user_file), read_toml(user_file, warnings)))
-    if init_options:
-        layers.append(("initializationOptions", init_options))
-    if cli:
-        layers.append(("command line", {k: v for k, v in cli.items() if v is not None}))
-    for source, values in layers:
-        merged.update(_validated_layer(values, source, warnings))
+        folder = _folder_section(folders, workspace, warnings)
+        if folder:
+            user_values.update(
+                _validated_layer(folder, f"user config {user_path} [folders]", warnings)
+            )
+    init_values = _validated_layer(init_options or {}, "initializationOptions", warnings)
+    cli_values = _validated_layer(
+        {k: v for k, v in (cli or {}).items() if v is not None}, "command line", warnings
+    )
+    trusted_order = [env_values, user_values, init_values, cli_values]
+    trusted: dict[str, Any] = {}
+    for layer in trusted_order:
+        trusted.update(layer)
+
+    workspace_values: dict[str, Any] = {}
+    if workspace is not None:
+        label = str(WORKSPACE_CONFIG)
+        raw = _toml_layer(workspace_config_path(workspace), label, warnings)
+        workspace_values = _untrusted(
+            _validated_layer(raw, label, warnings), trusted, label, warnings
+        )
+
+    merged: dict[str, Any] = {}
+    # Precedence: environment < workspace < user file < initializationOptions < command line;
+    # a tightening workspace value wins over every trusted one.
+    for layer in [env_values, workspace_values, user_values, init_values, cli_values]:
+        merged.update(layer)
+    for key in TIGHTEN_ONLY & workspace_values.keys():
+        merged[key] = workspace_values[key]
+    rules = _merge_rules([*trusted_order, workspace_values])
+    if rules is not None:
+        merged["permissions"] = rules
     return Config.model_validate(merged), warnings
+
+
+def trusted_log_level(environ: Mapping[str, str] | None = None) -> LogLevel | None:
+    """The log level from the trusted sources readable before `initialize` (env, user file)."""
+    env = os.environ if environ is None else environ
+    ignored: list[str] = []
+    level: LogLevel | None = None
+    for layer in (
+        env_layer(env, ignored),
+        _toml_layer(user_config_path(env), "user config", ignored),
+    ):
+        values = _validated_layer({k: v for k, v in layer.items() if k == "log_level"}, "", [])
+        level = values.get("log_level", level)
+    return level

@@ -232,7 +232,32 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
-        self._send_json(404, _error_body("openai", 404, f"no route {self.path}"))
+        owner = self.server.owner
+        if self.path.rstrip("/").endswith("/models") and owner.models_status == 200:
+            ids = list(owner.models)
+            if self.headers.get("anthropic-version"):
+                data: Any = [
+                    {
+                        "id": m,
+                        "type": "model",
+                        "display_name": m,
+                        "created_at": "2025-01-01T00:00:00Z",
+                    }
+                    for m in ids
+                ]
+                body: Any = {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": ids[0] if ids else None,
+                    "last_id": ids[-1] if ids else None,
+                }
+            else:
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in ids]
+                body = {"object": "list", "data": data}
+            self._send_json(200, json.dumps(body))
+            return
+        status = owner.models_status if self.path.rstrip("/").endswith("/models") else 404
+        self._send_json(status, _error_body("openai", status, f"no route {self.path}"))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -336,6 +361,9 @@ class FakeModelServer:
 
     def __init__(self, responder: Callable[[RecordedRequest], Reply | None] | None = None) -> None:
         self.responder = responder
+        # What GET .../models answers: these ids, or an error status.
+        self.models: list[str] = ["fake-model"]
+        self.models_status = 200
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()

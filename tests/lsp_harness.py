@@ -268,7 +268,7 @@ def _send_change(client: LanguageClient, buf: Buffer, new_text: str) -> None:
 
 
 def client_caps(
-    permission_requests: bool = False, questions: bool = False
+    permission_requests: bool = False, questions: bool = False, declare_plan_lsp: bool = True
 ) -> types.ClientCapabilities:
     return types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
@@ -281,7 +281,9 @@ def client_caps(
         ),
         experimental={
             "planLsp": {"permissionRequests": permission_requests, "questions": questions}
-        },
+        }
+        if declare_plan_lsp
+        else None,
     )
 
 
@@ -293,6 +295,7 @@ async def running_server(
     permission_requests: bool = False,
     questions: bool = False,
     env: dict[str, str] | None = None,
+    declare_plan_lsp: bool = True,
 ) -> AsyncIterator[Editor]:
     client = LanguageClient(converter_factory=default_converter)
     register_lsp_features(
@@ -301,13 +304,14 @@ async def running_server(
     )
     state = EditorState()
     _register(client, state)
-    full_env = {**os.environ, **(env or {})}
+    # The machine's own user config never leaks into a test (a test may name one).
+    full_env = {**os.environ, "PLAN_LSP_CONFIG": os.devnull, **(env or {})}
     await client.start_io(*SERVER_CMD, *extra_args, env=full_env)
     editor = Editor(client, state, roots[0])
     editor.init_result = await asyncio.wait_for(  # type: ignore[attr-defined]
         client.initialize_session(
             types.InitializeParams(
-                capabilities=client_caps(permission_requests, questions),
+                capabilities=client_caps(permission_requests, questions, declare_plan_lsp),
                 workspace_folders=[
                     types.WorkspaceFolder(uri=r.resolve().as_uri(), name=r.name) for r in roots
                 ],

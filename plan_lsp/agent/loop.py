@@ -32,6 +32,7 @@ from plan_lsp.providers.base import (
     ToolCallArgsDelta,
     ToolCallStart,
     ToolSpec,
+    error_help,
 )
 from plan_lsp.session import Actor, Session, Todo, WorkMode
 from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
@@ -63,6 +64,8 @@ class RunResult:
     stop_reason: str
     text: str = ""
     touched: list[str] = field(default_factory=list)
+    # The model answered at least once in this run.
+    answered: bool = False
 
 
 T = TypeVar("T")
@@ -235,7 +238,21 @@ class Agent:
             raise
         except ProviderError as exc:
             result.stop_reason = "error"
-            emit("error", {"message": f"model provider error ({exc.kind}): {exc.message}"})
+            code, fix = error_help(exc)
+            failed_prompt = False
+            if not result.answered and opening is not None:
+                # The model never saw this prompt: it is not sent again with the next one.
+                self.session.store.drop_run_messages(self.session.id, conv, run_id)
+                failed_prompt = True
+            emit(
+                "error",
+                {
+                    "message": f"model provider error ({exc.kind}): {exc.message}",
+                    "code": code,
+                    "fix": fix,
+                    "failedPrompt": failed_prompt,
+                },
+            )
         except Exception as exc:  # the server never dies from a run
             log.exception("run %s failed", run_id)
             result.stop_reason = "error"
@@ -272,6 +289,7 @@ class Agent:
                 tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
             )
             self._append(conv, run_id, messages, assistant)
+            result.answered = True
             result.text = text
             if not calls:
                 return "end_turn"

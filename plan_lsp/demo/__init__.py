@@ -127,6 +127,7 @@ async def _session(work: Path, quiet: bool) -> int:
                 window=types.WindowClientCapabilities(
                     show_document=types.ShowDocumentClientCapabilities(support=True)
                 ),
+                experimental={"planLsp": {}},
             ),
             workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
         )

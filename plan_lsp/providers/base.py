@@ -127,8 +127,33 @@ class ProviderError(Exception):
         self.retry_after = retry_after
 
 
+# What the user can do about each kind of failure: an error code clients key their help on,
+# and the setting (client-facing name) that fixes it.
+_FIXES: dict[str, tuple[str, str | None]] = {
+    "config": ("provider_unconfigured", "provider"),
+    "connection": ("provider_unreachable", "baseUrl"),
+    "auth": ("provider_auth", "apiKey"),
+    "rate_limit": ("provider_rate_limited", None),
+    "bad_request": ("provider_failed", None),
+    "server": ("provider_failed", None),
+    "malformed_stream": ("provider_failed", None),
+}
+
+
+def error_help(error: ProviderError) -> tuple[str, dict[str, str]]:
+    """(code, fix) for a provider failure, as sent in `planLsp/update {kind: "error"}`."""
+    code, setting = _FIXES.get(error.kind, ("provider_failed", None))
+    if error.kind == "bad_request" and "model" in error.message.lower():
+        code, setting = "provider_model", "model"
+    return code, ({"setting": setting} if setting else {})
+
+
 class Provider(Protocol):
     name: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model response. Raises ProviderError on failure."""
+
+    async def check(self) -> str:
+        """One cheap request that proves the model server answers and serves the model;
+        returns a sentence saying so. Raises ProviderError otherwise."""

@@ -85,3 +85,16 @@ def connection_error(server: str, responding: bool, cause: object) -> ProviderEr
             "connection", f"the connection to {server} broke mid-response: {cause}"
         )
     return ProviderError("connection", f"cannot reach {server}: {cause}")
+
+
+def served_model_sentence(server: str, model: str, served: list[str]) -> str:
+    """What a connection test says, given the models the server lists; raises when the
+    configured model is not among them (an empty list says nothing either way)."""
+    if served and model not in served:
+        shown = ", ".join(sorted(served)[:20]) + ("…" if len(served) > 20 else "")
+        raise ProviderError(
+            "bad_request", f"{server} does not serve the model {model!r}; it offers: {shown}"
+        )
+    if served:
+        return f"{server} answered and serves the model {model!r}"
+    return f"{server} answered (it lists no models; {model!r} will be asked for)"

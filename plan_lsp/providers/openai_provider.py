@@ -27,6 +27,7 @@ from plan_lsp.providers.http_errors import (
     PLACEHOLDER_API_KEY,
     check_base_url,
     connection_error,
+    served_model_sentence,
     status_error,
 )
 
@@ -145,6 +146,23 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         return self._stream(request)
+
+    async def check(self) -> str:
+        import openai
+
+        server = f"the model server at {self.endpoint}"
+        try:
+            page = await self._client.models.list()
+            served = [model.id async for model in page]
+        except openai.APITimeoutError as exc:
+            raise ProviderError("connection", f"{server} timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise connection_error(server, False, exc.__cause__ or exc) from exc
+        except openai.APIStatusError as exc:
+            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
+        except openai.OpenAIError as exc:
+            raise ProviderError("server", f"{server} failed: {exc}") from exc
+        return served_model_sentence(server, self.model, served)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import openai

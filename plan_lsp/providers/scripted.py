@@ -121,6 +121,9 @@ class ScriptedProvider:
         """How many model requests this provider has answered (script turns taken)."""
         return self._calls
 
+    async def check(self) -> str:
+        return f"the scripted provider replays {self.script_path} (offline)"
+
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         # The turn is claimed here, at call time, not on first iteration: the order of
         # `stream()` calls decides which request gets which turn.

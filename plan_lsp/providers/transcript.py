@@ -56,6 +56,9 @@ class TranscriptProvider:
             )
         return self.inner.stream(request)
 
+    async def check(self) -> str:
+        return await self.inner.check()
+
 
 async def _failing_stream(error: ProviderError) -> AsyncIterator[StreamEvent]:
     raise error

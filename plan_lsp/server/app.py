@@ -34,6 +34,15 @@ CUSTOM_METHODS = [
     "planLsp/approvePlan",
     "planLsp/rejectPlan",
     "planLsp/planRevisions",
+    "planLsp/history",
+    "planLsp/newSession",
+    "planLsp/testConnection",
+]
+COMMANDS = [
+    "planLsp.approvePlan",
+    "planLsp.rejectPlan",
+    "planLsp.toggleMode",
+    "planLsp.showPreviousRevision",
 ]
 
 
@@ -80,7 +89,7 @@ class PlanLspProtocol(LanguageServerProtocol):
                 "version": __version__,
                 "methods": CUSTOM_METHODS,
                 "notifications": [UPDATE],
-                "commands": ["planLsp.approvePlan", "planLsp.rejectPlan", "planLsp.toggleMode"],
+                "commands": COMMANDS,
             }
         }
         return result
@@ -129,16 +138,22 @@ class PlanLanguageServer(LanguageServer):
 
     # -- client capabilities ---------------------------------------------------------------
 
-    def client_experimental(self) -> dict[str, Any]:
+    def _experimental_plan_lsp(self) -> Any:
         try:
             exp = self.client_capabilities.experimental
         except Exception:  # before initialize
-            return {}
+            return None
         plain = to_plain(exp) if exp is not None else {}
-        if not isinstance(plain, dict):
-            return {}
-        inner = plain.get("planLsp")
+        return plain.get("planLsp") if isinstance(plain, dict) else None
+
+    def client_experimental(self) -> dict[str, Any]:
+        inner = self._experimental_plan_lsp()
         return inner if isinstance(inner, dict) else {}
+
+    def client_declares_plan_lsp(self) -> bool:
+        """Whether the client declared `experimental.planLsp` (any object): only such
+        clients receive `planLsp/update` notifications."""
+        return isinstance(self._experimental_plan_lsp(), dict)
 
     # -- messages to the user --------------------------------------------------------------
 
@@ -152,7 +167,8 @@ class PlanLanguageServer(LanguageServer):
             log.debug("could not show message", exc_info=True)
 
     def notify_update(self, payload: dict[str, Any]) -> None:
-        self.protocol.notify(UPDATE, payload)
+        if self.client_declares_plan_lsp():
+            self.protocol.notify(UPDATE, payload)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors from bad client input are answered in the response; never pop up for them,

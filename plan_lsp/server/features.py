@@ -21,10 +21,10 @@ CODE_ACTION_OPTIONS = types.CodeActionOptions(
 # request that follows it), and those that await.
 SYNC_FEATURES: list[tuple[str, Any]] = [
     ("planLsp/state", None),
-    ("planLsp/setMode", None),
-    ("planLsp/toggleMode", None),
     ("planLsp/setPermissionMode", None),
     ("planLsp/planRevisions", None),
+    ("planLsp/history", None),
+    ("planLsp/newSession", None),
     (types.TEXT_DOCUMENT_DID_OPEN, None),
     (types.TEXT_DOCUMENT_DID_CHANGE, None),
     (types.TEXT_DOCUMENT_DID_CLOSE, None),
@@ -33,13 +33,21 @@ SYNC_FEATURES: list[tuple[str, Any]] = [
 ]
 ASYNC_FEATURES = [
     types.SHUTDOWN,
+    "planLsp/setMode",
+    "planLsp/toggleMode",
     "planLsp/prompt",
     "planLsp/cancel",
     "planLsp/approvePlan",
     "planLsp/rejectPlan",
+    "planLsp/testConnection",
 ]
-SYNC_COMMANDS = ["planLsp.toggleMode"]
-ASYNC_COMMANDS = ["planLsp.approvePlan", "planLsp.rejectPlan", "planLsp.showPreviousRevision"]
+SYNC_COMMANDS: list[str] = []
+ASYNC_COMMANDS = [
+    "planLsp.approvePlan",
+    "planLsp.rejectPlan",
+    "planLsp.showPreviousRevision",
+    "planLsp.toggleMode",
+]
 
 
 def _sync_feature(ls: PlanLanguageServer, name: str, options: Any) -> None:
@@ -75,6 +83,11 @@ def register(ls: PlanLanguageServer) -> None:
     def on_initialize(ls: PlanLanguageServer, params: types.InitializeParams) -> None:
         opts = to_plain(params.initialization_options) if params.initialization_options else {}
         ls.init_options = opts if isinstance(opts, dict) else {}
+        level = ls.init_options.get("logLevel", ls.init_options.get("log_level"))
+        if level in ("debug", "info", "warning", "error") and not ls.cli_overrides.get("log_level"):
+            from plan_lsp.logs import set_log_level
+
+            set_log_level(level)
         ls.roots = workspace_roots_from(params, ls.default_root)
 
     @ls.feature(types.INITIALIZED)

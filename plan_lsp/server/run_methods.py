@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
-from typing import Any
+import os
+from typing import Any, cast
 
 from lsprotocol import types
 from pydantic import Field
@@ -15,15 +15,16 @@ from plan_lsp.plan.document import atomic_write_text
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.execution import default_sandbox_probe
-from plan_lsp.providers.base import ChatMessage, Provider, ProviderError
+from plan_lsp.providers.base import ChatMessage, Provider, ProviderError, error_help
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker
 from plan_lsp.server.lazy import Implementations
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy, RunManager
-from plan_lsp.server.state_methods import WorkspaceParams, context_for, state_json
+from plan_lsp.server.state_methods import WorkspaceParams, context_for, refused, state_json
 from plan_lsp.server.workspaces import WorkspaceContext
 from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode
+from plan_lsp.session.model import ProviderInfo
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,14 @@ class ApproveParams(WorkspaceParams):
     execute: bool = True
     # Approve although readiness checks found errors (otherwise the user is asked).
     force: bool = False
+
+
+class NewSessionParams(WorkspaceParams):
+    keepApprovedPlan: bool = False
+
+
+# How long a connection test waits for the model server.
+CONNECTION_TEST_S = 20.0
 
 
 class RejectParams(WorkspaceParams):
@@ -90,12 +99,19 @@ def tracker_of(ls: PlanLanguageServer) -> DocumentTracker:
 
 
 def provider_of(ls: PlanLanguageServer, ctx: WorkspaceContext) -> Provider:
-    """One provider per server process (a scripted script is shared by every run)."""
-    provider = getattr(ls, "provider", None)
-    if provider is None:
+    """One provider per workspace folder (each may configure its own model server); the
+    scripted provider is shared by the whole process (DESIGN.md §9: the script belongs to
+    the server)."""
+    provider = ctx.extras.get("provider")
+    if provider is not None:
+        return cast(Provider, provider)
+    cfg = ctx.config
+    shared = getattr(ls, "scripted_provider", None) if cfg.provider == "scripted" else None
+    if shared is not None:
+        provider = shared
+    else:
         from plan_lsp.providers.factory import make_provider
 
-        cfg = ctx.config
         try:
             provider = make_provider(
                 cfg.provider,
@@ -110,8 +126,46 @@ def provider_of(ls: PlanLanguageServer, ctx: WorkspaceContext) -> Provider:
         except ProviderError as exc:
             ls.warn_user(f"plan-lsp: the model provider is not usable: {exc.message}")
             provider = _ErrorProvider(exc)
-        ls.provider = provider  # type: ignore[attr-defined]
-    return provider
+        if cfg.provider == "scripted":
+            ls.scripted_provider = provider  # type: ignore[attr-defined]
+    ctx.extras["provider"] = provider
+    return cast(Provider, provider)
+
+
+_OFFICIAL_HOSTS = ("https://api.openai.com", "https://api.anthropic.com")
+
+
+def provider_info(ctx: WorkspaceContext, environ: dict[str, str] | None = None) -> ProviderInfo:
+    """What the session's model back end is and what keeps it from working, without
+    contacting it (the connection test does that)."""
+    from plan_lsp.providers.factory import DEFAULT_MODELS
+
+    env = os.environ if environ is None else environ
+    cfg = ctx.config
+    name = cfg.provider
+    base_url = cfg.base_url
+    own_server = base_url is not None and not base_url.startswith(_OFFICIAL_HOSTS)
+    model = cfg.model or (None if own_server else DEFAULT_MODELS.get(name))
+    problem: str | None = None
+    if name == "scripted":
+        if cfg.script is None:
+            problem = "the scripted provider needs a script file (script)"
+    else:
+        key_var = "OPENAI_API_KEY" if name == "openai" else "ANTHROPIC_API_KEY"
+        has_key = cfg.api_key is not None or bool(env.get(key_var))
+        if own_server and cfg.model is None:
+            problem = (
+                f"no model is set: {base_url} is not {name}'s own service, so there is no "
+                "default model; set model to one your server serves"
+            )
+        elif not own_server and not has_key:
+            problem = (
+                f"no API key for {name}: set apiKey (or {key_var}), or set baseUrl to a "
+                "local OpenAI-compatible server such as Ollama"
+            )
+    return ProviderInfo(
+        name=name, model=model, baseUrl=base_url, configured=problem is None, problem=problem
+    )
 
 
 async def _confirm(ls: PlanLanguageServer, message: str, yes: str) -> bool:
@@ -146,7 +200,16 @@ def shell_protection(ctx: WorkspaceContext) -> str:
 
 def register(ls: PlanLanguageServer, impl: Implementations) -> None:
     def on_created(ctx: WorkspaceContext) -> None:
-        ctx.session.shell_protection = shell_protection(ctx)
+        plan_shell = effective_plan_shell(ctx)
+        ctx.session.set_context(
+            shellProtection=shell_protection(ctx),
+            planShell=plan_shell,
+            sandbox=default_sandbox_probe() if plan_shell == "sandboxed" else None,
+            planNetwork=ctx.config.plan_network,
+            provider=provider_info(ctx),
+        )
+        # Its listener pushes every state change from now on; the first state goes now.
+        runs_for(ls, ctx).push_state()
 
     ls.workspaces.on_created.append(on_created)
 
@@ -169,7 +232,7 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
         if session.mode is WorkMode.PLAN:
             session.set_task(p.text)
         try:
-            handle = manager.start("prompt", ChatMessage(role="user", content=p.text))
+            handle = manager.start("prompt", ChatMessage(role="user", content=p.text), shown=p.text)
         except RunBusy as exc:
             raise RequestFailed(str(exc)) from exc
         assert handle.task is not None
@@ -237,6 +300,48 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
             manager.start_feedback_run(feedback)
         return state_json(ctx)
 
+    @impl.feature("planLsp/history")
+    def history(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        ctx = context_for(ls, parse_params(WorkspaceParams, params))
+        return {"updates": runs_for(ls, ctx).history()}
+
+    @impl.feature("planLsp/newSession")
+    def new_session(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        p = parse_params(NewSessionParams, params)
+        ctx = context_for(ls, p)
+        if runs_for(ls, ctx).current is not None:
+            raise RequestFailed("a run is in progress; wait for it or cancel it first")
+        try:
+            ctx.session.new_conversation(p.keepApprovedPlan, Actor.USER)
+        except TransitionRefused as exc:
+            raise refused(exc) from exc
+        return state_json(ctx)
+
+    @impl.feature("planLsp/testConnection")
+    async def test_connection(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+        ctx = context_for(ls, parse_params(WorkspaceParams, params))
+        info = provider_info(ctx)
+        try:
+            message = await asyncio.wait_for(provider_of(ls, ctx).check(), CONNECTION_TEST_S)
+        except ProviderError as exc:
+            code, fix = error_help(exc)
+            return {"ok": False, "code": code, "message": exc.message, "fix": fix}
+        except TimeoutError:
+            return {
+                "ok": False,
+                "code": "provider_unreachable",
+                "message": f"the model server did not answer within {CONNECTION_TEST_S:g} s",
+                "fix": {"setting": "baseUrl"},
+            }
+        if not info.configured:
+            return {
+                "ok": False,
+                "code": "provider_unconfigured",
+                "message": info.problem,
+                "fix": {"setting": "model" if "model" in (info.problem or "") else "apiKey"},
+            }
+        return {"ok": True, "code": None, "message": message, "fix": {}}
+
     @impl.feature("planLsp/approvePlan")
     async def approve_request(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         return await approve(ls, parse_params(ApproveParams, params))
@@ -252,7 +357,3 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
     @impl.command("planLsp.rejectPlan")
     async def reject_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
         return await reject(ls, parse_params(RejectParams, args[0] if args else {}))
-
-
-def plan_path_of(ctx: WorkspaceContext) -> Path:
-    return ctx.session.main_plan_path

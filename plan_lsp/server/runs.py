@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 # How long streamed text is gathered into one planLsp/update (about one frame).
 TEXT_BATCH_S = 0.016
+# How many conversation updates a session keeps for re-rendering.
+HISTORY_KEEP = 2000
+_NOT_HISTORY = frozenset({"state"})
 
 
 @dataclass
@@ -65,7 +68,7 @@ class RunManager:
         self._provider_factory = provider_factory
         self._agent: Agent | None = None
         self.plan_shell = plan_shell
-        self._background: set[asyncio.Future[None]] = set()
+        self._background: set[asyncio.Future[Any]] = set()
         self._text_parts: list[str] = []
         self._text_run: str | None = None
         self._text_timer: asyncio.TimerHandle | None = None
@@ -105,14 +108,14 @@ class RunManager:
                 self._text_timer = loop.call_later(TEXT_BATCH_S, self._flush_text)
             return
         self._flush_text()
-        self.ls.notify_update(payload)
+        self._send(payload)
 
     def _flush_text(self) -> None:
         if self._text_timer is not None:
             self._text_timer.cancel()
             self._text_timer = None
         if self._text_parts:
-            self.ls.notify_update(
+            self._send(
                 {
                     "runId": self._text_run,
                     "kind": "text",
@@ -122,6 +125,44 @@ class RunManager:
             )
         self._text_parts = []
         self._text_run = None
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        self._remember(payload)
+        self.ls.notify_update(payload)
+
+    def _remember(self, payload: dict[str, Any]) -> None:
+        """Keep what the client was shown, so it can render the conversation again after a
+        reload (`planLsp/history`). State and draft progress are not conversation."""
+        kind = payload.get("kind")
+        if kind in _NOT_HISTORY or (
+            kind == "planDraft" and payload.get("status") == "drafting" and payload.get("chars")
+        ):
+            return
+        session = self.ctx.session
+        try:
+            session.store.append_history(session.id, session.conversation, payload, HISTORY_KEEP)
+            if kind == "error" and payload.get("failedPrompt") and payload.get("runId"):
+                session.store.update_history(
+                    session.id, str(payload["runId"]), "prompt", {"status": "failed"}
+                )
+        except Exception:
+            log.exception("could not record history")
+
+    def history(self) -> list[dict[str, Any]]:
+        self._flush_text()
+        session = self.ctx.session
+        return session.store.history(session.id, session.conversation, HISTORY_KEEP)
+
+    def push_state(self) -> None:
+        """The whole `SessionState`, to every client that renders it (never polled)."""
+        self.ls.notify_update(
+            {
+                "kind": "state",
+                "workspaceUri": self.ctx.root.as_uri(),
+                "runId": self.ctx.session.run_id,
+                "state": self.ctx.session.state().model_dump(mode="json"),
+            }
+        )
 
     def _on_session_change(self, session: Any, kind: str, data: dict[str, Any]) -> None:
         if kind in ("mode_changed", "plan_approved", "permission_mode_changed"):
@@ -134,13 +175,33 @@ class RunManager:
                     "cause": kind,
                 }
             )
+        if kind == "mode_changed" and data.get("to") == "plan":
+            # Whoever switched (the user, the model): nothing may change from now on.
+            stop = asyncio.ensure_future(
+                self.stop_side_effects("the session switched to plan mode")
+            )
+            self._background.add(stop)
+            stop.add_done_callback(self._background.discard)
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
             task = asyncio.ensure_future(self._mirror_checklist())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        self.push_state()
+        if kind == "context":
+            return
         refresh = getattr(self.ls, "refresh_plan_views", None)
         if refresh is not None:
             refresh(self.ctx)
+
+    async def stop_side_effects(self, because: str) -> list[dict[str, Any]]:
+        """Stop every running tool call that changes the workspace (process-group kill for
+        shell commands) and wait until each has ended; tell the client which."""
+        if self._agent is None:
+            return []
+        stopped = [c.to_json() for c in await self._agent.runner.stop_side_effects(because)]
+        if stopped:
+            self.notify({"kind": "cancelledCalls", "calls": stopped, "reason": because})
+        return stopped
 
     # -- running --------------------------------------------------------------------------------
 
@@ -151,12 +212,16 @@ class RunManager:
         *,
         do_run: bool = False,
         conversation: str | None = None,
+        shown: str | None = None,
     ) -> RunHandle:
+        """Start a run; `shown` is what the user asked, in their words, for the history."""
         if self.current is not None:
             raise RunBusy(f"a run ({self.current.run_id}) is in progress; wait for it or cancel it")
         handle = RunHandle(run_id=uuid.uuid4().hex[:10], kind=kind, cancel=asyncio.Event())
         self.current = handle
-        self.ctx.session.set_running(True)
+        self.ctx.session.set_running(True, handle.run_id)
+        if shown is not None:
+            self.notify({"runId": handle.run_id, "kind": "prompt", "origin": kind, "text": shown})
         handle.task = asyncio.ensure_future(self._run(handle, opening, do_run, conversation))
         return handle
 
@@ -302,12 +367,13 @@ class RunManager:
             conversation = f"do-{uuid.uuid4().hex[:8]}"
             session.switch_conversation(conversation, "approved with a fresh context")
         opening = prompts.do_request(session.task, session.approved.path, session.approved.text)
-        return self.start("do", opening, do_run=True, conversation=conversation)
+        shown = "Approved the plan" + (" (fresh context)" if clear_context else "")
+        return self.start("do", opening, do_run=True, conversation=conversation, shown=shown)
 
     def start_feedback_run(self, feedback: str) -> RunHandle:
         session = self.ctx.session
         opening = prompts.feedback_request(feedback, str(session.main_plan_path))
-        return self.start("planning", opening)
+        return self.start("planning", opening, shown=f"Rejected the plan: {feedback}")
 
     async def _mirror_checklist(self) -> None:
         session = self.ctx.session

@@ -70,20 +70,20 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
         return state_json(context_for(ls, parse_params(WorkspaceParams, params)))
 
     @impl.feature("planLsp/setMode")
-    def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    async def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         p = parse_params(SetModeParams, params)
         ctx = context_for(ls, p)
         try:
             ctx.session.set_mode(p.mode, Actor.USER)
         except TransitionRefused as exc:
             raise refused(exc) from exc
-        return state_json(ctx)
+        return await _after_switch(ls, ctx)
 
     @impl.feature("planLsp/toggleMode")
-    def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    async def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         ctx = context_for(ls, parse_params(WorkspaceParams, params))
         ctx.session.toggle_mode(Actor.USER)
-        return state_json(ctx)
+        return await _after_switch(ls, ctx)
 
     @impl.feature("planLsp/setPermissionMode")
     def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
@@ -93,5 +93,18 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
         return state_json(ctx)
 
     @impl.command("planLsp.toggleMode")
-    def toggle_mode_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
-        return toggle_mode(ls, args[0] if args else {})
+    async def toggle_mode_command(ls: PlanLanguageServer, *args: Any) -> dict[str, Any]:
+        return await toggle_mode(ls, args[0] if args else {})
+
+
+async def _after_switch(ls: PlanLanguageServer, ctx: WorkspaceContext) -> dict[str, Any]:
+    """In plan mode nothing changes: the answer waits until every running call that changes
+    the workspace has been stopped, and says which were."""
+    cancelled: list[dict[str, Any]] = []
+    if ctx.session.mode is WorkMode.PLAN:
+        from plan_lsp.server.run_methods import runs_for
+
+        cancelled = await runs_for(ls, ctx).stop_side_effects(
+            "the user switched to plan mode while it ran"
+        )
+    return {**state_json(ctx), "cancelled": cancelled}

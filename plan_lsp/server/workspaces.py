@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,39 @@ class WorkspaceContext:
     config: Config
     store: StateStore
     session: Session
+    config_warnings: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def plans_dir(self) -> Path:
         return self.config.plans_path(self.root)
+
+
+GITIGNORE = """\
+# Written by plan-lsp: its database, WAL files, transcripts and plan revisions stay out of
+# version control; plans (plans/) and a shared config.toml may be committed.
+state.db
+state.db-*
+state.db.corrupt-*
+revisions/
+*.jsonl
+.plan-lsp-tmp-*
+"""
+
+
+def write_gitignore(server_dir: Path) -> None:
+    """Create `.plan-lsp/.gitignore` once; never follows a link, never overwrites."""
+    try:
+        if server_dir.is_symlink():
+            return
+        server_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(
+            server_dir / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+        )
+    except OSError:
+        return  # exists already (the user's or ours), or the folder is not writable
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(GITIGNORE)
 
 
 class Workspaces:
@@ -80,6 +109,7 @@ class Workspaces:
         config, warnings = load_config(root, self.init_options, self._cli)
         for w in warnings:
             self._warn(w)
+        write_gitignore(root / ".plan-lsp")
         store = StateStore(root / ".plan-lsp" / "state.db", warn=self._warn)
         session = Session(
             store,
@@ -88,7 +118,10 @@ class Workspaces:
             default_permission_mode=config.permission_mode,
             default_mode=config.mode,
         )
-        return WorkspaceContext(root=root, config=config, store=store, session=session)
+        session.set_context(configWarnings=warnings)
+        return WorkspaceContext(
+            root=root, config=config, store=store, session=session, config_warnings=warnings
+        )
 
     def close(self) -> None:
         for ctx in self._contexts.values():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
 from plan_lsp.tools.todo_model import Todo, TodoStatus
@@ -16,9 +16,12 @@ from plan_lsp.tools.todo_model import Todo, TodoStatus
 __all__ = [
     "Actor",
     "ApprovedPlan",
+    "McpServerStatus",
     "Outcome",
     "PermissionMode",
     "PlanStatus",
+    "ProviderInfo",
+    "SessionContext",
     "SessionState",
     "Todo",
     "TodoStatus",
@@ -50,8 +53,38 @@ class ApprovedPlan(BaseModel):
     time: str
 
 
-class SessionState(BaseModel):
-    """`SessionState` as sent to clients (DESIGN.md §7); camelCase on the wire."""
+class ProviderInfo(BaseModel):
+    """Which model back end the session uses, and what keeps it from working (if known)."""
+
+    name: str = ""
+    model: str | None = None
+    baseUrl: str | None = None
+    configured: bool = True
+    problem: str | None = None
+
+
+class McpServerStatus(BaseModel):
+    name: str
+    status: str = "configured"  # configured | starting | ready | failed
+    error: str | None = None
+    tools: list[str] = Field(default_factory=list)
+
+
+class SessionContext(BaseModel):
+    """Facts about the session's surroundings that the server supplies (not persisted)."""
+
+    shellProtection: str | None = None
+    planShell: str | None = None
+    sandbox: str | None = None
+    planNetwork: bool = False
+    provider: ProviderInfo = Field(default_factory=ProviderInfo)
+    mcpServers: list[McpServerStatus] = Field(default_factory=list)
+    configWarnings: list[str] = Field(default_factory=list)
+
+
+class SessionState(SessionContext):
+    """`SessionState` as sent to clients (DESIGN.md §7, docs/architecture.md); camelCase on
+    the wire. Pushed to clients as `planLsp/update {kind: "state"}` on every change."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -63,5 +96,5 @@ class SessionState(BaseModel):
     outcome: Outcome
     todos: list[Todo]
     running: bool
+    runId: str | None = None
     approvedPlan: ApprovedPlan | None = None
-    shellProtection: str | None = None

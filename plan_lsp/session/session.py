@@ -23,6 +23,7 @@ from plan_lsp.session.model import (
     Outcome,
     PermissionMode,
     PlanStatus,
+    SessionContext,
     SessionState,
     Todo,
     WorkMode,
@@ -78,7 +79,8 @@ class Session:
         self._lock = threading.RLock()
         self._listeners: list[Listener] = []
         self.running = False
-        self.shell_protection: str | None = None
+        self.run_id: str | None = None
+        self.context = SessionContext()
         restored = store.first_session(str(workspace))
         if restored is None:
             self.id = uuid.uuid4().hex[:12]
@@ -152,11 +154,8 @@ class Session:
         rev = self._persist(kind, actor, data, revision)
         if rev is not None:
             data = {**data, "rev": rev}
-        for listener in list(self._listeners):
-            try:
-                listener(self, kind, data)
-            except Exception:  # a broken listener must not undo a committed change
-                log.exception("session listener failed for %s", kind)
+        # A broken listener must not undo a committed change.
+        self._announce(kind, data)
         return rev
 
     def add_listener(self, listener: Listener) -> None:
@@ -199,8 +198,9 @@ class Session:
                 outcome=self.outcome(),
                 todos=list(self.todos),
                 running=self.running,
+                runId=self.run_id,
                 approvedPlan=self.approved,
-                shellProtection=self.shell_protection,
+                **self.context.model_dump(),
             )
 
     # -- transitions -----------------------------------------------------------------------
@@ -372,6 +372,58 @@ class Session:
                 {"from": previous, "to": conversation, "reason": reason},
             )
 
-    def set_running(self, running: bool) -> None:
+    def set_running(self, running: bool, run_id: str | None = None) -> None:
         with self._lock:
             self.running = running
+            self.run_id = run_id if running else None
+        self._announce("running", {"running": running, "runId": self.run_id})
+
+    def set_context(self, **changes: Any) -> bool:
+        """Update what the server knows about the session's surroundings (shell protection,
+        provider, MCP servers, config warnings); listeners hear of a real change."""
+        with self._lock:
+            updated = self.context.model_copy(update=changes)
+            updated = SessionContext.model_validate(updated.model_dump())
+            if updated == self.context:
+                return False
+            self.context = updated
+        self._announce("context", {"fields": sorted(changes)})
+        return True
+
+    def new_conversation(self, keep_approved_plan: bool, actor: Actor) -> str:
+        """Start a new conversation: the model forgets what was said. With
+        `keep_approved_plan` the approved plan (and build mode) stay; otherwise the session
+        goes back to planning from scratch. Returns the new conversation id."""
+        with self._lock:
+            if self.running:
+                raise TransitionRefused("a run is in progress; cancel it first")
+            previous = self.conversation
+            self.conversation = f"conv-{uuid.uuid4().hex[:8]}"
+            self.todos = []
+            if not keep_approved_plan:
+                self.approved = None
+                self.plan_status = PlanStatus.NONE
+                self.task = None
+                self.completed_do = False
+                if self.mode is not WorkMode.PLAN:
+                    self.mode = WorkMode.PLAN
+                    self.ever_planned = True
+            self._changed(
+                "conversation_switched",
+                actor,
+                {
+                    "from": previous,
+                    "to": self.conversation,
+                    "reason": "new session",
+                    "keepApprovedPlan": keep_approved_plan,
+                },
+            )
+            return self.conversation
+
+    def _announce(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell listeners about a change that is not persisted (running, context)."""
+        for listener in list(self._listeners):
+            try:
+                listener(self, kind, data)
+            except Exception:
+                log.exception("session listener failed for %s", kind)

@@ -47,6 +47,15 @@ CREATE TABLE IF NOT EXISTS messages (
     message TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_conv ON messages (session_id, conversation, seq);
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    run_id TEXT,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_by_conv ON history (session_id, conversation, seq);
 CREATE TABLE IF NOT EXISTS plan_revisions (
     session_id TEXT NOT NULL,
     rev INTEGER NOT NULL,
@@ -245,12 +254,66 @@ class StateStore:
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
-    def clear_conversation(self, session_id: str, conversation: str) -> None:
+    def drop_run_messages(self, session_id: str, conversation: str, run_id: str) -> int:
+        """Forget what one run added to a conversation (a prompt that never reached the
+        model is not sent again). Returns how many messages were dropped."""
         with self._tx() as conn:
-            conn.execute(
-                "DELETE FROM messages WHERE session_id = ? AND conversation = ?",
-                (session_id, conversation),
+            cursor = conn.execute(
+                "DELETE FROM messages WHERE session_id = ? AND conversation = ? AND run_id = ?",
+                (session_id, conversation, run_id),
             )
+            return int(cursor.rowcount)
+
+    # -- what the client was shown (for re-rendering after a reload) -----------------------
+
+    def append_history(
+        self, session_id: str, conversation: str, payload: dict[str, Any], keep: int
+    ) -> None:
+        """Append one `planLsp/update` payload; only the newest `keep` are kept."""
+        with self._tx() as conn:
+            cursor = conn.execute(
+                "INSERT INTO history (session_id, conversation, run_id, kind, payload) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    conversation,
+                    payload.get("runId"),
+                    str(payload.get("kind", "")),
+                    json.dumps(payload),
+                ),
+            )
+            seq = cursor.lastrowid
+            if seq is not None and seq % 256 == 0:
+                conn.execute(
+                    "DELETE FROM history WHERE session_id = ? AND seq <= ("
+                    "SELECT seq FROM history WHERE session_id = ? ORDER BY seq DESC "
+                    "LIMIT 1 OFFSET ?)",
+                    (session_id, session_id, keep),
+                )
+
+    def history(self, session_id: str, conversation: str, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT payload FROM (SELECT seq, payload FROM history WHERE session_id = ? "
+                "AND conversation = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                (session_id, conversation, limit),
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def update_history(
+        self, session_id: str, run_id: str, kind: str, changes: dict[str, Any]
+    ) -> None:
+        """Merge `changes` into the history entries of one run and kind (e.g. a failed prompt)."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT seq, payload FROM history WHERE session_id = ? AND run_id = ? AND kind = ?",
+                (session_id, run_id, kind),
+            ).fetchall()
+            for seq, payload in rows:
+                merged = {**json.loads(payload), **changes}
+                conn.execute(
+                    "UPDATE history SET payload = ? WHERE seq = ?", (json.dumps(merged), seq)
+                )
 
     # -- plan revisions --------------------------------------------------------------------
 

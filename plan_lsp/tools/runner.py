@@ -11,11 +11,12 @@ import asyncio
 import dataclasses
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
-from plan_lsp.policy.safety import ToolDefinition
+from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
 from plan_lsp.tools.registry import ToolRegistry
@@ -124,6 +125,33 @@ def _join(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
 
+@dataclass
+class InFlightCall:
+    """A tool call whose implementation is running."""
+
+    number: int
+    tool: str
+    run_id: str
+    # Changes the workspace (a side-effect tool, or `bash` outside plan mode).
+    side_effect: bool
+    cancel: asyncio.Event
+    task: asyncio.Task[ToolResult] | None = None
+    stopped_because: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "callId": self.number, "runId": self.run_id}
+
+
+# After the cancel signal (process-group kill for `bash`), how long a call may take to end
+# before its task is cancelled outright.
+STOP_GRACE_S = 2.0
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    await source.wait()
+    target.set()
+
+
 def _observation(payload: dict[str, Any]) -> ToolResult:
     return ToolResult(content=json.dumps(payload, ensure_ascii=False), is_error=True, data=payload)
 
@@ -132,6 +160,28 @@ class ToolRunner:
     def __init__(self, registry: ToolRegistry, gate: Gate) -> None:
         self.registry = registry
         self.gate = gate
+        self._in_flight: dict[int, InFlightCall] = {}
+        self._numbers = 0
+
+    def in_flight(self) -> list[InFlightCall]:
+        return list(self._in_flight.values())
+
+    async def stop_side_effects(self, because: str, timeout: float = 15.0) -> list[InFlightCall]:
+        """Stop every running call that changes the workspace and wait until each has ended:
+        its cancel signal first (`bash` kills its process group), then its task. Returns the
+        calls that were stopped."""
+        calls = [c for c in self._in_flight.values() if c.side_effect]
+        for call in calls:
+            call.stopped_because = because
+            call.cancel.set()
+        tasks = {c.task for c in calls if c.task is not None and not c.task.done()}
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+        return calls
 
     async def call(
         self,
@@ -172,25 +222,74 @@ class ToolRunner:
                 or {"error": "tool_not_allowed", "tool": name, "reason": decision.reason}
             )
 
+        # Registered before anything awaits: a mode switch from now on sees this call.
+        self._numbers += 1
+        definition = tool.definition
+        call = InFlightCall(
+            number=self._numbers,
+            tool=name,
+            run_id=ctx.run_id,
+            side_effect=definition.safety is Safety.SIDE_EFFECT
+            and not (definition.classified_per_call and self.gate.current_mode() is WorkMode.PLAN),
+            cancel=asyncio.Event(),
+        )
+        if ctx.cancel.is_set():
+            call.cancel.set()
         call_ctx = dataclasses.replace(
             ctx,
+            cancel=call.cancel,
             sandbox_shell=decision.sandbox,
             extra={**ctx.extra, MODE_PROVIDER_KEY: self.gate.current_mode},
         )
-        timeout = tool.definition.timeout_s
+        relay = asyncio.ensure_future(_relay(ctx.cancel, call.cancel))
+        call.task = asyncio.ensure_future(
+            asyncio.wait_for(tool.run(arguments, call_ctx), timeout=definition.timeout_s)
+        )
+        self._in_flight[call.number] = call
         try:
-            result = await asyncio.wait_for(tool.run(arguments, call_ctx), timeout=timeout)
-        except TimeoutError:
-            return ToolResult.error(
-                "timeout", f"{name} did not finish within {timeout:g} s", tool=name
-            )
+            return await self._outcome(call, call.task, definition)
         except asyncio.CancelledError:
+            call.task.cancel()
             raise
-        except Exception as exc:
-            log.exception("tool %s failed", name)
+        finally:
+            relay.cancel()
+            del self._in_flight[call.number]
+
+    @staticmethod
+    async def _outcome(
+        call: InFlightCall, task: asyncio.Task[ToolResult], definition: ToolDefinition
+    ) -> ToolResult:
+        name = definition.name
+        await asyncio.wait({task})
+        if call.stopped_because is not None and task.cancelled():
+            return ToolResult.error(
+                "cancelled",
+                f"{name} was stopped before it finished: {call.stopped_because}",
+                tool=name,
+            )
+        if task.cancelled():
+            return ToolResult.error("cancelled", f"{name} was cancelled", tool=name)
+        exc = task.exception()
+        if isinstance(exc, TimeoutError):
+            return ToolResult.error(
+                "timeout", f"{name} did not finish within {definition.timeout_s:g} s", tool=name
+            )
+        if exc is not None:
+            log.error("tool %s failed", name, exc_info=exc)
             return ToolResult.error(
                 "tool_failed", f"{name} failed: {type(exc).__name__}: {exc}", tool=name
             )
+        result = task.result()
         if not isinstance(result, ToolResult):
             return ToolResult.error("tool_failed", f"{name} returned no result", tool=name)
+        if call.stopped_because is not None and result.is_error:
+            # The tool noticed the cancel signal itself (bash killed its process group).
+            details = {
+                k: v for k, v in (result.data or {}).items() if k not in ("error", "message")
+            }
+            return ToolResult.error(
+                "cancelled",
+                f"{name} was stopped before it finished: {call.stopped_because}",
+                **details,
+            )
         return result

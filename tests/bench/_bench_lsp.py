@@ -223,6 +223,7 @@ async def bench_server(
                         window=types.WindowClientCapabilities(
                             show_document=types.ShowDocumentClientCapabilities(support=True)
                         ),
+                        experimental={"planLsp": {}},
                     ),
                     workspace_folders=[
                         types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)

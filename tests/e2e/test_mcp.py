@@ -4,6 +4,7 @@ repository, and small servers that crash, hang, lie about their tools or change 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -297,6 +298,29 @@ async def test_repository_config_cannot_add_an_mcp_server(tmp_path: Path) -> Non
         'read_only_tools = ["anything"]\n'
     )
     run = await prompt_once(tmp_path, [], [{"text": "hello"}], ws=ws)
-    assert any("'mcp' was ignored" in m and "cannot add MCP servers" in m for m in run.messages)
+    assert any("ignored mcp" in m and "may only tighten" in m for m in run.messages)
     assert not marker.exists()
     assert not [t for t in run.requests[0]["tools"] if t.startswith("mcp__")]
+
+
+async def test_switch_to_plan_stops_a_running_side_effect_mcp_call(tmp_path: Path) -> None:
+    ws = sample_project(tmp_path / "ws")
+    spec = {"tools": [tool("deploy", "hang")]}
+    config = user_config(tmp_path / "config.toml", [{"name": "ops", "command": fake_command(spec)}])
+    turns = [{"tool_calls": [call("mcp__ops__deploy", target="prod")]}, {"text": "stopped"}]
+    transcript, cm = session(tmp_path, ws, turns, config)
+    async with cm as ed:
+        await ed.request("planLsp/setMode", {"mode": "build"})
+        await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
+        run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "deploy"}))
+        started = ws / "hang-started"  # written by the server when the call arrives
+        async with asyncio.timeout(60):
+            while not started.exists():
+                await asyncio.sleep(0.02)
+        answer = await ed.request("planLsp/setMode", {"mode": "plan"})
+        assert answer["mode"] == "plan"
+        assert [c["tool"] for c in answer["cancelled"]] == ["mcp__ops__deploy"]
+        assert (await asyncio.wait_for(run, 60))["stopReason"] == "end_turn"
+        result = next(u for u in ed.updates_of("toolResult") if u["tool"] == "mcp__ops__deploy")
+        assert result["isError"] and "plan mode" in result["content"]
+    assert requests_of(transcript)[-1]["mode"] == "plan"

@@ -117,17 +117,32 @@ async def test_two_workspaces_do_not_share_state(tmp_path: Path) -> None:
 
 async def test_config_sources_and_invalid_values(tmp_path: Path) -> None:
     (tmp_path / ".plan-lsp").mkdir()
-    (tmp_path / ".plan-lsp" / "config.toml").write_text(
-        'permission_mode = "strict"\nmax_steps = -3\n'
-    )
+    (tmp_path / ".plan-lsp" / "config.toml").write_text('max_steps = -3\nmode = "build"\n')
     async with running_server(
         [tmp_path],
         init_options={"permissionMode": "auto_edit", "planShell": "never"},
-        env={"PLAN_LSP_MODE": "build"},
+        env={"PLAN_LSP_MODE": "build", "PLAN_LSP_PERMISSION_MODE": "strict"},
     ) as ed:
         state = await ed.state()
-        # initializationOptions beat the file; the file beats the environment.
+        # initializationOptions beat the environment; the environment is trusted.
         assert state["permissionMode"] == "auto_edit"
         assert state["mode"] == "build"
         texts = " ".join(m.message for m in ed.client.messages)
         assert "max_steps" in texts and "plan_shell" in texts
+
+
+async def test_log_level_from_the_environment_and_init_options(tmp_path: Path) -> None:
+    quiet, loud = tmp_path / "quiet.log", tmp_path / "loud.log"
+    async with running_server([tmp_path], "--log-file", str(quiet)) as ed:
+        await ed.state()
+    async with running_server(
+        [tmp_path], "--log-file", str(loud), env={"PLAN_LSP_LOG_LEVEL": "debug"}
+    ) as ed:
+        await ed.state()
+    async with running_server(
+        [tmp_path], "--log-file", str(tmp_path / "init.log"), init_options={"logLevel": "debug"}
+    ) as ed:
+        await ed.state()
+    assert " DEBUG " not in quiet.read_text()
+    assert " DEBUG " in loud.read_text()
+    assert " DEBUG " in (tmp_path / "init.log").read_text()

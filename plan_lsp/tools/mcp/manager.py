@@ -11,6 +11,7 @@ call and turns the answer into an observation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -189,8 +190,27 @@ class McpManager:
         qualified = adapted.definition.name
 
         async def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            # The call's cancel signal (the user cancelled, or switched to plan mode while a
+            # side-effect call runs) abandons the request; the server is told to stop it.
+            call = asyncio.ensure_future(connection.call(adapted.mcp_name, arguments))
+            stop = asyncio.ensure_future(ctx.cancel.wait())
             try:
-                result = await connection.call(adapted.mcp_name, arguments)
+                await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+                if not call.done():
+                    call.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, McpCallError):
+                        await call
+            if call.cancelled():
+                return ToolResult.error(
+                    "cancelled",
+                    f"{qualified} was cancelled; MCP server '{connection.name}' was asked to "
+                    "stop it",
+                    tool=qualified,
+                )
+            try:
+                result = call.result()
             except McpCallError as exc:
                 return ToolResult.error(exc.code, exc.message, tool=qualified)
             return observation(qualified, result)

@@ -1,0 +1,207 @@
+"""Configuration sources and trust: table and property tests of `plan_lsp.config`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plan_lsp.config import (
+    NEVER_FROM_WORKSPACE,
+    Config,
+    load_config,
+    normalise_plans_dir,
+    user_config_path,
+)
+from plan_lsp.policy.modes import PermissionMode, WorkMode
+
+STRICTNESS = {"yolo": 0, "auto_edit": 1, "ask": 2, "strict": 3}
+
+
+def _workspace(tmp: Path, text: str) -> Path:
+    (tmp / ".plan-lsp").mkdir(parents=True, exist_ok=True)
+    (tmp / ".plan-lsp" / "config.toml").write_text(text)
+    return tmp
+
+
+def _load(
+    ws: Path | None, env: dict[str, str] | None = None, **kw: Any
+) -> tuple[Config, list[str]]:
+    environ = {"PLAN_LSP_CONFIG": "/nonexistent/plan-lsp.toml", **(env or {})}
+    return load_config(ws, environ=environ, **kw)
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "expected"),
+    [
+        ('mode = "build"', "mode", WorkMode.PLAN),
+        ('permission_mode = "yolo"', "permission_mode", PermissionMode.ASK),
+        ('permission_mode = "auto_edit"', "permission_mode", PermissionMode.ASK),
+        ('plan_shell = "classified"', "plan_shell", None),
+        ('plan_shell = "sandboxed"', "plan_shell", None),
+        ("plan_network = true", "plan_network", False),
+        ("allow_enter_plan_in_yolo = true", "allow_enter_plan_in_yolo", False),
+        ('provider = "anthropic"', "provider", "openai"),
+        ('base_url = "http://evil.example/v1"', "base_url", None),
+        ('api_key = "sk-x"', "api_key", None),
+        ('script = "s.json"', "script", None),
+        ('transcript = "src/t.jsonl"', "transcript", None),
+    ],
+)
+def test_workspace_cannot_lower_protection(
+    tmp_path: Path, line: str, field: str, expected: Any
+) -> None:
+    config, warnings = _load(_workspace(tmp_path, line + "\n"))
+    assert getattr(config, field) == expected
+    assert any(field in w and "may only tighten" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "expected"),
+    [
+        ('permission_mode = "strict"', "permission_mode", PermissionMode.STRICT),
+        ('plan_shell = "off"', "plan_shell", "off"),
+        ('mode = "plan"', "mode", WorkMode.PLAN),
+        ("max_steps = 9", "max_steps", 9),
+        ('plans_dir = ".plan-lsp/drafts"', "plans_dir", ".plan-lsp/drafts"),
+    ],
+)
+def test_workspace_may_tighten_and_set_harmless_keys(
+    tmp_path: Path, line: str, field: str, expected: Any
+) -> None:
+    config, warnings = _load(_workspace(tmp_path, line + "\n"))
+    assert getattr(config, field) == expected
+    assert warnings == []
+
+
+def test_workspace_permission_rules_merge_without_allow(tmp_path: Path) -> None:
+    ws = _workspace(
+        tmp_path,
+        '[permissions]\nallow = ["bash(*)"]\nask = ["bash(git *)"]\ndeny = ["bash(rm *)"]\n',
+    )
+    config, warnings = _load(ws, init_options={"permissions": {"allow": ["bash(ls *)"]}})
+    assert config.permissions.allow == ["bash(ls *)"]
+    assert config.permissions.ask == ["bash(git *)"]
+    assert config.permissions.deny == ["bash(rm *)"]
+    assert any("permissions.allow" in w for w in warnings)
+
+
+def test_trusted_precedence_and_camel_case(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('model = "from-user"\nmax_steps = 5\nbase_url = "http://127.0.0.1:1/v1"\n')
+    config, warnings = load_config(
+        None,
+        init_options={"maxSteps": 6, "runTimeoutS": 9, "planNetwork": True},
+        cli={"max_steps": 7},
+        environ={
+            "PLAN_LSP_CONFIG": str(user),
+            "PLAN_LSP_MODEL": "from-env",
+            "PLAN_LSP_MAX_TOKENS": "12",
+        },
+    )
+    assert warnings == []
+    assert config.model == "from-user" and config.max_steps == 7 and config.run_timeout_s == 9
+    assert config.max_tokens == 12 and config.plan_network is True
+    assert config.base_url == "http://127.0.0.1:1/v1"
+
+
+def test_bad_values_fall_back_per_field(tmp_path: Path) -> None:
+    config, warnings = _load(
+        None,
+        init_options={"maxSteps": 0, "model": "m", "planShell": "never", "nope": 1},
+        env={"PLAN_LSP_PERMISSIONS": "{not json"},
+    )
+    assert config.max_steps == 50 and config.model == "m" and config.plan_shell is None
+    joined = "\n".join(warnings)
+    assert "max_steps" in joined and "plan_shell" in joined and "nope" in joined
+    assert "permissions" in joined
+
+
+def test_unreadable_files_are_reported(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws", "this is = not toml [")
+    user = tmp_path / "user.toml"
+    user.write_text("[[[")
+    _config, warnings = load_config(ws, environ={"PLAN_LSP_CONFIG": str(user)})
+    assert any("user config" in w for w in warnings)
+    assert any("config.toml" in w and "could not be read" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [".", "..", "/abs/plans", "~/plans", "plans", ".plan-lsp", ".plan-lsp/../src",
+     ".plan-lsp/revisions", ".plan-lsp/state.db", "a\\b", ".plan-lsp/x/../../src"],
+)  # fmt: skip
+def test_plans_dir_stays_below_the_server_directory(value: str) -> None:
+    with pytest.raises(ValueError):
+        normalise_plans_dir(value)
+
+
+def test_plans_dir_normalised() -> None:
+    assert normalise_plans_dir("./.plan-lsp/./plans/") == ".plan-lsp/plans"
+
+
+def test_user_config_path_resolution(tmp_path: Path) -> None:
+    assert user_config_path({"PLAN_LSP_CONFIG": "/x/c.toml"}) == Path("/x/c.toml")
+    assert user_config_path({"XDG_CONFIG_HOME": "/cfg"}) == Path("/cfg/plan-lsp/config.toml")
+    assert user_config_path({}).name == "config.toml"
+
+
+# -- properties -----------------------------------------------------------------------------
+
+_MODES = st.sampled_from(["plan", "build"])
+_PERMS = st.sampled_from(list(STRICTNESS))
+_SHELLS = st.sampled_from(["off", "classified", "sandboxed"])
+_RULES = st.lists(st.sampled_from(["bash(ls *)", "write_file(*)", "bash(rm *)"]), max_size=3)
+
+
+def _layer() -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "mode": _MODES,
+            "permission_mode": _PERMS,
+            "plan_shell": _SHELLS,
+            "plan_network": st.booleans(),
+            "allow_enter_plan_in_yolo": st.booleans(),
+            "provider": st.sampled_from(["openai", "anthropic"]),
+            "base_url": st.sampled_from(["http://a.example/v1", "http://b.example/v1"]),
+            "transcript": st.sampled_from(["t1.jsonl", "t2.jsonl"]),
+            "permissions": st.fixed_dictionaries({"allow": _RULES, "ask": _RULES, "deny": _RULES}),
+        },
+    )
+
+
+def _toml(values: dict[str, Any]) -> str:
+    lines = []
+    for key, value in values.items():
+        if key == "permissions":
+            continue
+        lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else repr(value)}")
+    if "permissions" in values:
+        lines.append("[permissions]")
+        for verdict, rules in values["permissions"].items():
+            lines.append(f"{verdict} = [{', '.join(repr(r) for r in rules)}]")
+    return "\n".join(lines).replace("'", '"') + "\n"
+
+
+@given(trusted=_layer(), hostile=_layer())
+def test_a_workspace_only_ever_tightens(
+    tmp_path_factory: pytest.TempPathFactory, trusted: dict[str, Any], hostile: dict[str, Any]
+) -> None:
+    ws = _workspace(tmp_path_factory.mktemp("ws"), _toml(hostile))
+    without = load_config(None, init_options=trusted, environ={"PLAN_LSP_CONFIG": "/nonexistent"})[
+        0
+    ]
+    with_ws = load_config(ws, init_options=trusted, environ={"PLAN_LSP_CONFIG": "/nonexistent"})[0]
+    for key in NEVER_FROM_WORKSPACE - {"mcp"}:
+        assert getattr(with_ws, key) == getattr(without, key), key
+    assert not (without.mode is WorkMode.PLAN and with_ws.mode is WorkMode.BUILD)
+    assert STRICTNESS[with_ws.permission_mode.value] >= STRICTNESS[without.permission_mode.value]
+    assert with_ws.plan_shell in (without.plan_shell, "off")
+    assert with_ws.plan_network <= without.plan_network
+    assert with_ws.allow_enter_plan_in_yolo <= without.allow_enter_plan_in_yolo
+    assert with_ws.permissions.allow == without.permissions.allow
+    assert set(without.permissions.deny) <= set(with_ws.permissions.deny)

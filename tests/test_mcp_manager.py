@@ -21,7 +21,7 @@ from plan_lsp.tools.mcp.connection import MAX_RESTARTS
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry
 from plan_lsp.tools.runner import ToolRunner
-from tests.mcp_servers import READ_ONLY_HINTS, fake_command, tool
+from tests.mcp_servers import READ_ONLY_HINTS, fake_command, hang_started, tool
 from tests.test_execution_gate import FakeEditor, FakePort
 
 pytestmark = pytest.mark.timeout(120)
@@ -267,13 +267,29 @@ async def test_a_cancelled_call_returns_at_once_and_the_server_keeps_serving(
     try:
         await h.sync()
         pending = asyncio.ensure_future(h.call("mcp__fake__hang"))
-        marker = h.ws / "hang-started"  # written by the server when the call arrives
-        async with asyncio.timeout(30):
-            while not marker.exists():
-                await asyncio.sleep(0.01)
+        await hang_started(h.ws)
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(pending, 10)
         assert (await h.call("mcp__fake__echo", f=6)).content == '{"f": 6}'
+    finally:
+        await h.manager.close()
+
+
+async def test_the_calls_cancel_signal_ends_it_without_waiting_for_the_server(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path, [fake(timeout_s=300)])
+    try:
+        await h.sync()
+        hang = h.registry.get("mcp__fake__hang")
+        assert hang is not None
+        ctx = ToolContext([h.ws], h.ws / "plans", "run", FakeEditor(), FakePort(), lambda k, p: 0)
+        pending = asyncio.ensure_future(hang.run({}, ctx))
+        await hang_started(h.ws)
+        ctx.cancel.set()  # what a switch to plan mode or a cancelled run does
+        result = await asyncio.wait_for(pending, 30)
+        assert result.is_error and json.loads(result.content)["error"] == "cancelled"
+        assert (await h.call("mcp__fake__echo", g=7)).content == '{"g": 7}'
     finally:
         await h.manager.close()

@@ -14,7 +14,13 @@ from typing import Any
 
 from tests.e2e.scripts import requests_of, sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
-from tests.mcp_servers import READ_ONLY_HINTS, fake_command, git_server_command, tool
+from tests.mcp_servers import (
+    READ_ONLY_HINTS,
+    fake_command,
+    git_server_command,
+    hang_started,
+    tool,
+)
 
 GIT_READS = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log"]
 GIT_WRITES = ["git_add", "git_commit", "git_reset", "git_checkout", "git_create_branch"]
@@ -313,10 +319,7 @@ async def test_switch_to_plan_stops_a_running_side_effect_mcp_call(tmp_path: Pat
         await ed.request("planLsp/setMode", {"mode": "build"})
         await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
         run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "deploy"}))
-        started = ws / "hang-started"  # written by the server when the call arrives
-        async with asyncio.timeout(60):
-            while not started.exists():
-                await asyncio.sleep(0.02)
+        await hang_started(ws, timeout=60)
         answer = await ed.request("planLsp/setMode", {"mode": "plan"})
         assert answer["mode"] == "plan"
         assert [c["tool"] for c in answer["cancelled"]] == ["mcp__ops__deploy"]

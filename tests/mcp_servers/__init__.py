@@ -3,6 +3,7 @@ configure it or the real `mcp-server-git`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -26,3 +27,12 @@ READ_ONLY_HINTS = {"readOnlyHint": True, "destructiveHint": False, "openWorldHin
 def git_server_command() -> list[str]:
     """The reference server from PyPI (`mcp-server-git`), on the workspace (cwd)."""
     return [sys.executable, "-m", "mcp_server_git", "--repository", "."]
+
+
+async def hang_started(workspace: Path, timeout: float = 30) -> None:
+    """Wait until a `hang` tool call has reached the fake server (it writes a marker in its
+    working directory, the workspace)."""
+    marker = workspace / "hang-started"
+    async with asyncio.timeout(timeout):
+        while not marker.exists():
+            await asyncio.sleep(0.01)

@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 from plan_lsp.policy.modes import PermissionMode, WorkMode
+from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]
 ProviderName = Literal["scripted", "openai", "anthropic"]
@@ -73,6 +74,8 @@ class Config(BaseSettings):
     run_timeout_s: float = Field(default=3600, gt=0)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     allow_enter_plan_in_yolo: bool = False
+    # MCP tool sources: trusted sources only (NEVER_FROM_WORKSPACE), see tools/mcp/config.py.
+    mcp: McpSettings = Field(default_factory=McpSettings)
     log_level: LogLevel = "info"
 
     @field_validator("plans_dir")

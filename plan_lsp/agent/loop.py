@@ -36,6 +36,7 @@ from plan_lsp.providers.base import (
 )
 from plan_lsp.session import Actor, Session, Todo, WorkMode
 from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
+from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.runner import ToolRunner
 
@@ -110,6 +111,8 @@ class Agent:
         config: Config,
         ports: AgentPorts,
         plan_shell: str,
+        *,
+        mcp: McpManager | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -122,6 +125,15 @@ class Agent:
         from plan_lsp.agent.subagent import task_tool
 
         self.registry.register(task_tool(self))
+        # MCP tool sources (issue 17): the server layer may hand in the workspace's manager;
+        # otherwise the agent owns one for the configured servers.
+        self.mcp = mcp
+        if mcp is None and config.mcp.configured:
+            self.mcp = McpManager(
+                config.mcp,
+                session.workspace,
+                notify=lambda message: ports.notify({"kind": "error", "message": message}),
+            )
         try:
             self.permissions = PermissionEngine(
                 allow=config.permissions.allow,
@@ -262,6 +274,9 @@ class Agent:
         result: RunResult,
     ) -> str:
         for _step in range(self.config.max_steps):
+            if cancel.is_set():
+                return "cancelled"
+            await self._refresh_tool_sources(cancel)  # MCP (issue 17)
             if cancel.is_set():
                 return "cancelled"
             request = self.build_request(run_id, messages, allow_names, do_run)
@@ -406,6 +421,18 @@ class Agent:
         self.ports.drafts.feed(call.draft_path, delta)
 
     # -- tools ----------------------------------------------------------------------------------
+
+    async def _refresh_tool_sources(self, cancel: asyncio.Event) -> None:
+        """MCP (issue 17): servers start on the first request that needs their tools; tools
+        they added or dropped (list_changed, restarts) are in the registry before every
+        request, so both gates filter the current list."""
+        if self.mcp is None:
+            return
+        try:
+            await until_cancelled(self.mcp.sync(self.registry), cancel)
+        except Exception as exc:  # a tool source must never end the run
+            log.exception("MCP tool sources could not be refreshed")
+            self.ports.notify({"kind": "error", "message": f"MCP servers: {exc}"})
 
     async def _run_tool(
         self,

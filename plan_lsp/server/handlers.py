@@ -95,9 +95,8 @@ def register(ls: PlanLanguageServer) -> None:
 
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
-        for ctx in ls.workspaces.created():
-            await ctx.runs.close()
         await ls.watchers.stop()
+        await ls.workspaces.close()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PlanLanguageServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -327,3 +327,34 @@ async def test_switch_to_plan_stops_a_running_side_effect_mcp_call(tmp_path: Pat
         result = next(u for u in ed.updates_of("toolResult") if u["tool"] == "mcp__ops__deploy")
         assert result["isError"] and "plan mode" in result["content"]
     assert requests_of(transcript)[-1]["mode"] == "plan"
+
+
+async def test_state_lists_mcp_servers_with_their_status(tmp_path: Path) -> None:
+    """`planLsp/state.mcpServers`: configured at start, ready with its tools once a run needed
+    them, failed with the reason for a server that cannot start — pushed, not polled."""
+    ws = sample_project(tmp_path / "ws")
+    config = user_config(
+        tmp_path / "user.toml",
+        [
+            {"name": "fake", "command": fake_command({"tools": [tool("echo", "echo")]}),
+             "read_only_tools": ["echo"]},
+            {"name": "broken", "command": ["/nonexistent/mcp-server"]},
+        ],
+    )  # fmt: skip
+    transcript, server = session(tmp_path, ws, [{"text": "nothing to do"}], config)
+    async with server as ed:
+        first = {s["name"]: s for s in (await ed.state())["mcpServers"]}
+        assert first["fake"]["status"] == "configured" and first["broken"]["status"] == "configured"
+        await ed.request("planLsp/prompt", {"text": "look around"})
+
+        def settled(update: dict[str, Any]) -> bool:
+            if update["kind"] != "state":
+                return False
+            servers = {s["name"]: s["status"] for s in update["state"]["mcpServers"]}
+            return servers.get("fake") == "ready" and servers.get("broken") == "failed"
+
+        pushed = await ed.wait_update(settled, timeout=60)
+        servers = {s["name"]: s for s in pushed["state"]["mcpServers"]}
+        assert servers["fake"]["tools"] == ["mcp__fake__echo"]
+        assert servers["broken"]["error"]
+    assert "mcp__fake__echo" in requests_of(transcript)[0]["tools"]

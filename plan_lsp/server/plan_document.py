@@ -232,14 +232,6 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
 
 def _revision_file(ctx: WorkspaceContext, rev: int, text: str) -> Path:
     """Earlier revisions as read-only files under .plan-lsp/revisions (never in plans/)."""
-    from plan_lsp.plan.document import atomic_write_text
+    from plan_lsp.policy.server_dir import write_revision
 
-    folder = ctx.root / ".plan-lsp" / "revisions"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"PLAN.rev{rev}.md"
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        if path.exists():
-            path.chmod(0o644)
-        atomic_write_text(path, text)
-    path.chmod(0o444)
-    return path
+    return write_revision(ctx.root, rev, text)

@@ -15,7 +15,6 @@ from typing import Any
 from lsprotocol import types
 
 from plan_lsp.plan.coalescer import DraftCoalescer
-from plan_lsp.plan.document import atomic_write_text
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker
 
@@ -62,19 +61,9 @@ class LspPlanDrafts:
         if old is not None and old.pump is not None:
             old.coalescer.finish()
             await old.pump
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, "")
-        if self.tracker.document(path) is None and self._client_shows_documents():
-            try:
-                await asyncio.wait_for(
-                    self.ls.window_show_document_async(
-                        types.ShowDocumentParams(uri=path.as_uri(), take_focus=False)
-                    ),
-                    10,
-                )
-            except Exception as exc:
-                log.info("client did not show %s: %s", path, exc)
+        # No file is created here: until plan_write validated the final name and saved
+        # the plan, a new plan lives only in the editor's buffer.
+        await self.show(path)
         current = self.tracker.text(path)
         if current is None:
             try:
@@ -93,6 +82,19 @@ class LspPlanDrafts:
                 "chars": 0,
             }
         )
+
+    async def show(self, path: Path) -> None:
+        if self.tracker.document(path) is not None or not self._client_shows_documents():
+            return
+        try:
+            await asyncio.wait_for(
+                self.ls.window_show_document_async(
+                    types.ShowDocumentParams(uri=path.as_uri(), take_focus=False)
+                ),
+                10,
+            )
+        except Exception as exc:
+            log.info("client did not show %s: %s", path, exc)
 
     async def _pump(self, stream: _Stream) -> None:
         coalescer = stream.coalescer

@@ -19,8 +19,13 @@ log = logging.getLogger(__name__)
 async def watch_plans(ls: PlanLanguageServer, ctx: WorkspaceContext, stop: asyncio.Event) -> None:
     from watchfiles import awatch
 
-    plans = ctx.plans_dir
-    plans.mkdir(parents=True, exist_ok=True)
+    from plan_lsp.policy.server_dir import ensure_plans_dir
+
+    try:
+        plans = ensure_plans_dir(ctx.plans_dir, ctx.root)
+    except OSError as exc:
+        log.warning("plan changes on disk will not be noticed: %s", exc)
+        return
     tracker = tracker_of(ls)
     try:
         async for changes in awatch(plans, debounce=50, step=10, stop_event=stop, recursive=True):

@@ -11,10 +11,10 @@ from typing import Any
 from lsprotocol import types
 from pydantic import Field
 
-from plan_lsp.plan.document import atomic_write_text
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.execution import default_sandbox_probe
+from plan_lsp.policy.plan_paths import plan_file_problem, write_plan_file
 from plan_lsp.providers.base import ChatMessage, Provider, ProviderError
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker
@@ -203,6 +203,9 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
                 ls, f"The plan has problems: {problems}. Approve anyway?", "Approve anyway"
             ):
                 return state_json(ctx)
+        problem = plan_file_problem(ctx.plans_dir, path, workspace=ctx.root)
+        if problem is not None:
+            raise RequestFailed(f"cannot approve: the plan cannot be saved: {problem}")
         try:
             approved = session.approve(path, text, p.permissionMode, Actor.USER)
         except TransitionRefused as exc:
@@ -215,7 +218,7 @@ def register(ls: PlanLanguageServer, impl: Implementations) -> None:
                 )
             )
             return state_json(ctx)
-        atomic_write_text(path, text)
+        write_plan_file(ctx.plans_dir, path, text, workspace=ctx.root)
         if p.execute:
             manager.start_do_run(p.clearContext)
         return state_json(ctx)

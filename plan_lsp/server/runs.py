@@ -17,7 +17,7 @@ from lsprotocol import types
 from plan_lsp.agent import prompts
 from plan_lsp.agent.loop import Agent, AgentPorts, RunResult
 from plan_lsp.plan.checklist import is_deviation, mirror_todos
-from plan_lsp.plan.document import atomic_write_text
+from plan_lsp.policy.plan_paths import write_plan_file
 from plan_lsp.providers.base import ChatMessage, Provider
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.documents import DocumentTracker, LspEditorPort
@@ -321,7 +321,7 @@ class RunManager:
         if self.tracker.document(path) is not None:
             await self.tracker.replace_text(path, mirrored)
         else:
-            atomic_write_text(path, mirrored)
+            write_plan_file(self.ctx.plans_dir, path, mirrored, workspace=self.ctx.root)
 
     def approved_text_changed(self, text: str) -> None:
         """The user changed the plan after approval. Checklist progress (the server's own

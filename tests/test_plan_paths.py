@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from plan_lsp.policy import plan_paths as pp
-from plan_lsp.policy.plan_paths import validate_plan_path
+from plan_lsp.policy.plan_paths import validate_plan_path, write_plan_file
+from tests.fs_trees import build_tree, clean_chain, snapshot, tree_ops
 
 
 @pytest.fixture
@@ -258,3 +261,57 @@ def test_accepted_names_resolve_inside_plans_dir(
     else:
         assert result.resolved is None
         assert result.error
+
+
+# -- property: plan names on random trees of folders, files and links ------------------------
+
+_PLAN_NAMES = ["a", "b.md", "PLAN.md"]
+_PLANS_KINDS = ["dir", "dir", "link:..", "link:../..", "link:../../a", "link:@out", "link:plans2"]
+
+
+@settings(deadline=None)
+@given(
+    ops=tree_ops(names=_PLAN_NAMES, wheres=["ws", "out", "ws/.plan-lsp", "ws/.plan-lsp/plans"]),
+    plans_kind=st.sampled_from(_PLANS_KINDS),
+    parts=st.lists(st.sampled_from(_PLAN_NAMES), min_size=1, max_size=3),
+)
+def test_plan_names_on_random_trees_never_lead_through_a_link(
+    ops: list[tuple[object, ...]], plans_kind: str, parts: list[str]
+) -> None:
+    root = Path(tempfile.mkdtemp(prefix="planpaths-"))
+    previous = os.umask(0o022)
+    try:
+        ws = root / "ws"
+        (ws / ".plan-lsp").mkdir(parents=True)
+        (root / "out").mkdir()
+        (ws / ".plan-lsp" / "plans2").mkdir()
+        plans = ws / ".plan-lsp" / "plans"
+        if plans_kind == "dir":
+            plans.mkdir()
+        else:
+            target = plans_kind.removeprefix("link:")
+            plans.symlink_to(root / "out" if target == "@out" else Path(target))
+        build_tree(root, ops)
+        before = snapshot(root)
+        name = "/".join(parts)
+        result = validate_plan_path(plans, name, must_exist=False, workspace=ws)
+        expected = clean_chain(ws, [".plan-lsp", "plans", *parts]) and name.endswith(".md")
+        assert result.ok == expected, result.error
+        event(f"ok={result.ok}")
+        if result.ok:
+            assert result.resolved == str(ws.resolve() / ".plan-lsp" / "plans" / name)
+        try:
+            write_plan_file(plans, plans / name, "NEW", workspace=ws)
+            written = True
+        except OSError:
+            written = False
+        assert written == result.ok
+        goal = f"ws/.plan-lsp/plans/{name}"
+        on_the_way = {f"ws/.plan-lsp/plans/{'/'.join(parts[:i])}" for i in range(1, len(parts))}
+        after = snapshot(root)
+        for key in set(before) | set(after):
+            if before.get(key) != after.get(key):
+                assert key == goal or (key in on_the_way and key not in before), key
+    finally:
+        os.umask(previous)
+        shutil.rmtree(root, ignore_errors=True)

@@ -28,6 +28,7 @@ from plan_lsp.policy.safe_fs import (
     read_text,
     write_text,
 )
+from tests.fs_trees import NAMES, build_tree, clean_chain, snapshot, tree_ops
 
 
 @pytest.fixture
@@ -275,91 +276,10 @@ def test_ensure_folder_and_link_problem(ws: Path, tmp_path: Path) -> None:
 
 # -- property: random trees ------------------------------------------------------------------
 
-NAMES = ["a", "b", "c"]
-_name = st.sampled_from(NAMES)
-_rel = st.lists(_name, min_size=1, max_size=3).map("/".join)
-_where = st.sampled_from(["ws", "out"])
-_link_target = st.one_of(
-    _rel,
-    _rel.map(lambda r: "../" + r),
-    _rel.map(lambda r: "../../out/" + r),
-    st.sampled_from([".", "..", "../..", "../../out", "/OUT", "/OUT/a", "/WS/a", "/WS"]),
-)
-_op = st.one_of(
-    st.tuples(st.just("dir"), _where, _rel),
-    st.tuples(st.just("file"), _where, _rel, st.binary(max_size=8)),
-    st.tuples(st.just("symlink"), _where, _rel, _link_target),
-    st.tuples(st.just("hardlink"), _where, _rel, _where, _rel),
-    st.tuples(st.just("fifo"), _where, _rel),
-)
-
-
-def _build(root: Path, ops: list[tuple[object, ...]]) -> None:
-    for op in ops:
-        kind, where, rel = op[0], op[1], op[2]
-        path = root / str(where) / str(rel)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if kind == "dir":
-                path.mkdir()
-            elif kind == "file":
-                # O_EXCL: never open an existing name (a FIFO would block the test)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(op[3])  # type: ignore[arg-type]
-            elif kind == "symlink":
-                target = (
-                    str(op[3]).replace("/OUT", str(root / "out")).replace("/WS", str(root / "ws"))
-                )
-                path.symlink_to(target)
-            elif kind == "hardlink":
-                os.link(root / str(op[3]) / str(op[4]), path, follow_symlinks=False)
-            elif kind == "fifo":
-                os.mkfifo(path)
-        except OSError:
-            continue  # an impossible step (through a file, onto an existing name...)
-
-
-def _snapshot(root: Path) -> dict[str, tuple[object, ...]]:
-    entries: dict[str, tuple[object, ...]] = {}
-    for directory, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            path = Path(directory) / name
-            st_ = path.lstat()
-            rel = str(path.relative_to(root))
-            if stat.S_ISLNK(st_.st_mode):
-                entries[rel] = ("link", os.readlink(path))
-            elif stat.S_ISDIR(st_.st_mode):
-                entries[rel] = ("dir", stat.S_IMODE(st_.st_mode))
-            elif stat.S_ISREG(st_.st_mode):
-                entries[rel] = ("file", path.read_bytes(), stat.S_IMODE(st_.st_mode))
-            else:
-                entries[rel] = ("other", stat.S_IFMT(st_.st_mode))
-    return entries
-
-
-def _clean_chain(ws: Path, parts: list[str]) -> bool:
-    """No link and nothing but folders on the way; the target absent or a regular file."""
-    current = ws
-    for index, part in enumerate(parts):
-        current = current / part
-        try:
-            st_ = current.lstat()
-        except FileNotFoundError:
-            return True
-        if stat.S_ISLNK(st_.st_mode):
-            return False
-        last = index == len(parts) - 1
-        if not last and not stat.S_ISDIR(st_.st_mode):
-            return False
-        if last and not stat.S_ISREG(st_.st_mode):
-            return False
-    return True
-
 
 @settings(deadline=None)
 @given(
-    ops=st.lists(_op, max_size=16),
+    ops=tree_ops(),
     target=st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3),
 )
 def test_writes_change_only_their_own_target_and_never_follow_a_link(
@@ -370,17 +290,17 @@ def test_writes_change_only_their_own_target_and_never_follow_a_link(
     try:
         (root / "ws").mkdir()
         (root / "out").mkdir()
-        _build(root, ops)
+        build_tree(root, ops)
         ws = root / "ws"
-        before = _snapshot(root)
-        clean = _clean_chain(ws, target)
+        before = snapshot(root)
+        clean = clean_chain(ws, target)
         old = before.get("ws/" + "/".join(target))
         try:
             written = write_text(ws, ws.joinpath(*target), "NEW")
             ok = True
         except OSError:
             ok = False
-        after = _snapshot(root)
+        after = snapshot(root)
         assert ok == clean
         event(f"ok={ok} old={old[0] if old else None}")
         prefixes = {"ws/" + "/".join(target[:i]) for i in range(1, len(target))}

@@ -112,21 +112,27 @@ def _kind(st_mode: int) -> str:
     return "something unknown"
 
 
+def _wrong_kind(st_mode: int, shown: str, folder: bool) -> str | None:
+    """Why what is there (its own status, a link not followed) is not the folder or regular
+    file wanted, or None."""
+    if stat.S_ISLNK(st_mode):
+        return f"{shown} is a symbolic link; the server never follows links where it writes"
+    if folder and not stat.S_ISDIR(st_mode):
+        return f"{shown} is {_kind(st_mode)}, not a folder"
+    if not folder and not stat.S_ISREG(st_mode):
+        return f"{shown} is {_kind(st_mode)}, not a regular file"
+    return None
+
+
 def _refuse_existing(parent_fd: int, name: str, shown: str, exc: OSError, folder: bool) -> OSError:
     """Turn a failed open of an existing name into a message that says what is there."""
     try:
         st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     except OSError:
         return exc
-    if stat.S_ISLNK(st.st_mode):
-        return WriteRefused(
-            f"{shown} is a symbolic link; the server never follows links where it writes"
-        )
-    if folder and not stat.S_ISDIR(st.st_mode):
-        return WriteRefused(f"{shown} is {_kind(st.st_mode)}, not a folder")
-    if not folder and not stat.S_ISREG(st.st_mode):
-        return WriteRefused(f"{shown} is {_kind(st.st_mode)}, not a regular file")
-    return exc  # the right kind of thing, refused for another reason (permissions...)
+    wrong = _wrong_kind(st.st_mode, shown, folder)
+    # The right kind of thing, refused for another reason (permissions...): say that.
+    return exc if wrong is None else WriteRefused(wrong)
 
 
 def _open_dir(parent_fd: int, name: str, shown: str, create: bool) -> tuple[int, bool]:
@@ -182,13 +188,9 @@ def _existing(dir_fd: int, name: str, shown: str) -> os.stat_result | None:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    if stat.S_ISLNK(st.st_mode):
-        raise WriteRefused(
-            f"{shown} is a symbolic link; the server never writes through a link "
-            "(remove the link or choose another name)"
-        )
-    if not stat.S_ISREG(st.st_mode):
-        raise WriteRefused(f"{shown} is {_kind(st.st_mode)}, not a regular file")
+    wrong = _wrong_kind(st.st_mode, shown, folder=False)
+    if wrong is not None:
+        raise WriteRefused(wrong)
     return st
 
 
@@ -281,10 +283,10 @@ def read_bytes(anchor: Path, path: Path) -> bytes | None:
                 return None
             except OSError as exc:
                 raise _refuse_existing(dir_fd, parts[-1], shown, exc, folder=False) from None
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
+            wrong = _wrong_kind(os.fstat(fd).st_mode, shown, folder=False)
+            if wrong is not None:
                 os.close(fd)
-                raise WriteRefused(f"{shown} is {_kind(st.st_mode)}, not a regular file")
+                raise WriteRefused(wrong)
             with os.fdopen(fd, "rb") as handle:
                 return handle.read()
     except FileNotFoundError:
@@ -325,11 +327,7 @@ def link_problem(anchor: Path, path: Path, *, folder: bool = False) -> str | Non
             return None
         except OSError as exc:
             return f"cannot inspect {shown}: {exc.strerror or exc}"
-        if stat.S_ISLNK(st.st_mode):
-            return f"{shown} is a symbolic link; the server never follows links where it writes"
-        wants_folder = folder or index < len(parts) - 1
-        if wants_folder and not stat.S_ISDIR(st.st_mode):
-            return f"{shown} is {_kind(st.st_mode)}, not a folder"
-        if not wants_folder and not stat.S_ISREG(st.st_mode):
-            return f"{shown} is {_kind(st.st_mode)}, not a regular file"
+        wrong = _wrong_kind(st.st_mode, shown, folder or index < len(parts) - 1)
+        if wrong is not None:
+            return wrong
     return None

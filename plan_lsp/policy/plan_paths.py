@@ -182,10 +182,11 @@ def _walk_error(plans: PlansDir, parts: list[str]) -> tuple[str | None, bool]:
             return ACCESS_DENIED_UNRESOLVABLE, False
         if stat.S_ISLNK(st.st_mode):
             return _link_error(current, plans), False
-        if index < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+        last = index == len(parts) - 1
+        if not last and not stat.S_ISDIR(st.st_mode):
             return ACCESS_DENIED_NOT_A_FOLDER, False
-    if not stat.S_ISREG(st.st_mode):
-        return PLAN_NOT_A_FILE, True
+        if last and not stat.S_ISREG(st.st_mode):
+            return PLAN_NOT_A_FILE, True
     return None, True
 
 

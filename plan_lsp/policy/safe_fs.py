@@ -51,10 +51,18 @@ from pathlib import Path
 TEMP_PREFIX = ".plan-lsp-tmp-"
 _TEMP_ATTEMPTS = 16
 
+# Looked up softly so the module imports everywhere; `_folder` refuses to work without them.
+# (os.replace takes dir_fd wherever os.rename does: both are renameat.)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_SUPPORTED = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.mkdir, os.rename, os.stat} <= (
+    os.supports_dir_fd
+)
 # Permission bits an existing file keeps when it is rewritten.
 _KEPT_BITS = 0o777
 
@@ -163,7 +171,12 @@ def _folder(anchor: Path, parts: tuple[str, ...], create: bool) -> Iterator[int]
     The anchor itself is opened as given (it is trusted: a workspace root). With `create`,
     missing folders are made and every parent of a new one is fsynced.
     """
-    fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    if not _SUPPORTED:
+        raise WriteRefused(
+            "this system lacks directory file descriptors with O_NOFOLLOW, without which "
+            "files cannot be written safely"
+        )
+    fd = os.open(anchor, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         for index, name in enumerate(parts):
             child, created = _open_dir(fd, name, _shown(parts[: index + 1]), create)

@@ -401,7 +401,9 @@ class Agent:
         if call.name != "plan_write" or self.session.mode is not WorkMode.PLAN:
             return
         call.reader = PartialArgumentsReader()
-        default = validate_plan_path(self.session.plans_dir, None, must_exist=False)
+        default = validate_plan_path(
+            self.session.plans_dir, None, must_exist=False, workspace=self.session.workspace
+        )
         if default.ok and default.resolved:
             call.draft_path = Path(default.resolved)
             await self.ports.drafts.begin(run_id, call.draft_path)
@@ -412,7 +414,9 @@ class Agent:
         call.reader.feed(delta)
         name = call.reader.plan_filename
         if name is not None:
-            target = validate_plan_path(self.session.plans_dir, name, must_exist=False)
+            target = validate_plan_path(
+                self.session.plans_dir, name, must_exist=False, workspace=self.session.workspace
+            )
             if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
                 # The draft belongs to another (or an invalid) file: stop streaming here.
                 await self.ports.drafts.abandon(call.draft_path)

@@ -144,6 +144,11 @@ class LspPlanDrafts:
             documents.remove_listener(_seen)
         return documents.get(path) is not None
 
+    async def show(self, path: Path) -> None:
+        """The plan is on disk now: bring it up in the editor if it is not open yet."""
+        if self.ls.documents.get(path) is None:
+            await self.ls.client.show_document(uri_of(path), take_focus=False)
+
     def feed(self, path: Path, arguments_delta: str) -> None:
         stream = self._streams.get(path)
         if stream is None:

@@ -4,6 +4,8 @@ Neither writes anything itself: both compute the new text and hand it to the wor
 gate (`policy.workspace_edit.apply_file_edit`) with the work mode at that very moment, so
 even a call already past the execution gate cannot change a file once the session is in plan
 mode. Without a mode provider in the context the tools assume plan mode (fail closed).
+Nothing inside `<workspace>/.plan-lsp/` is theirs to change, in any mode: the refusal comes
+before the file is even read, and names the path.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileEdit
+from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.policy.workspace_edit import apply_file_edit
+from plan_lsp.policy.server_dir import server_dir_refusal
+from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
@@ -42,11 +46,9 @@ def _current_text(ctx: ToolContext, path: Path) -> str | None:
     buffer = open_text(ctx, path)
     if buffer is not None:
         return buffer
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
+    anchor = anchor_of(path, ctx.workspace_roots)
+    # Read like the gate writes: no link followed, no FIFO blocked on.
+    return read_text(anchor, path) if anchor is not None else None
 
 
 def _count(text: str, needle: str) -> int:
@@ -84,6 +86,9 @@ def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] |
     except PathRefused as exc:
         return ToolResult.error("path_refused", str(exc))
     shown = display_path(path, ctx.workspace_roots)
+    refusal = server_dir_refusal(path, ctx.workspace_roots, shown)
+    if refusal is not None:
+        return ToolResult.error("edit_refused", refusal, path=shown)
     if path.is_dir():
         return ToolResult.error("is_directory", f"{shown} is a directory")
     try:

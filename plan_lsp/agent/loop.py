@@ -117,6 +117,9 @@ class Agent:
         self.session = session
         self.provider = provider
         self.config = config
+        # Files written per run (a run's subagents included), and how deep each run nests.
+        self._touched: dict[str, list[str]] = {}
+        self._depth: dict[str, int] = {}
         self.ports = ports
         self.plan_shell = plan_shell
         self.registry: ToolRegistry = builtin_registry()
@@ -225,6 +228,8 @@ class Agent:
         if opening is not None:
             self._append(conv, run_id, messages, opening)
         result = RunResult(run_id=run_id, stop_reason="end_turn")
+        # Subagents run under their parent's run id: what they change is the run's too.
+        self._depth[run_id] = self._depth.get(run_id, 0) + 1
 
         def emit(kind: str, payload: dict[str, Any]) -> None:
             self.ports.notify({"runId": run_id, "kind": kind, **payload})
@@ -258,6 +263,12 @@ class Agent:
             result.stop_reason = "error"
             emit("error", {"message": f"internal error: {exc}"})
         finally:
+            self._depth[run_id] -= 1
+            if self._depth[run_id] == 0:
+                del self._depth[run_id]
+                result.touched = self._touched.pop(run_id, [])
+            else:
+                result.touched = list(self._touched.get(run_id, []))
             if emit_done:
                 emit("done", {"stopReason": result.stop_reason, "touched": result.touched})
         return result
@@ -315,7 +326,7 @@ class Agent:
                     if not observation.is_error and call.name in ("write_file", "edit_file"):
                         path = (observation.data or {}).get("path")
                         if path:
-                            result.touched.append(str(path))
+                            self._touched.setdefault(run_id, []).append(str(path))
                 tool_msg = ChatMessage(
                     role="tool",
                     content=observation.content,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from plan_lsp.plan.document import MAX_PLAN_CHARS
-from plan_lsp.policy.plan_paths import validate_plan_path, write_plan_file
+from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
@@ -164,14 +164,24 @@ def plan_tools(
         lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False, workspace=workspace)
         if lexical.ok and lexical.resolved is not None:
             # The open buffer is the truth: the user may have edited it.
-            text = drafts.buffer_text(Path(lexical.resolved))
+            target = Path(lexical.resolved)
+            text = drafts.buffer_text(target)
             if text is not None and text.strip():
+                # Saved through the edit gate like every other change (as a plan file).
                 try:
-                    write_plan_file(
-                        ctx.plans_dir, Path(lexical.resolved), text, workspace=workspace
-                    )
-                except OSError as exc:
-                    return ToolResult.error("invalid_plan", f"cannot save the plan: {exc}")
+                    on_disk = read_text(workspace.resolve(), target)
+                except (OSError, UnicodeDecodeError):
+                    on_disk = None
+                saved = await apply_file_edit(
+                    FileEdit(path=target, new_text=text, old_text=on_disk),
+                    session.mode,
+                    ctx.plans_dir,
+                    ctx.workspace_roots,
+                    _DiskOnly(),
+                    plan_file=True,
+                )
+                if not saved.applied:
+                    return ToolResult.error("invalid_plan", f"cannot save the plan: {saved.reason}")
         checked = validate_plan_path(ctx.plans_dir, name, must_exist=True, workspace=workspace)
         if not checked.ok or checked.resolved is None:
             return ToolResult.error("invalid_plan", checked.error or "invalid plan")

@@ -215,6 +215,8 @@ async def apply_file_edit(
         text, rebased = rebase_edit(edit.old_text, edit.new_text, current)
     except StaleEdit as exc:
         return EditResult(False, resolved, f"{resolved}: {exc}", via="disk")
+    if text == current:
+        return EditResult(True, resolved, via="disk", text=text, rebased=rebased)
     try:
         written = write_text(anchor, resolved, text)
     except OSError as exc:

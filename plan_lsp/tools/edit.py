@@ -74,10 +74,25 @@ async def _apply(ctx: ToolContext, path: Path, new_text: str, old_text: str | No
     lines = len(new_text.splitlines())
     verb = "created" if result.created else "updated"
     extra = " (merged with changes made meanwhile)" if result.rebased else ""
+    on_disk = result.via != "editor" or _disk_holds(path, result.text)
+    if not on_disk:
+        # The buffer had unsaved changes of the user's: they are never saved behind their back.
+        extra += (
+            "; the change is in the editor's buffer only: the file has unsaved changes there, "
+            "so commands reading the file from disk see the old text until the user saves it"
+        )
     return ToolResult(
         content=f"{verb} {shown} ({lines} line{'' if lines == 1 else 's'}){extra}",
-        data={"path": shown, "via": result.via, "created": result.created},
+        data={"path": shown, "via": result.via, "created": result.created, "onDisk": on_disk},
     )
+
+
+def _disk_holds(path: Path, text: str | None) -> bool:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:

@@ -1,15 +1,13 @@
-"""Plan document storage: atomic writes, exact reads, line splitting."""
+"""The plan document: exact reads that never follow a link or block, line splitting.
+(Writes are `policy.safe_fs`'s, tested in test_safe_fs.py.)"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import pytest
-
 from plan_lsp.plan import document
 from plan_lsp.plan.document import (
-    atomic_write_text,
     fenced_code_mask,
     plans_dir_for,
     read_plan,
@@ -23,38 +21,22 @@ def test_constants() -> None:
     assert plans_dir_for(Path("/ws")) == Path("/ws/.plan-lsp/plans")
 
 
-def test_write_then_read_is_exact(tmp_path: Path) -> None:
-    path = tmp_path / "plans" / "sub" / "PLAN.md"
+def test_read_is_exact(tmp_path: Path) -> None:
+    path = tmp_path / "PLAN.md"
     text = "# Plan 計画 😀\r\n1. a\r2. b\n"
-    atomic_write_text(path, text)
+    path.write_bytes(text.encode("utf-8"))
     assert read_plan(path) == text
-    assert path.read_bytes() == text.encode("utf-8")
-    assert [p.name for p in path.parent.iterdir()] == ["PLAN.md"]  # no temp left
+    path.write_bytes(b"bad \xff byte\n")
+    assert read_plan(path) == "bad \ufffd byte\n"
 
 
-def test_overwrite_keeps_mode(tmp_path: Path) -> None:
-    path = tmp_path / "PLAN.md"
-    path.write_text("old")
-    path.chmod(0o600)
-    atomic_write_text(path, "new")
-    assert read_plan(path) == "new"
-    assert path.stat().st_mode & 0o777 == 0o600
-
-
-def test_failed_write_leaves_old_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "PLAN.md"
-    path.write_text("old plan")
-
-    def broken_replace(src: str, dst: object) -> None:
-        raise OSError("disk on fire")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk on fire"):
-        atomic_write_text(path, "new plan")
-    assert read_plan(path) == "old plan"
-    assert [p.name for p in tmp_path.iterdir()] == ["PLAN.md"]
+def test_read_never_follows_a_link_or_blocks_on_a_fifo(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.md"
+    target.write_text("not the plan\n")
+    (tmp_path / "link.md").symlink_to(target)
+    assert read_plan(tmp_path / "link.md") is None
+    os.mkfifo(tmp_path / "fifo.md")
+    assert read_plan(tmp_path / "fifo.md") is None  # returns at once: nobody writes the FIFO
 
 
 def test_read_missing_or_not_a_file(tmp_path: Path) -> None:

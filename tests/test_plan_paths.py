@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from plan_lsp.policy import plan_paths as pp
-from plan_lsp.policy.plan_paths import validate_plan_path
+from plan_lsp.policy.plan_paths import validate_plan_path, write_plan_file
+from tests.fs_trees import build_tree, clean_chain, snapshot, tree_ops
 
 
 @pytest.fixture
@@ -34,6 +37,8 @@ def plans(tmp_path: Path) -> Path:
     (plans_dir / "link-to-txt.md").symlink_to(plans_dir / "notes.txt")
     (plans_dir / "notes.txt").write_text("notes\n")
     (plans_dir / "loop.md").symlink_to(plans_dir / "loop.md")
+    (plans_dir / "sublink").symlink_to("sub", target_is_directory=True)
+    os.mkfifo(plans_dir / "fifo.md")
     return plans_dir
 
 
@@ -50,7 +55,12 @@ CASES: list[tuple[str | None, bool, str | None]] = [
     ("sub/x.md", True, None),
     ("sub/new.md", False, None),
     ("newdir/deeper/new.md", False, None),
-    ("link-in.md", True, None),
+    ("link-in.md", True, pp.ACCESS_DENIED_SYMLINK),  # a link, even to a plan inside
+    ("sublink/x.md", True, pp.ACCESS_DENIED_SYMLINK),
+    ("sublink/new.md", False, pp.ACCESS_DENIED_SYMLINK),
+    ("PLAN.md/x.md", False, pp.ACCESS_DENIED_NOT_A_FOLDER),
+    ("fifo.md", False, pp.PLAN_NOT_A_FILE),
+    ("fifo.md", True, pp.PLAN_NOT_A_FILE),
     ("new.md", True, pp.PLAN_DOES_NOT_EXIST),
     ("empty.md", True, pp.PLAN_IS_EMPTY),
     ("blank.md", True, pp.PLAN_IS_EMPTY),
@@ -101,7 +111,7 @@ CASES: list[tuple[str | None, bool, str | None]] = [
     ("dangling-out.md", False, pp.ACCESS_DENIED_OUTSIDE),
     ("outdir/secret.md", True, pp.ACCESS_DENIED_OUTSIDE),
     ("outdir/new.md", False, pp.ACCESS_DENIED_OUTSIDE),
-    ("link-to-txt.md", False, pp.ACCESS_DENIED_NOT_MARKDOWN),
+    ("link-to-txt.md", False, pp.ACCESS_DENIED_SYMLINK),
     ("loop.md", False, pp.ACCESS_DENIED_UNRESOLVABLE),
 ]
 
@@ -135,7 +145,10 @@ def test_default_name_and_resolution(plans: Path) -> None:
     result = validate_plan_path(plans, None, must_exist=True)
     assert result.resolved == str((plans / "PLAN.md").resolve())
     linked = validate_plan_path(plans, "link-in.md", must_exist=True)
-    assert linked.resolved == str((plans / "PLAN.md").resolve())
+    assert linked.error == (
+        "Access denied: link-in.md is (or lies under) a symbolic link; plans are regular "
+        "files in real folders of the plans directory (remove the link or choose another name)"
+    )
 
 
 def test_fixed_messages_read_as_documented(plans: Path) -> None:
@@ -151,24 +164,49 @@ def test_messages_escape_invisible_characters(plans: Path) -> None:
     assert error == "Access denied: a\\x00b\\x0a.md contains control or invisible characters"
 
 
-def test_symlinked_plans_dir_component_out_of_workspace(tmp_path: Path) -> None:
+@pytest.mark.parametrize("link_at", [".plan-lsp", ".plan-lsp/plans"])
+@pytest.mark.parametrize("inside_workspace", [True, False])
+def test_a_symlinked_plans_dir_is_refused(
+    tmp_path: Path, link_at: str, inside_workspace: bool
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".plan-lsp").mkdir(parents=True)
+    elsewhere = (workspace / "docs") if inside_workspace else (tmp_path / "elsewhere")
+    (elsewhere / "plans").mkdir(parents=True)
+    link = workspace / link_at
+    if link.exists():
+        link.rmdir()
+    link.symlink_to(elsewhere if link_at == ".plan-lsp" else elsewhere / "plans")
+    for ws in (workspace, None):
+        result = validate_plan_path(
+            workspace / ".plan-lsp" / "plans", "PLAN.md", must_exist=False, workspace=ws
+        )
+        assert not result.ok and result.resolved is None
+        assert result.error == pp.ACCESS_DENIED_PLANS_DIR_LINK.format(
+            problem=f"{link_at} is a symbolic link; the server never follows links where it writes"
+        )
+
+
+@pytest.mark.parametrize(
+    "plans_dir",
+    [".", "docs/plans", ".plan-lsp", ".plan-lsp/revisions", ".plan-lsp/revisions/x",
+     ".plan-lsp/plans/../../src", "/elsewhere/.plan-lsp/plans"],
+)  # fmt: skip
+def test_a_plans_dir_outside_the_server_dir_is_refused(tmp_path: Path, plans_dir: str) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    elsewhere = tmp_path / "elsewhere"
-    (elsewhere / "plans").mkdir(parents=True)
-    (workspace / ".plan-lsp").symlink_to(elsewhere, target_is_directory=True)
-    result = validate_plan_path(workspace / ".plan-lsp" / "plans", "PLAN.md", must_exist=False)
+    result = validate_plan_path(workspace / plans_dir, None, must_exist=False, workspace=workspace)
     assert not result.ok
-    assert result.error == pp.ACCESS_DENIED_PLANS_DIR
+    assert result.error is not None
+    assert result.error.startswith("Access denied: the plans directory ")
+    assert "is not a folder inside" in result.error and str(workspace) in result.error
 
 
-def test_symlinked_plans_dir_inside_workspace_is_fine(tmp_path: Path) -> None:
+def test_plans_dir_in_a_subfolder_of_the_server_dir(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    (workspace / "docs" / "plans").mkdir(parents=True)
-    (workspace / ".plan-lsp").symlink_to(workspace / "docs", target_is_directory=True)
-    result = validate_plan_path(workspace / ".plan-lsp" / "plans", "PLAN.md", must_exist=False)
-    assert result.ok
-    assert result.resolved == str((workspace / "docs" / "plans" / "PLAN.md").resolve())
+    plans_dir = workspace / ".plan-lsp" / "team" / "plans"
+    result = validate_plan_path(plans_dir, "a/b.md", must_exist=False, workspace=workspace)
+    assert result.ok and result.resolved == str(workspace.resolve() / ".plan-lsp/team/plans/a/b.md")
 
 
 def test_plans_dir_need_not_exist_yet(tmp_path: Path) -> None:
@@ -223,3 +261,57 @@ def test_accepted_names_resolve_inside_plans_dir(
     else:
         assert result.resolved is None
         assert result.error
+
+
+# -- property: plan names on random trees of folders, files and links ------------------------
+
+_PLAN_NAMES = ["a", "b.md", "PLAN.md"]
+_PLANS_KINDS = ["dir", "dir", "link:..", "link:../..", "link:../../a", "link:@out", "link:plans2"]
+
+
+@settings(deadline=None)
+@given(
+    ops=tree_ops(names=_PLAN_NAMES, wheres=["ws", "out", "ws/.plan-lsp", "ws/.plan-lsp/plans"]),
+    plans_kind=st.sampled_from(_PLANS_KINDS),
+    parts=st.lists(st.sampled_from(_PLAN_NAMES), min_size=1, max_size=3),
+)
+def test_plan_names_on_random_trees_never_lead_through_a_link(
+    ops: list[tuple[object, ...]], plans_kind: str, parts: list[str]
+) -> None:
+    root = Path(tempfile.mkdtemp(prefix="planpaths-"))
+    previous = os.umask(0o022)
+    try:
+        ws = root / "ws"
+        (ws / ".plan-lsp").mkdir(parents=True)
+        (root / "out").mkdir()
+        (ws / ".plan-lsp" / "plans2").mkdir()
+        plans = ws / ".plan-lsp" / "plans"
+        if plans_kind == "dir":
+            plans.mkdir()
+        else:
+            target = plans_kind.removeprefix("link:")
+            plans.symlink_to(root / "out" if target == "@out" else Path(target))
+        build_tree(root, ops)
+        before = snapshot(root)
+        name = "/".join(parts)
+        result = validate_plan_path(plans, name, must_exist=False, workspace=ws)
+        expected = clean_chain(ws, [".plan-lsp", "plans", *parts]) and name.endswith(".md")
+        assert result.ok == expected, result.error
+        event(f"ok={result.ok}")
+        if result.ok:
+            assert result.resolved == str(ws.resolve() / ".plan-lsp" / "plans" / name)
+        try:
+            write_plan_file(plans, plans / name, "NEW", workspace=ws)
+            written = True
+        except OSError:
+            written = False
+        assert written == result.ok
+        goal = f"ws/.plan-lsp/plans/{name}"
+        on_the_way = {f"ws/.plan-lsp/plans/{'/'.join(parts[:i])}" for i in range(1, len(parts))}
+        after = snapshot(root)
+        for key in set(before) | set(after):
+            if before.get(key) != after.get(key):
+                assert key == goal or (key in on_the_way and key not in before), key
+    finally:
+        os.umask(previous)
+        shutil.rmtree(root, ignore_errors=True)

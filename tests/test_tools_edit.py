@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,53 @@ async def test_without_a_mode_provider_edits_assume_plan_mode(ws: Path, editor: 
     broken = _ctx(ws, editor, None)
     broken.extra[MODE_PROVIDER_KEY] = lambda: "build"  # not a WorkMode: fail closed
     assert _code(await write_file({"path": "src/b.py", "content": "x"}, broken)) == "edit_refused"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".plan-lsp/state.db", ".plan-lsp/config.toml", ".plan-lsp/plans/PLAN.md",
+     ".plan-lsp/revisions/PLAN.rev1.md", "src/../.plan-lsp/x", "src/db-link"],
+)  # fmt: skip
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+async def test_the_server_folder_is_off_limits_in_build_mode(
+    ws: Path, build: ToolContext, path: str, tool: str
+) -> None:
+    server = ws / ".plan-lsp"
+    (server / "plans").mkdir(parents=True)
+    (server / "state.db").write_bytes(b"SQLite format 3\x00\xff")  # binary: refused before reading
+    (server / "config.toml").write_text("x = 1\n")
+    (ws / "src" / "db-link").symlink_to(server / "state.db")
+    before = sorted((p, p.read_bytes() if p.is_file() else b"") for p in server.rglob("*"))
+    if tool == "write_file":
+        result = await write_file({"path": path, "content": "x = 2\n"}, build)
+    else:
+        result = await edit_file({"path": path, "old_text": "x = 1", "new_text": "x = 2"}, build)
+    assert _code(result) == "edit_refused"
+    shown = ".plan-lsp/state.db" if path == "src/db-link" else path.replace("src/../", "")
+    assert result.content.count(f"{shown} is inside .plan-lsp/") == 1
+    assert sorted((p, p.read_bytes() if p.is_file() else b"") for p in server.rglob("*")) == before
+
+
+async def test_reading_the_server_folder_is_allowed(ws: Path, build: ToolContext) -> None:
+    (ws / ".plan-lsp").mkdir()
+    (ws / ".plan-lsp" / "config.toml").write_text("x = 1\n")
+    result = await fs.read_file({"path": ".plan-lsp/config.toml"}, build)
+    assert not result.is_error and "x = 1" in result.content
+
+
+async def test_a_fifo_is_refused_without_blocking(ws: Path, build: ToolContext) -> None:
+    os.mkfifo(ws / "src" / "pipe")
+    result = await write_file({"path": "src/pipe", "content": "x"}, build)
+    assert _code(result) == "read_failed" and "src/pipe is a FIFO" in result.content
+
+
+async def test_edit_keeps_an_executable_mode(ws: Path, build: ToolContext) -> None:
+    script = ws / "src" / "run.sh"
+    script.write_text("#!/bin/sh\necho a\n")
+    script.chmod(0o755)
+    result = await edit_file({"path": "src/run.sh", "old_text": "a", "new_text": "b"}, build)
+    assert not result.is_error
+    assert script.read_text() == "#!/bin/sh\necho b\n" and script.stat().st_mode & 0o777 == 0o755
 
 
 async def test_edit_file_unique_match(ws: Path, build: ToolContext) -> None:

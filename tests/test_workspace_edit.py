@@ -50,36 +50,160 @@ async def _apply(
     mode: WorkMode,
     editor: FakeEditor | None = None,
     old: str | None = None,
+    plan_file: bool = False,
 ) -> tuple[bool, str]:
     result = await apply_file_edit(
-        FileEdit(path=path, new_text=text, old_text=old), mode, plans, [ws], editor or FakeEditor()
+        FileEdit(path=path, new_text=text, old_text=old),
+        mode,
+        plans,
+        [ws],
+        editor or FakeEditor(),
+        plan_file=plan_file,
     )
     return result.applied, result.reason
 
 
 @pytest.mark.parametrize(
-    ("relative", "mode", "ok"),
+    ("relative", "mode", "plan_file", "ok"),
     [
-        ("src/a.py", WorkMode.BUILD, True),
-        ("src/a.py", WorkMode.PLAN, False),
-        (".plan-lsp/plans/PLAN.md", WorkMode.PLAN, True),
-        (".plan-lsp/plans/PLAN.md", WorkMode.BUILD, True),
-        (".plan-lsp/plans/sub/other.md", WorkMode.PLAN, True),
-        (".plan-lsp/plans/../state.db", WorkMode.PLAN, False),
-        (".plan-lsp/plans/../../src/a.py", WorkMode.PLAN, False),
-        ("../outside.txt", WorkMode.BUILD, False),
-        ("../outside.txt", WorkMode.PLAN, False),
+        ("src/a.py", WorkMode.BUILD, False, True),
+        ("src/a.py", WorkMode.PLAN, False, False),
+        ("new/deep/f.txt", WorkMode.BUILD, False, True),
+        # workspace tools never change the server's own folder, in any mode
+        (".plan-lsp/plans/PLAN.md", WorkMode.PLAN, False, False),
+        (".plan-lsp/plans/PLAN.md", WorkMode.BUILD, False, False),
+        (".plan-lsp/state.db", WorkMode.BUILD, False, False),
+        (".plan-lsp/config.toml", WorkMode.BUILD, False, False),
+        (".plan-lsp/revisions/PLAN.rev1.md", WorkMode.BUILD, False, False),
+        (".plan-lsp/new.txt", WorkMode.BUILD, False, False),
+        (".PLAN-LSP/config.toml", WorkMode.BUILD, False, False),  # case-insensitive disks
+        # plan tools change plan files only
+        (".plan-lsp/plans/PLAN.md", WorkMode.PLAN, True, True),
+        (".plan-lsp/plans/sub/other.md", WorkMode.PLAN, True, True),
+        (".plan-lsp/plans/notes.txt", WorkMode.PLAN, True, False),
+        (".plan-lsp/plans/.hidden.md", WorkMode.PLAN, True, False),
+        (".plan-lsp/plans/../state.db", WorkMode.PLAN, True, False),
+        (".plan-lsp/plans/../../src/a.py", WorkMode.PLAN, True, False),
+        ("src/a.py", WorkMode.BUILD, True, False),
+        ("../outside.txt", WorkMode.BUILD, False, False),
+        ("../outside.txt", WorkMode.PLAN, False, False),
     ],
 )
 async def test_where_edits_may_go(
-    ws: Path, plans: Path, relative: str, mode: WorkMode, ok: bool
+    ws: Path, plans: Path, relative: str, mode: WorkMode, plan_file: bool, ok: bool
 ) -> None:
     target = ws / relative
-    applied, reason = await _apply(ws, plans, target, "new\n", mode)
-    assert applied is ok
+    applied, reason = await _apply(ws, plans, target, "new\n", mode, plan_file=plan_file)
+    assert applied is ok, reason
     assert target.resolve().exists() is ok
     if not ok:
         assert reason
+
+
+async def test_server_dir_refusal_names_the_path(ws: Path, plans: Path) -> None:
+    (ws / ".plan-lsp" / "config.toml").write_text("mode = 'plan'\n")
+    for relative in (".plan-lsp/config.toml", ".plan-lsp/plans/PLAN.md"):
+        applied, reason = await _apply(ws, plans, ws / relative, "x", WorkMode.BUILD)
+        assert not applied
+        assert relative in reason and "no tool may change it" in reason
+    assert (ws / ".plan-lsp" / "config.toml").read_text() == "mode = 'plan'\n"
+
+
+async def test_a_link_into_the_server_dir_is_refused(ws: Path, plans: Path) -> None:
+    state = ws / ".plan-lsp" / "state.db"
+    state.write_bytes(b"SQLite format 3\x00")
+    (ws / "src" / "db").symlink_to(state)
+    applied, reason = await _apply(ws, plans, ws / "src" / "db", "pwned", WorkMode.BUILD)
+    assert not applied and ".plan-lsp/state.db" in reason
+    assert state.read_bytes() == b"SQLite format 3\x00"
+
+
+@pytest.mark.parametrize("target", ["../../src", "..", "OUTSIDE"])
+async def test_plan_file_in_a_symlinked_plans_dir_is_refused(
+    ws: Path, tmp_path: Path, target: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    plans = ws / ".plan-lsp" / "plans"
+    plans.rmdir()
+    plans.symlink_to(outside if target == "OUTSIDE" else Path(target), target_is_directory=True)
+    applied, reason = await _apply(
+        ws, plans, plans / "PLAN.md", "# plan\n", WorkMode.PLAN, plan_file=True
+    )
+    assert not applied and "symbolic link" in reason
+    assert not (ws / "src" / "PLAN.md").exists()
+    assert not (ws / ".plan-lsp" / "PLAN.md").exists()
+    assert list(outside.iterdir()) == []
+
+
+class SwappingEditor(FakeEditor):
+    """Replaces a folder by a link between the gate's check and the write (TOCTOU)."""
+
+    def __init__(self, folder: Path, link_to: Path) -> None:
+        super().__init__()
+        self.folder, self.link_to = folder, link_to
+
+    def open_document_text(self, path: Path) -> str | None:
+        if not self.folder.is_symlink():
+            self.folder.rename(self.folder.with_name(self.folder.name + ".moved"))
+            self.folder.symlink_to(self.link_to, target_is_directory=True)
+        return None
+
+
+async def test_a_link_appearing_after_the_check_is_refused_when_opening(
+    ws: Path, plans: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "src" / "sub").mkdir()
+    editor = SwappingEditor(ws / "src" / "sub", outside)
+    applied, reason = await _apply(
+        ws, plans, ws / "src" / "sub" / "a.py", "x", WorkMode.BUILD, editor
+    )
+    assert not applied and "src/sub is a symbolic link" in reason
+    assert list(outside.iterdir()) == []
+    # the same for the plans directory, between plan-name validation and the write
+    editor = SwappingEditor(plans, ws / "src")
+    applied, reason = await _apply(
+        ws, plans, plans / "PLAN.md", "# plan\n", WorkMode.PLAN, editor, plan_file=True
+    )
+    assert not applied and ".plan-lsp/plans is a symbolic link" in reason
+    assert not (ws / "src" / "PLAN.md").exists()
+
+
+async def test_hard_linked_target_is_replaced_and_its_twin_kept(
+    ws: Path, plans: Path, tmp_path: Path
+) -> None:
+    twin = tmp_path / "twin.txt"
+    twin.write_text("original\n")
+    os.link(twin, ws / "src" / "a.py")
+    applied, _ = await _apply(
+        ws, plans, ws / "src" / "a.py", "changed\n", WorkMode.BUILD, old="original\n"
+    )
+    assert applied
+    assert (ws / "src" / "a.py").read_text() == "changed\n"
+    assert twin.read_text() == "original\n" and twin.stat().st_nlink == 1
+
+
+async def test_a_fifo_is_refused_without_blocking(ws: Path, plans: Path) -> None:
+    os.mkfifo(ws / "src" / "pipe")
+    applied, reason = await _apply(ws, plans, ws / "src" / "pipe", "x", WorkMode.BUILD)
+    assert not applied and "FIFO" in reason
+
+
+@pytest.mark.parametrize(("umask", "expected"), [(0o022, 0o644), (0o077, 0o600)])
+async def test_new_files_follow_the_umask(ws: Path, plans: Path, umask: int, expected: int) -> None:
+    previous = os.umask(umask)
+    try:
+        applied, _ = await _apply(ws, plans, ws / "src" / "new.py", "x", WorkMode.BUILD)
+        plan_applied, _ = await _apply(
+            ws, plans, plans / "PLAN.md", "# p\n", WorkMode.PLAN, plan_file=True
+        )
+    finally:
+        os.umask(previous)
+    assert applied and plan_applied
+    assert (ws / "src" / "new.py").stat().st_mode & 0o777 == expected
+    assert (plans / "PLAN.md").stat().st_mode & 0o777 == expected
 
 
 async def test_plan_mode_refusal_names_the_plans_dir(ws: Path, plans: Path) -> None:

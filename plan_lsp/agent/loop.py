@@ -36,6 +36,7 @@ from plan_lsp.providers.base import (
 )
 from plan_lsp.session import Actor, Session, Todo, WorkMode
 from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
+from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.runner import ToolRunner
 
@@ -110,10 +111,15 @@ class Agent:
         config: Config,
         ports: AgentPorts,
         plan_shell: str,
+        *,
+        mcp: McpManager | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
         self.config = config
+        # Files written per run (a run's subagents included), and how deep each run nests.
+        self._touched: dict[str, list[str]] = {}
+        self._depth: dict[str, int] = {}
         self.ports = ports
         self.plan_shell = plan_shell
         self.registry: ToolRegistry = builtin_registry()
@@ -122,6 +128,15 @@ class Agent:
         from plan_lsp.agent.subagent import task_tool
 
         self.registry.register(task_tool(self))
+        # MCP tool sources (issue 17): the server layer may hand in the workspace's manager;
+        # otherwise the agent owns one for the configured servers.
+        self.mcp = mcp
+        if mcp is None and config.mcp.configured:
+            self.mcp = McpManager(
+                config.mcp,
+                session.workspace,
+                notify=lambda message: ports.notify({"kind": "error", "message": message}),
+            )
         try:
             self.permissions = PermissionEngine(
                 allow=config.permissions.allow,
@@ -213,6 +228,8 @@ class Agent:
         if opening is not None:
             self._append(conv, run_id, messages, opening)
         result = RunResult(run_id=run_id, stop_reason="end_turn")
+        # Subagents run under their parent's run id: what they change is the run's too.
+        self._depth[run_id] = self._depth.get(run_id, 0) + 1
 
         def emit(kind: str, payload: dict[str, Any]) -> None:
             self.ports.notify({"runId": run_id, "kind": kind, **payload})
@@ -246,6 +263,12 @@ class Agent:
             result.stop_reason = "error"
             emit("error", {"message": f"internal error: {exc}"})
         finally:
+            self._depth[run_id] -= 1
+            if self._depth[run_id] == 0:
+                del self._depth[run_id]
+                result.touched = self._touched.pop(run_id, [])
+            else:
+                result.touched = list(self._touched.get(run_id, []))
             if emit_done:
                 emit("done", {"stopReason": result.stop_reason, "touched": result.touched})
         return result
@@ -262,6 +285,9 @@ class Agent:
         result: RunResult,
     ) -> str:
         for _step in range(self.config.max_steps):
+            if cancel.is_set():
+                return "cancelled"
+            await self._refresh_tool_sources(cancel)  # MCP (issue 17)
             if cancel.is_set():
                 return "cancelled"
             request = self.build_request(run_id, messages, allow_names, do_run)
@@ -300,7 +326,7 @@ class Agent:
                     if not observation.is_error and call.name in ("write_file", "edit_file"):
                         path = (observation.data or {}).get("path")
                         if path:
-                            result.touched.append(str(path))
+                            self._touched.setdefault(run_id, []).append(str(path))
                 tool_msg = ChatMessage(
                     role="tool",
                     content=observation.content,
@@ -386,7 +412,9 @@ class Agent:
         if call.name != "plan_write" or self.session.mode is not WorkMode.PLAN:
             return
         call.reader = PartialArgumentsReader()
-        default = validate_plan_path(self.session.plans_dir, None, must_exist=False)
+        default = validate_plan_path(
+            self.session.plans_dir, None, must_exist=False, workspace=self.session.workspace
+        )
         if default.ok and default.resolved:
             call.draft_path = Path(default.resolved)
             await self.ports.drafts.begin(run_id, call.draft_path)
@@ -397,7 +425,9 @@ class Agent:
         call.reader.feed(delta)
         name = call.reader.plan_filename
         if name is not None:
-            target = validate_plan_path(self.session.plans_dir, name, must_exist=False)
+            target = validate_plan_path(
+                self.session.plans_dir, name, must_exist=False, workspace=self.session.workspace
+            )
             if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
                 # The draft belongs to another (or an invalid) file: stop streaming here.
                 await self.ports.drafts.abandon(call.draft_path)
@@ -406,6 +436,18 @@ class Agent:
         self.ports.drafts.feed(call.draft_path, delta)
 
     # -- tools ----------------------------------------------------------------------------------
+
+    async def _refresh_tool_sources(self, cancel: asyncio.Event) -> None:
+        """MCP (issue 17): servers start on the first request that needs their tools; tools
+        they added or dropped (list_changed, restarts) are in the registry before every
+        request, so both gates filter the current list."""
+        if self.mcp is None:
+            return
+        try:
+            await until_cancelled(self.mcp.sync(self.registry), cancel)
+        except Exception as exc:  # a tool source must never end the run
+            log.exception("MCP tool sources could not be refreshed")
+            self.ports.notify({"kind": "error", "message": f"MCP servers: {exc}"})
 
     async def _run_tool(
         self,

@@ -2,7 +2,9 @@
 
 They change the session's plan status, so they live with the agent, which owns the session
 for a run. Paths from the model are untrusted and go through `policy.plan_paths`; the plan
-file itself is written through the workspace-edit gate like every other change.
+file itself is written through the workspace-edit gate as a plan file (`plan_file=True`):
+only Markdown files in real folders of the plans directory below `.plan-lsp/`, written
+without following links. Nothing is created on disk before the final name is validated.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from plan_lsp.plan.document import MAX_PLAN_CHARS, atomic_write_text
+from plan_lsp.plan.document import MAX_PLAN_CHARS
 from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import apply_file_edit
 from plan_lsp.session import Actor, PermissionMode, Session, TransitionRefused, WorkMode
@@ -24,7 +27,12 @@ class PlanDraftPort(Protocol):
     """Where plan drafts stream while the model writes them (the editor's buffer)."""
 
     async def begin(self, run_id: str, path: Path) -> None:
-        """Open the plan document in the editor (without stealing focus)."""
+        """Open the plan document in the editor (without stealing focus). Creates no file:
+        a plan that does not exist yet lives in the buffer until plan_write saves it."""
+
+    async def show(self, path: Path) -> None:
+        """The plan is on disk now: open it in the editor if it is not open (an editor may
+        have been unable to open it while it did not exist)."""
 
     def feed(self, path: Path, arguments_delta: str) -> None:
         """More raw `plan_write` argument text arrived; send coalesced incremental edits."""
@@ -113,7 +121,12 @@ def plan_tools(
                 "plan_too_long",
                 f"the plan has {len(content):,} characters; the limit is {MAX_PLAN_CHARS:,}",
             )
-        checked = validate_plan_path(ctx.plans_dir, args.get("plan_filename"), must_exist=False)
+        checked = validate_plan_path(
+            ctx.plans_dir,
+            args.get("plan_filename"),
+            must_exist=False,
+            workspace=session.workspace,
+        )
         if not checked.ok or checked.resolved is None:
             return ToolResult.error("invalid_plan_path", checked.error or "invalid plan path")
         path = Path(checked.resolved)
@@ -123,7 +136,7 @@ def plan_tools(
             return ToolResult.error("plan_write_refused", str(exc))
         await drafts.complete(path, content)
         try:
-            previous = path.read_text(encoding="utf-8") if path.exists() else None
+            previous = read_text(session.workspace.resolve(), path)
         except (OSError, UnicodeDecodeError):
             previous = None
         result = await apply_file_edit(
@@ -132,9 +145,12 @@ def plan_tools(
             ctx.plans_dir,
             ctx.workspace_roots,
             _DiskOnly(),
+            plan_file=True,
         )
         if not result.applied:
             return ToolResult.error("plan_write_refused", result.reason or "refused")
+        if drafts.buffer_text(path) is None:
+            await drafts.show(path)
         ctx.emit("planDraft", {"uri": path.as_uri(), "chars": len(content), "done": True})
         return ToolResult(
             content=f"Plan written to {rel(path)} ({len(content)} characters). "
@@ -144,17 +160,38 @@ def plan_tools(
 
     async def exit_plan_mode(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         name = args.get("plan_filename")
-        lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False)
+        workspace = session.workspace
+        lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False, workspace=workspace)
         if lexical.ok and lexical.resolved is not None:
             # The open buffer is the truth: the user may have edited it.
-            text = drafts.buffer_text(Path(lexical.resolved))
+            target = Path(lexical.resolved)
+            text = drafts.buffer_text(target)
             if text is not None and text.strip():
-                atomic_write_text(Path(lexical.resolved), text)
-        checked = validate_plan_path(ctx.plans_dir, name, must_exist=True)
+                # Saved through the edit gate like every other change (as a plan file).
+                try:
+                    on_disk = read_text(workspace.resolve(), target)
+                except (OSError, UnicodeDecodeError):
+                    on_disk = None
+                saved = await apply_file_edit(
+                    FileEdit(path=target, new_text=text, old_text=on_disk),
+                    session.mode,
+                    ctx.plans_dir,
+                    ctx.workspace_roots,
+                    _DiskOnly(),
+                    plan_file=True,
+                )
+                if not saved.applied:
+                    return ToolResult.error("invalid_plan", f"cannot save the plan: {saved.reason}")
+        checked = validate_plan_path(ctx.plans_dir, name, must_exist=True, workspace=workspace)
         if not checked.ok or checked.resolved is None:
             return ToolResult.error("invalid_plan", checked.error or "invalid plan")
         path = Path(checked.resolved)
-        text = drafts.buffer_text(path) or path.read_text(encoding="utf-8")
+        text = drafts.buffer_text(path) or None
+        if text is None:
+            try:
+                text = read_text(workspace.resolve(), path) or ""
+            except (OSError, UnicodeDecodeError) as exc:
+                return ToolResult.error("invalid_plan", f"cannot read the plan: {exc}")
         try:
             rev = session.plan_submitted(path, text, Actor.MODEL)
         except TransitionRefused as exc:

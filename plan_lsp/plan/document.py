@@ -1,27 +1,20 @@
-"""Where the plan document lives, and reading/writing it without ever leaving a torn file.
+"""Where the plan document lives, how it is read, and how its text splits into lines.
 
 The plan's text is kept byte-exact: no newline translation on read or write, because the
-editor buffer is the truth and what the user approved is hashed.
+editor buffer is the truth and what the user approved is hashed. Plans are written by the
+one safe writer (`policy.safe_fs`, through `policy.plan_paths.write_plan_file`), never here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
+import stat
 from pathlib import Path
 
 MAX_PLAN_CHARS = 50_000
 DEFAULT_PLAN_NAME = "PLAN.md"
 PLANS_SUBDIR = ".plan-lsp/plans"
-
-# Mode of a plan file that did not exist before (an existing file keeps its own mode).
-NEW_FILE_MODE = 0o644
-
-# Temporary files start with this prefix; plan path validation refuses hidden names, so the
-# model can never name one, and file watchers can skip them.
-TEMP_PREFIX = ".plan-lsp-tmp-"
 
 # LSP line terminators (\n, \r\n, \r), as opposed to str.splitlines' longer list.
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -49,61 +42,23 @@ def strip_line_ending(line: str) -> tuple[str, str]:
     return line, ""
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` (UTF-8, exact newlines) so readers see the old file or the new one.
-
-    A temporary file in the same directory is written, flushed and fsynced, then renamed
-    over `path` with `os.replace`; the directory is fsynced where the platform allows so the
-    rename itself survives a crash. Missing parent directories are created.
-    """
-    parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = NEW_FILE_MODE
-    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_dir(parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Directories cannot be opened for fsync on every platform (Windows); best effort.
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def read_plan(path: Path) -> str | None:
     """The plan's text exactly as stored, or None if there is no regular file at `path`.
 
-    Undecodable bytes become U+FFFD rather than failing: a plan is shown, not executed.
+    A link at `path` is not followed, and a FIFO or device under the plan's name is not
+    read (it would block or stream forever). Undecodable bytes become U+FFFD rather than
+    failing: a plan is shown, not executed.
     """
-    # A FIFO or device under the plan's name would block or stream forever; only files count.
-    if not path.is_file():
-        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        fd = os.open(path, flags)
+    except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

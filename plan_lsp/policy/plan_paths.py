@@ -1,20 +1,26 @@
 """Plan path validation: the plan file name comes from the model and is untrusted.
 
-A name is accepted only if it is a plain relative `.md` path (subfolders allowed) that,
-after resolving every symlink, still lies inside the plans directory. The error texts are
-fixed templates shared by the plan tools, the CLI and the UI (DESIGN.md §5); every refusal
-of the name itself starts with `Access denied:`.
+A name is accepted only if it is a plain relative `.md` path (subfolders allowed) inside a
+plans directory that lies below `<workspace>/.plan-lsp/` (`server_dir.locate_plans_dir`),
+and nothing on the way — `.plan-lsp`, the plans folder, subfolders, the file itself — is a
+symbolic link: plans are regular files in real folders. The error texts are fixed templates
+shared by the plan tools, the CLI and the UI (DESIGN.md §5); every refusal of the name or of
+the plans directory starts with `Access denied:`.
+
+Plan files are written only by `write_plan_file`, which validates the name again and writes
+through `safe_fs` from the workspace folder, so a link that appears after validation is
+refused when the file is opened.
 
 Also `plan-lsp check plan-path` (DESIGN.md §8), through `check_plan_path_main`.
-
-Self-contained on purpose (stdlib only): the rules read in one place.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import stat
 import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -22,10 +28,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plan_lsp.policy.safe_fs import WriteRefused, Written, write_text
+from plan_lsp.policy.server_dir import (
+    ACCESS_DENIED_PLANS_DIR_LINK,
+    ACCESS_DENIED_PLANS_DIR_OUTSIDE,
+    PlansDir,
+    locate_plans_dir,
+)
+
+__all__ = [
+    "ACCESS_DENIED_PLANS_DIR_LINK",
+    "ACCESS_DENIED_PLANS_DIR_OUTSIDE",
+    "PlanPathResult",
+    "check_plan_path_main",
+    "plan_file_problem",
+    "validate_plan_path",
+    "write_plan_file",
+]
+
 DEFAULT_PLAN_NAME = "PLAN.md"
-# The default layout `<workspace>/.plan-lsp/plans`; with it the workspace is known and a
-# plans directory that a symlink carries out of the workspace is refused.
-_DEFAULT_PLANS_TAIL = (".plan-lsp", "plans")
 
 MAX_COMPONENT_CHARS = 128
 MAX_NAME_CHARS = 255
@@ -55,7 +76,11 @@ ACCESS_DENIED_BAD_PART = (
 )
 ACCESS_DENIED_RESERVED = "Access denied: {name} uses a reserved device name"
 ACCESS_DENIED_UNRESOLVABLE = "Access denied: {name} cannot be resolved (symlink loop?)"
-ACCESS_DENIED_PLANS_DIR = "Access denied: the plans directory resolves outside the workspace"
+ACCESS_DENIED_SYMLINK = (
+    "Access denied: {name} is (or lies under) a symbolic link; plans are regular files in "
+    "real folders of the plans directory (remove the link or choose another name)"
+)
+ACCESS_DENIED_NOT_A_FOLDER = "Access denied: {name} goes through something that is not a folder"
 
 # Categories refused anywhere in a name: controls (incl. NUL, DEL), format characters
 # (zero-width, bidi overrides), unpaired surrogates, line/paragraph separators.
@@ -133,49 +158,64 @@ def _resolve(path: Path) -> Path | None:
         return None
 
 
-def _plans_dir_escapes_workspace(plans_dir: Path, plans_root: Path) -> bool:
-    """True if the default-layout plans dir is carried out of its workspace by a symlink."""
-    absolute = plans_dir.absolute()
-    if tuple(absolute.parts[-2:]) != _DEFAULT_PLANS_TAIL:
-        return False
-    workspace = _resolve(absolute.parent.parent)
-    return workspace is None or not plans_root.is_relative_to(workspace)
+def _link_error(link: Path, plans: PlansDir) -> str:
+    """The message for a link met inside the plans directory: where it leads decides."""
+    target = _resolve(link)
+    if target is None:
+        return ACCESS_DENIED_UNRESOLVABLE
+    root = _resolve(plans.path) or plans.path
+    if target == root or not target.is_relative_to(root):
+        return ACCESS_DENIED_OUTSIDE
+    return ACCESS_DENIED_SYMLINK
 
 
-def validate_plan_path(plans_dir: Path, name: str | None, *, must_exist: bool) -> PlanPathResult:
+def _walk_error(plans: PlansDir, parts: list[str]) -> tuple[str | None, bool]:
+    """(the first problem on the way to the plan file, whether the file exists)."""
+    current = plans.path
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            st = current.lstat()
+        except FileNotFoundError:
+            return None, False
+        except OSError:
+            return ACCESS_DENIED_UNRESOLVABLE, False
+        if stat.S_ISLNK(st.st_mode):
+            return _link_error(current, plans), False
+        last = index == len(parts) - 1
+        if not last and not stat.S_ISDIR(st.st_mode):
+            return ACCESS_DENIED_NOT_A_FOLDER, False
+        if last and not stat.S_ISREG(st.st_mode):
+            return PLAN_NOT_A_FILE, True
+    return None, True
+
+
+def validate_plan_path(
+    plans_dir: Path, name: str | None, *, must_exist: bool, workspace: Path | None = None
+) -> PlanPathResult:
     """Check a model-supplied plan name against the plans directory.
 
     `name` None means `PLAN.md`. With `must_exist=False` (plan_write) an accepted name may
     not exist yet; with `must_exist=True` (exit_plan_mode) it must be an existing regular
-    file that is not empty (whitespace only counts as empty). `resolved` is the absolute
-    path after symlinks — the path to read or write.
+    file that is not empty (whitespace only counts as empty). `workspace` is the folder whose
+    `.plan-lsp/` holds the plans directory (inferred from `plans_dir` when None). `resolved`
+    is the absolute path to read or write; no link lies on its way.
     """
     if name is None:
         name = DEFAULT_PLAN_NAME
     lexical = _lexical_error(name)
     if lexical is not None:
         return _refuse(lexical, name)
-
-    plans_root = _resolve(plans_dir)
-    if plans_root is None:
-        return _refuse(ACCESS_DENIED_UNRESOLVABLE, name)
-    if _plans_dir_escapes_workspace(plans_dir, plans_root):
-        return _refuse(ACCESS_DENIED_PLANS_DIR, name)
-    # Resolving after joining follows symlinks in every part, including folders in between.
-    candidate = _resolve(plans_root / name)
-    if candidate is None:
-        return _refuse(ACCESS_DENIED_UNRESOLVABLE, name)
-    if candidate == plans_root or not candidate.is_relative_to(plans_root):
-        return _refuse(ACCESS_DENIED_OUTSIDE, name)
-    # A symlink inside the plans dir may not lead to a hidden or non-Markdown target.
-    resolved_error = _parts_error(candidate.relative_to(plans_root).parts)
-    if resolved_error is not None:
-        return _refuse(resolved_error, name)
-
-    if candidate.exists() and not candidate.is_file():
-        return _refuse(PLAN_NOT_A_FILE, name)
+    plans = locate_plans_dir(plans_dir, workspace)
+    if isinstance(plans, str):
+        return PlanPathResult(ok=False, resolved=None, error=plans)
+    parts = name.split("/")
+    problem, exists = _walk_error(plans, parts)
+    if problem is not None:
+        return _refuse(problem, name)
+    candidate = plans.path.joinpath(*parts)
     if must_exist:
-        if not candidate.exists():
+        if not exists:
             return _refuse(PLAN_DOES_NOT_EXIST, name)
         if _is_blank(candidate):
             return _refuse(PLAN_IS_EMPTY, name)
@@ -183,8 +223,13 @@ def validate_plan_path(plans_dir: Path, name: str | None, *, must_exist: bool) -
 
 
 def _is_blank(path: Path) -> bool:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, flags)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return True
+        with os.fdopen(fd, "rb") as handle:
             # Reading in blocks: a huge file of spaces is still "empty", a plan returns early.
             while block := handle.read(65536):
                 if block.strip():
@@ -192,6 +237,47 @@ def _is_blank(path: Path) -> bool:
     except OSError:
         return True
     return True
+
+
+def _plan_file(plans_dir: Path, path: Path, workspace: Path | None) -> tuple[PlansDir, Path] | str:
+    """(plans directory, the checked path) for a plan file named by its path, or why not."""
+    plans = locate_plans_dir(plans_dir, workspace)
+    if isinstance(plans, str):
+        return plans
+    for base in (plans.path, plans_dir if plans_dir.is_absolute() else Path.cwd() / plans_dir):
+        try:
+            parts = path.relative_to(base).parts
+        except ValueError:
+            continue
+        if parts:
+            name = "/".join(parts)
+            checked = validate_plan_path(plans_dir, name, must_exist=False, workspace=workspace)
+            if not checked.ok or checked.resolved is None:
+                return checked.error or "invalid plan path"
+            return plans, Path(checked.resolved)
+    return ACCESS_DENIED_OUTSIDE.format(name=shown_name(str(path)))
+
+
+def plan_file_problem(plans_dir: Path, path: Path, *, workspace: Path | None = None) -> str | None:
+    """Why `write_plan_file` would refuse `path` now (the fixed message), or None."""
+    found = _plan_file(plans_dir, path, workspace)
+    return found if isinstance(found, str) else None
+
+
+def write_plan_file(
+    plans_dir: Path, path: Path, text: str, *, workspace: Path | None = None
+) -> Written:
+    """Write the plan file `path` (inside the plans directory) atomically.
+
+    The name is validated as `plan_write` validates the model's (so only Markdown files in
+    real folders of a plans directory below `.plan-lsp/` qualify) and written through
+    `safe_fs` from the workspace folder. Raises `WriteRefused` with the fixed message.
+    """
+    found = _plan_file(plans_dir, path, workspace)
+    if isinstance(found, str):
+        raise WriteRefused(found)
+    plans, target = found
+    return write_text(plans.anchor, target, text)
 
 
 # -- plan-lsp check plan-path ---------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""Workspace-edit gate: the one function every change to a file goes through.
+"""Workspace-edit gate: the one function every change a tool makes to a file goes through.
 
-Plan mode lets only files inside the plans directory change. Build mode lets files inside
-the workspace (or the plans directory) change. A document the client has open is changed
-through the editor (`workspace/applyEdit`), so its buffer and undo history stay coherent;
-anything else is written to disk atomically.
+Workspace tools (`write_file`, `edit_file`) may change files inside the workspace, in build
+mode only, and never anything inside `<workspace>/.plan-lsp/` (the server's state,
+configuration, plans and revisions). Plan tools (`plan_file=True`) may change only plan files:
+Markdown files in real folders of the plans directory below `.plan-lsp/`. A document the
+client has open is changed through the editor (`workspace/applyEdit`), so its buffer and undo
+history stay coherent; anything else is written to disk by `safe_fs.write_text`, anchored at
+the workspace folder, so a link on the way is refused when the file is opened.
 
 An edit carries the text it was computed against. If the file changed since (the user kept
 typing), the edit is replayed onto the current text when the two changes touch different
@@ -12,17 +15,17 @@ lines, and refused otherwise: what the user typed is never overwritten by a stal
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
-import stat
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from plan_lsp.policy.modes import WorkMode
+from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import EditorPort, FileEdit
+from plan_lsp.policy.safe_fs import read_text, write_text
+from plan_lsp.policy.server_dir import server_dir_refusal
 
 
 @dataclass(frozen=True)
@@ -90,49 +93,57 @@ def rebase_edit(base: str | None, new: str, current: str | None) -> tuple[str, b
     return "".join(merged), True
 
 
-def _read_disk(path: Path) -> str | None:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file in the same directory + os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def anchor_of(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The (resolved) workspace root `path` lies in; the deepest when roots nest."""
+    inside = [root.resolve() for root in roots if is_inside(path, root)]
+    return max(inside, key=lambda root: len(root.parts)) if inside else None
 
 
 def edit_refusal(
     path: Path, mode: WorkMode, plans_dir: Path, workspace_roots: list[Path]
 ) -> str | None:
-    """Why a change to `path` (already resolved) is refused in `mode`, or None."""
-    in_plans = is_inside(path, plans_dir)
-    if mode is WorkMode.PLAN and not in_plans:
+    """Why a workspace tool may not change `path` (already resolved) in `mode`, or None."""
+    refusal = server_dir_refusal(path, workspace_roots)
+    if refusal is not None:
+        return refusal
+    if mode is WorkMode.PLAN:
         return (
-            f"plan mode: only the plan document may change (files inside {plans_dir}); "
-            f"{path} is outside it"
+            f"plan mode: only the plan document may change (files inside {plans_dir}, "
+            f"with plan_write); {path} is outside it"
         )
-    if not in_plans and not any(is_inside(path, root) for root in workspace_roots):
+    if anchor_of(path, workspace_roots) is None:
         return f"{path} is outside the workspace; only files inside it may change"
     return None
+
+
+def _plan_target(
+    raw: Path, plans_dir: Path, workspace_roots: list[Path]
+) -> tuple[Path, Path] | str:
+    """(the plan file to write, its workspace root) or why a plan tool may not write `raw`."""
+    for base in (plans_dir, plans_dir.resolve()):
+        try:
+            name = raw.relative_to(base).as_posix()
+            break
+        except ValueError:
+            continue
+    else:
+        return f"{raw} is not inside the plans directory {plans_dir}"
+    workspace = next(
+        (
+            root
+            for root in workspace_roots
+            if plans_dir.is_relative_to(root) or plans_dir.is_relative_to(root.resolve())
+        ),
+        None,
+    )
+    checked = validate_plan_path(plans_dir, name, must_exist=False, workspace=workspace)
+    if not checked.ok or checked.resolved is None:
+        return checked.error or "invalid plan path"
+    resolved = Path(checked.resolved)
+    anchor = anchor_of(resolved, workspace_roots) if workspace is not None else None
+    if anchor is None:
+        return f"the plans directory {plans_dir} is not inside a workspace folder"
+    return resolved, anchor
 
 
 async def apply_file_edit(
@@ -141,21 +152,36 @@ async def apply_file_edit(
     plans_dir: Path,
     workspace_roots: list[Path],
     editor: EditorPort,
+    *,
+    plan_file: bool = False,
 ) -> EditResult:
-    """Apply one whole-file change if the mode and location allow it."""
+    """Apply one whole-file change if the mode and location allow it.
+
+    `plan_file=False` (workspace tools): build mode, inside the workspace, outside
+    `.plan-lsp/`. `plan_file=True` (plan tools): a plan file in the plans directory only.
+    """
     raw = Path(edit.path)
     if "\x00" in str(raw):
         return EditResult(False, raw, "the path contains a NUL byte")
     if not raw.is_absolute():
         base = workspace_roots[0] if workspace_roots else plans_dir
         raw = base / raw
-    try:
-        resolved = raw.resolve()
-    except (OSError, RuntimeError) as exc:
-        return EditResult(False, raw, f"cannot resolve {raw}: {exc}")
-    refusal = edit_refusal(resolved, mode, plans_dir, workspace_roots)
-    if refusal is not None:
-        return EditResult(False, resolved, refusal)
+    if plan_file:
+        target = _plan_target(raw, plans_dir, workspace_roots)
+        if isinstance(target, str):
+            return EditResult(False, raw, target)
+        resolved, anchor = target
+    else:
+        try:
+            resolved = raw.resolve()
+        except (OSError, RuntimeError) as exc:
+            return EditResult(False, raw, f"cannot resolve {raw}: {exc}")
+        refusal = edit_refusal(resolved, mode, plans_dir, workspace_roots)
+        if refusal is not None:
+            return EditResult(False, resolved, refusal)
+        found = anchor_of(resolved, workspace_roots)
+        assert found is not None  # edit_refusal refuses paths outside every root
+        anchor = found
     if resolved.is_dir():
         return EditResult(False, resolved, f"{resolved} is a directory")
 
@@ -180,7 +206,7 @@ async def apply_file_edit(
         return EditResult(True, resolved, via="editor", text=text, rebased=rebased)
 
     try:
-        current = _read_disk(resolved)
+        current = read_text(anchor, resolved)
     except UnicodeDecodeError:
         return EditResult(False, resolved, f"{resolved} is not a UTF-8 text file")
     except OSError as exc:
@@ -189,10 +215,12 @@ async def apply_file_edit(
         text, rebased = rebase_edit(edit.old_text, edit.new_text, current)
     except StaleEdit as exc:
         return EditResult(False, resolved, f"{resolved}: {exc}", via="disk")
+    if text == current:
+        return EditResult(True, resolved, via="disk", text=text, rebased=rebased)
     try:
-        write_atomic(resolved, text)
+        written = write_text(anchor, resolved, text)
     except OSError as exc:
         return EditResult(False, resolved, f"cannot write {resolved}: {exc.strerror or exc}")
     return EditResult(
-        True, resolved, via="disk", text=text, rebased=rebased, created=current is None
+        True, resolved, via="disk", text=text, rebased=rebased, created=written.created
     )

@@ -134,25 +134,33 @@ class PlanLanguageServer(LanguageServer):
     # -- the server's own writes --------------------------------------------------------------
 
     def write_file(self, path: Path, text: str) -> None:
-        """Every file the server itself writes goes through the one atomic writer."""
-        from plan_lsp.plan.document import atomic_write_text
+        """Every file the server itself writes goes through the one safe writer: plan files
+        as plan files (validated, below `.plan-lsp/`, no link on the way), anything else
+        inside a workspace folder but never inside `.plan-lsp/`. Raises OSError."""
+        from plan_lsp.policy.plan_paths import write_plan_file
+        from plan_lsp.policy.safe_fs import WriteRefused, write_text
+        from plan_lsp.policy.server_dir import server_dir_refusal
+        from plan_lsp.policy.workspace_edit import anchor_of
 
-        atomic_write_text(path, text)
+        ctx = self.workspaces.find_for_path(path)
+        if ctx is None:
+            raise WriteRefused(f"{path} is outside every workspace folder")
+        if path.parent == ctx.plans_dir or ctx.plans_dir in path.parents:
+            write_plan_file(ctx.plans_dir, path, text, workspace=ctx.root)
+            return
+        roots = self.workspaces.roots
+        refusal = server_dir_refusal(path, roots)
+        anchor = anchor_of(path, roots)
+        if refusal is not None or anchor is None:
+            raise WriteRefused(refusal or f"{path} is outside every workspace folder")
+        write_text(anchor, path, text)
 
     def write_revision(self, ctx: WorkspaceContext, rev: int, text: str) -> Path:
         """Earlier plan revisions as read-only files under .plan-lsp/revisions (never in the
         plans directory, so they are never mistaken for a plan)."""
-        from plan_lsp.plan.document import atomic_write_text
+        from plan_lsp.policy.server_dir import write_revision
 
-        folder = ctx.root / ".plan-lsp" / "revisions"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"PLAN.rev{rev}.md"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            if path.exists():
-                path.chmod(0o644)
-            atomic_write_text(path, text)
-        path.chmod(0o444)
-        return path
+        return write_revision(ctx.root, rev, text)
 
     # -- logging -------------------------------------------------------------------------------
 

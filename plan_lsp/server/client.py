@@ -52,9 +52,13 @@ class ClientSupport:
     document_changes: bool = False
     create_files: bool = False
     code_lens_refresh: bool = False
+    # Editing a file the client has not opened makes it load the file without asking.
+    silent_load_on_edit: bool = False
 
     @classmethod
-    def from_capabilities(cls, caps: types.ClientCapabilities | None) -> ClientSupport:
+    def from_capabilities(
+        cls, caps: types.ClientCapabilities | None, client_name: str = ""
+    ) -> ClientSupport:
         if caps is None:
             return cls()
         experimental = to_plain(caps.experimental) if caps.experimental is not None else None
@@ -78,6 +82,10 @@ class ClientSupport:
             code_lens_refresh=bool(
                 workspace and workspace.code_lens and workspace.code_lens.refresh_support
             ),
+            # A client that declares no window capabilities at all is a minimal one: eglot 1.9
+            # (no clientInfo either) asks "Server wants to edit …?" before touching a file it
+            # does not visit, whatever `eglot-confirm-server-initiated-edits` says.
+            silent_load_on_edit=window is not None and client_name.strip().lower() != "eglot",
         )
 
 
@@ -95,8 +103,9 @@ class ClientChannel:
         self._progress_ended_early: dict[str, str] = {}
         self._tasks: set[asyncio.Future[None]] = set()
 
-    def initialized(self, caps: types.ClientCapabilities | None) -> None:
-        self.support = ClientSupport.from_capabilities(caps)
+    def initialized(self, params: types.InitializeParams) -> None:
+        name = params.client_info.name if params.client_info else ""
+        self.support = ClientSupport.from_capabilities(params.capabilities, name)
 
     # -- notifications ------------------------------------------------------------------------
 

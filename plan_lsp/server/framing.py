@@ -21,7 +21,6 @@ class GuardedStdin:
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
-        self.refused_frames = 0
 
     def readline(self) -> bytes:
         line = self.raw.readline(MAX_HEADER_LINE)
@@ -29,7 +28,6 @@ class GuardedStdin:
         if match and int(match.group(1)) > MAX_CONTENT_LENGTH:
             # Renamed, pygls ignores it: the blank line that follows reads no body, and the
             # stream resynchronises on the next valid header.
-            self.refused_frames += 1
             return b"X-Refused-Content-Length: " + match.group(1)[:32] + b"\r\n"
         return line
 

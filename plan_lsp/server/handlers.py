@@ -4,6 +4,7 @@ exactly what is registered here."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_
 from plan_lsp.server.plain import to_plain
 
 Handler = Callable[[PlanLanguageServer, Any], Any]
+
+WATCH_DELAY_S = 0.5
 
 # Custom requests: answered in message order when synchronous (a didChange is applied before
 # the request that follows it), awaited when asynchronous.
@@ -79,7 +82,7 @@ def register(ls: PlanLanguageServer) -> None:
         options = to_plain(params.initialization_options) if params.initialization_options else {}
         ls.workspaces.init_options = options if isinstance(options, dict) else {}
         ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
-        ls.client.initialized(params.capabilities)
+        ls.client.initialized(params)
         level = ls.workspaces.init_options.get("logLevel")
         if level in ("debug", "info", "warning", "error") and "log_level" not in ls.cli_overrides:
             from plan_lsp.logs import set_log_level
@@ -91,13 +94,14 @@ def register(ls: PlanLanguageServer) -> None:
         contexts = ls.workspaces.all()  # sessions restore now: warnings reach the user now
         for ctx in contexts:
             ctx.runs.push_state()
-        ls.watchers.start(contexts)
+        # Watching plan files on disk can wait a moment: its imports would otherwise delay
+        # the client's first requests (tests/bench/bench_startup.py).
+        asyncio.get_running_loop().call_later(WATCH_DELAY_S, ls.watchers.start, contexts)
 
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:
-        for ctx in ls.workspaces.created():
-            await ctx.runs.close()
         await ls.watchers.stop()
+        await ls.workspaces.close()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PlanLanguageServer, params: types.DidOpenTextDocumentParams) -> None:

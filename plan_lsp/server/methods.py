@@ -15,6 +15,7 @@ from pygls.uris import to_fs_path
 
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
+from plan_lsp.policy.plan_paths import plan_file_problem
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy
 from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode
@@ -180,6 +181,9 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
         )
         if answer != "Approve anyway":
             return state_json(ctx)
+    problem = plan_file_problem(ctx.plans_dir, path, workspace=ctx.root)
+    if problem is not None:
+        raise RequestFailed(f"cannot approve: the plan cannot be saved: {problem}")
     try:
         approved = session.approve(path, text, p.permissionMode, Actor.USER)
     except TransitionRefused as exc:

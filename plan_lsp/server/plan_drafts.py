@@ -115,7 +115,7 @@ class LspPlanDrafts:
         if await client.show_document(uri, take_focus=False):
             return await self._wait_open(path)
         # Not shown (no showDocument, or the client said no or answered null):
-        if client.support.apply_edit:
+        if client.support.apply_edit and client.support.silent_load_on_edit:
             # A change that changes nothing still makes Neovim and Emacs load the file.
             noop = types.TextEdit(
                 range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), new_text=""
@@ -143,6 +143,11 @@ class LspPlanDrafts:
         finally:
             documents.remove_listener(_seen)
         return documents.get(path) is not None
+
+    async def show(self, path: Path) -> None:
+        """The plan is on disk now: bring it up in the editor if it is not open yet."""
+        if self.ls.documents.get(path) is None:
+            await self.ls.client.show_document(uri_of(path), take_focus=False)
 
     def feed(self, path: Path, arguments_delta: str) -> None:
         stream = self._streams.get(path)

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plan_lsp.plan.document import TEMP_PREFIX
+from plan_lsp.policy.safe_fs import TEMP_PREFIX
 from plan_lsp.session import PlanStatus
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ class PlanWatchers:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self, contexts: list[WorkspaceContext]) -> None:
+        if self._stop.is_set():
+            return  # shut down before the watchers were due
         for ctx in contexts:
             self._tasks.append(asyncio.ensure_future(self._watch(ctx)))
 
@@ -37,13 +39,20 @@ class PlanWatchers:
         self._tasks.clear()
 
     async def _watch(self, ctx: WorkspaceContext) -> None:
+        # Not recursive: watchfiles follows links while walking, and a repository could ship
+        # a link in the plans folder that makes it walk (and watch) all of /usr.
         from watchfiles import awatch
 
-        plans = ctx.plans_dir
+        from plan_lsp.policy.server_dir import ensure_plans_dir
+
         try:
-            plans.mkdir(parents=True, exist_ok=True)
+            plans = ensure_plans_dir(ctx.plans_dir, ctx.root)
+        except OSError as exc:
+            log.warning("plan changes on disk will not be noticed: %s", exc)
+            return
+        try:
             async for changes in awatch(
-                plans, debounce=50, step=10, stop_event=self._stop, recursive=True
+                plans, debounce=50, step=10, stop_event=self._stop, recursive=False
             ):
                 for _change, raw in changes:
                     path = Path(raw)

@@ -78,6 +78,7 @@ class RunManager:
                     notify=self.notify,
                 ),
                 self.ctx.plan_shell,
+                mcp=self.ctx.mcp,
             )
         return self._agent
 

@@ -15,10 +15,11 @@ from plan_lsp.policy.execution import default_sandbox_probe
 from plan_lsp.providers.base import Provider, ProviderError
 from plan_lsp.server.runs import RunManager
 from plan_lsp.session import Session, StateStore
-from plan_lsp.session.model import ProviderInfo
+from plan_lsp.session.model import McpServerStatus, ProviderInfo
 
 if TYPE_CHECKING:
     from plan_lsp.server.app import PlanLanguageServer
+    from plan_lsp.tools.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,27 @@ class WorkspaceContext:
         self.plan_shell = effective_plan_shell(config)
         self._provider: Provider | None = None
         self.runs = RunManager(ls, self)
+        self.mcp = self._make_mcp()
+
+    def _make_mcp(self) -> McpManager | None:
+        """The workspace's MCP tool sources (user-level configuration only); their status is
+        part of the session's state. Servers start when the first run needs their tools."""
+        if not self.config.mcp.configured and not self.config.mcp.invalid:
+            return None
+        from plan_lsp.tools.mcp.manager import McpManager
+
+        manager = McpManager(
+            self.config.mcp,
+            self.root,
+            notify=lambda message: self.runs.notify({"kind": "error", "message": message}),
+        )
+        manager.add_listener(self._mcp_changed)
+        return manager
+
+    def _mcp_changed(self) -> None:
+        if self.mcp is not None:
+            states = [McpServerStatus(**s.model_dump(mode="json")) for s in self.mcp.status()]
+            self.session.set_context(mcpServers=states)
 
     @property
     def plans_dir(self) -> Path:
@@ -183,8 +205,12 @@ class WorkspaceContext:
             provider=self.provider_info(),
             configWarnings=self.config_warnings,
         )
+        self._mcp_changed()
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        await self.runs.close()
+        if self.mcp is not None:
+            await self.mcp.close()
         self.store.close()
 
 
@@ -251,9 +277,9 @@ class Workspaces:
         ctx.describe()
         return ctx
 
-    def close(self) -> None:
+    async def close(self) -> None:
         for ctx in self._contexts.values():
-            ctx.close()
+            await ctx.close()
 
 
 def _warning() -> Any:

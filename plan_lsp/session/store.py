@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plan_lsp.policy.server_dir import prepare_state_file
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -99,6 +101,10 @@ class StateStore:
     # -- opening ---------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        problem = prepare_state_file(self.path)
+        if problem is not None:
+            self._warn(f"plan-lsp: state is kept in memory only (not saved): {problem}")
+            self.path = Path(":memory:")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._connect_checked()

@@ -4,6 +4,8 @@ Neither writes anything itself: both compute the new text and hand it to the wor
 gate (`policy.workspace_edit.apply_file_edit`) with the work mode at that very moment, so
 even a call already past the execution gate cannot change a file once the session is in plan
 mode. Without a mode provider in the context the tools assume plan mode (fail closed).
+Nothing inside `<workspace>/.plan-lsp/` is theirs to change, in any mode: the refusal comes
+before the file is even read, and names the path.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileEdit
+from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.policy.workspace_edit import apply_file_edit
+from plan_lsp.policy.server_dir import server_dir_refusal
+from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
@@ -42,11 +46,9 @@ def _current_text(ctx: ToolContext, path: Path) -> str | None:
     buffer = open_text(ctx, path)
     if buffer is not None:
         return buffer
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
+    anchor = anchor_of(path, ctx.workspace_roots)
+    # Read like the gate writes: no link followed, no FIFO blocked on.
+    return read_text(anchor, path) if anchor is not None else None
 
 
 def _count(text: str, needle: str) -> int:
@@ -72,10 +74,25 @@ async def _apply(ctx: ToolContext, path: Path, new_text: str, old_text: str | No
     lines = len(new_text.splitlines())
     verb = "created" if result.created else "updated"
     extra = " (merged with changes made meanwhile)" if result.rebased else ""
+    on_disk = result.via != "editor" or _disk_holds(path, result.text)
+    if not on_disk:
+        # The buffer had unsaved changes of the user's: they are never saved behind their back.
+        extra += (
+            "; the change is in the editor's buffer only: the file has unsaved changes there, "
+            "so commands reading the file from disk see the old text until the user saves it"
+        )
     return ToolResult(
         content=f"{verb} {shown} ({lines} line{'' if lines == 1 else 's'}){extra}",
-        data={"path": shown, "via": result.via, "created": result.created},
+        data={"path": shown, "via": result.via, "created": result.created, "onDisk": on_disk},
     )
+
+
+def _disk_holds(path: Path, text: str | None) -> bool:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:
@@ -84,6 +101,9 @@ def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] |
     except PathRefused as exc:
         return ToolResult.error("path_refused", str(exc))
     shown = display_path(path, ctx.workspace_roots)
+    refusal = server_dir_refusal(path, ctx.workspace_roots, shown)
+    if refusal is not None:
+        return ToolResult.error("edit_refused", refusal, path=shown)
     if path.is_dir():
         return ToolResult.error("is_directory", f"{shown} is a directory")
     try:

@@ -4,7 +4,7 @@ Run as `python tests/bench/_instrumented_server.py serve ...` (same argv as `pla
 It wraps, in this process only:
 
 - the scripted provider's event stream: the time each model delta is emitted;
-- `DocumentTracker.send_change`: the time each `workspace/applyEdit` leaves the server
+- `ClientChannel.apply_edit`: the time each `workspace/applyEdit` leaves the server
   (the change is computed and written to the transport in the same event-loop step);
 
 and adds one request, `bench/timings` → `{"deltas": [[t, kind, chars]], "edits": [[t, chars]]}`,
@@ -17,22 +17,22 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
+
+from lsprotocol import types
 
 import plan_lsp.server as server_pkg
 from plan_lsp.cli import main
-from plan_lsp.plan.streaming import TextChange
 from plan_lsp.providers.base import StreamEvent, TextDelta, ToolCallArgsDelta
 from plan_lsp.providers.scripted import ScriptedProvider, ScriptedTurn
 from plan_lsp.server.app import PlanLanguageServer
-from plan_lsp.server.documents import DocumentTracker
+from plan_lsp.server.client import ClientChannel
 
 DELTAS: list[tuple[float, str, int]] = []
 EDITS: list[tuple[float, int]] = []
 
 _original_play = ScriptedProvider._play
-_original_send_change = DocumentTracker.send_change
+_original_apply_edit = ClientChannel.apply_edit
 _original_create_server = server_pkg.create_server
 
 
@@ -47,9 +47,15 @@ async def _timed_play(
         yield event
 
 
-async def _timed_send_change(self: DocumentTracker, path: Path, change: TextChange) -> bool:
-    EDITS.append((time.monotonic(), len(change.text)))
-    return await _original_send_change(self, path, change)
+async def _timed_apply_edit(self: ClientChannel, edit: types.WorkspaceEdit, label: str) -> bool:
+    chars = 0
+    for change in edit.document_changes or []:
+        if isinstance(change, types.TextDocumentEdit):
+            chars += sum(len(e.new_text) for e in change.edits if isinstance(e, types.TextEdit))
+    for edits in (edit.changes or {}).values():
+        chars += sum(len(e.new_text) for e in edits)
+    EDITS.append((time.monotonic(), chars))
+    return await _original_apply_edit(self, edit, label)
 
 
 def _create_server(cli_overrides: dict[str, Any] | None = None) -> PlanLanguageServer:
@@ -63,7 +69,7 @@ def _create_server(cli_overrides: dict[str, Any] | None = None) -> PlanLanguageS
 
 
 ScriptedProvider._play = _timed_play  # type: ignore[method-assign]
-DocumentTracker.send_change = _timed_send_change  # type: ignore[method-assign]
+ClientChannel.apply_edit = _timed_apply_edit  # type: ignore[method-assign]
 server_pkg.create_server = _create_server
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ class NullDrafts:
     async def complete(self, path: Path, content: str) -> None:
         return None
 
+    async def show(self, path: Path) -> None:
+        return None
+
     def buffer_text(self, path: Path) -> str | None:
         return None
 

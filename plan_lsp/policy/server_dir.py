@@ -1,0 +1,188 @@
+"""The server's own folder, `<workspace>/.plan-lsp/`: where plans, revisions and state live,
+and who may write there.
+
+- The plans directory must be a folder below `.plan-lsp/` (default `.plan-lsp/plans`; never
+  `.plan-lsp` itself, never `revisions`), reached without a symbolic link: `.plan-lsp`, the
+  plans folder and every folder on the way must be real folders. A configured location
+  elsewhere is refused here, whatever the configuration layer allowed.
+- Tools never change anything inside `.plan-lsp/` (`server_dir_refusal`); plan files change
+  through the plan tools and the server (`plan_paths.write_plan_file`), revisions through
+  `write_revision`, state through SQLite after `prepare_state_file` checked its files.
+- Every write goes through `safe_fs`, anchored at the workspace folder, so a link that appears
+  after these checks is still refused when the file is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from plan_lsp.policy.safe_fs import (
+    WriteRefused,
+    ensure_folder,
+    link_problem,
+    read_text,
+    write_text,
+)
+
+SERVER_DIR = ".plan-lsp"
+REVISIONS_DIR = "revisions"
+# Mode asked of open(2) for revision files (the umask applies): read-only copies.
+REVISION_MODE = 0o444
+
+ACCESS_DENIED_PLANS_DIR_OUTSIDE = (
+    "Access denied: the plans directory {plans_dir} is not a folder inside {server_dir} "
+    f"(nor {SERVER_DIR}/{REVISIONS_DIR})"
+)
+ACCESS_DENIED_PLANS_DIR_LINK = (
+    "Access denied: the plans directory cannot be reached without following a link: {problem}"
+)
+
+
+@dataclass(frozen=True)
+class PlansDir:
+    """A plans directory known to lie below `<anchor>/.plan-lsp/`."""
+
+    # The workspace folder (resolved): the trusted anchor every walk starts from.
+    anchor: Path
+    # Components below the anchor, the first being `.plan-lsp`.
+    parts: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        return self.anchor.joinpath(*self.parts)
+
+
+def _absolute(path: Path) -> Path:
+    return path if path.is_absolute() else Path.cwd() / path
+
+
+def _infer_workspace(plans_dir: Path) -> Path | None:
+    """The folder holding the nearest `.plan-lsp` above `plans_dir`, if any."""
+    parts = plans_dir.parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] == SERVER_DIR:
+            return Path(*parts[:index])
+    return None
+
+
+def _parts_below(path: Path, workspace: Path) -> tuple[str, ...] | None:
+    for base in (workspace, workspace.resolve()):
+        try:
+            return path.relative_to(base).parts
+        except ValueError:
+            continue
+    return None
+
+
+def locate_plans_dir(plans_dir: Path, workspace: Path | None = None) -> PlansDir | str:
+    """Where `plans_dir` lies below `workspace` (inferred from `plans_dir` when None), or
+    the fixed message why it may not hold plans."""
+    plans_dir = _absolute(plans_dir)
+    workspace = _absolute(workspace) if workspace is not None else _infer_workspace(plans_dir)
+    parts = _parts_below(plans_dir, workspace) if workspace is not None else None
+    if (
+        workspace is None
+        or parts is None
+        or len(parts) < 2
+        or parts[0] != SERVER_DIR
+        or parts[1] == REVISIONS_DIR
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        shown_ws = workspace if workspace is not None else "<workspace>"
+        return ACCESS_DENIED_PLANS_DIR_OUTSIDE.format(
+            plans_dir=plans_dir, server_dir=f"{shown_ws}/{SERVER_DIR}/"
+        )
+    try:
+        anchor = workspace.resolve()
+    except (OSError, RuntimeError) as exc:
+        return ACCESS_DENIED_PLANS_DIR_LINK.format(problem=f"{workspace}: {exc}")
+    located = PlansDir(anchor, parts)
+    problem = link_problem(anchor, located.path, folder=True)
+    if problem is not None:
+        return ACCESS_DENIED_PLANS_DIR_LINK.format(problem=problem)
+    return located
+
+
+def ensure_plans_dir(plans_dir: Path, workspace: Path | None = None) -> Path:
+    """Create the plans directory (and `.plan-lsp`) without following links; its path."""
+    located = locate_plans_dir(plans_dir, workspace)
+    if isinstance(located, str):
+        raise WriteRefused(located)
+    ensure_folder(located.anchor, located.path)
+    return located.path
+
+
+def server_dir_refusal(path: Path, roots: Sequence[Path], shown: str | None = None) -> str | None:
+    """Why no tool may change `path`: it lies inside a workspace's `.plan-lsp/`, or None.
+
+    Compared by name, case-insensitively (a case-insensitive filesystem opens `.PLAN-LSP`
+    as `.plan-lsp`); pass `path` resolved so links into the folder are caught too.
+    """
+    for root in roots:
+        parts = _parts_below(path, root)
+        if parts and parts[0].casefold() == SERVER_DIR:
+            name = shown or "/".join(parts)
+            return (
+                f"{name} is inside {SERVER_DIR}/, the server's own folder (its state, "
+                "configuration, plans and revisions); no tool may change it. Plans change "
+                "only through plan_write in plan mode, or in the editor"
+            )
+    return None
+
+
+def revision_path(workspace: Path, rev: int) -> Path:
+    return workspace.resolve() / SERVER_DIR / REVISIONS_DIR / f"PLAN.rev{rev}.md"
+
+
+def write_revision(workspace: Path, rev: int, text: str) -> Path:
+    """Keep revision `rev` as a read-only file under `.plan-lsp/revisions/` (never in the
+    plans directory); its path. An unchanged copy is left alone; a link, FIFO or folder
+    under its name (or on the way) is refused, never followed or chmod-ed."""
+    anchor = workspace.resolve()
+    path = revision_path(workspace, rev)
+    try:
+        current = read_text(anchor, path)
+    except UnicodeDecodeError:
+        current = None
+    if current != text:
+        write_text(anchor, path, text, mode=REVISION_MODE)
+    return path
+
+
+_STATE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def prepare_state_file(db_path: Path) -> str | None:
+    """Make `<workspace>/.plan-lsp/` for the state database without following links, and
+    say why the database may not be kept at `db_path` (None when it may).
+
+    SQLite follows a link at the database's own name and writes in place into a file with
+    other hard links, so any of those would let a repository point the server's writes at
+    one of its files.
+    """
+    folder = db_path.parent
+    if folder.name != SERVER_DIR:
+        return None  # not the workspace layout (a test or an explicit path): not ours to police
+    try:
+        ensure_folder(folder.parent.resolve(), folder.parent.resolve() / SERVER_DIR)
+    except OSError as exc:
+        return str(exc)
+    for suffix in _STATE_SUFFIXES:
+        name = db_path.name + suffix
+        try:
+            st = os.lstat(folder / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"cannot inspect {SERVER_DIR}/{name}: {exc.strerror or exc}"
+        if stat.S_ISLNK(st.st_mode):
+            return f"{SERVER_DIR}/{name} is a symbolic link"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{SERVER_DIR}/{name} is not a regular file"
+        if st.st_nlink > 1:
+            return f"{SERVER_DIR}/{name} has other hard links"
+    return None

@@ -1,0 +1,179 @@
+"""From an MCP server's tool listing to our tool definitions: names and safety labels.
+
+Pure functions over plain values (no SDK types), so the rules are easy to test:
+
+- names: `mcp__<server>__<tool>`, made to fit what model providers accept
+  (`^[a-zA-Z0-9_-]{1,64}$`); two tools that would get one name are refused, never merged;
+- safety: `read_only` only when the user listed the tool in `read_only_tools`, or trusts
+  the server's hints and the annotations explicitly say read-only, not destructive and not
+  open-world (absent hints take the MCP defaults: destructive and open-world). Everything
+  else is `side_effect`, so both gates treat it like `write_file`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.tools.mcp.config import McpServerConfig
+
+PREFIX = "mcp__"
+SEPARATOR = "__"
+MAX_NAME = 64
+PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_UNSAFE_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+# A server describes its own tools; what it may put in front of the model is bounded.
+MAX_DESCRIPTION_CHARS = 4000
+MAX_SCHEMA_CHARS = 50_000
+# Extra time the runner gives a call beyond the server's own timeout, so the MCP timeout
+# (with its clearer message) reports first.
+TIMEOUT_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One entry of a server's `tools/list`, in wire terms."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    # Wire keys: readOnlyHint, destructiveHint, idempotentHint, openWorldHint.
+    annotations: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AdaptedTool:
+    server: str
+    mcp_name: str
+    definition: ToolDefinition
+    # Why the safety label is what it is, in words (for logs and tests).
+    safety_reason: str
+
+
+def qualified_name(server: str, tool: str) -> str:
+    """`mcp__<server>__<tool>`; characters providers refuse become `_`, and a name past 64
+    characters keeps a short hash of the original so it stays distinct."""
+    safe_tool = _UNSAFE_CHARS.sub("_", tool)
+    name = f"{PREFIX}{server}{SEPARATOR}{safe_tool}"
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    keep = MAX_NAME - len(PREFIX) - len(server) - len(SEPARATOR) - len(digest) - 1
+    return f"{PREFIX}{server}{SEPARATOR}{safe_tool[:keep]}-{digest}"
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """(server, sanitized tool) of a qualified name, or None when it is not one."""
+    if not name.startswith(PREFIX):
+        return None
+    server, sep, tool = name[len(PREFIX) :].partition(SEPARATOR)
+    return (server, tool) if sep and server and tool else None
+
+
+def _hint(annotations: Mapping[str, Any] | None, key: str, default: bool) -> bool:
+    value = (annotations or {}).get(key)
+    return value if isinstance(value, bool) else default
+
+
+def decide_safety(
+    server: McpServerConfig, tool: str, annotations: Mapping[str, Any] | None
+) -> tuple[Safety, str]:
+    """The safety label of one MCP tool, and why."""
+    if tool in server.read_only_tools:
+        return Safety.READ_ONLY, f"listed in read_only_tools of MCP server '{server.name}'"
+    claims_read_only = _hint(annotations, "readOnlyHint", False)
+    if not server.trust_read_only_hint:
+        if claims_read_only:
+            return Safety.SIDE_EFFECT, (
+                "the server marks it read-only, but its hints are not trusted "
+                "(trust_read_only_hint is off) and it is not in read_only_tools"
+            )
+        return Safety.SIDE_EFFECT, "not listed in read_only_tools"
+    destructive = _hint(annotations, "destructiveHint", True)
+    open_world = _hint(annotations, "openWorldHint", True)
+    if claims_read_only and not destructive and not open_world:
+        return Safety.READ_ONLY, (
+            "the server marks it read-only, not destructive and not open-world, and "
+            "trust_read_only_hint is on"
+        )
+    missing = [
+        label
+        for label, bad in (
+            ("readOnlyHint is not true", not claims_read_only),
+            ("destructiveHint is not false", destructive),
+            ("openWorldHint is not false", open_world),
+        )
+        if bad
+    ]
+    return Safety.SIDE_EFFECT, "its annotations do not prove it read-only: " + ", ".join(missing)
+
+
+def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any] | str:
+    """The schema sent to the model, or why the tool cannot be offered."""
+    out = dict(schema)
+    if "type" not in out:
+        out["type"] = "object"
+    if out["type"] != "object":
+        return f"its input schema is of type {str(out['type'])[:40]!r}, not an object"
+    try:
+        size = len(json.dumps(out))
+    except (TypeError, ValueError):
+        return "its input schema is not JSON"
+    if size > MAX_SCHEMA_CHARS:
+        return f"its input schema is {size:,} characters long (at most {MAX_SCHEMA_CHARS:,})"
+    return out
+
+
+def _description(server: str, text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
+    return f"[MCP server '{server}'] {text}" if text else f"[MCP server '{server}']"
+
+
+def adapt_tools(
+    server: McpServerConfig, listed: list[ListedTool]
+) -> tuple[list[AdaptedTool], list[str]]:
+    """Definitions for a server's tools, and a warning per tool that cannot be offered."""
+    adapted: list[AdaptedTool] = []
+    warnings: list[str] = []
+    taken: dict[str, str] = {}
+    for tool in listed:
+        label = f"MCP server '{server.name}': tool {tool.name[:80]!r}"
+        if not tool.name:
+            warnings.append(f"MCP server '{server.name}': a tool without a name was ignored")
+            continue
+        name = qualified_name(server.name, tool.name)
+        if name in taken:
+            warnings.append(
+                f"{label} and {taken[name][:80]!r} both become {name}; "
+                f"{tool.name[:80]!r} is not offered"
+            )
+            continue
+        schema = _input_schema(tool.input_schema)
+        if isinstance(schema, str):
+            warnings.append(f"{label} is not offered: {schema}")
+            continue
+        taken[name] = tool.name
+        safety, reason = decide_safety(server, tool.name, tool.annotations)
+        definition = ToolDefinition(
+            name=name,
+            description=_description(server.name, tool.description),
+            input_schema=schema,
+            safety=safety,
+            timeout_s=server.timeout_s + TIMEOUT_GRACE_S,
+        )
+        adapted.append(AdaptedTool(server.name, tool.name, definition, reason))
+    listed_names = {t.name for t in listed}
+    for wanted in server.read_only_tools:
+        if wanted not in listed_names:
+            warnings.append(
+                f"MCP server '{server.name}': read_only_tools names {wanted[:80]!r}, "
+                "which the server does not list"
+            )
+    return adapted, warnings

@@ -1,0 +1,238 @@
+"""All MCP servers of one workspace: lazy start, status, and the tools they add.
+
+The server layer holds one `McpManager` per workspace (status for `planLsp/state`,
+`close()` at shutdown); the agent calls `sync(registry)` before every model request, which
+starts the servers the first time, waits for restarts and re-listings in progress, and
+makes the registry hold exactly the tools of the ready servers. Every MCP tool runs through
+`tools/runner.py` like any other: the implementation registered here only forwards the
+call and turns the answer into an observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
+from plan_lsp.tools.bash import shell_env
+from plan_lsp.tools.mcp.adapter import AdaptedTool, adapt_tools
+from plan_lsp.tools.mcp.config import McpSettings
+from plan_lsp.tools.mcp.connection import McpCallError, McpConnection, ServerStatus
+from plan_lsp.tools.mcp.results import observation
+from plan_lsp.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+# How long a model request waits for a server that is restarting or re-listing its tools.
+SETTLE_TIMEOUT_S = 30.0
+
+
+class McpServerState(BaseModel):
+    """One entry of `planLsp/state.mcpServers`."""
+
+    name: str
+    status: ServerStatus
+    error: str | None = None
+    tools: list[str] = []
+
+
+def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a server starts with: the environment shell commands get (no model keys, no
+    `PLAN_LSP_*`, hardened git); the server's own `env` is added on top."""
+    return shell_env(dict(os.environ if base is None else base))
+
+
+class McpManager:
+    def __init__(
+        self,
+        settings: McpSettings,
+        workspace: Path,
+        *,
+        notify: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self._notify_cb = notify
+        self._listeners: list[Callable[[], None]] = []
+        base = server_env(environ)
+        self._connections: dict[str, McpConnection] = {
+            s.name: McpConnection(
+                s,
+                workspace,
+                {**base, **s.env},
+                on_change=self._changed,
+                notify=self._notify,
+            )
+            for s in settings.servers
+        }
+        self._started = False
+        self._adapted: dict[str, tuple[int, list[AdaptedTool]]] = {}
+        self._registered: set[str] = set()
+        self._warned: set[str] = set()
+
+    # -- for the server layer ----------------------------------------------------------------
+
+    @property
+    def configured(self) -> bool:
+        return self.settings.configured
+
+    def status(self) -> list[McpServerState]:
+        states = [
+            McpServerState(
+                name=c.name,
+                status=c.status,
+                error=c.error,
+                tools=[a.definition.name for a in self._adapt(c)],
+            )
+            for c in self._connections.values()
+        ]
+        states.extend(
+            McpServerState(
+                name=p.name, status=ServerStatus.FAILED, error=f"invalid configuration: {p.error}"
+            )
+            for p in self.settings.invalid
+        )
+        return states
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """`listener()` runs after every status or tool-list change."""
+        self._listeners.append(listener)
+
+    async def start(self, name: str | None = None) -> None:
+        """Start one server (or all); a failed one is tried again. Returns when each is
+        ready or failed."""
+        targets = self._targets(name)
+        self._first_start()
+        await asyncio.gather(*(c.start() for c in targets))
+
+    async def stop(self, name: str | None = None) -> None:
+        await asyncio.gather(*(c.stop() for c in self._targets(name)))
+
+    async def close(self) -> None:
+        """Stop every server (the process group is killed if it does not exit)."""
+        await self.stop()
+
+    # -- for the agent -----------------------------------------------------------------------
+
+    async def sync(self, registry: ToolRegistry) -> None:
+        """Before a model request: start the servers the first time, wait for restarts and
+        re-listings under way, and make `registry` hold the ready servers' tools."""
+        if not self._started:
+            self._first_start()
+            await asyncio.gather(*(c.start() for c in self._connections.values()))
+        else:
+            await asyncio.gather(*(c.settled(SETTLE_TIMEOUT_S) for c in self._connections.values()))
+        self._apply(registry)
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(adapted.definition, self._runner(connection, adapted))
+            for connection in self._connections.values()
+            for adapted in self._adapt(connection)
+        ]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _first_start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for problem in self.settings.invalid:
+            self._notify(
+                f"MCP server '{problem.name}' is not started: invalid configuration: "
+                f"{problem.error}"
+            )
+
+    def _targets(self, name: str | None) -> list[McpConnection]:
+        if name is None:
+            return list(self._connections.values())
+        connection = self._connections.get(name)
+        if connection is None:
+            raise KeyError(f"no MCP server named {name!r} is configured")
+        return [connection]
+
+    def _adapt(self, connection: McpConnection) -> list[AdaptedTool]:
+        if connection.status is not ServerStatus.READY:
+            return []
+        cached = self._adapted.get(connection.name)
+        if cached is not None and cached[0] == connection.generation:
+            return cached[1]
+        adapted, warnings = adapt_tools(connection.config, connection.tools)
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                self._notify(warning)
+        self._adapted[connection.name] = (connection.generation, adapted)
+        return adapted
+
+    def _apply(self, registry: ToolRegistry) -> None:
+        wanted = {tool.name: tool for tool in self.tools()}
+        for name in self._registered - wanted.keys():
+            registry.unregister(name)
+        registered: set[str] = set()
+        for name, tool in wanted.items():
+            if name in registry and name not in self._registered:
+                self._warn_once(f"MCP tool {name} was not added: a tool with that name exists")
+                continue
+            registry.register(tool, replace=True)
+            registered.add(name)
+        self._registered = registered
+
+    def _runner(self, connection: McpConnection, adapted: AdaptedTool) -> ToolImpl:
+        qualified = adapted.definition.name
+
+        async def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            # The call's cancel signal (the user cancelled, or switched to plan mode while a
+            # side-effect call runs) abandons the request; the server is told to stop it.
+            call = asyncio.ensure_future(connection.call(adapted.mcp_name, arguments))
+            stop = asyncio.ensure_future(ctx.cancel.wait())
+            try:
+                await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+                if not call.done():
+                    call.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, McpCallError):
+                        await call
+            if call.cancelled():
+                return ToolResult.error(
+                    "cancelled",
+                    f"{qualified} was cancelled; MCP server '{connection.name}' was asked to "
+                    "stop it",
+                    tool=qualified,
+                )
+            try:
+                result = call.result()
+            except McpCallError as exc:
+                return ToolResult.error(exc.code, exc.message, tool=qualified)
+            return observation(qualified, result)
+
+        return run
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            self._notify(message)
+
+    def _notify(self, message: str) -> None:
+        log.warning("%s", message)
+        if self._notify_cb is not None:
+            try:
+                self._notify_cb(message)
+            except Exception:
+                log.exception("MCP notice could not be delivered")
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("MCP status listener failed")

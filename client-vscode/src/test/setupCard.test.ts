@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChatState, initialChatState, reduce } from '../webview/chatState';
-import { CARD_COMMANDS, CardAction, fixAction, setupCardView } from '../webview/setupCard';
+import { CARD_COMMANDS, CardAction, fixAction, setupCardView, sidebarWarnings } from '../webview/setupCard';
 import { PRESETS, baseUrlProblem, presetById, presetSettings } from '../presets';
 import type { ProviderStatus, SessionState } from '../wireTypes';
 
@@ -107,4 +107,24 @@ test('presets: Ollama needs a model and no key; OpenAI and Anthropic need a key;
   assert.match(baseUrlProblem('localhost:8000') ?? '', /http/);
   assert.match(baseUrlProblem('') ?? '', /base URL/);
   assert.match(baseUrlProblem('ftp://x') ?? '', /http/);
+});
+
+test('warnings: ignored workspace settings (client and server) and failed MCP servers', () => {
+  let s = reduce(initialChatState(), { type: 'clientWarnings', warnings: ['Plan LSP ignored planLsp.python'] });
+  s = reduce(s, {
+    type: 'state',
+    state: {
+      sessionId: 's', mode: 'plan', permissionMode: 'ask', planUri: null, planStatus: 'none', outcome: 'never_planned', todos: [], running: false,
+      configWarnings: ['.plan-lsp/config.toml: plan_shell is ignored'],
+      mcpServers: [
+        { name: 'git', status: 'ready', error: null, tools: ['git_log'] },
+        { name: 'db', status: 'failed', error: 'exited with code 1', tools: [] },
+      ],
+    },
+  });
+  assert.deepEqual(sidebarWarnings(s), [
+    'Plan LSP ignored planLsp.python',
+    '.plan-lsp/config.toml: plan_shell is ignored',
+    'MCP server db failed: exited with code 1; its tools are unavailable.',
+  ]);
 });

@@ -7,7 +7,7 @@
 import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, reduce, todoProgress } from './chatState';
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
-import { CardAction, fixAction, setupCardView } from './setupCard';
+import { CardAction, fixAction, setupCardView, sidebarWarnings } from './setupCard';
 import { PERMISSION_MODES } from '../wireTypes';
 import type { PermissionMode } from '../wireTypes';
 
@@ -175,7 +175,7 @@ function renderSetupCard(): void {
 }
 
 function renderWarnings(): void {
-  const warnings = [...state.clientWarnings, ...(state.session?.configWarnings ?? [])];
+  const warnings = sidebarWarnings(state);
   warningsPanel.hidden = warnings.length === 0;
   warningsPanel.innerHTML = warnings.map((w) => `<div class="warning">⚠ ${escapeHtml(w)}</div>`).join('');
 }

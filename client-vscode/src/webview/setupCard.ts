@@ -168,3 +168,12 @@ function otherActions(fix: CardAction | null): CardAction[] {
   const same = (a: CardAction): boolean => fix !== null && target(a) === target(fix);
   return [...EDIT_ACTIONS.filter((a) => !same(a)), { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Choose Another' }];
 }
+
+/** Warnings under the card: workspace settings the client or the server ignored, and MCP
+ * servers that failed. */
+export function sidebarWarnings(state: ChatState): string[] {
+  const failedMcp = (state.session?.mcpServers ?? [])
+    .filter((s) => s.status === 'failed')
+    .map((s) => `MCP server ${s.name} failed${s.error ? `: ${s.error}` : ''}; its tools are unavailable.`);
+  return [...state.clientWarnings, ...(state.session?.configWarnings ?? []), ...failedMcp];
+}

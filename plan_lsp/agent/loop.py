@@ -462,6 +462,7 @@ class Agent:
             workspace_roots=[self.session.workspace],
             plans_dir=self.session.plans_dir,
             run_id=run_id,
+            tool_call_id=call.id,
             editor=self.ports.editor,
             user=self.ports.user,
             emit=emit,

@@ -132,6 +132,7 @@ class InFlightCall:
     number: int
     tool: str
     run_id: str
+    tool_call_id: str
     # Changes the workspace (a side-effect tool, or `bash` outside plan mode).
     side_effect: bool
     cancel: asyncio.Event
@@ -139,7 +140,11 @@ class InFlightCall:
     stopped_because: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "callId": self.number, "runId": self.run_id}
+        return {
+            "tool": self.tool,
+            "callId": self.tool_call_id or str(self.number),
+            "runId": self.run_id,
+        }
 
 
 # After the cancel signal (process-group kill for `bash`), how long a call may take to end
@@ -229,6 +234,7 @@ class ToolRunner:
             number=self._numbers,
             tool=name,
             run_id=ctx.run_id,
+            tool_call_id=ctx.tool_call_id,
             side_effect=definition.safety is Safety.SIDE_EFFECT
             and not (definition.classified_per_call and self.gate.current_mode() is WorkMode.PLAN),
             cancel=asyncio.Event(),

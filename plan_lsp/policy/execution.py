@@ -15,9 +15,11 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from plan_lsp.policy.definitions import (
+    PLAN_SHELL_CLASSIFIED,
     PLAN_SHELL_SANDBOXED,
     mode_refusal,
     name_refusal,
@@ -56,10 +58,28 @@ Classifier = Callable[[str], ClassificationLike]
 SandboxProbe = Callable[[], "str | None"]
 
 
-def default_classifier(command: str) -> ClassificationLike:
+@dataclass(frozen=True)
+class ShellContext:
+    """What a shell classification depends on besides the command."""
+
+    # "classified": the classifier is the only wall (strict allow-list);
+    # "sandboxed": the command runs in a proven sandbox (refuse only intent to change things).
+    protection: str
+    roots: tuple[Path, ...]
+    network: bool
+
+
+def default_classifier(command: str, context: ShellContext) -> ClassificationLike:
     """The shell classifier (`policy/shell`), imported when first needed."""
     module = importlib.import_module("plan_lsp.policy.shell")
-    result: ClassificationLike = module.classify_command(command)
+    roots = list(context.roots)
+    result: ClassificationLike = module.classify_command(
+        command,
+        protection=context.protection,
+        roots=roots or None,
+        cwd=roots[0] if roots else None,
+        network=context.network,
+    )
     return result
 
 
@@ -91,9 +111,9 @@ class _ModeCheck:
 
 @dataclass
 class _CallState:
-    """Per-call memo: the classifier's verdict does not depend on the mode."""
+    """Per-call memo of the classifier's verdicts, by protection level."""
 
-    classification: tuple[bool, list[str]] | None = None
+    classification: dict[str, tuple[bool, list[str]]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,7 +127,13 @@ def summarize_call(definition: ToolDefinition, arguments: Mapping[str, Any]) -> 
 
 
 class ExecutionGate:
-    """One per session. `plan_shell` may be changed at runtime (settings reload)."""
+    """One per session. `plan_shell` and `plan_network` may be changed at runtime.
+
+    Shell commands are classified at the protection level in force: in plan mode
+    "sandboxed" when `plan_shell` asks for it and the sandbox probe proves a mechanism
+    works, else "classified"; in build mode always "classified", because build-mode commands
+    are not confined, so only the strict allow-list may auto-allow them as read-only.
+    `classify` replaces the real classifier (tests); it sees the command only."""
 
     def __init__(
         self,
@@ -118,12 +144,16 @@ class ExecutionGate:
         plan_shell: str = "classified",
         classify: Classifier | None = None,
         sandbox_probe: SandboxProbe | None = None,
+        plan_network: bool = False,
+        roots: Sequence[Path] | None = None,
     ) -> None:
         self.session = session
         self.permissions = permissions
         self.port = port
         self.plan_shell = plan_shell
-        self._classify = classify or default_classifier
+        self.plan_network = plan_network
+        self._roots = tuple(Path(r) for r in roots) if roots is not None else None
+        self._classify = classify
         self._sandbox_probe = sandbox_probe or default_sandbox_probe
 
     def current_mode(self) -> WorkMode:
@@ -179,8 +209,7 @@ class ExecutionGate:
         sandbox = (
             definition.classified_per_call
             and final_mode is WorkMode.PLAN
-            and self.plan_shell == PLAN_SHELL_SANDBOXED
-            and self._sandbox_probe() is not None
+            and self._protection(final_mode) == PLAN_SHELL_SANDBOXED
         )
         reason = decision.reason if answer is None else f"you answered {answer}"
         self._record(
@@ -210,7 +239,7 @@ class ExecutionGate:
             return _ModeCheck(refusal)
         if not definition.classified_per_call:
             return _ModeCheck(None)
-        allowed, reasons = self._classification(arguments, state)
+        allowed, reasons = self._classification(arguments, state, self._protection(mode))
         if mode is WorkMode.PLAN and not allowed:
             why = "; ".join(reasons) or "it could not be proven read-only"
             return _ModeCheck(
@@ -218,23 +247,44 @@ class ExecutionGate:
             )
         return _ModeCheck(None, read_only_proven=allowed)
 
+    def _protection(self, mode: WorkMode) -> str:
+        if (
+            mode is WorkMode.PLAN
+            and self.plan_shell == PLAN_SHELL_SANDBOXED
+            and self._sandbox_probe() is not None
+        ):
+            return PLAN_SHELL_SANDBOXED
+        return PLAN_SHELL_CLASSIFIED
+
+    def shell_context(self, protection: str) -> ShellContext:
+        roots = self._roots
+        if roots is None:
+            roots = tuple(self.permissions.workspace_roots)
+        return ShellContext(protection, roots, self.plan_network)
+
     def _classification(
-        self, arguments: Mapping[str, Any], state: _CallState
+        self, arguments: Mapping[str, Any], state: _CallState, protection: str
     ) -> tuple[bool, list[str]]:
-        if state.classification is None:
-            command = arguments.get("command")
-            if not isinstance(command, str) or not command.strip():
-                state.classification = (False, ["no command was given"])
-            else:
-                try:
+        memo = state.classification.get(protection)
+        if memo is not None:
+            return memo
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            verdict = (False, ["no command was given"])
+        else:
+            try:
+                if self._classify is not None:
                     result = self._classify(command)
-                    state.classification = (bool(result.allowed), list(result.reasons))
-                except ImportError:
-                    state.classification = (False, ["the shell classifier is not available"])
-                except Exception as exc:  # a classifier bug must fail closed
-                    log.exception("shell classifier failed")
-                    state.classification = (False, [f"the shell classifier failed: {exc}"])
-        return state.classification
+                else:
+                    result = default_classifier(command, self.shell_context(protection))
+                verdict = (bool(result.allowed), list(result.reasons))
+            except ImportError:
+                verdict = (False, ["the shell classifier is not available"])
+            except Exception as exc:  # a classifier bug must fail closed
+                log.exception("shell classifier failed")
+                verdict = (False, [f"the shell classifier failed: {exc}"])
+        state.classification[protection] = verdict
+        return verdict
 
     async def _ask(
         self, definition: ToolDefinition, arguments: dict[str, Any], run_id: str

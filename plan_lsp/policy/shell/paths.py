@@ -1,0 +1,118 @@
+"""Which files a `classified` command may read: those inside the workspace roots (after
+symlinks), and a short list of harmless system files.
+
+Paths are resolved when the command is classified; in plan mode under `classified` nothing
+the agent runs can change the tree between that moment and the run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+# A glob that matches more names than this is not expanded for checking.
+MAX_GLOB_MATCHES = 2000
+
+
+class PathPolicy:
+    def __init__(self, roots: Sequence[Path], cwd: Path, harmless: frozenset[str]) -> None:
+        self.roots = tuple(os.path.realpath(r) for r in roots)
+        self.cwd = os.path.realpath(cwd)
+        self.harmless = harmless
+
+    def inside(self, real: str) -> bool:
+        for root in self.roots:
+            if real == root or real.startswith(root + "/") or root == "/":
+                return True
+        return False
+
+    def cwd_problem(self) -> str | None:
+        if not self.inside(self.cwd):
+            return f"the working directory {self.cwd} is outside the workspace"
+        return None
+
+    def resolve(self, raw: str, base: str | None = None) -> str:
+        joined = raw if raw.startswith("/") else os.path.join(base or self.cwd, raw)
+        return os.path.realpath(joined)
+
+    def read_problem(
+        self, raw: str, base: str | None = None, *, file_only: bool = False
+    ) -> str | None:
+        """Why reading `raw` is refused, or None."""
+        if raw == "-":
+            return None
+        if raw == "":
+            return "an empty file name"
+        if os.path.normpath(raw) in self.harmless:
+            return None
+        real = self.resolve(raw, base)
+        if not self.inside(real):
+            where = "" if real == raw else f" (it resolves to {real})"
+            return f"`{raw}` is outside the workspace{where}; reading it is not allowed"
+        if file_only and os.path.isdir(real):
+            return f"`{raw}` is a directory; comparing directories follows symlinks inside them"
+        return None
+
+    def glob_problem(self, pattern: str, text: str, base: str | None = None) -> str | None:
+        """Expand an unquoted glob the way bash would (plus dot files, to be safe) and check
+        every match: inside the roots, and none starting with `-`. With no match bash passes
+        the word on unchanged, so that name is checked too."""
+        literal = self.read_problem(fnmatch_unescape(pattern), base)
+        if literal is not None:
+            return literal
+        absolute = pattern.startswith("/")
+        parts = [p for p in pattern.split("/") if p]
+        start = "/" if absolute else (base or self.cwd)
+        candidates = [("", start)]  # (as bash would print it, real directory to look in)
+        if absolute:
+            candidates = [("/", "/")]
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            nxt: list[tuple[str, str]] = []
+            has_glob = any(c in part for c in "*?")
+            for shown, where in candidates:
+                if not has_glob:
+                    name = fnmatch_unescape(part)
+                    nxt.append((_join(shown, name), os.path.join(where, name)))
+                    continue
+                try:
+                    entries = os.listdir(where)
+                except OSError:
+                    continue
+                for entry in entries:
+                    if fnmatch.fnmatchcase(entry, part):
+                        full = os.path.join(where, entry)
+                        if last or os.path.isdir(full):
+                            nxt.append((_join(shown, entry), full))
+                if len(nxt) > MAX_GLOB_MATCHES:
+                    return f"`{text}` matches too many files to check"
+            candidates = nxt
+        for shown, full in candidates:
+            if shown.startswith("-"):
+                return f"`{text}` matches `{shown}`, which the program would read as an option"
+            problem = self.read_problem(full)
+            if problem is not None:
+                return f"`{text}` matches `{shown}`: {problem}"
+        return None
+
+
+def _join(shown: str, name: str) -> str:
+    if not shown:
+        return name
+    return shown + name if shown.endswith("/") else shown + "/" + name
+
+
+def fnmatch_unescape(part: str) -> str:
+    """Undo the `[c]` escapes the lexer puts around quoted glob characters."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        if part[i] == "[" and i + 2 < len(part) and part[i + 2] == "]":
+            out.append(part[i + 1])
+            i += 3
+        else:
+            out.append(part[i])
+            i += 1
+    return "".join(out)

@@ -295,6 +295,9 @@ class _Awk:
                 raise GrammarError(f"uses `{word}`, which this grammar does not allow")
             elif word not in _BUILTIN_VARS and not _USER_VAR.match(word):
                 raise GrammarError(f"uses `{word}`, which this grammar does not allow")
+            elif self.t.startswith("(", self.i):
+                # A name right before `(` is a function call in awk.
+                raise GrammarError(f"calls `{word}`, which is not a built-in it allows")
             elif self.at("["):
                 raise GrammarError(f"indexes `{word}` as an array")
 

@@ -17,6 +17,7 @@ MAX_CHARS and input nested deeper than MAX_NESTING.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,23 +70,42 @@ def _classify(
         findings.fatal(f"the command is nested more than {MAX_NESTING} levels deep")
         return
     bad = _CONTROL.search(cmd)
-    if protection == "sandboxed":
-        if bad is not None:
-            findings.unproven(f"the command contains the control character {bad.group(0)!r}")
-        from plan_lsp.policy.shell.intent import classify_sandboxed
-
-        classify_sandboxed(cmd, findings)
-        return
     if bad is not None:
         findings.unproven(f"the command contains the control character {bad.group(0)!r}")
+        if protection == "classified":
+            return
+    impl = _rule_sets()
+    if protection == "sandboxed":
+        impl.classify_sandboxed(cmd, findings)
         return
-    from plan_lsp.policy.shell.allowlist import allowlist
-    from plan_lsp.policy.shell.paths import PathPolicy
-    from plan_lsp.policy.shell.strict import classify_strict
+    work = cwd if cwd is not None else (roots[0] if roots else os.getcwd())
+    policy = impl.PathPolicy(roots or [work], work, impl.allowlist().harmless_paths)
+    impl.classify_strict(cmd, findings, policy)
 
-    work = Path(cwd) if cwd is not None else (Path(roots[0]) if roots else Path.cwd())
-    policy = PathPolicy(roots if roots else [work], work, allowlist().harmless_paths)
-    classify_strict(cmd, findings, policy)
+
+class _RuleSets:
+    """The rule-set modules, imported on first use (the package imports without them)."""
+
+    def __init__(self) -> None:
+        from plan_lsp.policy.shell.allowlist import allowlist
+        from plan_lsp.policy.shell.intent import classify_sandboxed
+        from plan_lsp.policy.shell.paths import PathPolicy
+        from plan_lsp.policy.shell.strict import classify_strict
+
+        self.allowlist = allowlist
+        self.classify_sandboxed = classify_sandboxed
+        self.PathPolicy = PathPolicy
+        self.classify_strict = classify_strict
+
+
+_loaded: _RuleSets | None = None
+
+
+def _rule_sets() -> _RuleSets:
+    global _loaded
+    if _loaded is None:
+        _loaded = _RuleSets()
+    return _loaded
 
 
 def _bracket_depth(cmd: str) -> int:

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 
 _BLANK = " \t"
+_BLANKS = re.compile(r"[ \t]+")
 _META = frozenset(" \t\n;&|()<>")
 _STOP_IN_WORD = frozenset(" \t\n;&|()<>\\'\"$`*?[{}~")
+_PLAIN_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`*?\[{}~]+")
 _DQ_ESCAPABLE = frozenset('$`"\\')
 _RESERVED = frozenset(
     "if then else elif fi do done case esac while until for in select function time "
@@ -22,6 +24,8 @@ _RESERVED = frozenset(
 )
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}\Z")
+# `{` ... `,` or `..` ... `}` among the unquoted characters: bash may expand it.
+_BRACES = re.compile(r"\{.*(,|\.\.).*\}", re.S)
 
 
 class LexError(Exception):
@@ -84,7 +88,7 @@ class _Lexer:
         while self.i < n:
             c = s[self.i]
             if c in _BLANK:
-                self.i += 1
+                self.i = _BLANKS.match(s, self.i).end()  # type: ignore[union-attr]
             elif c == "\\" and s.startswith("\n", self.i + 1):
                 self.i += 2
             elif c == "\n":
@@ -189,17 +193,18 @@ class _Lexer:
         value: list[str] = []
         pattern: list[str] = []
         glob = False
-        braces = False
+        # The word with every quoted or escaped character replaced by `_`: brace expansion
+        # only sees unquoted `{`, `,`, `..` and `}`.
+        skeleton: list[str] = []
         i = start
         while i < n:
             c = s[i]
             if c not in _STOP_IN_WORD:
-                j = i + 1
-                while j < n and s[j] not in _STOP_IN_WORD:
-                    j += 1
+                j = _PLAIN_RUN.match(s, i).end()  # type: ignore[union-attr]
                 chunk = s[i:j]
                 value.append(chunk)
                 pattern.append(chunk)
+                skeleton.append(chunk)
                 i = j
                 continue
             if c in _META:
@@ -212,6 +217,7 @@ class _Lexer:
                 if nxt != "\n":
                     value.append(nxt)
                     pattern.append(_escape_glob(nxt))
+                    skeleton.append("_")
             elif c == "'":
                 end = s.find("'", i + 1)
                 if end < 0:
@@ -219,9 +225,11 @@ class _Lexer:
                 lit = s[i + 1 : end]
                 value.append(lit)
                 pattern.append(_escape_glob(lit))
+                skeleton.append("_")
                 i = end + 1
             elif c == '"':
                 i = self.double_quoted(i, value, pattern)
+                skeleton.append("_")
             elif c in "$`":
                 what = "command substitution" if c == "`" else "expansion"
                 raise self.fail(
@@ -231,16 +239,22 @@ class _Lexer:
                 glob = True
                 value.append(c)
                 pattern.append(c)
+                skeleton.append(c)
                 i += 1
             elif c == "[":
-                raise self.fail(
-                    f"`{self.snippet(start, i + 1)}`: an unquoted `[` is a glob bracket "
-                    "expression; quote it"
-                )
+                if "]" in self.rest_of_word(i):
+                    raise self.fail(
+                        f"`{self.snippet(start, i + 1)}`: an unquoted `[` starts a glob bracket "
+                        "expression; quote it"
+                    )
+                value.append(c)
+                pattern.append("[[]")
+                skeleton.append(c)
+                i += 1
             elif c in "{}":
-                braces = True
                 value.append(c)
                 pattern.append(c)
+                skeleton.append(c)
                 i += 1
             else:  # "~"
                 if i == start or s[i - 1] in "=:":
@@ -250,16 +264,24 @@ class _Lexer:
                     )
                 value.append(c)
                 pattern.append(c)
+                skeleton.append(c)
                 i += 1
         self.i = i
         # A trailing backslash-newline only joins lines; the word ends before it.
         while i - start >= 2 and s[i - 1] == "\n" and s[i - 2] == "\\":
             i -= 2
         text = s[start:i]
-        if braces and _brace_expands(text):
+        if _BRACES.search("".join(skeleton)):
             raise self.fail(f"`{text}`: brace expansion turns one word into several")
         joined = "".join(value)
         return SWord(joined, start, i, text, glob, "".join(pattern) if glob else "")
+
+    def rest_of_word(self, i: int) -> str:
+        """The raw text from `i` to the next unquoted-looking word break (an over-estimate)."""
+        j = i
+        while j < self.n and self.s[j] not in _META:
+            j += 1
+        return self.s[i:j]
 
     def double_quoted(self, i: int, value: list[str], pattern: list[str]) -> int:
         s, n = self.s, self.n
@@ -290,20 +312,6 @@ class _Lexer:
         value.append(lit)
         pattern.append(_escape_glob(lit))
         return j + 1
-
-
-def _brace_expands(text: str) -> bool:
-    """Whether bash may expand braces in this word: `{` ... `,` or `..` ... `}`."""
-    open_at = text.find("{")
-    while open_at >= 0:
-        close_at = text.find("}", open_at + 1)
-        if close_at < 0:
-            return False
-        inner = text[open_at + 1 : close_at]
-        if "," in inner or ".." in inner or "{" in inner:
-            return True
-        open_at = text.find("{", open_at + 1)
-    return False
 
 
 def lex(src: str) -> list[SimpleCommand]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 CAPABILITIES: frozenset[str] = frozenset(
@@ -32,6 +33,8 @@ NETWORK_CAPABILITIES: frozenset[str] = frozenset({"read:network", "write:network
 SANDBOX_REFUSED: frozenset[str] = frozenset(
     {"write:filesystem", "write:git", "write:package", "write:network"}
 )
+
+SANDBOX_NOTE = "nothing in it shows an intent to change things; it runs inside the sandbox"
 
 Protection = Literal["classified", "sandboxed"]
 PROTECTIONS: tuple[Protection, ...] = ("classified", "sandboxed")
@@ -105,6 +108,8 @@ class Findings:
 
         if ok:
             reasons = [text for text, _, _ in self.notes]
+            if protection == "sandboxed":
+                reasons.append(SANDBOX_NOTE)
         else:
             reasons = [text for text, kind, caps in self.notes if refusing(kind, caps)]
         return Classification(
@@ -123,4 +128,9 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def caps_text(caps: frozenset[str] | set[str]) -> str:
+    return _caps_text(frozenset(caps))
+
+
+@lru_cache(maxsize=256)
+def _caps_text(caps: frozenset[str]) -> str:
     return ", ".join(sorted(caps))

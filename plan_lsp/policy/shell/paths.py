@@ -9,24 +9,32 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 # A glob that matches more names than this is not expanded for checking.
 MAX_GLOB_MATCHES = 2000
 
 
+@lru_cache(maxsize=64)
+def _real(path: str) -> str:
+    """realpath of a root or working directory (these do not move under a session)."""
+    return os.path.realpath(path)
+
+
 class PathPolicy:
-    def __init__(self, roots: Sequence[Path], cwd: Path, harmless: frozenset[str]) -> None:
-        self.roots = tuple(os.path.realpath(r) for r in roots)
-        self.cwd = os.path.realpath(cwd)
+    def __init__(
+        self, roots: Sequence[str | Path], cwd: str | Path, harmless: frozenset[str]
+    ) -> None:
+        self.roots = tuple(_real(os.fspath(r)) for r in roots)
+        self.prefixes = tuple(r if r.endswith("/") else r + "/" for r in self.roots)
+        self.cwd = _real(os.fspath(cwd))
         self.harmless = harmless
 
     def inside(self, real: str) -> bool:
-        for root in self.roots:
-            if real == root or real.startswith(root + "/") or root == "/":
-                return True
-        return False
+        return real in self.roots or real.startswith(self.prefixes)
 
     def cwd_problem(self) -> str | None:
         if not self.inside(self.cwd):
@@ -34,8 +42,25 @@ class PathPolicy:
         return None
 
     def resolve(self, raw: str, base: str | None = None) -> str:
-        joined = raw if raw.startswith("/") else os.path.join(base or self.cwd, raw)
-        return os.path.realpath(joined)
+        """Where `raw` leads after symlinks. `base` (default: the working directory) is
+        already real, so a relative path without `..` only needs its own components looked
+        at; anything else goes through os.path.realpath."""
+        start = base or self.cwd
+        if raw.startswith("/") or ".." in raw:
+            return os.path.realpath(raw if raw.startswith("/") else os.path.join(start, raw))
+        cur = start
+        parts = [p for p in raw.split("/") if p and p != "."]
+        for index, part in enumerate(parts):
+            nxt = cur + part if cur.endswith("/") else cur + "/" + part
+            try:
+                mode = os.lstat(nxt).st_mode
+            except OSError:
+                # Nothing exists below a missing component: the rest stays as written.
+                return "/".join([nxt, *parts[index + 1 :]])
+            if stat.S_ISLNK(mode):
+                return os.path.realpath(os.path.join(start, raw))
+            cur = nxt
+        return cur
 
     def read_problem(
         self, raw: str, base: str | None = None, *, file_only: bool = False
@@ -45,7 +70,7 @@ class PathPolicy:
             return None
         if raw == "":
             return "an empty file name"
-        if os.path.normpath(raw) in self.harmless:
+        if raw.startswith("/") and os.path.normpath(raw) in self.harmless:
             return None
         real = self.resolve(raw, base)
         if not self.inside(real):

@@ -42,6 +42,11 @@ class ClassificationLike(Protocol):
     def reasons(self) -> Sequence[str]: ...
 
 
+class ShellClassification(ClassificationLike, Protocol):
+    @property
+    def git_dirs(self) -> frozenset[str]: ...
+
+
 class GateSession(Protocol):
     """What the gate needs of a session: the live modes and the audit log."""
 
@@ -56,6 +61,7 @@ class GateSession(Protocol):
 
 Classifier = Callable[[str], ClassificationLike]
 SandboxProbe = Callable[[], "str | None"]
+GitHazards = Callable[[Path], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,11 @@ class ShellContext:
     network: bool
 
 
-def default_classifier(command: str, context: ShellContext) -> ClassificationLike:
+def default_classifier(command: str, context: ShellContext) -> ShellClassification:
     """The shell classifier (`policy/shell`), imported when first needed."""
     module = importlib.import_module("plan_lsp.policy.shell")
     roots = list(context.roots)
-    result: ClassificationLike = module.classify_command(
+    result: ShellClassification = module.classify_command(
         command,
         protection=context.protection,
         roots=roots or None,
@@ -81,6 +87,16 @@ def default_classifier(command: str, context: ShellContext) -> ClassificationLik
         network=context.network,
     )
     return result
+
+
+def default_git_hazards(repo: Path) -> list[str]:
+    """What in `repo`'s git configuration would run a program that the plan-mode git
+    hardening cannot neutralise (`policy/sandbox`)."""
+    try:
+        module = importlib.import_module("plan_lsp.policy.sandbox")
+    except ImportError:
+        return []
+    return list(module.git_config_hazards(repo))
 
 
 def default_sandbox_probe() -> str | None:
@@ -146,6 +162,7 @@ class ExecutionGate:
         sandbox_probe: SandboxProbe | None = None,
         plan_network: bool = False,
         roots: Sequence[Path] | None = None,
+        git_hazards: GitHazards | None = None,
     ) -> None:
         self.session = session
         self.permissions = permissions
@@ -155,6 +172,7 @@ class ExecutionGate:
         self._roots = tuple(Path(r) for r in roots) if roots is not None else None
         self._classify = classify
         self._sandbox_probe = sandbox_probe or default_sandbox_probe
+        self._git_hazards = git_hazards or default_git_hazards
 
     def current_mode(self) -> WorkMode:
         return self.session.mode
@@ -262,6 +280,24 @@ class ExecutionGate:
             roots = tuple(self.permissions.workspace_roots)
         return ShellContext(protection, roots, self.plan_network)
 
+    def _git_config_verdict(
+        self, shell: ShellClassification, verdict: tuple[bool, list[str]]
+    ) -> tuple[bool, list[str]]:
+        """Without a sandbox, git reads the repository's own configuration; a key naming a
+        program the hardening cannot neutralise makes the command unproven."""
+        hazards: list[str] = []
+        for repo in sorted(shell.git_dirs):
+            hazards.extend(self._git_hazards(Path(repo)))
+        if not hazards:
+            return verdict
+        return (
+            False,
+            [
+                "git would read a repository configuration that names programs: "
+                + "; ".join(hazards)
+            ],
+        )
+
     def _classification(
         self, arguments: Mapping[str, Any], state: _CallState, protection: str
     ) -> tuple[bool, list[str]]:
@@ -275,9 +311,12 @@ class ExecutionGate:
             try:
                 if self._classify is not None:
                     result = self._classify(command)
+                    verdict = (bool(result.allowed), list(result.reasons))
                 else:
-                    result = default_classifier(command, self.shell_context(protection))
-                verdict = (bool(result.allowed), list(result.reasons))
+                    shell = default_classifier(command, self.shell_context(protection))
+                    verdict = (bool(shell.allowed), list(shell.reasons))
+                    if shell.allowed and protection == PLAN_SHELL_CLASSIFIED:
+                        verdict = self._git_config_verdict(shell, verdict)
             except ImportError:
                 verdict = (False, ["the shell classifier is not available"])
             except Exception as exc:  # a classifier bug must fail closed

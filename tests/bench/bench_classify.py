@@ -83,7 +83,8 @@ def main(argv: list[str]) -> int:
             f"{'ratio ' + label.split()[-1] + '/parse':28}{p50_ratio:9.2f}"
             f"{_pct(ratios, 0.99):9.2f}{mean_ratio:9.2f}"
         )
-        verdicts.append(f"{label.split()[-1]} p50 {'met' if _pct(full, 0.5) <= 40.0 else 'NOT met'}")
+        met = "met" if _pct(full, 0.5) <= 40.0 else "NOT met"
+        verdicts.append(f"{label.split()[-1]} p50 {met}")
     print("target p50 <= 40 us: " + "; ".join(verdicts))
     return 0
 

@@ -237,6 +237,8 @@ class _Program:
     # -- subcommands and operands ------------------------------------------------------------
     def subcommand(self, at: int) -> None:
         word = self.args[at]
+        if self.prog.label == "git":
+            self.f.git_dirs.add(self.base)
         sub = self.prog.subcommands.get(word.value)
         if sub is None or word.glob:
             raise self.refuse(

@@ -51,6 +51,9 @@ class Classification:
     protection: Protection = "classified"
     # Programs the command line runs, as named (for checks outside the classifier).
     programs: frozenset[str] = frozenset()
+    # Directories git subcommands start in (the working directory, or `git -C DIR`): the
+    # repositories whose configuration git will read.
+    git_dirs: frozenset[str] = frozenset()
 
     def to_json(self, cmd: str) -> dict[str, object]:
         return {
@@ -68,13 +71,14 @@ class Findings:
     the allow-list does not understand: refused under `classified` only) and `fatal` (refused
     at every level: empty input, nesting too deep)."""
 
-    __slots__ = ("caps", "fatal_seen", "notes", "programs", "unproven_seen")
+    __slots__ = ("caps", "fatal_seen", "git_dirs", "notes", "programs", "unproven_seen")
 
     def __init__(self) -> None:
         self.caps: set[str] = set()
         self.fatal_seen = False
         self.unproven_seen = False
         self.programs: set[str] = set()
+        self.git_dirs: set[str] = set()
         # (text, kind, capabilities): kind is "cap", "unproven" or "fatal".
         self.notes: list[tuple[str, str, frozenset[str]]] = []
 
@@ -113,7 +117,12 @@ class Findings:
         else:
             reasons = [text for text, kind, caps in self.notes if refusing(kind, caps)]
         return Classification(
-            ok, frozenset(self.caps), _dedupe(reasons), protection, frozenset(self.programs)
+            ok,
+            frozenset(self.caps),
+            _dedupe(reasons),
+            protection,
+            frozenset(self.programs),
+            frozenset(self.git_dirs),
         )
 
 

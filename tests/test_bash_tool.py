@@ -257,7 +257,7 @@ async def test_build_mode_cannot_touch_the_state_directory(tmp_path: Path) -> No
     assert (tmp_path / "new.txt").read_text() == "new\n"
     assert (state / "state.db").read_text() == "db"
     assert not (state / "plans").exists()
-    assert ".plan-lsp was read-only" in result.content
+    assert result.data["confinement"] == "build sandbox"
 
 
 async def test_build_mode_creates_a_missing_state_directory_read_only(tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ def _launch(
             sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism),
             shell_env(),
         )
-        launch.note = "(.plan-lsp was read-only for this command)"
+        launch.note = "(.plan-lsp was read-only for this command)"  # in data only
         return launch
     return _Launch(argv, shell_env())
 
@@ -331,6 +331,8 @@ def _result(
         "stderr": stderr,
         "truncated": out_cut or err_cut,
         "sandboxed": sandboxed,
+        # What confined the command: "plan sandbox", "build sandbox" or "none".
+        "confinement": "plan sandbox" if sandboxed else "build sandbox" if note else "none",
     }
     if stop == "timeout":
         return ToolResult.error(
@@ -341,7 +343,7 @@ def _result(
     if stop == "cancelled":
         return ToolResult.error("cancelled", "the command was cancelled and killed", **data)
     parts = [f"exit code: {code}"]
-    if note:
+    if sandboxed and note:
         parts.append(note)
     parts.append(f"stdout:\n{stdout}" if stdout else "stdout: (empty)")
     if stderr:

@@ -123,6 +123,11 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
     (repo / "blob.bin").write_text("binary-ish changed\n")
     (repo / "scratch.txt").write_text("untracked\n")
 
+    for sample in hooks_dir(repo).glob("*.sample"):
+        sample.unlink()  # fewer files to copy and compare for every attack
+    _git(repo, "repack", "-q", "-a", "-d", env=env)
+    _git(repo, "prune-packed", env=env)
+
     def ran(name: str) -> str:
         """A program that says, on stderr and in the canary directory, that it ran."""
         return f"echo HOSTILE-{name} >&2; touch {canary_dir}/{name}"
@@ -156,6 +161,10 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
             "[gpg]\n"
             f'\tprogram = "{canary_dir}/gpg"\n'
         )
+
+
+def hooks_dir(repo: Path) -> Path:
+    return repo / ".git" / "hooks"
 
 
 def fake_home(home: Path, token: str) -> None:

@@ -267,7 +267,7 @@ def git_config_hazards(repo: Path) -> list[str]:
     is not a repository). A gate without a sandbox refuses git commands while this is
     non-empty."""
     git = real_git()
-    if git is None:
+    if git is None or not os.path.isdir(repo):
         return []
     repo = Path(os.path.realpath(repo))
     entries = _config_entries(repo, git)

@@ -90,29 +90,30 @@ def test_compositions_of_allowed_fragments_stay_allowed(
     assert _classify(cmd), cmd
 
 
+# Argument-level fragments after commands that take options and paths; shell-level ones
+# after any command.
+_REFUSED_CASES = st.one_of(
+    st.tuples(
+        st.lists(st.sampled_from(OPTION_TAKING), min_size=1, max_size=3),
+        st.sampled_from(FORBIDDEN_FRAGMENTS),
+    ),
+    st.tuples(
+        st.lists(st.sampled_from(ALLOWED_FRAGMENTS), min_size=1, max_size=3),
+        st.sampled_from(SHELL_LEVEL),
+    ),
+)
+
+
 @_SETTINGS
 @given(
-    parts=st.lists(st.sampled_from(OPTION_TAKING), min_size=1, max_size=3),
-    forbidden=st.sampled_from(FORBIDDEN_FRAGMENTS),
+    case=_REFUSED_CASES,
     where=st.integers(min_value=0, max_value=2),
     joiner=st.sampled_from(JOINERS),
 )
 def test_any_forbidden_fragment_refuses_under_classified(
-    parts: list[str], forbidden: str, where: int, joiner: str
+    case: tuple[list[str], str], where: int, joiner: str
 ) -> None:
-    _assert_refused_with(parts, forbidden, where, joiner)
-
-
-@_SETTINGS
-@given(
-    parts=st.lists(st.sampled_from(ALLOWED_FRAGMENTS), min_size=1, max_size=3),
-    forbidden=st.sampled_from(SHELL_LEVEL),
-    where=st.integers(min_value=0, max_value=2),
-    joiner=st.sampled_from(JOINERS),
-)
-def test_shell_level_fragments_refuse_after_any_command(
-    parts: list[str], forbidden: str, where: int, joiner: str
-) -> None:
+    parts, forbidden = case
     _assert_refused_with(parts, forbidden, where, joiner)
 
 

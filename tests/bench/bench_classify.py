@@ -64,9 +64,14 @@ def main(argv: list[str]) -> int:
     for fn in levels.values():
         fn("ls")  # load the grammar and the data outside the timing
     parse = _time_each(cmds, parse_only, args.rounds)
-    rows = [("parse only (tree-sitter)", parse)]
-    for name, fn in levels.items():
-        rows.append((f"classify {name}", _time_each(cmds, fn, args.rounds)))
+    # `classify (parse + walk)` is the strict level (the one the 40 µs target is about);
+    # run_all.py reads that row and `ratio classify/parse`.
+    timed = {name: _time_each(cmds, fn, args.rounds) for name, fn in levels.items()}
+    rows = [
+        ("parse only (tree-sitter)", parse),
+        ("classify (parse + walk)", timed["classified"]),
+        ("classify sandboxed", timed["sandboxed"]),
+    ]
     print(f"{len(cmds)} commands, best of {args.rounds} rounds each, microseconds")
     print(f"{'':28}{'p50':>9}{'p99':>9}{'mean':>9}")
     for label, values in rows:
@@ -75,16 +80,17 @@ def main(argv: list[str]) -> int:
             f"{statistics.fmean(values):9.1f}"
         )
     verdicts = []
-    for label, full in rows[1:]:
+    for label, name in (
+        ("ratio classify/parse", "classified"),
+        ("ratio sandboxed/parse", "sandboxed"),
+    ):
+        full = timed[name]
         ratios = [f / p for f, p in zip(full, parse, strict=True)]
         p50_ratio = _pct(full, 0.5) / _pct(parse, 0.5)
         mean_ratio = statistics.fmean(full) / statistics.fmean(parse)
-        print(
-            f"{'ratio ' + label.split()[-1] + '/parse':28}{p50_ratio:9.2f}"
-            f"{_pct(ratios, 0.99):9.2f}{mean_ratio:9.2f}"
-        )
+        print(f"{label:28}{p50_ratio:9.2f}{_pct(ratios, 0.99):9.2f}{mean_ratio:9.2f}")
         met = "met" if _pct(full, 0.5) <= 40.0 else "NOT met"
-        verdicts.append(f"{label.split()[-1]} p50 {met}")
+        verdicts.append(f"{name} p50 {met}")
     print("target p50 <= 40 us: " + "; ".join(verdicts))
     return 0
 

@@ -51,40 +51,32 @@ def bracket_end(text: str, i: int, delim: str) -> int:
 
 def regex_end(text: str, i: int, delim: str) -> int:
     """From `i` (just after the opening delimiter), the index of the closing delimiter."""
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == delim:
-            return i
-        if c == "\n":
-            raise GrammarError("has a newline inside a regular expression")
-        if c == "\\":
-            if i + 1 >= n or text[i + 1] == "\n":
-                raise GrammarError("has a backslash at the end of a regular expression")
-            i += 2
-        elif c == "[":
-            i = bracket_end(text, i, delim)
-        else:
-            i += 1
-    raise GrammarError("has an unterminated regular expression")
+    return _delimited_end(text, i, delim, regex=True)
 
 
 def plain_end(text: str, i: int, delim: str) -> int:
     """Like `regex_end` for text that is not a regex (s/// replacement, y/// sets)."""
+    return _delimited_end(text, i, delim, regex=False)
+
+
+def _delimited_end(text: str, i: int, delim: str, *, regex: bool) -> int:
+    what = "regular expression" if regex else "replacement"
     n = len(text)
     while i < n:
         c = text[i]
         if c == delim:
             return i
         if c == "\n":
-            raise GrammarError("has a newline inside a replacement")
+            raise GrammarError(f"has a newline inside a {what}")
         if c == "\\":
             if i + 1 >= n or text[i + 1] == "\n":
-                raise GrammarError("has a backslash at the end of a replacement")
+                raise GrammarError(f"has a backslash at the end of a {what}")
             i += 2
+        elif c == "[" and regex:
+            i = bracket_end(text, i, delim)
         else:
             i += 1
-    raise GrammarError("has an unterminated replacement")
+    raise GrammarError(f"has an unterminated {what}")
 
 
 # sed ----------------------------------------------------------------------------------

@@ -108,6 +108,14 @@ def listener() -> Iterator[Listener]:
         server.close()
 
 
+def small_workspace(root: Path, text: str) -> Path:
+    """`root/ws` holding `hello.txt` with `text`."""
+    ws = root / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text(text)
+    return ws
+
+
 def fake_home(root: Path) -> Path:
     """A home directory with secrets and a toolchain, as a real one would have."""
     home = root / "home" / "user"

@@ -33,7 +33,7 @@ from plan_lsp.policy.sandbox.layout import (
     safe_path_variable,
 )
 from plan_lsp.policy.sandbox.selftest import probe_plan
-from tests.sandbox_support import fake_home, listener, require, run_in
+from tests.sandbox_support import fake_home, listener, require, run_in, small_workspace
 
 
 def _run(workdir: Path, script: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -42,10 +42,7 @@ def _run(workdir: Path, script: str, **kw: object) -> subprocess.CompletedProces
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.txt").write_text("hello from the workspace\n")
-    return ws
+    return small_workspace(tmp_path, "hello from the workspace\n")
 
 
 # -- the command line (no bubblewrap needed) ----------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from plan_lsp.policy.sandbox import probe_sandbox
 from plan_lsp.policy.sandbox.landlock import LAUNCHER, landlock_options, readable_tree
 from plan_lsp.policy.sandbox.landlock_launch import SECCOMP_ARCHES, seccomp_program
-from tests.sandbox_support import fake_home, listener, require, run_in
+from tests.sandbox_support import fake_home, listener, require, run_in, small_workspace
 
 
 @pytest.fixture(autouse=True)
@@ -26,10 +26,7 @@ def landlock() -> None:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "hello.txt").write_text("hello\n")
-    return workspace
+    return small_workspace(tmp_path, "hello\n")
 
 
 def _run(ws: Path, script: str, **kw: object) -> subprocess.CompletedProcess[str]:

@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from plan_lsp.policy.sandbox import probe_sandbox
 from tests.sandbox_support import require
 from tests.shell_attacks.harness import (
     CLASSES,
@@ -299,8 +300,11 @@ def runs(scratch_root: tuple[Path, str]) -> dict[str, Run]:
         ws = Workspace(root / variant.name, token)
         return _execute(ws, token, variant, _attacks(ws, variant))
 
-    with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
-        futures = {v.name: pool.submit(one, v) for v in VARIANTS}
+    # A variant whose mechanism does not work here is left out; its test then fails under
+    # CI and skips elsewhere (`require`).
+    usable = [v for v in VARIANTS if v.mechanism is None or probe_sandbox([v.mechanism]).mechanism]
+    with ThreadPoolExecutor(max_workers=len(usable)) as pool:
+        futures = {v.name: pool.submit(one, v) for v in usable}
         results = {name: f.result() for name, f in futures.items()}
     _print_summary(results)
     return results
@@ -332,6 +336,9 @@ def test_every_class_has_enough_attacks() -> None:
 
 @pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
 def test_no_attack_escapes(runs: dict[str, Run], variant: str) -> None:
+    mechanism = next(v.mechanism for v in VARIANTS if v.name == variant)
+    if mechanism is not None:
+        require(mechanism)  # type: ignore[arg-type]
     run = runs[variant]
     escapes = run.escapes()
     assert not escapes, f"{len(escapes)} escape(s):\n" + "\n".join(escapes)

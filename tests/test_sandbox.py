@@ -365,3 +365,30 @@ def test_no_mechanism_means_no_sandboxed_argv(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(sandbox_pkg, "sandbox_status", lambda: SandboxStatus(None, "none"))
     with pytest.raises(SandboxUnavailable):
         sandbox_argv(Path("/"), ["true"])
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_workspace_that_contains_the_home_still_hides_its_credentials(tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    env = {**os.environ, "HOME": str(home)}
+    layout = plan_layout([home], env)
+    assert (home / ".ssh").resolve() in layout.credentials
+    proc = _run(
+        home, "ls -A; cat .ssh/id_ed25519 .aws/credentials .cargo/credentials.toml", env=env
+    )
+    assert "PRIVATE KEY" not in proc.stdout and "SECRET" not in proc.stdout
+    assert ".cargo" in proc.stdout.split()
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_older_bubblewrap_without_optional_features(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plan_lsp.policy.sandbox import bwrap as bwrap_mod
+
+    monkeypatch.setattr(bwrap_mod, "bwrap_features", lambda: frozenset())
+    argv = plan_argv(workdir, ["true"])
+    assert "--size" not in argv and "--disable-userns" not in argv
+    proc = _run(workdir, "cat hello.txt; touch x")
+    assert "hello from the workspace" in proc.stdout and not (workdir / "x").exists()
+    assert bwrap_mod.missing_features() == ["--disable-userns", "--size"]

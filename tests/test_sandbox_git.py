@@ -155,3 +155,17 @@ def test_hazards_see_a_git_directory_elsewhere(tmp_path: Path, hostile: tuple[Pa
     alternates.parent.mkdir(parents=True, exist_ok=True)
     alternates.write_text(f"{tmp_path / 'elsewhere' / 'objects'}\n")
     assert any("alternates" in h for h in git_config_hazards(repo))
+
+
+async def test_the_shim_comes_back_when_tmp_is_cleaned(hostile: tuple[Path, Path]) -> None:
+    import shutil
+
+    from plan_lsp.policy.sandbox import git_shim_dir
+
+    repo, _ = hostile
+    shim = git_shim_dir()
+    assert shim is not None
+    shutil.rmtree(shim)
+    result = await _classified("git status --short", repo)
+    assert result.data is not None and " M README.md" in result.data["stdout"]
+    assert (shim / "git").exists()

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, plan_argv
+from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
 from plan_lsp.policy.sandbox.git import git_config_hazards, git_shim_dir, unsandboxed_plan_env
 from plan_lsp.policy.sandbox.landlock import landlock_abi, landlock_argv, seccomp_available
 from plan_lsp.policy.sandbox.layout import plan_environment
@@ -116,6 +116,9 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
         if mechanism == BUBBLEWRAP:
             build_result, build_ms = _probe_build()
             build_ok = build_result.ok
+            lacking = missing_features()
+            if lacking:
+                result = ProbeResult(True, f"{result.why}; this bwrap lacks {', '.join(lacking)}")
             build_note = (
                 "build-mode commands run with .plan-lsp read-only"
                 if build_ok

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 
 from plan_lsp.policy.sandbox.git import SANDBOX_SHIM_DIR, git_shim_dir
@@ -45,6 +47,35 @@ LIMITS_SCRIPT = (
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
+
+
+# Options newer than bubblewrap 0.6 (Ubuntu 22.04): used when this bwrap has them.
+OPTIONAL_FEATURES = ("--disable-userns", "--size")
+
+
+@cache
+def bwrap_features() -> frozenset[str]:
+    """Which of OPTIONAL_FEATURES this bwrap understands (from its --help)."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return frozenset()
+    try:
+        proc = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(f for f in OPTIONAL_FEATURES if f in proc.stdout + proc.stderr)
+
+
+def missing_features() -> list[str]:
+    have = bwrap_features()
+    return [f for f in OPTIONAL_FEATURES if f not in have]
+
+
+def _tmpfs(path: str, size: int) -> list[str]:
+    sized = ["--size", str(size)] if "--size" in bwrap_features() else []
+    return [*sized, "--tmpfs", path]
 
 
 def _program(name: str) -> str:
@@ -88,19 +119,20 @@ def plan_argv(
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup
         *(["--share-net"] if network else []),
         "--unshare-user",  # required, not just "if possible"
-        "--disable-userns",  # no nested namespaces to work from
+        # no nested namespaces to work from (bubblewrap >= 0.8)
+        *(["--disable-userns"] if "--disable-userns" in bwrap_features() else []),
         "--uid", str(NOBODY),
         "--gid", str(NOBODY),
         "--cap-drop", "ALL",
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",  # this pid namespace only: the server is not in it
-        "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-        "--size", str(TMPFS_BYTES), "--tmpfs", "/var/tmp",
-        "--size", str(SMALL_TMPFS_BYTES), "--tmpfs", "/run",  # host sockets unreachable
+        *_tmpfs("/tmp", TMPFS_BYTES),
+        *_tmpfs("/var/tmp", TMPFS_BYTES),
+        *_tmpfs("/run", SMALL_TMPFS_BYTES),  # host sockets unreachable
     ]  # fmt: skip
     for hidden in layout.hidden_dirs:
-        args += ["--size", str(SMALL_TMPFS_BYTES), "--tmpfs", str(hidden)]
+        args += _tmpfs(str(hidden), SMALL_TMPFS_BYTES)
     for hidden in layout.hidden_files:
         args += ["--ro-bind", "/dev/null", str(hidden)]
     for path in (*layout.toolchains, *layout.roots):

@@ -186,18 +186,40 @@ def real_git() -> str | None:
     return os.path.realpath(found) if found else None
 
 
-@cache
 def git_shim_dir() -> Path | None:
-    """A private directory holding the `git` shim (created once per process), or None
-    when git or bash is not installed (then there is no git to protect)."""
+    """A private directory holding the `git` shim, or None when git or bash is not
+    installed (then there is no git to protect). Created once per process, and again if
+    something (a /tmp cleaner) removed it."""
+    text = _shim_text()
+    if text is None:
+        return None
+    directory = _shim_directory()
+    shim = directory / "git"
+    try:
+        intact = shim.read_text() == text and os.access(shim, os.X_OK)
+    except OSError:
+        intact = False
+    if not intact:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        tmp = directory / f".git-{os.getpid()}"
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        tmp.replace(shim)
+    return directory
+
+
+@cache
+def _shim_text() -> str | None:
     git, bash = real_git(), shutil.which("bash")
     if git is None or bash is None:
         return None
+    return shim_script(git, os.path.realpath(bash))
+
+
+@cache
+def _shim_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="plan-lsp-git-"))
     atexit.register(shutil.rmtree, directory, True)
-    shim = directory / "git"
-    shim.write_text(shim_script(git, os.path.realpath(bash)))
-    shim.chmod(0o755)
     return directory
 
 

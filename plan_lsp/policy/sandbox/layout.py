@@ -75,6 +75,28 @@ CREDENTIAL_VARIABLES = (
     "VAULT_CONFIG_PATH",
 )
 
+# Credentials inside a home directory. The home is hidden wholesale anyway; these are hidden
+# once more after the workspace roots are bound back, for a workspace that contains the home.
+HOME_SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/plan-lsp",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+)
+
 # Toolchains installed under a home directory, re-exposed read-only (only these subpaths:
 # `~/.cargo/credentials.toml` stays hidden because only `~/.cargo/bin` is listed).
 HOME_TOOLCHAINS = (
@@ -182,11 +204,16 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     key = (tuple(str(r) for r in roots), tuple(env.get(n) for n in names))
     layout = _plan_layout(key[0], key[1], names)
     # Not cached: a credentials file may appear at any time.
-    credentials: list[Path] = []
-    for name in CREDENTIAL_VARIABLES:
-        for value in env.get(name, "").split(os.pathsep):
-            if value and os.path.isabs(value) and os.path.exists(value):
-                credentials.append(Path(os.path.realpath(value)))
+    named = [
+        value
+        for name in CREDENTIAL_VARIABLES
+        for value in env.get(name, "").split(os.pathsep)
+        if value and os.path.isabs(value)
+    ]
+    home = home_dir(env)
+    if home is not None and any(_under(home, [r]) for r in layout.roots):
+        named += [str(home / rel) for rel in HOME_SECRETS]
+    credentials = [Path(os.path.realpath(p)) for p in named if os.path.exists(p)]
     return replace(layout, credentials=tuple(dict.fromkeys(credentials)))
 
 

@@ -289,10 +289,16 @@ def test_globs_are_expanded_and_checked(ws: Path) -> None:
 
 
 def test_globs_only_where_every_operand_is_an_input_file(ws: Path) -> None:
-    assert not strict("grep *.py README.md", ws).allowed  # the pattern position
-    assert not strict("find . -name *.py", ws).allowed
+    # Elsewhere a glob passes only while it matches nothing (bash then keeps it as written).
+    assert not strict("grep src/*.py README.md", ws).allowed  # the pattern position
+    assert strict("grep *.rs README.md", ws).allowed
+    assert not strict("find . -name *.md", ws).allowed
+    assert strict("find . -name *.rs", ws).allowed
+    assert strict("grep -r --include=*.py foo .", ws).allowed
     assert strict("jq . *.json", ws).allowed  # files after the filter: fine
     assert not strict("uniq *.md", ws).allowed  # uniq's second operand is an output
+    (ws / "--include=x.py").write_text("")
+    assert not strict("grep -r --include=*.py foo .", ws).allowed
 
 
 def test_network_needs_the_network_flag(ws: Path) -> None:

@@ -69,6 +69,9 @@ class ProgramData(OptionSet):
     operands_need: list[str] = Field(default_factory=list)
     # These options supply what the first operand role would (`grep -e PATTERN`).
     drops_first: list[str] = Field(default_factory=list)
+    # One of these options must be present (here or on the parent command), with the reason.
+    requires: list[str] = Field(default_factory=list)
+    requires_why: str = ""
     # `-NUM` (head -5, git log -3) is accepted as a count.
     numeric: bool = False
     # Short flags may be clustered (`-la`).
@@ -144,6 +147,8 @@ class Program:
     operands: tuple[Role, ...]
     operands_need: frozenset[str]
     drops_first: frozenset[str]
+    requires: frozenset[str]
+    requires_why: str
     numeric: bool
     cluster: bool
     permute: bool
@@ -187,6 +192,8 @@ def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program
         operands=tuple(roles),
         operands_need=frozenset(data.operands_need),
         drops_first=frozenset(data.drops_first),
+        requires=frozenset(data.requires),
+        requires_why=data.requires_why,
         numeric=data.numeric,
         cluster=data.cluster,
         permute=data.permute,

@@ -74,7 +74,13 @@ class ArgCheck:
 
 class _Program:
     def __init__(
-        self, owner: ArgCheck, prog: Program, args: list[SWord], depth: int, base: str
+        self,
+        owner: ArgCheck,
+        prog: Program,
+        args: list[SWord],
+        depth: int,
+        base: str,
+        seen: frozenset[str] = frozenset(),
     ) -> None:
         self.o = owner
         self.f = owner.f
@@ -83,7 +89,8 @@ class _Program:
         self.depth = depth
         # The directory relative paths start from (`git -C DIR` moves it).
         self.base = base
-        self.seen: set[str] = set()
+        # Options seen so far, the parent command's included (`pip --flag list`).
+        self.seen: set[str] = set(seen)
 
     def refuse(self, reason: str) -> _Refused:
         self.f.unproven(reason)
@@ -105,6 +112,9 @@ class _Program:
         if prog.subcommands and prog.sub_required:
             names = ", ".join(sorted(prog.subcommands))
             raise self.refuse(f"`{prog.label}` needs one of its listed subcommands ({names})")
+        if prog.requires and not self.seen & prog.requires:
+            need = " or ".join(f"`{n}`" for n in sorted(prog.requires))
+            raise self.refuse(f"`{prog.label}` is allowed only with {need}: {prog.requires_why}")
         self.f.add(
             prog.caps, f"`{prog.label}` {prog.why} ({caps_text(prog.caps) or 'no capabilities'})"
         )
@@ -130,7 +140,7 @@ class _Program:
                     ended = True
                 continue
             if word.glob:
-                raise self.refuse(f"`{word.text}` is a glob in the place of an option")
+                self.unexpanded(word, "in the place of an option")
             if v == "--":
                 ended = True
                 continue
@@ -201,14 +211,14 @@ class _Program:
                 raise self.refuse(f"`{word}`: `{name}` takes the next two words, not `=`")
             for nxt in self.args[i : i + 2]:
                 if nxt.glob:
-                    raise self.refuse(f"`{nxt.text}`, a value of `{name}`, is a glob")
+                    self.unexpanded(nxt, f"as a value of `{name}`")
             return i + 2
         if attached is not None:
             value = attached
         elif arity == "required" and i < len(self.args):
             nxt = self.args[i]
             if nxt.glob:
-                raise self.refuse(f"`{nxt.text}`, the value of `{name}`, is a glob")
+                self.unexpanded(nxt, f"as the value of `{name}`")
             value = nxt.value
             i += 1
         elif arity == "attached":
@@ -240,12 +250,16 @@ class _Program:
         if self.prog.label == "git":
             self.f.git_dirs.add(self.base)
         sub = self.prog.subcommands.get(word.value)
-        if sub is None or word.glob:
+        if word.glob:
+            self.unexpanded(word, "as a subcommand")
+        if sub is None:
             raise self.refuse(
                 f"`{self.prog.label} {word.value}` is not a subcommand the allow-list knows "
                 "to be read-only"
             )
-        _Program(self.o, sub, self.args[at + 1 :], self.depth, self.base).run()
+        _Program(
+            self.o, sub, self.args[at + 1 :], self.depth, self.base, frozenset(self.seen)
+        ).run()
 
     def operands(self, operands: list[SWord]) -> None:
         prog = self.prog
@@ -270,19 +284,26 @@ class _Program:
             if role.name == "command":
                 self.wrapped(operands[k:])
                 return
-            if word.glob and not (variadic and r == len(roles) - 1 and role.name in _PATH_ROLES):
-                raise self.refuse(
-                    f"`{word.text}` is a glob where `{prog.label}` expects {_describe(role.name)}; "
-                    "a glob may turn into any number of words"
-                )
-            self.operand(role.name, word)
+            expands = variadic and r == len(roles) - 1 and role.name in _PATH_ROLES
+            if word.glob and not expands:
+                self.unexpanded(word, f"where `{prog.label}` expects {_describe(role.name)}")
+            self.operand(role.name, word, expands)
             if not variadic:
                 r += 1
 
-    def operand(self, role: str, word: SWord) -> None:
+    def unexpanded(self, word: SWord, where: str) -> None:
+        """A glob outside a list of input files passes only while it matches nothing (bash
+        then passes it on as written)."""
+        if self.o.policy.glob_matches(word.pattern, self.base):
+            raise self.refuse(
+                f"`{word.text}` is an unquoted glob {where}, and it matches files here, so "
+                "bash would replace it with any number of words; quote it"
+            )
+
+    def operand(self, role: str, word: SWord, expands: bool) -> None:
         policy = self.o.policy
         if role in _PATH_ROLES:
-            if word.glob:
+            if word.glob and expands:
                 problem = policy.glob_problem(word.pattern, word.text, self.base)
             else:
                 problem = policy.read_problem(word.value, self.base, file_only=role == "file")

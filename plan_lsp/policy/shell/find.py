@@ -32,8 +32,14 @@ def check_find(f: Findings, policy: PathPolicy, data: FindData, args: list[SWord
 def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | None:
     n = len(args)
     i = 0
+    for word in args:
+        if word.glob and policy.glob_matches(word.pattern):
+            return (
+                f"`{word.text}` is an unquoted glob that matches files here, so bash would "
+                "replace it with any number of words; quote it"
+            )
     while i < n and args[i].value.startswith("-") and args[i].value not in data.primaries:
-        if args[i].value not in data.leading or args[i].glob:
+        if args[i].value not in data.leading:
             return f"`{args[i].text}` is not an option of `find` that the allow-list knows"
         i += 1
     while i < n:
@@ -41,17 +47,12 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
         v = word.value
         if v.startswith("-") or v in _EXPRESSION_START:
             break
-        if word.glob:
-            return f"`{word.text}`: globs are not accepted as start paths of `find`"
         problem = policy.read_problem(v)
         if problem is not None:
             return problem
         i += 1
     while i < n:
-        word = args[i]
-        v = word.value
-        if word.glob:
-            return f"`{word.text}` is an unquoted glob inside the `find` expression; quote it"
+        v = args[i].value
         i += 1
         if v in data.operators:
             continue
@@ -65,8 +66,6 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
             continue
         value = args[i]
         i += 1
-        if value.glob:
-            return f"`{value.text}`, the value of `{v}`, is an unquoted glob; quote it"
         if kind == "path":
             problem = policy.read_problem(value.value)
             if problem is not None:

@@ -87,40 +87,51 @@ class PathPolicy:
         literal = self.read_problem(fnmatch_unescape(pattern), base)
         if literal is not None:
             return literal
-        absolute = pattern.startswith("/")
-        parts = [p for p in pattern.split("/") if p]
-        start = "/" if absolute else (base or self.cwd)
-        candidates = [("", start)]  # (as bash would print it, real directory to look in)
-        if absolute:
-            candidates = [("/", "/")]
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            nxt: list[tuple[str, str]] = []
-            has_glob = any(c in part for c in "*?")
-            for shown, where in candidates:
-                if not has_glob:
-                    name = fnmatch_unescape(part)
-                    nxt.append((_join(shown, name), os.path.join(where, name)))
-                    continue
-                try:
-                    entries = os.listdir(where)
-                except OSError:
-                    continue
-                for entry in entries:
-                    if fnmatch.fnmatchcase(entry, part):
-                        full = os.path.join(where, entry)
-                        if last or os.path.isdir(full):
-                            nxt.append((_join(shown, entry), full))
-                if len(nxt) > MAX_GLOB_MATCHES:
-                    return f"`{text}` matches too many files to check"
-            candidates = nxt
-        for shown, full in candidates:
+        matches = self.expand(pattern, base)
+        if matches is None:
+            return f"`{text}` matches too many files to check"
+        for shown, full in matches:
             if shown.startswith("-"):
                 return f"`{text}` matches `{shown}`, which the program would read as an option"
             problem = self.read_problem(full)
             if problem is not None:
                 return f"`{text}` matches `{shown}`: {problem}"
         return None
+
+    def glob_matches(self, pattern: str, base: str | None = None) -> bool:
+        """Whether bash could replace the glob with file names (else it stays as written)."""
+        return self.expand(pattern, base) != []
+
+    def expand(self, pattern: str, base: str | None = None) -> list[tuple[str, str]] | None:
+        """Existing paths the glob matches, as (shown as bash prints it, full path); None
+        when there are too many to check."""
+        absolute = pattern.startswith("/")
+        parts = [p for p in pattern.split("/") if p]
+        candidates = [("/", "/")] if absolute else [("", base or self.cwd)]
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            nxt: list[tuple[str, str]] = []
+            if not any(c in part for c in "*?"):
+                name = fnmatch_unescape(part)
+                for shown, where in candidates:
+                    full = os.path.join(where, name)
+                    if os.path.lexists(full):
+                        nxt.append((_join(shown, name), full))
+            else:
+                for shown, where in candidates:
+                    try:
+                        entries = os.listdir(where)
+                    except OSError:
+                        continue
+                    for entry in entries:
+                        if fnmatch.fnmatchcase(entry, part):
+                            full = os.path.join(where, entry)
+                            if last or os.path.isdir(full):
+                                nxt.append((_join(shown, entry), full))
+                    if len(nxt) > MAX_GLOB_MATCHES:
+                        return None
+            candidates = nxt
+        return candidates
 
 
 def _join(shown: str, name: str) -> str:

@@ -110,7 +110,7 @@ STRICT_ALLOWED = [
     "stat README.md",
     "file src/app.py",
     "du -sh .",
-    "pip list",
+    "pip list --disable-pip-version-check",
     "pip show pydantic",
     "python3 --version",
     "cat /etc/os-release",

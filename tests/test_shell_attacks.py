@@ -107,6 +107,7 @@ class Run:
     fatal: str | None = None
     global_changes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    prepare_seconds: float = 0.0
 
     def escapes(self) -> list[str]:
         found = [f"{self.variant.name}: {self.fatal}"] if self.fatal else []
@@ -164,11 +165,6 @@ class Workspace:
             "TAB": "\t",
         }
 
-    def new_repo(self, name: str) -> Path:
-        repo = self.repos / name
-        shutil.copytree(self.template, repo, symlinks=True)
-        return repo
-
     def watched(self) -> dict[str, dict[str, Any]]:
         return {
             "canary": snapshot(self.canary_dir),
@@ -192,7 +188,7 @@ def _classify(command: str, protection: str, repo: Path) -> tuple[bool, list[str
 
 
 def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
-    """Every attack classified; a fresh repository only for those that will run."""
+    """Every attack classified (the supervisor copies a fresh repository for each that runs)."""
     found = []
     for cls in CLASSES:
         for n, text in enumerate(load_attacks(cls), 1):
@@ -202,8 +198,6 @@ def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
             attack.allowed, attack.reasons = _classify(
                 attack.command, variant.protection, attack.repo
             )
-            if attack.allowed:
-                ws.new_repo(attack.repo.name)
             found.append(attack)
     return found
 
@@ -228,7 +222,7 @@ def _jail_env(ws: Workspace, token: str, variant: Variant) -> dict[str, str]:
 def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack]) -> Run:
     run = Run(variant, attacks)
     allowed = [a for a in attacks if a.allowed]
-    repos_before = {a.id: snapshot(a.repo) for a in allowed}
+    pristine = snapshot(ws.template)
     watched_before = ws.watched()
     job = ws.root / f"job-{variant.name}.json"
     job.write_text(json.dumps({
@@ -238,6 +232,7 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
         "timeout": ATTACK_TIMEOUT_S,
         "port": PORT,
         "expect_pid": SUPERVISOR_PID,
+        "template": str(ws.template),
         "watch": [str(ws.canary_dir), str(ws.home), str(ws.jail_tmp)],
         "attacks": [{"id": a.id, "command": a.command, "cwd": str(a.repo)} for a in allowed],
     }))  # fmt: skip
@@ -269,10 +264,14 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
     if not done and run.fatal is None:
         run.fatal = f"the supervisor did not finish (exit {proc.returncode}): {proc.stderr[-800:]}"
     for a in allowed:
-        a.repo_changes = differences(repos_before[a.id], snapshot(a.repo))
+        if a.outcome:  # a repository is copied only for an attack that started
+            a.repo_changes = differences(pristine, snapshot(a.repo))
     watched_after = ws.watched()
     for name, before in watched_before.items():
         run.global_changes += [f"{name}: {c}" for c in differences(before, watched_after[name])]
+    run.global_changes += [f"template: {c}" for c in differences(pristine, snapshot(ws.template))]
+    if not run.escapes():
+        shutil.rmtree(ws.repos, ignore_errors=True)  # now, not all at once at teardown
     return run
 
 
@@ -297,8 +296,13 @@ def runs(scratch_root: tuple[Path, str]) -> dict[str, Run]:
     classify_command("true")  # load the grammar once, not in three threads at once
 
     def one(variant: Variant) -> Run:
+        started = time.monotonic()
         ws = Workspace(root / variant.name, token)
-        return _execute(ws, token, variant, _attacks(ws, variant))
+        attacks = _attacks(ws, variant)
+        prepared = time.monotonic() - started
+        run = _execute(ws, token, variant, attacks)
+        run.prepare_seconds = prepared
+        return run
 
     # A variant whose mechanism does not work here is left out; its test then fails under
     # CI and skips elsewhere (`require`).
@@ -320,7 +324,10 @@ def _print_summary(results: dict[str, Run]) -> None:
         }  # fmt: skip
         cells = ", ".join(f"{cls} {a}/{t}" for cls, (a, t) in per_class.items())
         total = sum(a.allowed for a in run.attacks)
-        print(f"  {name}: {total}/{len(run.attacks)} executed in {run.seconds:.1f} s ({cells})")
+        print(
+            f"  {name}: {total}/{len(run.attacks)} executed in {run.seconds:.1f} s "
+            f"(prepared in {run.prepare_seconds:.1f} s; {cells})"
+        )
         slow = sorted((a for a in run.attacks if a.outcome), key=lambda a: -a.outcome["ms"])[:5]
         print("    slowest: " + ", ".join(f"{a.id} {a.outcome['ms']} ms" for a in slow))
 
@@ -354,7 +361,7 @@ def test_the_harness_sees_every_kind_of_escape(scratch_root: tuple[Path, str]) -
     attacks = []
     for name, text in CONTROL.items():
         attack = Attack(id=name, cls="control", text=text, allowed=True)
-        attack.repo = ws.new_repo(f"control-{name}")
+        attack.repo = ws.repos / f"control-{name}"
         attack.command = expand(text, ws.values())
         attacks.append(attack)
     run = _execute(ws, token, Variant("control", "classified", None), attacks)

@@ -33,6 +33,7 @@ CLASSES = (
     "network_secrets",
     "robustness",
     "redirections",
+    "hostile_repository",
 )
 MIN_ATTACKS = 25
 PORT = 47_231

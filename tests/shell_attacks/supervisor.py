@@ -3,7 +3,8 @@
 Started by `test_shell_attacks.py` as `python supervisor.py JOB.json` inside a jail whose
 network namespace it shares with nobody: it opens the loopback listeners itself (TCP and
 UDP, IPv4 and IPv6, on the job's port), then runs each attack with `run_shell` (sandboxed
-or not, as the job says), sequentially so every connection, every change of a watched
+or not, as the job says) in its own fresh copy of the scratch repository, sequentially so
+every connection, every change of a watched
 directory and every leaked secret is attributed to the attack that caused it. One JSON
 line per attack on stdout; the test compares the repositories itself, from outside.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -81,7 +83,11 @@ async def main(job_path: str) -> int:
     watched = [Path(p) for p in job["watch"]]
     before = _watch(watched)
     token = job["token"]
+    template = Path(job["template"])
     for attack in job["attacks"]:
+        # A fresh copy of the scratch repository for every attack, made here so copies run
+        # in parallel with the other jails; the test compares each with the template.
+        shutil.copytree(template, attack["cwd"], symlinks=True)
         started = time.monotonic()
         result = await run_shell(
             attack["command"],

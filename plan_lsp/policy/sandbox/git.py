@@ -47,6 +47,8 @@ STATIC_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("credential.helper", ""),
     ("diff.external", ""),
     ("diff.ignoreSubmodules", "all"),
+    # `git diff` rewrites the index to refresh stat data, whatever GIT_OPTIONAL_LOCKS says.
+    ("diff.autoRefreshIndex", "false"),
     ("submodule.recurse", "false"),
     ("protocol.allow", "never"),
     ("log.showSignature", "false"),

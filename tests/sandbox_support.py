@@ -108,6 +108,35 @@ def listener() -> Iterator[Listener]:
         server.close()
 
 
+KEYRING_READER = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+buf = ctypes.create_string_buffer(64)
+n = libc.syscall(int(sys.argv[1]), 11, int(sys.argv[2]), buf, 64)  # KEYCTL_READ
+print(buf.raw[: max(n, 0)].decode(errors="replace"))
+"""
+KEYCTL = {"x86_64": 250, "aarch64": 219}
+
+
+def session_key(secret: str) -> tuple[int, int]:
+    """(keyctl syscall number, id of a key holding `secret`) in a fresh anonymous session
+    keyring of this test process, which the sandboxed children inherit."""
+    import ctypes
+
+    keyctl = KEYCTL.get(os.uname().machine)
+    if keyctl is None:
+        pytest.skip("no keyctl number for this architecture")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    add_key = {"x86_64": 248, "aarch64": 217}[os.uname().machine]
+    assert libc.syscall(keyctl, 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+    data = secret.encode()
+    key = libc.syscall(add_key, b"user", b"plan-lsp-test", data, len(data), -3)
+    assert key >= 0, ctypes.get_errno()
+    return keyctl, int(key)
+
+
 def small_workspace(root: Path, text: str) -> Path:
     """`root/ws` holding `hello.txt` with `text`."""
     ws = root / "ws"

@@ -23,7 +23,7 @@ from plan_lsp.policy.sandbox import (
     sandbox_kind,
     sandbox_status,
 )
-from plan_lsp.policy.sandbox.bwrap import plan_argv
+from plan_lsp.policy.sandbox.bwrap import SECCOMP_PRELUDE, plan_argv
 from plan_lsp.policy.sandbox.layout import (
     NOBODY,
     TMPFS_BYTES,
@@ -33,7 +33,15 @@ from plan_lsp.policy.sandbox.layout import (
     safe_path_variable,
 )
 from plan_lsp.policy.sandbox.selftest import probe_plan
-from tests.sandbox_support import fake_home, listener, require, run_in, small_workspace
+from tests.sandbox_support import (
+    KEYRING_READER,
+    fake_home,
+    listener,
+    require,
+    run_in,
+    session_key,
+    small_workspace,
+)
 
 
 def _run(workdir: Path, script: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -59,9 +67,13 @@ def test_plan_argv_follows_the_recipe(tmp_path: Path) -> None:
     env = {"HOME": str(home), "PATH": f"/usr/bin:/bin:relative:{home}/.cargo/bin",
            "OPENAI_API_KEY": "sk-secret", "PLAN_LSP_MODEL": "m", "LC_ALL": "C"}  # fmt: skip
     argv = plan_argv(ws, ["ls", "-la"], base_env=env)
-    assert argv[:2] == [argv[0], "-i"] and argv[0].endswith("env")
+    # A fixed prelude opens the seccomp filter on fd 3, then `env -i` starts bwrap.
+    assert argv[1:4] == ["-c", SECCOMP_PRELUDE, "plan-lsp-seccomp"]
+    env_at = argv.index("-i") - 1
+    assert argv[env_at].endswith("env") and env_at == 5
     bwrap_at = next(i for i, a in enumerate(argv) if a.endswith("bwrap"))
-    variables = dict(a.split("=", 1) for a in argv[2:bwrap_at])
+    assert argv[bwrap_at + 1 : bwrap_at + 3] == ["--seccomp", "3"]
+    variables = dict(a.split("=", 1) for a in argv[env_at + 2 : bwrap_at])
     assert variables["HOME"] == "/tmp" and variables["TERM"] == "dumb"
     assert variables["LC_ALL"] == "C" and variables["GIT_OPTIONAL_LOCKS"] == "0"
     assert "OPENAI_API_KEY" not in variables and "PLAN_LSP_MODEL" not in variables
@@ -345,8 +357,11 @@ def test_self_test_refuses_no_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_path:
 @pytest.mark.usefixtures("bwrap")
 def test_self_test_catches_a_visible_environment() -> None:
     def leaky(workdir: Path, argv: object, scratch: Path) -> list[str]:
+        # The same sandbox, started without `env -i`: bwrap inherits the server's variables.
         full = sandbox_argv(workdir, list(argv), mechanism="bubblewrap")  # type: ignore[call-overload]
-        return full[next(i for i, a in enumerate(full) if a.endswith("bwrap")) :]
+        env_at = full.index("-i") - 1
+        bwrap_at = next(i for i, a in enumerate(full) if a.endswith("bwrap"))
+        return full[:env_at] + full[bwrap_at:]
 
     result = probe_plan(leaky)
     assert not result.ok and "environment" in result.why
@@ -392,3 +407,18 @@ def test_older_bubblewrap_without_optional_features(
     proc = _run(workdir, "cat hello.txt; touch x")
     assert "hello from the workspace" in proc.stdout and not (workdir / "x").exists()
     assert bwrap_mod.missing_features() == ["--disable-userns", "--size"]
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_the_server_keyring_is_out_of_reach(workdir: Path) -> None:
+    keyctl, key = session_key("keyring-secret")
+    outside = subprocess.run(
+        ["python3", "-c", KEYRING_READER, str(keyctl), str(key)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert "keyring-secret" in outside.stdout  # control: readable without the sandbox
+    proc = _run(workdir, f'python3 -c "$1" {keyctl} {key}', args=[KEYRING_READER])
+    assert "keyring-secret" not in proc.stdout

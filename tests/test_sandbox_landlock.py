@@ -15,8 +15,16 @@ import pytest
 
 from plan_lsp.policy.sandbox import probe_sandbox
 from plan_lsp.policy.sandbox.landlock import LAUNCHER, landlock_options, readable_tree
-from plan_lsp.policy.sandbox.landlock_launch import SECCOMP_ARCHES, seccomp_program
-from tests.sandbox_support import fake_home, listener, require, run_in, small_workspace
+from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, SYSCALL_GROUPS, seccomp_program
+from tests.sandbox_support import (
+    KEYRING_READER,
+    fake_home,
+    listener,
+    require,
+    run_in,
+    session_key,
+    small_workspace,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -146,16 +154,21 @@ def test_options_grant_everything_but_the_hidden(tmp_path: Path) -> None:
     assert "/tmp" not in reads and "/" not in reads and str(tmp_path.resolve()) in reads
 
 
-@pytest.mark.parametrize("machine", sorted(SECCOMP_ARCHES))
-@pytest.mark.parametrize("network", [False, True])
-def test_seccomp_program_jumps_land_inside(machine: str, network: bool) -> None:
-    program = seccomp_program(machine, network)
+@pytest.mark.parametrize("machine", sorted(AUDIT_ARCHES))
+@pytest.mark.parametrize("groups", [["metadata", "keyrings"], ["metadata", "keyrings", "sockets"]])
+def test_seccomp_program_jumps_land_inside(machine: str, groups: list[str]) -> None:
+    program = seccomp_program(machine, groups)
     for i, (code, jt, jf, _k) in enumerate(program):
         if code in (0x15, 0x35):
             assert i + 1 + jt < len(program) and i + 1 + jf < len(program)
     denied = {k for code, _jt, _jf, k in program[4:-3]}
-    _arch, sockets, metadata = SECCOMP_ARCHES[machine]
-    assert set(metadata) <= denied
-    assert set(sockets).isdisjoint(denied) == network
+    assert denied == {nr for g in groups for nr in SYSCALL_GROUPS[machine][g]}
+    assert program[-1] == (0x06, 0, 0, 0x80000000)  # a foreign architecture is killed
     with pytest.raises(Exception, match="no seccomp filter"):
-        seccomp_program("pdp11", network)
+        seccomp_program("pdp11", groups)
+
+
+def test_the_server_keyring_is_out_of_reach(ws: Path) -> None:
+    keyctl, key = session_key("keyring-secret")
+    proc = _run(ws, f'python3 -c "$1" {keyctl} {key}', args=[KEYRING_READER])
+    assert "keyring-secret" not in proc.stdout

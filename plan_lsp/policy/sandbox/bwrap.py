@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from plan_lsp.policy.sandbox.git import SANDBOX_SHIM_DIR, git_shim_dir
+from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
     FILE_SIZE_KIB,
@@ -32,6 +33,7 @@ from plan_lsp.policy.sandbox.layout import (
     below,
     plan_environment,
     plan_layout,
+    runtime_file,
 )
 
 STATE_DIR_NAME = ".plan-lsp"
@@ -92,6 +94,25 @@ def _env_prefix(env: Mapping[str, str]) -> list[str]:
     return [_program("env"), "-i", *(f"{k}={v}" for k, v in env.items())]
 
 
+# Opens the seccomp filter on fd 3 for `bwrap --seccomp 3`, then execs the rest: a fixed
+# string, run outside the sandbox with the allow-list environment.
+SECCOMP_PRELUDE = 'exec 3<"$1" || exit 126; shift; exec "$@"'
+# Inside the plan profile: the kernel keyring calls (the server's session keyring is
+# inherited, and its keys would be readable by possession).
+PLAN_SECCOMP_GROUPS = ["keyrings"]
+
+
+def _seccomp_prefix() -> tuple[list[str], list[str]]:
+    """(command prefix, bwrap options) that load the plan profile's seccomp filter, or two
+    empty lists on an architecture without one."""
+    machine = os.uname().machine
+    if machine not in AUDIT_ARCHES:
+        return [], []
+    bpf = runtime_file("plan.bpf", seccomp_bytes(machine, PLAN_SECCOMP_GROUPS), 0o600)
+    prefix = [_program("bash"), "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp", str(bpf)]
+    return prefix, ["--seccomp", "3"]
+
+
 def _all_roots(workdir: Path, roots: Sequence[Path]) -> list[Path]:
     real_workdir = Path(os.path.realpath(workdir))
     real_roots = [Path(os.path.realpath(r)) for r in roots]
@@ -114,8 +135,10 @@ def plan_argv(
     layout = plan_layout(all_roots, base_env)
     shim = git_shim_dir()
     env = plan_environment(base_env, extra_path=[SANDBOX_SHIM_DIR] if shim else [])
+    seccomp_prefix, seccomp_options = _seccomp_prefix()
     args = [
         bwrap,
+        *seccomp_options,  # no kernel keyrings
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup
         *(["--share-net"] if network else []),
         "--unshare-user",  # required, not just "if possible"
@@ -150,7 +173,7 @@ def plan_argv(
         "--",
         *limited(argv),
     ]  # fmt: skip
-    return [*_env_prefix(env), *args]
+    return [*seccomp_prefix, *_env_prefix(env), *args]
 
 
 def ensure_state_dirs(roots: Sequence[Path]) -> list[Path]:

@@ -20,18 +20,16 @@ neutralised this way are reported by `git_config_hazards` for the gate to refuse
 
 from __future__ import annotations
 
-import atexit
 import fnmatch
 import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.layout import plan_environment
+from plan_lsp.policy.sandbox.layout import plan_environment, runtime_file
 
 # Fixed overrides: (key, value).
 STATIC_OVERRIDES: tuple[tuple[str, str], ...] = (
@@ -189,25 +187,12 @@ def real_git() -> str | None:
 
 
 def git_shim_dir() -> Path | None:
-    """A private directory holding the `git` shim, or None when git or bash is not
-    installed (then there is no git to protect). Created once per process, and again if
-    something (a /tmp cleaner) removed it."""
+    """The private directory holding the `git` shim, or None when git or bash is not
+    installed (then there is no git to protect)."""
     text = _shim_text()
     if text is None:
         return None
-    directory = _shim_directory()
-    shim = directory / "git"
-    try:
-        intact = shim.read_text() == text and os.access(shim, os.X_OK)
-    except OSError:
-        intact = False
-    if not intact:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        tmp = directory / f".git-{os.getpid()}"
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        tmp.replace(shim)
-    return directory
+    return runtime_file("bin/git", text.encode(), 0o755).parent
 
 
 @cache
@@ -216,13 +201,6 @@ def _shim_text() -> str | None:
     if git is None or bash is None:
         return None
     return shim_script(git, os.path.realpath(bash))
-
-
-@cache
-def _shim_directory() -> Path:
-    directory = Path(tempfile.mkdtemp(prefix="plan-lsp-git-"))
-    atexit.register(shutil.rmtree, directory, True)
-    return directory
 
 
 def unsandboxed_plan_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -25,6 +25,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from plan_lsp.policy.sandbox.git import git_shim_dir
+from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
     FILE_SIZE_KIB,
@@ -39,7 +40,6 @@ LAUNCHER = Path(__file__).with_name("landlock_launch.py")
 HIDDEN_SYSTEM_DIRS = ("/tmp", "/var/tmp", "/run", "/dev")
 READABLE_DEVICES = ("/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 WRITABLE_DEVICES = ("/dev/null",)
-SECCOMP_MACHINES = ("x86_64", "aarch64")
 
 
 @cache
@@ -57,7 +57,7 @@ def landlock_abi() -> int:
 
 
 def seccomp_available() -> bool:
-    return platform.machine() in SECCOMP_MACHINES
+    return platform.machine() in AUDIT_ARCHES
 
 
 def readable_tree(top: Path, hidden: Iterable[Path]) -> list[str]:

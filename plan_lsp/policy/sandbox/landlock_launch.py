@@ -10,7 +10,8 @@ OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv wor
   --network       allow the network; without it TCP bind/connect are denied by Landlock
                   (ABI >= 4) and socket(2) / io_uring_setup(2) by a seccomp filter (so UDP
                   and Unix sockets too). The filter always denies chmod, chown, utime and
-                  extended-attribute changes, which Landlock does not cover.
+                  extended-attribute changes, which Landlock does not cover, and the
+                  kernel keyring calls.
   --chdir PATH    the working directory
   --cpu S --fsize BYTES --nproc N   resource limits
 
@@ -39,41 +40,37 @@ TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
-# Per machine: audit arch, the socket-creating syscalls (denied without network), and the
-# metadata syscalls Landlock does not cover (chmod, chown, utime, xattrs), always denied.
-_NEW_METADATA = (452, 463, 466, 469)  # fchmodat2, setxattrat, removexattrat, file_setattr
-SECCOMP_ARCHES: dict[str, tuple[int, tuple[int, ...], tuple[int, ...]]] = {
-    "x86_64": (
-        0xC000003E,
-        (41, 425),  # socket, io_uring_setup
-        # chmod fchmod chown fchown lchown utime {,l,f}setxattr {,l,f}removexattr utimes
-        # fchownat futimesat fchmodat utimensat
-        (
-            90,
-            91,
-            92,
-            93,
-            94,
-            132,
-            188,
-            189,
-            190,
-            197,
-            198,
-            199,
-            235,
-            260,
-            261,
-            268,
-            280,
+# Syscalls denied with EACCES, by group and machine:
+#   sockets   socket, io_uring_setup: no network (Landlock mode without `--network`)
+#   metadata  chmod, chown, utime and xattr families, which Landlock does not mediate
+#   keyrings  add_key, request_key, keyctl: the server's session keyring is inherited, and
+#             its keys (Kerberos tickets, ...) would be readable by possession
+# New syscalls share one number on every architecture: fchmodat2, setxattrat, removexattrat,
+# file_setattr.
+_NEW_METADATA = (452, 463, 466, 469)
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split())
+
+
+AUDIT_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
+    "x86_64": {
+        "sockets": (41, 425),
+        # chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr
+        # lremovexattr fremovexattr utimes fchownat futimesat fchmodat utimensat
+        "metadata": (
+            *_numbers("90 91 92 93 94 132 188 189 190 197 198 199 235 260 261 268 280"),
             *_NEW_METADATA,
         ),
-    ),
-    "aarch64": (
-        0xC00000B7,
-        (198, 425),
-        (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, *_NEW_METADATA),
-    ),
+        "keyrings": (248, 249, 250),
+    },
+    "aarch64": {
+        "sockets": (198, 425),
+        "metadata": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, *_NEW_METADATA),
+        "keyrings": (217, 218, 219),
+    },
 }
 EACCES = 13
 
@@ -122,14 +119,12 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, abi: int)
         os.close(fd)
 
 
-def seccomp_program(machine: str, network: bool) -> list[tuple[int, int, int, int]]:
-    """A classic BPF filter: EACCES for the denied syscalls (and the x32 ABI), the process
-    killed on a foreign architecture, everything else allowed."""
-    arch = SECCOMP_ARCHES.get(machine)
-    if arch is None:
+def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int, int]]:
+    """A classic BPF filter: EACCES for the syscalls of `groups` (and the x32 ABI), the
+    process killed on a foreign architecture, everything else allowed."""
+    if machine not in AUDIT_ARCHES:
         raise LaunchError(f"no seccomp filter for {machine}")
-    audit_arch, sockets, metadata = arch
-    denied = [*metadata, *(() if network else sockets)]
+    denied = [nr for group in groups for nr in SYSCALL_GROUPS[machine][group]]
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny, kill = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
     # Layout: 0 ld arch, 1 jeq arch, 2 ld nr, 3 jge x32, 4.. jeq nr, then allow, deny, kill.
@@ -138,7 +133,7 @@ def seccomp_program(machine: str, network: bool) -> list[tuple[int, int, int, in
     deny_at, kill_at = allow_at + 1, allow_at + 2
     program = [
         (ld, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 0, kill_at - 2, audit_arch),
+        (jeq, 0, kill_at - 2, AUDIT_ARCHES[machine]),
         (ld, 0, 0, 0),  # seccomp_data.nr
         (jge, deny_at - 4, 0, 0x40000000),  # the x32 ABI
     ]
@@ -148,11 +143,16 @@ def seccomp_program(machine: str, network: bool) -> list[tuple[int, int, int, in
     return program
 
 
+def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
+    """The filter as the kernel (and bwrap --seccomp) takes it: struct sock_filter[]."""
+    return b"".join(struct.pack("=HBBI", *insn) for insn in seccomp_program(machine, groups))
+
+
 def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
-    program = seccomp_program(os.uname().machine, network)
-    raw = b"".join(struct.pack("=HBBI", *insn) for insn in program)
+    groups = ["metadata", "keyrings", *([] if network else ["sockets"])]
+    raw = seccomp_bytes(os.uname().machine, groups)
     filters = ctypes.create_string_buffer(raw, len(raw))
-    prog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))
+    prog = struct.pack("=HxxxxxxQ", len(raw) // 8, ctypes.addressof(filters))
     prog_buf = ctypes.create_string_buffer(prog, len(prog))
     _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog_buf, 0, 0), "seccomp")
 

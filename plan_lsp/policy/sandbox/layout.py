@@ -6,9 +6,12 @@ here is data: a location is hidden because it is on a list, never because a rule
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -126,6 +129,30 @@ MAX_PROCESSES = 1024
 TMPFS_BYTES = 512 * 1024 * 1024
 SMALL_TMPFS_BYTES = 16 * 1024 * 1024
 NOBODY = 65534
+
+
+@lru_cache(maxsize=1)
+def _runtime_dir() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="plan-lsp-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def runtime_file(name: str, content: bytes, mode: int) -> Path:
+    """`name` in this process's private directory (mode 0700) holding `content`; written
+    again when missing or changed (a /tmp cleaner may remove it on a long-lived server)."""
+    path = _runtime_dir() / name
+    try:
+        intact = path.read_bytes() == content and (path.stat().st_mode & 0o777) == mode
+    except OSError:
+        intact = False
+    if not intact:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}-{os.getpid()}")
+        tmp.write_bytes(content)
+        tmp.chmod(mode)
+        tmp.replace(path)
+    return path
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path | None:

@@ -24,6 +24,7 @@ import re
 from plan_lsp.policy.shell.embedded import GrammarError, regex_end
 
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_DIGITS = frozenset("0123456789")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_VAR = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _BUILTIN_VARS = frozenset(
@@ -252,7 +253,7 @@ class _Awk:
         if self.i >= self.n:
             return False
         c = self.t[self.i]
-        return c.isdigit() or c in '"$(' or bool(_NAME.match(self.t, self.i))
+        return c in _DIGITS or c in '"$(' or bool(_NAME.match(self.t, self.i))
 
     def unary(self) -> None:
         self.blanks()
@@ -268,7 +269,7 @@ class _Awk:
         self.blanks()
         t = self.t
         c = t[self.i] if self.i < self.n else ""
-        if c.isdigit():
+        if c in _DIGITS:
             self.i = _NUMBER.match(t, self.i).end()  # type: ignore[union-attr]
         elif c == '"':
             self.string()

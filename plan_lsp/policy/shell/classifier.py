@@ -65,8 +65,8 @@ def _classify(
     if len(cmd) > MAX_CHARS:
         findings.fatal(f"the command is longer than {MAX_CHARS} characters")
         return
-    depth = _bracket_depth(cmd)
-    if depth > MAX_NESTING:
+    openers = cmd.count("(") + cmd.count("{") + cmd.count("[")
+    if openers > MAX_NESTING and _bracket_depth(cmd) > MAX_NESTING:
         findings.fatal(f"the command is nested more than {MAX_NESTING} levels deep")
         return
     bad = _CONTROL.search(cmd)

@@ -85,6 +85,7 @@ def _delimited_end(text: str, i: int, delim: str, *, regex: bool) -> int:
 # on s, no blocks, labels, branches or comments.
 _S_DELIMS = frozenset("/|#,:@%_+")
 _NUMBER = re.compile(r"[0-9]+")
+_DIGITS = frozenset("0123456789")
 _S_FLAGS = frozenset("gpiImM0123456789")
 
 
@@ -161,7 +162,7 @@ class _Sed:
     def address(self, first: bool) -> bool:
         t = self.t
         c = self.peek()
-        if c.isdigit():
+        if c in _DIGITS:
             self.i = _NUMBER.match(t, self.i).end()  # type: ignore[union-attr]
             if self.peek() == "~":
                 self.i += 1

@@ -23,6 +23,7 @@ _RESERVED = frozenset(
     "coproc { } ! [[ ]]".split()
 )
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_FD = re.compile(r"[0-9]+\Z")
 _NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}\Z")
 # `{` ... `,` or `..` ... `}` among the unquoted characters: bash may expand it.
 _BRACES = re.compile(r"\{.*(,|\.\.).*\}", re.S)
@@ -66,6 +67,9 @@ def _escape_glob(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
+Token = tuple[str, int, int]
+
+
 class _Lexer:
     def __init__(self, src: str) -> None:
         self.s = src
@@ -73,6 +77,9 @@ class _Lexer:
         self.i = 0
         self.commands: list[SimpleCommand] = []
         self.cur = SimpleCommand()
+        # Where each command, word and redirection starts (and ends), in source order: what
+        # the tree-sitter reading must agree with.
+        self.tokens: list[Token] = []
 
     def fail(self, reason: str) -> LexError:
         return LexError(reason)
@@ -152,13 +159,15 @@ class _Lexer:
         word = self.word()
         nxt = self.s[self.i] if self.i < self.n else ""
         if nxt in ("<", ">") and word.end == self.i:
-            if word.text.isdigit():
+            if _FD.match(word.text):
                 self.redirect(int(word.text) if len(word.text) < 4 else 999, start)
                 return
             if _NAMED_FD.match(word.text):
                 raise self.fail(f"`{word.text}{nxt}` allocates a file descriptor into a variable")
         if self.cur.start < 0:
             self.cur.start = start
+            self.tokens.append(("command", start, start))
+        self.tokens.append(("word", word.start, word.end))
         self.cur.words.append(word)
 
     # -- redirections ----------------------------------------------------------------------
@@ -181,15 +190,26 @@ class _Lexer:
             self.i += 1
         if self.i >= self.n or s[self.i] in _META:
             raise self.fail(f"redirection `{self.snippet(start, self.i)}` has no target")
-        target = self.word()
         if self.cur.start < 0:
             self.cur.start = start
+            self.tokens.append(("command", start, start))
+        self.tokens.append(("redirect", start, start))
+        target = self.word()
+        self.tokens.append(("word", target.start, target.end))
         self.cur.redirects.append(Redirect(op, fd, target, start, s[start : target.end]))
 
     # -- words -----------------------------------------------------------------------------
     def word(self) -> SWord:
         s, n = self.s, self.n
         start = self.i
+        plain = _PLAIN_RUN.match(s, start)
+        if plain is not None:
+            end = plain.end()
+            if end == n or s[end] in _META:
+                # The common case: nothing quoted, escaped, globbed or braced.
+                self.i = end
+                text = s[start:end]
+                return SWord(text, start, end, text)
         value: list[str] = []
         pattern: list[str] = []
         glob = False
@@ -317,3 +337,9 @@ class _Lexer:
 def lex(src: str) -> list[SimpleCommand]:
     """The simple commands of `src`, or LexError naming what is outside the subset."""
     return _Lexer(src).run()
+
+
+def lex_with_tokens(src: str) -> tuple[list[SimpleCommand], list[Token]]:
+    """`lex`, plus where each command, word and redirection is, in source order."""
+    lexer = _Lexer(src)
+    return lexer.run(), lexer.tokens

@@ -34,6 +34,8 @@ SANDBOX_REFUSED: frozenset[str] = frozenset(
     {"write:filesystem", "write:git", "write:package", "write:network"}
 )
 
+_READ_LOCAL = PLAN_ALLOWED_CAPABILITIES - NETWORK_CAPABILITIES
+_SANDBOX_REFUSED_OFFLINE = SANDBOX_REFUSED | NETWORK_CAPABILITIES
 SANDBOX_NOTE = "nothing in it shows an intent to change things; it runs inside the sandbox"
 
 Protection = Literal["classified", "sandboxed"]
@@ -96,26 +98,21 @@ class Findings:
 
     def decide(self, protection: Protection, network: bool) -> Classification:
         if protection == "classified":
-            allowed_caps = PLAN_ALLOWED_CAPABILITIES
-            if not network:
-                allowed_caps = allowed_caps - NETWORK_CAPABILITIES
+            allowed_caps = PLAN_ALLOWED_CAPABILITIES if network else _READ_LOCAL
             ok = not self.fatal_seen and not self.unproven_seen and self.caps <= allowed_caps
-
-            def refusing(kind: str, caps: frozenset[str]) -> bool:
-                return kind != "cap" or not caps <= allowed_caps
         else:
-            refused = SANDBOX_REFUSED if network else SANDBOX_REFUSED | NETWORK_CAPABILITIES
+            refused = SANDBOX_REFUSED if network else _SANDBOX_REFUSED_OFFLINE
             ok = not self.fatal_seen and not (self.caps & refused)
-
-            def refusing(kind: str, caps: frozenset[str]) -> bool:
-                return kind == "fatal" or bool(caps & refused)
-
         if ok:
             reasons = [text for text, _, _ in self.notes]
             if protection == "sandboxed":
                 reasons.append(SANDBOX_NOTE)
+        elif protection == "classified":
+            reasons = [
+                text for text, kind, caps in self.notes if kind != "cap" or not caps <= allowed_caps
+            ]
         else:
-            reasons = [text for text, kind, caps in self.notes if refusing(kind, caps)]
+            reasons = [text for text, kind, caps in self.notes if kind == "fatal" or caps & refused]
         return Classification(
             ok,
             frozenset(self.caps),

@@ -32,6 +32,8 @@ class PathPolicy:
         self.prefixes = tuple(r if r.endswith("/") else r + "/" for r in self.roots)
         self.cwd = _real(os.fspath(cwd))
         self.harmless = harmless
+        # The PATH programs are looked up in (checked for directories the workspace controls).
+        self.path_variable = os.environ.get("PATH", "")
 
     def inside(self, real: str) -> bool:
         return real in self.roots or real.startswith(self.prefixes)

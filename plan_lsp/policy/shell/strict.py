@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argcheck import ArgCheck
-from plan_lsp.policy.shell.lexer import LexError, Redirect, SimpleCommand, lex
+from plan_lsp.policy.shell.lexer import LexError, Redirect, Token, lex_with_tokens
 from plan_lsp.policy.shell.model import Findings
 from plan_lsp.policy.shell.parser import parse, snippet_of_error
 
@@ -32,12 +32,11 @@ _CONTAINERS = frozenset({"program", "list", "pipeline", "redirected_statement", 
 _SEPARATORS = frozenset({";", "&&", "||", "|", "|&", "\n"})
 _OUTPUT_OPS = frozenset({">", ">>", "&>", "&>>"})
 _SINK = "/dev/null"
-Token = tuple[str, int, int]
 
 
 def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     try:
-        commands = lex(cmd)
+        commands, tokens = lex_with_tokens(cmd)
     except LexError as exc:
         findings.unproven(exc.reason)
         return
@@ -48,7 +47,7 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     if root.has_error:
         findings.unproven(f"the command does not parse as complete bash{snippet_of_error(root)}")
         return
-    disagreement = _cross_check(root, commands)
+    disagreement = _cross_check(root, tokens)
     if disagreement is not None:
         findings.unproven(disagreement)
         return
@@ -101,16 +100,8 @@ def _redirect(r: Redirect, findings: Findings, policy: PathPolicy) -> None:
         findings.unproven(f"redirection `{r.text}`: {problem}")
 
 
-def _cross_check(root: Node, commands: list[SimpleCommand]) -> str | None:
+def _cross_check(root: Node, mine: list[Token]) -> str | None:
     """Both readings must agree on where every command, word and redirection is."""
-    mine: list[Token] = []
-    for command in commands:
-        mine.append(("command", command.start, command.start))
-        items: list[Token] = [("word", w.start, w.end) for w in command.words]
-        for r in command.redirects:
-            items.append(("redirect", r.start, r.start))
-            items.append(("word", r.target.start, r.target.end))
-        mine.extend(sorted(items, key=lambda t: t[1]))
     theirs: list[Token] = []
     problem = _tree_tokens(root, theirs)
     if problem is not None:
@@ -173,7 +164,7 @@ def _text(node: Node) -> str:
 def hijacked(name: str, policy: PathPolicy) -> str | None:
     """Why `name` would not run the system program: PATH lists a relative directory or one
     inside the workspace that holds a program of that name ahead of the system one."""
-    path = os.environ.get("PATH", "")
+    path = policy.path_variable
     risky = _risky_path_dirs(path, policy.roots)
     if not risky:
         return None

@@ -95,6 +95,7 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _HARMLESS_SINK = "/dev/null"
 _NETWORK_DEVICES = ("/dev/tcp/", "/dev/udp/")
+_ASCII_DIGITS = re.compile(r"[0-9]+\Z")
 _NETWORK = frozenset({"read:network", "write:network"})
 # Loop and `read` variables: short lower-case names cannot collide with the environment
 # variables that steer programs (PATH, LD_PRELOAD, GIT_DIR, http_proxy, ...).
@@ -324,7 +325,7 @@ class Walker:
                 self.f.add(_NETWORK, f"`{_text(node)}` opens a network connection (read:network)")
             return
         if op in (">&", "<&", ">&-", "<&-"):
-            if dest.value is not None and (dest.value.isdigit() or dest.value == "-"):
+            if dest.value is not None and (_ASCII_DIGITS.match(dest.value) or dest.value == "-"):
                 return
             if op == "<&":
                 self.f.unproven(f"redirection `{_text(node)}` is not understood")

@@ -36,20 +36,6 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-CORPUS = Path(__file__).parent / "shell_corpus"
-
-
-def _lines(name: str) -> list[str]:
-    text = (CORPUS / name).read_text("utf-8")
-    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
-BENIGN = _lines("benign.txt")
-BLOCKED = _lines("blocked.txt")
-# The false-block bounds of issue 13.
-MAX_FALSE_BLOCKS = {"classified": 0.10, "sandboxed": 0.02}
-
-
 def strict(cmd: str, ws: Path, network: bool = False) -> Classification:
     return classify_command(cmd, protection="classified", roots=[ws], cwd=ws, network=network)
 
@@ -383,28 +369,6 @@ def test_sandboxed_network_flag_allows_reads_only() -> None:
     assert not boxed("curl https://example.com").allowed
     assert boxed("curl https://example.com", network=True).allowed
     assert not boxed("curl -X POST https://example.com", network=True).allowed
-
-
-# -- corpora ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("protection", PROTECTIONS)
-def test_benign_false_block_rate(protection: Protection, ws: Path) -> None:
-    assert len(BENIGN) >= 300
-    blocked = [
-        cmd
-        for cmd in BENIGN
-        if not classify_command(cmd, protection=protection, roots=[ws], cwd=ws).allowed
-    ]
-    rate = len(blocked) / len(BENIGN)
-    assert rate <= MAX_FALSE_BLOCKS[protection], (f"{rate:.1%}", blocked)
-
-
-@pytest.mark.parametrize("cmd", BLOCKED)
-def test_blocked_corpus_is_refused_under_classified(cmd: str, ws: Path) -> None:
-    result = strict(cmd, ws)
-    assert not result.allowed, (cmd, result.reasons)
-    assert result.reasons
 
 
 # -- both ---------------------------------------------------------------------------------

@@ -30,67 +30,23 @@ _WRITE_PROC = frozenset({"write:process"})
 # Nodes whose named children are themselves statements.
 _CONTAINERS = frozenset(
     {
-        "program",
-        "list",
-        "pipeline",
-        "subshell",
-        "compound_statement",
-        "do_group",
-        "negated_command",
-        "if_statement",
-        "elif_clause",
-        "else_clause",
-        "while_statement",
+        "program", "list", "pipeline", "subshell", "compound_statement", "do_group",
+        "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement",
     }
-)
+)  # fmt: skip
 _HARMLESS_TOKENS = frozenset(
     {
-        ";",
-        ";;",
-        "&&",
-        "||",
-        "|",
-        "|&",
-        "!",
-        "(",
-        ")",
-        "{",
-        "}",
-        "\n",
-        "if",
-        "then",
-        "elif",
-        "else",
-        "fi",
-        "while",
-        "until",
-        "do",
-        "done",
-        "for",
-        "in",
-        "case",
-        "esac",
-        "function",
+        ";", ";;", "&&", "||", "|", "|&", "!", "(", ")", "{", "}", "\n", "if", "then", "elif",
+        "else", "fi", "while", "until", "do", "done", "for", "in", "case", "esac", "function",
     }
-)
+)  # fmt: skip
 _WORD_TYPES = frozenset(
     {
-        "word",
-        "string",
-        "raw_string",
-        "ansi_c_string",
-        "translated_string",
-        "concatenation",
-        "number",
-        "simple_expansion",
-        "expansion",
-        "command_substitution",
-        "process_substitution",
-        "brace_expression",
-        "extglob_pattern",
-        "arithmetic_expansion",
+        "word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+        "number", "simple_expansion", "expansion", "command_substitution", "process_substitution",
+        "brace_expression", "extglob_pattern", "arithmetic_expansion",
     }
-)
+)  # fmt: skip
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _HARMLESS_SINK = "/dev/null"

@@ -308,6 +308,21 @@ def test_program_on_a_path_inside_the_workspace_is_refused(
     assert strict("ls", ws).allowed
 
 
+def test_version_manager_shims_that_read_the_workspace_are_refused(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shims = tmp_path / "home" / ".asdf" / "shims"
+    shims.mkdir(parents=True)
+    for name in ("python3", "git"):
+        (shims / name).write_text("#!/bin/sh\nexec asdf exec \"$0\" \"$@\"\n")
+        (shims / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:/usr/bin:/bin")
+    for cmd in ("python3 --version", "git log"):
+        result = strict(cmd, ws)
+        assert not result.allowed and any("version-manager shim" in r for r in result.reasons)
+    assert strict("echo builtins are not looked up", ws).allowed
+
+
 def test_parser_disagreement_is_refused(ws: Path) -> None:
     # bash joins `-\<newline>l` into `-l`; tree-sitter keeps two words.
     result = strict("ls -\\\nl", ws)

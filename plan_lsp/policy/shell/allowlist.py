@@ -118,6 +118,7 @@ class AllowListData(BaseModel):
 
     option_sets: dict[str, OptionSet] = Field(default_factory=dict)
     harmless_paths: list[str] = Field(default_factory=list)
+    workspace_selected_shims: list[str] = Field(default_factory=list)
     programs: dict[str, ProgramData]
     find: FindData
 
@@ -164,6 +165,7 @@ class AllowList:
     programs: dict[str, Program]
     harmless_paths: frozenset[str]
     find: FindData
+    workspace_selected_shims: tuple[str, ...] = ()
 
 
 def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program:
@@ -214,7 +216,12 @@ def load_allowlist(text: str) -> AllowList:
     for name, prog in data.programs.items():
         if prog.alias_of is not None:
             programs[name] = replace(programs[prog.alias_of], label=name)
-    return AllowList(programs, frozenset(data.harmless_paths), data.find)
+    return AllowList(
+        programs,
+        frozenset(data.harmless_paths),
+        data.find,
+        tuple(data.workspace_selected_shims),
+    )
 
 
 @cache

@@ -12,14 +12,13 @@ every part of it is understood.
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argcheck import ArgCheck
 from plan_lsp.policy.shell.lexer import LexError, Redirect, Token, lex_with_tokens
 from plan_lsp.policy.shell.model import Findings
 from plan_lsp.policy.shell.parser import parse, snippet_of_error
+from plan_lsp.policy.shell.programs import program_problem
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -55,7 +54,7 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     if problem is not None:
         findings.unproven(problem)
         return
-    check = ArgCheck(findings, policy, hijacked)
+    check = ArgCheck(findings, policy, program_problem)
     for command in commands:
         for redirect in command.redirects:
             _redirect(redirect, findings, policy)
@@ -159,35 +158,3 @@ def _descendants(node: Node) -> list[Node]:
 def _text(node: Node) -> str:
     raw = node.text
     return raw.decode("utf-8", "replace") if raw is not None else ""
-
-
-def hijacked(name: str, policy: PathPolicy) -> str | None:
-    """Why `name` would not run the system program: PATH lists a relative directory or one
-    inside the workspace that holds a program of that name ahead of the system one."""
-    path = policy.path_variable
-    risky = _risky_path_dirs(path, policy.roots)
-    if not risky:
-        return None
-    for entry in path.split(":"):
-        candidate = os.path.join(entry or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            if entry in risky:
-                return (
-                    f"`{name}` would run {candidate} (PATH lists `{entry or '.'}`, a directory "
-                    "the workspace controls)"
-                )
-            return None
-    return None
-
-
-@lru_cache(maxsize=32)
-def _risky_path_dirs(path: str, roots: tuple[str, ...]) -> frozenset[str]:
-    risky = set()
-    for entry in path.split(":"):
-        if not entry.startswith("/"):
-            risky.add(entry)
-            continue
-        real = os.path.realpath(entry)
-        if any(real == r or real.startswith(r + "/") for r in roots):
-            risky.add(entry)
-    return frozenset(risky)

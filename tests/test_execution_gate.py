@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -583,7 +585,7 @@ def _real_gate(
         plan_shell="sandboxed",
         sandbox_probe=lambda: sandbox,
         plan_network=plan_network,
-        git_hazards=lambda repo: list(hazards or []),
+        git_hazards=lambda repo, shell, roots: list(hazards or []),
     )
 
 
@@ -643,6 +645,35 @@ async def test_hostile_git_configuration_refuses_git_without_a_sandbox(session: 
     built = _real_gate(session, port, sandbox="bubblewrap", hazards=[hazard])
     assert (await _check(built, BASH, {"command": "git status"})).allowed
     assert port.requests  # not proven read-only: the user is asked
+
+
+async def test_blame_refused_when_the_repository_points_it_outside(
+    session: Session, tmp_path: Path
+) -> None:
+    """`git blame` prints the first line of every `blame.ignoreRevsFile` that is not an
+    object name: a repository must not point it outside the workspace."""
+    pytest.importorskip("plan_lsp.policy.shell")
+    ws = session.workspace
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token-123\n")
+    (ws / "f.txt").write_text("a\n")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, env=env, timeout=30)
+    gate = ExecutionGate(
+        session,
+        PermissionEngine(workspace_roots=[ws]),
+        FakePort(),
+        plan_shell="classified",
+        sandbox_probe=lambda: None,
+    )
+    assert (await _check(gate, BASH, {"command": "git blame f.txt"})).allowed
+    subprocess.run(
+        ["git", "-C", str(ws), "config", "blame.ignoreRevsFile", str(secret)],
+        check=True, env=env, timeout=30,
+    )  # fmt: skip
+    refused = await _check(gate, BASH, {"command": "git blame f.txt"})
+    assert not refused.allowed and "blame.ignoreRevsFile" in refused.reason
+    assert (await _check(gate, BASH, {"command": "git log -1"})).allowed
 
 
 def test_the_runner_is_the_only_call_site_of_tool_implementations() -> None:

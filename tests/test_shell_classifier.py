@@ -426,7 +426,7 @@ def test_result_shape(ws: Path) -> None:
         "capabilities": ["read:git"],
         "reasons": ["`git log` reads history (read:git)"],
     }
-    assert result.programs == frozenset({"git"})
+    assert result.programs == frozenset({"git", "git log"})
 
 
 def test_data_tables_load_and_are_valid() -> None:

@@ -46,6 +46,9 @@ class ShellClassification(ClassificationLike, Protocol):
     @property
     def git_dirs(self) -> frozenset[str]: ...
 
+    @property
+    def programs(self) -> frozenset[str]: ...
+
 
 class GateSession(Protocol):
     """What the gate needs of a session: the live modes and the audit log."""
@@ -61,7 +64,7 @@ class GateSession(Protocol):
 
 Classifier = Callable[[str], ClassificationLike]
 SandboxProbe = Callable[[], "str | None"]
-GitHazards = Callable[[Path], Sequence[str]]
+GitHazards = Callable[[Path, "ShellClassification", Sequence[Path]], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -89,14 +92,20 @@ def default_classifier(command: str, context: ShellContext) -> ShellClassificati
     return result
 
 
-def default_git_hazards(repo: Path) -> list[str]:
+def default_git_hazards(repo: Path, shell: ShellClassification, roots: Sequence[Path]) -> list[str]:
     """What in `repo`'s git configuration would run a program that the plan-mode git
-    hardening cannot neutralise (`policy/sandbox`)."""
+    hardening cannot neutralise (`policy/sandbox`), or make an allowed git subcommand read a
+    file outside the workspace (`policy/shell/gitfiles.py`)."""
+    found: list[str] = []
     try:
         module = importlib.import_module("plan_lsp.policy.sandbox")
     except ImportError:
-        return []
-    return list(module.git_config_hazards(repo))
+        pass
+    else:
+        found.extend(module.git_config_hazards(repo))
+    gitfiles = importlib.import_module("plan_lsp.policy.shell.gitfiles")
+    found.extend(gitfiles.files_outside(repo, roots, shell.programs))
+    return found
 
 
 def default_sandbox_probe() -> str | None:
@@ -286,8 +295,9 @@ class ExecutionGate:
         """Without a sandbox, git reads the repository's own configuration; a key naming a
         program the hardening cannot neutralise makes the command unproven."""
         hazards: list[str] = []
+        roots = self.shell_context(PLAN_SHELL_CLASSIFIED).roots
         for repo in sorted(shell.git_dirs):
-            hazards.extend(self._git_hazards(Path(repo)))
+            hazards.extend(self._git_hazards(Path(repo), shell, roots))
         if not hazards:
             return verdict
         return (

@@ -98,6 +98,7 @@ class _Program:
 
     def run(self) -> None:
         prog = self.prog
+        self.f.programs.add(prog.label)
         if prog.exact and all(not a.glob for a in self.args):
             if tuple(a.value for a in self.args) in prog.exact:
                 self.f.add(prog.caps, f"`{prog.label} {_join(self.args)}` only prints information")

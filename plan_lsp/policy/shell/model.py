@@ -51,7 +51,8 @@ class Classification:
     capabilities: frozenset[str]
     reasons: list[str] = field(default_factory=list)
     protection: Protection = "classified"
-    # Programs the command line runs, as named (for checks outside the classifier).
+    # Programs the command line runs, as named, and their subcommands (`git blame`): for
+    # checks outside the classifier.
     programs: frozenset[str] = frozenset()
     # Directories git subcommands start in (the working directory, or `git -C DIR`): the
     # repositories whose configuration git will read.

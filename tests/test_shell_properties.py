@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -215,7 +214,6 @@ def _run_in_empty_dir(argv: list[str], where: Path) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
-@pytest.mark.skipif(shutil.which("sed") is None, reason="needs GNU sed")
 @_SETTINGS
 @given(pieces=st.lists(st.sampled_from(_SED_PIECES), max_size=8))
 def test_accepted_sed_programs_write_and_run_nothing(
@@ -232,7 +230,6 @@ def test_accepted_sed_programs_write_and_run_nothing(
     assert list(where.iterdir()) == [], script
 
 
-@pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
 @_SETTINGS
 @given(pieces=st.lists(st.sampled_from(_AWK_PIECES), max_size=10))
 def test_accepted_awk_programs_write_and_run_nothing(

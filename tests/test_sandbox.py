@@ -68,9 +68,9 @@ def test_plan_argv_follows_the_recipe(tmp_path: Path) -> None:
            "OPENAI_API_KEY": "sk-secret", "PLAN_LSP_MODEL": "m", "LC_ALL": "C"}  # fmt: skip
     argv = plan_argv(ws, ["ls", "-la"], base_env=env)
     # A fixed prelude opens the seccomp filter on fd 3, then `env -i` starts bwrap.
-    assert argv[1:4] == ["-c", SECCOMP_PRELUDE, "plan-lsp-seccomp"]
+    assert argv[1:5] == ["-p", "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp"]
     env_at = argv.index("-i") - 1
-    assert argv[env_at].endswith("env") and env_at == 5
+    assert argv[env_at].endswith("env") and env_at == 6
     bwrap_at = next(i for i, a in enumerate(argv) if a.endswith("bwrap"))
     assert argv[bwrap_at + 1 : bwrap_at + 3] == ["--seccomp", "3"]
     variables = dict(a.split("=", 1) for a in argv[env_at + 2 : bwrap_at])

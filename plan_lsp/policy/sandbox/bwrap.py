@@ -109,7 +109,8 @@ def _seccomp_prefix() -> tuple[list[str], list[str]]:
     if machine not in AUDIT_ARCHES:
         return [], []
     bpf = runtime_file("plan.bpf", seccomp_bytes(machine, PLAN_SECCOMP_GROUPS), 0o600)
-    prefix = [_program("bash"), "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp", str(bpf)]
+    # -p: no $BASH_ENV from whatever environment the caller spawns this with.
+    prefix = [_program("bash"), "-p", "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp", str(bpf)]
     return prefix, ["--seccomp", "3"]
 
 

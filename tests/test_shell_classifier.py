@@ -314,7 +314,7 @@ def test_version_manager_shims_that_read_the_workspace_are_refused(
     shims = tmp_path / "home" / ".asdf" / "shims"
     shims.mkdir(parents=True)
     for name in ("python3", "git"):
-        (shims / name).write_text("#!/bin/sh\nexec asdf exec \"$0\" \"$@\"\n")
+        (shims / name).write_text('#!/bin/sh\nexec asdf exec "$0" "$@"\n')
         (shims / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{shims}:/usr/bin:/bin")
     for cmd in ("python3 --version", "git log"):
@@ -399,6 +399,10 @@ def test_sandboxed_network_flag_allows_reads_only() -> None:
         ("ls " + "x" * 20_000, "longer than"),
         ("echo " + "$(" * 100 + ")" * 100, "nested"),
         ("echo " + "${a:-" * 500 + "}" * 500, "nested"),
+        # tree-sitter-bash 0.25 segfaults on `{` before some of these (issue #337)
+        ("{\U00109f4a", "beyond U+FFFF"),
+        ("ls {\U000f0000a", "beyond U+FFFF"),
+        ("grep \U0001f41b src", "beyond U+FFFF"),
     ],
 )
 def test_bad_input_is_refused_with_a_reason(

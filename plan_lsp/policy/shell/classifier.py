@@ -12,7 +12,8 @@
   with the reason. Unknown programs and expansions run: the sandbox holds them.
 
 Both refuse, with a reason and never an exception, empty input, NUL bytes, input longer than
-MAX_CHARS and input nested deeper than MAX_NESTING.
+MAX_CHARS, input nested deeper than MAX_NESTING, and characters beyond U+FFFF (on which
+tree-sitter-bash 0.25 can crash the process).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from plan_lsp.policy.shell.model import Classification, Findings, Protection
 MAX_CHARS = 16_384
 MAX_NESTING = 64
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _OPENERS = frozenset("({[")
 
 
@@ -64,6 +66,15 @@ def _classify(
         return
     if len(cmd) > MAX_CHARS:
         findings.fatal(f"the command is longer than {MAX_CHARS} characters")
+        return
+    astral = _ASTRAL.search(cmd)
+    if astral is not None:
+        # tree-sitter-bash 0.25 reads past its tables on some of these (after a `{` it
+        # crashes the process: tree-sitter/tree-sitter-bash#337); they never reach it.
+        findings.fatal(
+            f"the command contains U+{ord(astral.group(0)):X}; characters beyond U+FFFF can "
+            "crash the bash parser, so they are not accepted"
+        )
         return
     openers = cmd.count("(") + cmd.count("{") + cmd.count("[")
     if openers > MAX_NESTING and _bracket_depth(cmd) > MAX_NESTING:

@@ -154,6 +154,7 @@ class Agent:
             permissions=self.permissions,
             port=ports.user,
             plan_shell=plan_shell,
+            plan_network=config.plan_network,
         )
         self.runner = ToolRunner(self.registry, self.gate)
         self._plan_requests = 0

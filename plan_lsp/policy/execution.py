@@ -126,6 +126,11 @@ class GateDecision:
     # Run `bash` inside the read-only sandbox.
     sandbox: bool = False
     reason: str = ""
+    # A shell command proven read-only that runs without the user's say (build mode): it
+    # runs like a plan-mode command (plan environment, read-only sandbox where one works).
+    read_only_unasked: bool = False
+    # The plan-mode shell may use the network (the user's `planNetwork`).
+    network: bool = False
 
 
 @dataclass
@@ -250,7 +255,17 @@ class ExecutionGate:
             sandbox=sandbox,
             **state.notes,
         )
-        return GateDecision(True, None, sandbox=sandbox, reason=reason)
+        return GateDecision(
+            True,
+            None,
+            sandbox=sandbox,
+            reason=reason,
+            read_only_unasked=definition.classified_per_call
+            and final_mode is WorkMode.BUILD
+            and answer is None
+            and final.read_only_proven,
+            network=definition.classified_per_call and self.plan_network,
+        )
 
     # -- steps -----------------------------------------------------------------------------
 

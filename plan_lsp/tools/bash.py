@@ -41,6 +41,11 @@ OUTPUT_CAP_CHARS = 30_000
 # `ctx.extra[PLAN_NETWORK_KEY]`: the user's `planNetwork` setting (plan-mode shell may use
 # the network). Absent means no network.
 PLAN_NETWORK_KEY = "plan_network"
+# `ctx.extra[READ_ONLY_UNASKED_KEY]`: a build-mode command the gate let run without asking
+# because the classifier proved it read-only: it runs as a plan-mode command would (the plan
+# environment with the git shim, in the read-only sandbox where one works), so a repository's
+# configured programs do not run behind an unasked read.
+READ_ONLY_UNASKED_KEY = "read_only_unasked"
 
 _DROPPED_ENV = ("BASH_ENV", "ENV", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_PAGER_IN_USE")
 # The server's own settings and model credentials are not the commands' business: a model
@@ -229,7 +234,7 @@ async def _run_bash(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error("invalid_arguments", "`timeout_s` must be a number of seconds")
     if raw_timeout <= 0:
         return ToolResult.error("invalid_arguments", "`timeout_s` must be positive")
-    plan = current_mode(ctx) is WorkMode.PLAN
+    plan = current_mode(ctx) is WorkMode.PLAN or ctx.extra.get(READ_ONLY_UNASKED_KEY) is True
     # In plan mode a working sandbox is always used, even when the gate did not ask for it
     # (`classified` chosen by the user, or a switch to plan mode after the gate's check).
     sandboxed = ctx.sandbox_shell or (plan and sandbox_status().mechanism is not None)

@@ -18,6 +18,7 @@ from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import ToolContext, ToolResult
+from plan_lsp.tools.bash import PLAN_NETWORK_KEY, READ_ONLY_UNASKED_KEY
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
 from plan_lsp.tools.registry import ToolRegistry
 
@@ -245,7 +246,12 @@ class ToolRunner:
             ctx,
             cancel=call.cancel,
             sandbox_shell=decision.sandbox,
-            extra={**ctx.extra, MODE_PROVIDER_KEY: self.gate.current_mode},
+            extra={
+                **ctx.extra,
+                MODE_PROVIDER_KEY: self.gate.current_mode,
+                PLAN_NETWORK_KEY: decision.network,
+                READ_ONLY_UNASKED_KEY: decision.read_only_unasked,
+            },
         )
         relay = asyncio.ensure_future(_relay(ctx.cancel, call.cancel))
         call.task = asyncio.ensure_future(

@@ -19,7 +19,7 @@ def _lines(name: str) -> list[str]:
 
 BENIGN = _lines("benign.txt")
 BLOCKED = _lines("blocked.txt")
-# The false-block bounds of issue 13.
+# The false-block bounds the classifier promises (docs/security.md).
 MAX_FALSE_BLOCKS = {"classified": 0.10, "sandboxed": 0.02}
 
 

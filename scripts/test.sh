@@ -14,9 +14,20 @@ fi
 .venv/bin/ruff check plan_lsp tests
 .venv/bin/mypy
 if [ "$fast" = 1 ]; then
-  exec .venv/bin/python -m pytest -q -m "not slow" "$@"
+  exec .venv/bin/python -m pytest -q -n 2 -m "not slow" "$@"
 fi
 if [ -d client-vscode/node_modules ]; then
   (cd client-vscode && npm test --silent)
 fi
-.venv/bin/python -m pytest -q "$@"
+# Everything but the real editors on two workers (the servers and sandboxes mostly wait),
+# then the editors one at a time.
+status=0
+run() {
+  local code=0
+  .venv/bin/python -m pytest -q "$@" || code=$?
+  # 5: nothing selected (e.g. a file given on the command line holds no editor test)
+  if [ "$code" != 0 ] && [ "$code" != 5 ]; then status=$code; fi
+}
+run -n 2 -m "not editors" "$@"
+run -m editors "$@"
+exit $status

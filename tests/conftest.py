@@ -19,6 +19,9 @@ _MARKERS = {
 }
 # Files whose tests start real servers, editors or sandboxes although they live at the top.
 _SLOW_FILES = {"test_shell_attacks.py", "test_mcp_manager.py"}
+# Real editors: run on their own, not beside other tests (scripts/test.sh), so their timings
+# are an editor's, not a crowded machine's.
+_EDITOR_FILES = {"test_vscode.py", "test_emacs.py", "test_neovim.py"}
 
 
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
@@ -34,3 +37,5 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
             item.add_marker(getattr(pytest.mark, name))  # type: ignore[attr-defined]
         if path.name in _SLOW_FILES:
             item.add_marker(pytest.mark.slow)  # type: ignore[attr-defined]
+        if path.name in _EDITOR_FILES:
+            item.add_marker(pytest.mark.editors)  # type: ignore[attr-defined]

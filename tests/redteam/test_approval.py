@@ -1,4 +1,4 @@
-""""The buffer is the truth": what the user sees in PLAN.md is what gets approved and run.
+"""The buffer is the truth: what the user sees in PLAN.md is what gets approved and run.
 
 `planLsp/approvePlan` (the VS Code chat view's Approve button, Neovim's `:PlanApprove`,
 both send `{}`) approves `session.main_plan_path` — whichever plan file the model last
@@ -13,8 +13,7 @@ from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
 
 BENIGN = (
-    "# Plan: greet politely\n\n"
-    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
+    "# Plan: greet politely\n\n1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
 )
 EVIL = (
     "# Plan: greet politely\n\n"

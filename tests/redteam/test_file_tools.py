@@ -12,6 +12,7 @@ import pytest
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.tools import fs
 from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.tools.grep import grep
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- redteam-secret-7f3a"
 
@@ -40,7 +41,7 @@ def _context(ws: Path) -> ToolContext:
         workspace_roots=[ws],
         plans_dir=ws / ".plan-lsp" / "plans",
         run_id="redteam",
-        editor=_Editor(),  # type: ignore[arg-type]
+        editor=_Editor(),
         user=_User(),  # type: ignore[arg-type]
         emit=lambda kind, payload: None,
     )
@@ -69,8 +70,10 @@ async def test_grep_without_ripgrep_does_not_follow_symlinks_out_of_the_workspac
     refused = await fs.read_file({"path": "docs/key.txt"}, ctx)
     assert refused.is_error  # the direct read is refused, as designed
 
-    result = await fs.grep({"pattern": "PRIVATE KEY"}, ctx)
-    assert SECRET not in result.content, f"grep leaked a file outside the workspace:\n{result.content}"
+    result = await grep({"pattern": "PRIVATE KEY"}, ctx)
+    assert SECRET not in result.content, (
+        f"grep leaked a file outside the workspace:\n{result.content}"
+    )
 
 
 async def test_read_file_on_a_fifo_does_not_exhaust_the_server(tmp_path: Path) -> None:

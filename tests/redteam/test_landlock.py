@@ -47,10 +47,10 @@ async def test_landlock_plan_command_cannot_change_inode_flags(
     except OSError as exc:
         need(False, f"this filesystem has no inode flags: {exc}")
     command = (
-        "python3 -c 'import fcntl, struct; f = open(\"hello.py\", \"rb\"); "
-        "old = struct.unpack(\"l\", fcntl.ioctl(f.fileno(), 0x80086601, bytes(8)))[0]; "
-        "fcntl.ioctl(f.fileno(), 0x40086602, struct.pack(\"l\", old | 0xC0)); "
-        "print(\"flags set\")'"
+        'python3 -c \'import fcntl, struct; f = open("hello.py", "rb"); '
+        'old = struct.unpack("l", fcntl.ioctl(f.fileno(), 0x80086601, bytes(8)))[0]; '
+        'fcntl.ioctl(f.fileno(), 0x40086602, struct.pack("l", old | 0xC0)); '
+        'print("flags set")\''
     )
     result = await bash_tool.run_shell(command, ws, 30, True, None, profile="plan", roots=[ws])
     after = _flags(target)

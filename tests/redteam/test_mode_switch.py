@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.e2e.scripts import sample_project, write_script
@@ -19,7 +20,7 @@ from tests.lsp_harness import running_server
 from tests.needs import need_program
 
 
-async def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from tests.e2e.scripts import write_script
 from tests.needs import need_program
 
 _ENV = {
@@ -50,3 +52,12 @@ def repo_with_hostile_submodule(root: Path, canary: Path) -> Path:
     git(root, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
     git(root, "commit", "-qm", "parent")
     return root
+
+
+def one_call_script(tmp_path: Path, name: str, **arguments: Any) -> Path:
+    """A scripted model that makes one tool call, then ends its turn."""
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": name, "arguments": arguments}]},
+        {"text": "done"},
+    ]
+    return write_script(tmp_path / "script.json", turns)

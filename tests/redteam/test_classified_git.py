@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.scripts import write_script
 from tests.lsp_harness import running_server
-from tests.redteam._repos import repo_with_hostile_submodule
+from tests.redteam._repos import one_call_script, repo_with_hostile_submodule
 
 
 async def test_git_diff_submodule_runs_the_submodules_clean_filter(tmp_path: Path) -> None:
@@ -32,13 +31,7 @@ async def test_git_diff_submodule_runs_the_submodules_clean_filter(tmp_path: Pat
     canary.parent.mkdir()
     ws = repo_with_hostile_submodule(tmp_path / "ws", canary)
     command = "git diff --ignore-submodules=none --submodule=diff"
-    script = write_script(
-        tmp_path / "script.json",
-        [
-            {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
-            {"text": "done"},
-        ],
-    )
+    script = one_call_script(tmp_path, "bash", command=command)
     user_config = tmp_path / "user.toml"
     user_config.write_text("")
     async with running_server(

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from tests.e2e.scripts import sample_project, scripted_args, write_script
+from tests.e2e.scripts import sample_project, scripted_args
 from tests.lsp_harness import running_server
-from tests.redteam._repos import git
+from tests.redteam._repos import git, one_call_script
 
 README_READ_ONLY = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log",
                     "git_show"]  # fmt: skip
@@ -42,13 +42,7 @@ async def test_readme_git_mcp_status_runs_the_repositorys_fsmonitor(tmp_path: Pa
         f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
         f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
     )
-    script = write_script(
-        tmp_path / "script.json",
-        [
-            {"tool_calls": [{"name": "mcp__git__git_status", "arguments": {"repo_path": str(ws)}}]},
-            {"text": "done"},
-        ],
-    )
+    script = one_call_script(tmp_path, "mcp__git__git_status", repo_path=str(ws))
     async with running_server(
         [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
     ) as ed:

@@ -15,9 +15,10 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import sample_project
 from tests.lsp_harness import running_server
 from tests.needs import need_program
+from tests.redteam._repos import one_call_script
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -48,13 +49,7 @@ async def test_switch_to_plan_mode_stops_a_daemonised_build_command(tmp_path: Pa
         f"echo tick >> {notes}; i=$((i+1)); sleep 0.1; done"
     )
     command = f"setsid -f sh -c '{writer}' </dev/null >/dev/null 2>&1; echo started"
-    script = write_script(
-        tmp_path / "script.json",
-        [
-            {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
-            {"text": "Started the watcher."},
-        ],
-    )
+    script = one_call_script(tmp_path, "bash", command=command)
     user_config = tmp_path / "user.toml"
     user_config.write_text('mode = "build"\n')
     try:

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Literal
 
 from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
-from plan_lsp.policy.sandbox.git import git_config_hazards, git_shim_dir, unsandboxed_plan_env
+from plan_lsp.policy.sandbox.git import (
+    git_shim,
+    git_shim_dir,
+    hardened_git_env,
+    unsandboxed_plan_env,
+)
+from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
 from plan_lsp.policy.sandbox.landlock import landlock_abi, landlock_argv, seccomp_available
 from plan_lsp.policy.sandbox.layout import plan_environment
 from plan_lsp.policy.sandbox.selftest import ProbeResult, probe_build, probe_plan, timed
@@ -34,7 +40,9 @@ __all__ = [
     "SandboxStatus",
     "SandboxUnavailable",
     "git_config_hazards",
+    "git_shim",
     "git_shim_dir",
+    "hardened_git_env",
     "plan_environment",
     "probe_sandbox",
     "sandbox_argv",

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.git import SANDBOX_SHIM_DIR, git_shim_dir
+from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_shim
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
@@ -134,7 +134,7 @@ def plan_argv(
     bwrap = bwrap_path() or "bwrap"
     all_roots = _all_roots(workdir, roots)
     layout = plan_layout(all_roots, base_env)
-    shim = git_shim_dir()
+    shim = git_shim()
     env = plan_environment(base_env, extra_path=[SANDBOX_SHIM_DIR] if shim else [])
     seccomp_prefix, seccomp_options = _seccomp_prefix()
     args = [
@@ -166,7 +166,8 @@ def plan_argv(
             ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
         )
     if shim is not None:
-        args += ["--ro-bind", str(shim), SANDBOX_SHIM_DIR]
+        args += ["--ro-bind", str(shim.sandbox_bin), SANDBOX_SHIM_DIR]
+        args += ["--ro-bind", str(shim.exec_dir), SANDBOX_EXEC_DIR]
     args += [
         "--chdir", os.path.realpath(workdir),
         "--die-with-parent",

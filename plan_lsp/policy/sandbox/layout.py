@@ -147,6 +147,11 @@ def _runtime_dir() -> Path:
     return directory
 
 
+def runtime_path(name: str) -> Path:
+    """Where `name` lives in this process's private directory (mode 0700)."""
+    return _runtime_dir() / name
+
+
 def runtime_file(name: str, content: bytes, mode: int) -> Path:
     """`name` in this process's private directory (mode 0700) holding `content`; written
     again when missing or changed (a /tmp cleaner may remove it on a long-lived server)."""

@@ -8,6 +8,10 @@ Plan mode: inside the plan sandbox whenever one works (read-only, no network unl
 `planNetwork`, homes and secrets hidden); without one (`classified`), with the allow-list
 environment and the git shim. Build mode: the build profile when bubblewrap works (every
 `<root>/.plan-lsp` read-only), else unsandboxed; the permission prompt guards it.
+
+Nothing a command starts outlives it: bubblewrap gives each command its own pid namespace,
+and a command outside one runs under the subreaper launcher, which adopts and kills what it
+leaves behind (a daemon, `setsid -f`, a double fork) when it ends or is stopped.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from plan_lsp.policy.sandbox import (
     LANDLOCK,
     SandboxUnavailable,
     plan_environment,
+    reaped_argv,
     sandbox_argv,
     sandbox_status,
     unsandboxed_plan_env,
@@ -114,15 +119,12 @@ def _launch(
         scratch = None
         if status.mechanism == LANDLOCK:
             scratch = Path(tempfile.mkdtemp(prefix="plan-lsp-scratch-"))
+        wrapped = sandbox_argv(
+            cwd, argv, roots=roots, network=network, mechanism=status.mechanism, scratch=scratch
+        )
         launch = _Launch(
-            sandbox_argv(
-                cwd,
-                argv,
-                roots=roots,
-                network=network,
-                mechanism=status.mechanism,
-                scratch=scratch,
-            ),
+            # Landlock has no pid namespace: the subreaper takes what the command leaves.
+            reaped_argv(wrapped) if status.mechanism == LANDLOCK else wrapped,
             plan_environment(),  # the argv starts with `env -i` anyway
             scratch,
         )
@@ -131,7 +133,7 @@ def _launch(
         )
         return launch
     if profile == "plan":
-        return _Launch(argv, unsandboxed_plan_env())
+        return _Launch(reaped_argv(argv), unsandboxed_plan_env())
     if status is not None and status.build_profile:
         launch = _Launch(
             sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism),
@@ -139,7 +141,7 @@ def _launch(
         )
         launch.note = "(.plan-lsp was read-only for this command)"  # in data only
         return launch
-    return _Launch(argv, shell_env())
+    return _Launch(reaped_argv(argv), shell_env())
 
 
 async def run_shell(

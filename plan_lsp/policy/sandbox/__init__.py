@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -45,6 +46,7 @@ __all__ = [
     "hardened_git_env",
     "plan_environment",
     "probe_sandbox",
+    "reaped_argv",
     "sandbox_argv",
     "sandbox_kind",
     "sandbox_status",
@@ -59,6 +61,7 @@ Mechanism = Literal["bubblewrap", "landlock"]
 Profile = Literal["plan", "build"]
 MECHANISMS: tuple[Mechanism, ...] = (BUBBLEWRAP, LANDLOCK)
 ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
+SUBREAPER = Path(__file__).with_name("subreaper.py")
 
 
 @dataclass(frozen=True)
@@ -199,3 +202,10 @@ def sandbox_argv(
     return landlock_argv(
         workdir, argv, roots=roots, network=network, scratch=scratch, base_env=base_env
     )
+
+
+def reaped_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` under the subreaper launcher (`subreaper.py`): whatever the command leaves
+    running (a daemon, `setsid -f`, a double fork) is killed when it ends or is stopped.
+    For commands outside a pid namespace; bubblewrap's own namespaces do this already."""
+    return [os.path.realpath(sys.executable), "-I", "-S", str(SUBREAPER), "--", *argv]

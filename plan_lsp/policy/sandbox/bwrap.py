@@ -6,7 +6,8 @@ plan  — the wall for plan-mode commands: nothing writable but private scratch 
         allow-list environment, rlimits. Why each flag is there: docs/security.md.
 build — the host as the invoking user, writable, with the network, except every
         `<root>/.plan-lsp`, bound read-only: no build-mode command can change the server's
-        state, configuration, revisions or plans.
+        state, configuration, revisions or plans. Its own pid namespace: when the command
+        ends (or is stopped) the namespace goes, with everything it left running.
 
 Both start with `env -i`: bwrap's own environment is readable as /proc/1/environ inside the
 sandbox, so it must already be the scrubbed one; `--clearenv` alone would not do.
@@ -205,11 +206,16 @@ def build_argv(
     args = [
         bwrap,
         "--unshare-user",  # a mount namespace of our own, without privileges
+        # A pid namespace: bwrap exits when the command does, its init (pid 1 here) dies
+        # with it (--die-with-parent), and the kernel kills whatever was left running in
+        # the namespace: a daemon cannot outlive the command.
+        "--unshare-pid",
         "--uid", str(os.getuid()),
         "--gid", str(os.getgid()),
         "--cap-drop", "ALL",  # nobody inside may unmount or remount the binds below
         "--bind", "/", "/",
         "--dev-bind", "/dev", "/dev",
+        "--proc", "/proc",  # the namespace's own processes
     ]  # fmt: skip
     for state in ensure_state_dirs(_all_roots(workdir, roots)):
         # A symlink is followed: its target becomes read-only, which only tightens.

@@ -24,7 +24,7 @@ from plan_lsp.policy.sandbox.landlock_launch import (
     seccomp_program,
 )
 from tests.sandbox_support import require, run_in
-from tests.test_shell_benign_exec import CORPUS, _repository
+from tests.test_shell_benign_exec import _quote, _repository, corpus_lines
 
 ALLOW, DENY, KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
 LANDLOCK_GROUPS = ["metadata", "keyrings", "ioctls", "sockets"]
@@ -155,13 +155,9 @@ def test_benign_commands_run_the_same_without_the_ioctl_filter(
     home = tmp_path / "home"
     home.mkdir()
     ws = _repository(tmp_path, home)
-    lines = [
-        line
-        for line in CORPUS.read_text("utf-8").splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    lines = corpus_lines()
     script = "\n".join(
-        f"out=$(bash -c {shlex_quote(c)} </dev/null 2>&1); "
+        f"out=$(bash -c {_quote(c)} </dev/null 2>&1); "
         f'echo "{n} $? $(printf %s "$out" | sed "s/[0-9][0-9]*/N/g" | md5sum)"'
         for n, c in enumerate(lines)
     )
@@ -184,10 +180,6 @@ def test_benign_commands_run_the_same_without_the_ioctl_filter(
     assert len(filtered) == len(lines) == len(unfiltered)
     differ = [lines[int(a.split()[0])] for a, b in zip(filtered, unfiltered, strict=True) if a != b]
     assert differ == []
-
-
-def shlex_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def test_python_runs_under_the_filter(tmp_path: Path) -> None:

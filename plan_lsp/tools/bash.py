@@ -10,8 +10,9 @@ environment and the git shim. Build mode: the build profile when bubblewrap work
 `<root>/.plan-lsp` read-only), else unsandboxed; the permission prompt guards it.
 
 Nothing a command starts outlives it: bubblewrap gives each command its own pid namespace,
-and a command outside one runs under the subreaper launcher, which adopts and kills what it
-leaves behind (a daemon, `setsid -f`, a double fork) when it ends or is stopped.
+and every command that can change something (build mode, plan mode without a sandbox or
+under Landlock) runs under the subreaper launcher, which adopts and kills what it leaves
+behind (a daemon, `setsid -f`, a double fork) before the call returns.
 """
 
 from __future__ import annotations
@@ -135,8 +136,12 @@ def _launch(
     if profile == "plan":
         return _Launch(reaped_argv(argv), unsandboxed_plan_env())
     if status is not None and status.build_profile:
+        # The namespace dies with bwrap, but the kernel ends its processes only once its
+        # init runs again: the subreaper kills them itself before the call returns.
         launch = _Launch(
-            sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism),
+            reaped_argv(
+                sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism)
+            ),
             shell_env(),
         )
         launch.note = "(.plan-lsp was read-only for this command)"  # in data only

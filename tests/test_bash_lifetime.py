@@ -155,6 +155,11 @@ async def test_exit_codes_and_signals_come_through(run: Run, tmp_path: Path) -> 
     assert exited.data is not None and exited.data["exit_code"] == 3
     killed = await run("kill -TERM $$", tmp_path, None)
     assert killed.data is not None and killed.data["exit_code"] in (-15, 143)
+    # Python (the launchers) ignores SIGPIPE; the command must get it back: `yes | head`
+    # ends `yes` by the signal (141), without "Broken pipe" on stderr.
+    piped = await run('yes | head -c 4 >/dev/null; echo "${PIPESTATUS[0]}"', tmp_path, None)
+    assert piped.data is not None and piped.data["stdout"].strip() == "141", piped.content
+    assert piped.data["stderr"] == ""
 
 
 def _kill(token: str) -> None:

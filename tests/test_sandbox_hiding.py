@@ -15,6 +15,7 @@ import pytest
 
 from plan_lsp.policy.sandbox import BUBBLEWRAP, LANDLOCK, Mechanism, probe_sandbox
 from plan_lsp.policy.sandbox.layout import CREDENTIAL_VARIABLES, hideable, plan_layout
+from tests.lsp_harness import running_server
 from tests.sandbox_support import require, run_in, small_workspace
 
 
@@ -139,3 +140,14 @@ def test_a_credentials_directory_holding_the_workspace(
         scratch=_scratch(tmp_path, mechanism),
     )  # fmt: skip
     assert proc.stdout.split() == ["visible", "end"], proc.stderr
+
+
+async def test_the_test_harness_servers_run_under_bubblewrap(tmp_path: Path) -> None:
+    """`tests/lsp_harness.py` starts every server with `PLAN_LSP_CONFIG=/dev/null`: those
+    servers, the end-to-end tests' and the editors', must get the sandbox this machine has."""
+    require(BUBBLEWRAP)
+    ws = small_workspace(tmp_path, "x\n")
+    async with running_server([ws], "--provider", "scripted") as ed:
+        state = await ed.state()
+    assert state["sandbox"] == BUBBLEWRAP, state
+    assert state["planShell"] == "sandboxed"

@@ -21,23 +21,28 @@ async def _wait_for_file(path: Path, timeout: float = 30) -> None:
     await asyncio.wait_for(_poll(), timeout)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purpose (it can write nothing).
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+def _alive(marker: str) -> bool:
+    """A process whose command line holds `marker` still runs. (By command line, not by
+    `$$`: build-mode commands have their own pid namespace, where `$$` is not a pid here.)"""
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if marker.encode() not in cmdline.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as stat:
+                # A zombie is dead for our purpose (it can write nothing).
+                if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 @pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
 async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) -> None:
     ws = sample_project(tmp_path / "ws")
-    command = "echo $$ > started; (sleep 30; touch late-child) & sleep 30; touch changed"
+    marker = f"mode-switch-{os.getpid()}-{how}"
+    command = f"echo > started; (sleep 30; touch late-child) & sleep 30; touch changed # {marker}"
     script = write_script(
         tmp_path / "s.json",
         [
@@ -51,7 +56,6 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
         await ed.request("planLsp/setMode", {"mode": "build"})
         run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "do it"}))
         await _wait_for_file(ws / "started")
-        pid = int((ws / "started").read_text())
         if how == "setMode":
             answer = await ed.request("planLsp/setMode", {"mode": "plan"})
         elif how == "toggleMode":
@@ -60,7 +64,7 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
             answer = await ed.command("planLsp.toggleMode", {})
         assert answer["mode"] == "plan"
         assert [c["tool"] for c in answer["cancelled"]] == ["bash"]
-        assert not _alive(pid), "the command still runs after the switch was answered"
+        assert not _alive(marker), "the command still runs after the switch was answered"
         notice = await ed.wait_update(lambda u: u["kind"] == "cancelledCalls")
         assert notice["calls"] == answer["cancelled"]
         result = await asyncio.wait_for(run, 60)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 import struct
 import sys
 
@@ -316,6 +317,9 @@ def main(args: list[str]) -> int:
     except (LaunchError, ValueError, OSError) as exc:
         print(f"plan-lsp sandbox: not running the command: {exc}", file=sys.stderr)
         return 126
+    # Python ignores these at start-up, and an ignored signal stays ignored across exec.
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

@@ -30,6 +30,9 @@ PR_SET_CHILD_SUBREAPER = 36
 # Rounds of "find what is left, kill it" before giving up on a process that keeps forking.
 MAX_SWEEPS = 1000
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Python ignores these at start-up, and an ignored signal stays ignored across exec: the
+# command gets them back as a shell would give them (`yes | head` ends by SIGPIPE, quietly).
+RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 NOTE = "plan-lsp: "
 
 
@@ -148,7 +151,7 @@ def main(args: list[str]) -> int:
         pid = os.fork()
         if pid == 0:
             try:
-                for signum in STOP_SIGNALS:
+                for signum in (*STOP_SIGNALS, *RESTORED_SIGNALS):
                     signal.signal(signum, signal.SIG_DFL)
                 os.execvp(argv[0], argv)
             except OSError as exc:

@@ -94,6 +94,9 @@ class Session:
             self.ever_planned = default_mode is WorkMode.PLAN
             self.task: str | None = None
             self.conversation = "main"
+            # Plan files written since the last approval (a plan the user approves must be
+            # the one they were shown: several candidates make an unnamed approval ambiguous).
+            self.round_plans: list[str] = []
             self._persist("session_created", Actor.SYSTEM, {"mode": self.mode.value})
         else:
             self.id, data = restored
@@ -118,6 +121,7 @@ class Session:
             "everPlanned": self.ever_planned,
             "task": self.task,
             "conversation": self.conversation,
+            "roundPlans": list(self.round_plans),
         }
 
     def _load(self, data: dict[str, Any]) -> None:
@@ -132,6 +136,8 @@ class Session:
         self.ever_planned = bool(data.get("everPlanned", False))
         self.task = data.get("task")
         self.conversation = str(data.get("conversation", "main"))
+        plans = data.get("roundPlans", [])
+        self.round_plans = [str(p) for p in plans] if isinstance(plans, list) else []
 
     def _persist(
         self,
@@ -254,6 +260,9 @@ class Session:
             changed = self.plan_status is not PlanStatus.DRAFTING or self.plan_path != str(path)
             self.plan_status = PlanStatus.DRAFTING
             self.plan_path = str(path)
+            if str(path) not in self.round_plans:
+                self.round_plans.append(str(path))
+                changed = True
             self.ever_planned = True
             if changed:
                 self._changed("plan_drafting", actor, {"path": str(path)})
@@ -303,6 +312,7 @@ class Session:
             self.plan_status = PlanStatus.APPROVED
             self.plan_path = str(path)
             self.completed_do = False
+            self.round_plans = []
             previous = self.mode
             self.mode = WorkMode.BUILD
             if permission_mode is not None:
@@ -400,6 +410,7 @@ class Session:
             previous = self.conversation
             self.conversation = f"conv-{uuid.uuid4().hex[:8]}"
             self.todos = []
+            self.round_plans = []
             if not keep_approved_plan:
                 self.approved = None
                 self.plan_status = PlanStatus.NONE

@@ -564,6 +564,12 @@ local function create_commands()
     if opts.args ~= "" then
       params.permissionMode = opts.args
     end
+    -- Name the submitted plan: the server approves that document and refuses another (the
+    -- statusline and :PlanOpen show which one it is).
+    local state = M.state()
+    if state and type(state.planUri) == "string" then
+      params.planUri = state.planUri
+    end
     M.request("planLsp/approvePlan", params, show_state)
   end, {
     nargs = "?",

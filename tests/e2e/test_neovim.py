@@ -48,6 +48,7 @@ REVISED_PLAN = (
     "2. Leave every other file as it is.\n"
 )
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
+READS_THE_DISK = "grep -q 'hello, world' hello.py && touch greeted.txt"
 APPROVE_LENS = "Approve (auto-accept edits)"
 
 

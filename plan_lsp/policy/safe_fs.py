@@ -367,16 +367,20 @@ def read_text(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTE
     return None if data is None else data.decode("utf-8")
 
 
-def read_file_bytes(path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> bytes | None:
+def read_file_bytes(
+    path: Path, *, max_bytes: int | None = MAX_READ_BYTES, follow_link: bool = False
+) -> bytes | None:
     """The content of the regular file at `path`, or None if there is none.
 
     For a path its caller validated already (the folders on the way are not walked): the
     file itself is opened `O_NOFOLLOW | O_NONBLOCK` and checked on its descriptor, so a link,
     FIFO, device, folder or file over `max_bytes` under its name is refused with
-    `WriteRefused`, never followed, blocked on or read whole.
+    `WriteRefused`, never followed, blocked on or read whole. `follow_link` is for the
+    user's own files (a dotfile manager links them): the link is followed, the rest holds.
     """
+    flags = _READ_FLAGS & ~_NOFOLLOW if follow_link else _READ_FLAGS
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -38,6 +38,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from plan_lsp.plan.streaming import TextChange, compute_edit
 from plan_lsp.plan.text import ContentChange, Encoding, LineIndex, Position, apply_changes
+from plan_lsp.policy.safe_fs import disk_text
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -297,11 +298,7 @@ def _path_of(uri: str) -> Path | None:
 
 
 def _disk_text(path: Path) -> str | None:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
+    return disk_text(path)  # never through a link, never blocked on, bounded
 
 
 def _whole_document(old: str, new: str) -> TextChange:

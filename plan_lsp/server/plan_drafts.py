@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from plan_lsp.plan.coalescer import DraftTarget
+from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.server.documents import uri_of
 
 if TYPE_CHECKING:
@@ -203,8 +204,4 @@ class LspPlanDrafts:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
+    return disk_text(path)  # never through a link, never blocked on, bounded

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.plan.outcome import classify_outcome
+from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.session.model import (
     Actor,
     ApprovedPlan,
@@ -178,11 +179,9 @@ class Session:
         return Path(self.plan_path) if self.plan_path else self.plans_dir / "PLAN.md"
 
     def outcome(self) -> Outcome:
-        plan = self.main_plan_path
-        try:
-            nonempty = plan.is_file() and bool(plan.read_text(encoding="utf-8").strip())
-        except (OSError, UnicodeDecodeError):
-            nonempty = False
+        # Never through a link, never blocked on (a FIFO), never read unbounded.
+        text = disk_text(self.main_plan_path)
+        nonempty = text is not None and bool(text.strip())
         return Outcome(
             classify_outcome(
                 ever_planned=self.ever_planned,

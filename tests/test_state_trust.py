@@ -262,7 +262,8 @@ def test_a_rollback_journal_is_moved_aside_and_never_played_back(ws: Path, key_d
     store, warnings = _open(ws)
     assert store.first_session(str(ws)) == ("mine", {"mode": "plan", "permissionMode": "ask"})
     store.close()
-    assert not journal.exists() and _aside(ws, "journal")
+    assert not journal.exists()
+    assert [p.name.endswith("-journal") for p in _aside(ws, "foreign")] == [True]
     assert "rollback journal, which plan-lsp never writes" in warnings[0]
 
 
@@ -277,7 +278,7 @@ def test_a_wal_without_its_database_is_moved_aside_before_one_is_made(
     store.save("new", str(ws), {"mode": "plan"})
     store.close()
     assert "lay next to no state database" in warnings[0] and len(warnings) == 1
-    assert _aside(ws, "orphan")
+    assert [p.name[-4:] for p in _aside(ws, "foreign")] == ["-wal"]
 
 
 # -- the user's key ------------------------------------------------------------------------

@@ -17,7 +17,8 @@ this order, with nothing of the file executed or written before the checks pass:
 
 A database that fails is closed and moved aside (`state.db.foreign-<time>` when it is not
 the server's, `state.db.corrupt-<time>` when it cannot be read, with its `-wal`/`-shm`),
-the user is told why, and a new one is made. Nothing from it is used.
+the user is told why, and a new one is made. Nothing from it is used. A journal or WAL file
+set aside on its own keeps its suffix (`state.db.foreign-<time>-journal`).
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ def _move_aside(path: Path, tag: str, suffixes: tuple[str, ...] = ("", *COMPANIO
 def _set_aside_journal(path: Path, warn: Callable[[str], None]) -> None:
     journal = Path(f"{path}-journal")
     if os.path.lexists(journal):
-        aside = _move_aside(path, "journal", ("-journal",))
+        aside = _move_aside(path, "foreign", ("-journal",))
         warn(
             f"plan-lsp: {journal.name} is a rollback journal, which plan-lsp never writes "
             f"(SQLite would play it back into the state database); it was moved to "
@@ -270,7 +271,7 @@ def _set_aside_journal(path: Path, warn: Callable[[str], None]) -> None:
 def _set_aside_orphans(path: Path, warn: Callable[[str], None]) -> None:
     orphans = [s for s in ("-wal", "-shm") if os.path.lexists(f"{path}{s}")]
     if orphans:
-        aside = _move_aside(path, "orphan", tuple(orphans))
+        aside = _move_aside(path, "foreign", tuple(orphans))
         names = " and ".join(f"{path.name}{s}" for s in orphans)
         warn(
             f"plan-lsp: {names} lay next to no state database (SQLite would replay them into "

@@ -12,8 +12,8 @@ this order, with nothing of the file executed or written before the checks pass:
    under that name is always whole and always carries its identity in the main file.
 3. The header (`trust.check_header`), then on a connection that may not write
    (`query_only`), with `trusted_schema` off and the deny-by-default authorizer installed:
-   `sqlite_master` equals the server's schema, `quick_check` passes, the identity in `meta`
-   is sealed with this user's key, and so is every session row.
+   `sqlite_master` equals the server's schema, the identity in `meta` is sealed with this
+   user's key, `quick_check` passes, and every session row is sealed too.
 
 A database that fails is closed and moved aside (`state.db.foreign-<time>` when it is not
 the server's, `state.db.corrupt-<time>` when it cannot be read, with its `-wal`/`-shm`),
@@ -160,10 +160,11 @@ def _connect_trusted(path: Path, key: StateKey) -> Opened:
         problem = schema_problem(conn, SCHEMA)
         if problem is not None:
             raise Untrusted(problem)
+        # The identity first: a foreign file is refused without a scan of its pages.
+        db_id = _check_identity(conn, key)
         row = conn.execute("PRAGMA quick_check").fetchone()
         if row is None or row[0] != "ok":
             raise sqlite3.DatabaseError(f"integrity check failed: {row}")
-        db_id = _check_identity(conn, key)
         _check_sessions(conn, key, db_id)
         conn.execute("PRAGMA query_only=0")
         conn.execute("PRAGMA journal_mode=WAL")

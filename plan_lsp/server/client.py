@@ -135,12 +135,13 @@ class ReadBarrier:
     leaves them in the process buffer until the server writes something else. Either way the
     progress request and the `applyEdit` the server sends right after answering
     `workspace/executeCommand` go unanswered (for good, or until the edit's timeout makes
-    the server write again). So after an answer,
-    anything else waits while a probe (`workspace/workspaceFolders`, which changes nothing)
-    goes out; the client answering a probe written after the answer read it in a later read
-    than the answer, so what was held can go. A probe lost the same way is sent again; the
-    answer order is kept, and a client that answers no probe within PROBE_GIVE_UP_S gets
-    everything at once and no barrier from then on."""
+    the server write again).
+
+    So after an answer, anything else waits while a probe (`workspace/workspaceFolders`,
+    which changes nothing) goes out: a client that answers a probe written after the answer
+    has read past the answer, and what was held can go. A probe lost the same way is sent
+    again. Messages keep their order; a client that answers no probe within
+    PROBE_GIVE_UP_S gets everything at once and no barrier from then on."""
 
     def __init__(self, probe: Callable[[str], Future[Any]], forget: Callable[[str], None]):
         self.enabled = False

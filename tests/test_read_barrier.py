@@ -113,6 +113,16 @@ async def _play(steps: list[str]) -> None:
     assert barrier.enabled, "the barrier gave up on a client that answers"
 
 
+def _answer_then_message() -> tuple[Wire, ReadBarrier]:
+    """An answer, then a message that must wait behind it."""
+    wire = Wire()
+    barrier = ReadBarrier(wire.probe, wire.forgotten.add)
+    barrier.enabled = True
+    barrier.send({"id": 1, "result": None}, wire.write)
+    barrier.send({"method": "window/logMessage"}, wire.write)
+    return wire, barrier
+
+
 @given(STEPS)
 def test_order_kept_and_nothing_passes_an_unread_answer(steps: list[str]) -> None:
     with mock.patch.object(client_module, "PROBE_RETRY_S", 0):
@@ -121,11 +131,7 @@ def test_order_kept_and_nothing_passes_an_unread_answer(steps: list[str]) -> Non
 
 def test_a_client_that_answers_no_probe_gets_everything_after_the_bound() -> None:
     async def play() -> None:
-        wire = Wire()
-        barrier = ReadBarrier(wire.probe, wire.forgotten.add)
-        barrier.enabled = True
-        barrier.send({"id": 1, "result": None}, wire.write)
-        barrier.send({"method": "window/logMessage"}, wire.write)
+        wire, barrier = _answer_then_message()
         assert wire.sent() == [{"id": 1, "result": None}]
         for _ in range(50):
             if not barrier.enabled:
@@ -143,11 +149,7 @@ def test_a_client_that_answers_no_probe_gets_everything_after_the_bound() -> Non
 
 def test_lost_probes_are_forgotten_once_a_later_one_is_answered() -> None:
     async def play() -> None:
-        wire = Wire()
-        barrier = ReadBarrier(wire.probe, wire.forgotten.add)
-        barrier.enabled = True
-        barrier.send({"id": 1, "result": None}, wire.write)
-        barrier.send({"method": "window/logMessage"}, wire.write)
+        wire, _barrier = _answer_then_message()
         first = wire.probes[0][0]
         wire.lose_oldest()
         for _ in range(5):

@@ -81,11 +81,39 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_command_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="plan-lsp check command",
+        description="Classify shell commands the way plan mode does.",
+    )
+    p.add_argument(
+        "--protection",
+        choices=["classified", "sandboxed"],
+        default=None,
+        help="the rule set: `classified` (strict allow-list, no sandbox) or `sandboxed` "
+        "(runs in the sandbox unless it shows an intent to change things); default: what "
+        "this machine would use",
+    )
+    p.add_argument(
+        "--stdin-jsonl",
+        action="store_true",
+        help='read one {"cmd": ...} JSON object per line from stdin',
+    )
+    p.add_argument("cmd", nargs="?", help="the command line to classify")
+    return p
+
+
 def check(args: argparse.Namespace) -> int:
     if args.what == "command":
-        from plan_lsp.policy.shell.check_cli import check_command_main
+        parser = _check_command_parser()
+        opts = parser.parse_args(list(args.rest))
+        if opts.stdin_jsonl and opts.cmd is not None:
+            parser.error("give either CMD or --stdin-jsonl, not both")
+        if not opts.stdin_jsonl and opts.cmd is None:
+            parser.error("give a command to classify, or --stdin-jsonl")
+        from plan_lsp.policy.shell.check_cli import check_command
 
-        return check_command_main(list(args.rest))
+        return check_command(opts.cmd, stdin_jsonl=opts.stdin_jsonl, protection=opts.protection)
     from plan_lsp.policy.plan_paths import check_plan_path_main
 
     return check_plan_path_main(list(args.rest))

@@ -10,13 +10,16 @@ with a warning naming the key otherwise. Permission rules merge: every source's 
 `ask` rules apply; `allow` rules come from trusted sources only.
 
 Each value is validated on its own, so one bad value is reported (with its source) and
-replaced by the default without losing the rest. Reading environment variables and TOML files
-uses pydantic-settings' sources; field names are snake_case and every client-facing name is
-the camelCase alias the generator derives (`baseUrl`, `planShell`, `runTimeoutS`, ...).
+replaced by the default without losing the rest. Field names are snake_case; clients may use
+the camelCase names pydantic's alias generators map to them (`baseUrl`, `planShell`,
+`runTimeoutS`, ...). The environment is read here directly (`PLAN_LSP_<FIELD>`, JSON for
+structured values): pydantic-settings would do the same for +8.5 MB of resident memory and
+~40 ms of imports before the server's first answer (tests/bench/bench_startup.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -25,7 +28,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.alias_generators import to_snake
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.tools.mcp.config import McpSettings
@@ -48,10 +50,8 @@ class PermissionRules(BaseModel):
     deny: list[str] = Field(default_factory=list)
 
 
-class Config(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="PLAN_LSP_", extra="ignore", validate_assignment=True
-    )
+class Config(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
     provider: ProviderName = "openai"
     model: str | None = None
@@ -164,21 +164,26 @@ def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]
     return out
 
 
+# Fields whose environment value is JSON (objects, lists).
+_STRUCTURED = frozenset({"permissions", "mcp"})
+
+
 def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> dict[str, Any]:
-    """`PLAN_LSP_<FIELD>` variables, read the way pydantic-settings reads them."""
-    source = EnvSettingsSource(Config, case_sensitive=False, env_prefix="PLAN_LSP_")
-    source.env_vars = {k.lower(): v for k, v in environ.items()}
+    """`PLAN_LSP_<FIELD>` variables (any case); structured values as JSON."""
+    by_name = {k.upper(): v for k, v in environ.items() if k.upper().startswith("PLAN_LSP_")}
     out: dict[str, Any] = {}
-    for name, field in Config.model_fields.items():
-        try:
-            value, _key_name, complex_ = source.get_field_value(field, name)
-            value = source.prepare_field_value(name, field, value, complex_)
-        except (SettingsError, ValueError) as exc:
-            if warnings is not None:
-                warnings.append(f"environment: invalid value for '{name}' ({exc}); ignored")
+    for name in Config.model_fields:
+        raw = by_name.get(f"PLAN_LSP_{name.upper()}")
+        if raw is None:
             continue
-        if value is not None:
-            out[name] = value
+        if name in _STRUCTURED:
+            try:
+                out[name] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                if warnings is not None:
+                    warnings.append(f"environment: invalid value for '{name}' ({exc}); ignored")
+            continue
+        out[name] = raw
     return out
 
 

@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 
 import plan_lsp.tools.bash as bash_mod
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
 from plan_lsp.policy.safety import Safety
-from plan_lsp.policy.sandbox import sandbox_kind
+from plan_lsp.policy.sandbox import SandboxStatus, git_shim_dir
 from plan_lsp.tools.base import Question, ToolContext
-from plan_lsp.tools.bash import BASH_TOOL, OUTPUT_CAP_CHARS, run_shell
+from plan_lsp.tools.bash import BASH_TOOL, OUTPUT_CAP_CHARS, PLAN_NETWORK_KEY, run_shell
+from plan_lsp.tools.edit import MODE_PROVIDER_KEY
+from tests.sandbox_support import listener, require
 
 
 class FakeEditor:
@@ -36,8 +39,17 @@ class FakeUser:
         return None
 
 
-def _ctx(workspace: Path, sandbox: bool = False) -> ToolContext:
+def _ctx(
+    workspace: Path,
+    sandbox: bool = False,
+    mode: WorkMode | None = WorkMode.BUILD,
+    **extra: Any,
+) -> ToolContext:
+    """A call context; `mode` is what the runner's mode provider reports (None: no
+    provider, which the tools read as plan mode)."""
     events: list[tuple[str, dict[str, Any]]] = []
+    if mode is not None:
+        extra[MODE_PROVIDER_KEY] = lambda: mode
     return ToolContext(
         workspace_roots=[workspace],
         plans_dir=workspace / ".plans",
@@ -46,6 +58,7 @@ def _ctx(workspace: Path, sandbox: bool = False) -> ToolContext:
         user=FakeUser(),
         emit=lambda kind, payload: events.append((kind, payload)),
         sandbox_shell=sandbox,
+        extra=extra,
     )
 
 
@@ -180,15 +193,16 @@ async def test_bash_env_is_not_sourced(tmp_path: Path, monkeypatch: pytest.Monke
 async def test_sandbox_requested_but_missing_refuses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bash_mod, "sandbox_kind", lambda: None)
+    monkeypatch.setattr(bash_mod, "sandbox_status", lambda: SandboxStatus(None, "none here"))
     result = await BASH_TOOL.run({"command": f"touch {tmp_path}/x"}, _ctx(tmp_path, sandbox=True))
     assert result.is_error and result.data is not None
     assert result.data["error"] == "sandbox_unavailable"
+    assert "none here" in result.data["message"]
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.skipif(sandbox_kind() is None, reason="bubblewrap is not available here")
 async def test_sandboxed_run_cannot_write(tmp_path: Path) -> None:
+    require("bubblewrap")
     (tmp_path / "a.txt").write_text("content\n")
     result = await BASH_TOOL.run(
         {"command": "cat a.txt; touch b.txt"}, _ctx(tmp_path, sandbox=True)
@@ -197,7 +211,119 @@ async def test_sandboxed_run_cannot_write(tmp_path: Path) -> None:
     assert result.data["sandboxed"] is True
     assert "content" in result.data["stdout"]
     assert "Read-only file system" in result.data["stderr"]
+    assert "read-only sandbox" in result.content
     assert not (tmp_path / "b.txt").exists()
+
+
+async def test_plan_mode_always_uses_a_working_sandbox(tmp_path: Path) -> None:
+    """Even when the gate did not ask for it (the user chose `classified`, or the session
+    switched to plan mode after the gate's check)."""
+    require("bubblewrap")
+    for ctx in (_ctx(tmp_path, mode=WorkMode.PLAN), _ctx(tmp_path, mode=None)):
+        result = await BASH_TOOL.run({"command": "touch b.txt"}, ctx)
+        assert result.data is not None and result.data["sandboxed"] is True
+        assert not (tmp_path / "b.txt").exists()
+
+
+async def test_plan_network_setting_reaches_the_sandbox(tmp_path: Path) -> None:
+    require("bubblewrap")
+    script = "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+    with listener() as server:
+        command = script.format(port=server.port)
+        closed = await BASH_TOOL.run({"command": command}, _ctx(tmp_path, mode=WorkMode.PLAN))
+        opened = await BASH_TOOL.run(
+            {"command": command},
+            _ctx(tmp_path, mode=WorkMode.PLAN, **{PLAN_NETWORK_KEY: True}),
+        )
+    assert closed.data is not None and "connected" not in closed.data["stdout"]
+    assert opened.data is not None and "connected" in opened.data["stdout"]
+    assert "no network" in closed.content and "no network" not in opened.content
+
+
+async def test_build_mode_cannot_touch_the_state_directory(tmp_path: Path) -> None:
+    require("bubblewrap")
+    state = tmp_path / ".plan-lsp"
+    state.mkdir()
+    (state / "state.db").write_text("db")
+    result = await BASH_TOOL.run(
+        {
+            "command": "echo new > new.txt; echo evil > .plan-lsp/state.db; "
+            "rm -f .plan-lsp/state.db; mkdir .plan-lsp/plans; echo done"
+        },
+        _ctx(tmp_path, mode=WorkMode.BUILD),
+    )
+    assert result.data is not None and result.data["sandboxed"] is False
+    assert "done" in result.data["stdout"]
+    assert (tmp_path / "new.txt").read_text() == "new\n"
+    assert (state / "state.db").read_text() == "db"
+    assert not (state / "plans").exists()
+    assert result.data["confinement"] == "build sandbox"
+
+
+async def test_build_mode_creates_a_missing_state_directory_read_only(tmp_path: Path) -> None:
+    require("bubblewrap")
+    result = await BASH_TOOL.run(
+        {"command": "mkdir -p .plan-lsp/plans && echo made"}, _ctx(tmp_path, mode=WorkMode.BUILD)
+    )
+    assert result.data is not None and "made" not in result.data["stdout"]
+    assert (tmp_path / ".plan-lsp").is_dir()
+    assert not (tmp_path / ".plan-lsp" / "plans").exists()
+
+
+async def test_build_mode_without_a_sandbox_runs_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bash_mod, "sandbox_status", lambda: SandboxStatus(None, "none"))
+    result = await BASH_TOOL.run(
+        {"command": "mkdir .plan-lsp && touch .plan-lsp/x"}, _ctx(tmp_path, mode=WorkMode.BUILD)
+    )
+    assert result.data is not None and result.data["exit_code"] == 0
+    assert (tmp_path / ".plan-lsp" / "x").exists()
+
+
+async def test_landlock_runs_get_a_private_scratch_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require("landlock")
+    monkeypatch.setattr(bash_mod, "sandbox_status", lambda: SandboxStatus("landlock", "forced"))
+    result = await run_shell(
+        'echo $TMPDIR; echo scratch > "$TMPDIR/f" && cat "$TMPDIR/f"; touch here',
+        tmp_path,
+        30,
+        True,
+        None,
+    )
+    assert result.data is not None, result
+    lines = result.data["stdout"].splitlines()
+    assert lines[1] == "scratch"
+    assert not Path(lines[0]).exists()  # removed after the command
+    assert not (tmp_path / "here").exists()
+
+
+async def test_classified_plan_commands_get_the_allow_list_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    monkeypatch.setenv("PLAN_LSP_API_KEY", "k-secret")
+    result = await run_shell("env; command -v git", tmp_path, 30, False, None, profile="plan")
+    assert result.data is not None
+    out = result.data["stdout"]
+    assert "secret" not in out
+    assert "GIT_PAGER=cat" in out
+    git = out.strip().splitlines()[-1]
+    assert git == str(git_shim_dir() / "git"), git
+
+
+async def test_build_commands_keep_the_environment_but_not_server_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("SOME_TOOL_SETTING", "kept")
+    result = await run_shell("env", tmp_path, 30, False, None, profile="build")
+    assert result.data is not None
+    assert "SOME_TOOL_SETTING=kept" in result.data["stdout"]
+    assert "sk-secret" not in result.data["stdout"]
 
 
 def test_model_credentials_never_reach_commands() -> None:

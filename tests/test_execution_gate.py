@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -562,6 +564,116 @@ async def test_real_classifier_refuses_writing_commands_in_plan_mode(
     assert not decision.allowed and decision.observation is not None
     assert decision.observation["error"] == "tool_not_allowed"
     assert port.requests == []
+
+
+# -- the real classifier at the protection level in force ----------------------------------
+
+
+def _real_gate(
+    session: Session,
+    port: FakePort,
+    *,
+    sandbox: str | None,
+    plan_network: bool = False,
+    hazards: list[str] | None = None,
+) -> ExecutionGate:
+    pytest.importorskip("plan_lsp.policy.shell")
+    return ExecutionGate(
+        session,
+        PermissionEngine(workspace_roots=[session.workspace]),
+        port,
+        plan_shell="sandboxed",
+        sandbox_probe=lambda: sandbox,
+        plan_network=plan_network,
+        git_hazards=lambda repo, shell, roots: list(hazards or []),
+    )
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "command", "allowed"),
+    [
+        ("bubblewrap", "frobnicate --now", True),  # sandboxed: the sandbox holds it
+        (None, "frobnicate --now", False),  # no sandbox: classified, not in the allow-list
+        ("bubblewrap", "rm -rf src", False),  # intent to change things: refused anyway
+        (None, "cat src/a.py", True),
+        (None, "cat /etc/passwd", False),  # outside the session's workspace roots
+        ("bubblewrap", "cat /etc/passwd", True),  # the sandbox hides what matters
+    ],
+)
+async def test_plan_mode_classifies_at_the_protection_level_in_force(
+    session: Session, sandbox: str | None, command: str, allowed: bool
+) -> None:
+    decision = await _check(
+        _real_gate(session, FakePort(), sandbox=sandbox), BASH, {"command": command}
+    )
+    assert decision.allowed is allowed, decision.reason
+    if allowed:
+        assert decision.sandbox is (sandbox is not None)
+
+
+async def test_plan_network_lets_sandboxed_reads_use_the_network(session: Session) -> None:
+    command = {"command": "curl -s https://example.com"}
+    off = await _check(_real_gate(session, FakePort(), sandbox="bubblewrap"), BASH, command)
+    assert not off.allowed and "read:network" in off.reason
+    gate = _real_gate(session, FakePort(), sandbox="bubblewrap", plan_network=True)
+    assert (await _check(gate, BASH, command)).allowed
+
+
+@pytest.mark.parametrize(("command", "asks"), [("cat src/a.py", False), ("frobnicate", True)])
+async def test_build_mode_auto_allows_only_what_the_strict_rules_prove(
+    session: Session, command: str, asks: bool
+) -> None:
+    _build(session, PermissionMode.ASK)
+    port = FakePort("allow_once")
+    gate = _real_gate(session, port, sandbox="bubblewrap")
+    decision = await _check(gate, BASH, {"command": command})
+    assert decision.allowed and not decision.sandbox
+    assert bool(port.requests) is asks
+
+
+async def test_hostile_git_configuration_refuses_git_without_a_sandbox(session: Session) -> None:
+    hazard = "core.fsmonitor (.git/config) names a program git may run"
+    port = FakePort()
+    gate = _real_gate(session, port, sandbox=None, hazards=[hazard])
+    decision = await _check(gate, BASH, {"command": "git status"})
+    assert not decision.allowed and hazard in decision.reason
+    assert (await _check(gate, BASH, {"command": "ls src"})).allowed
+    boxed = _real_gate(session, port, sandbox="bubblewrap", hazards=[hazard])
+    assert (await _check(boxed, BASH, {"command": "git status"})).allowed
+    _build(session, PermissionMode.ASK)
+    port = FakePort("allow_once")
+    built = _real_gate(session, port, sandbox="bubblewrap", hazards=[hazard])
+    assert (await _check(built, BASH, {"command": "git status"})).allowed
+    assert port.requests  # not proven read-only: the user is asked
+
+
+async def test_blame_refused_when_the_repository_points_it_outside(
+    session: Session, tmp_path: Path
+) -> None:
+    """`git blame` prints the first line of every `blame.ignoreRevsFile` that is not an
+    object name: a repository must not point it outside the workspace."""
+    pytest.importorskip("plan_lsp.policy.shell")
+    ws = session.workspace
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token-123\n")
+    (ws / "f.txt").write_text("a\n")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, env=env, timeout=30)
+    gate = ExecutionGate(
+        session,
+        PermissionEngine(workspace_roots=[ws]),
+        FakePort(),
+        plan_shell="classified",
+        sandbox_probe=lambda: None,
+    )
+    assert (await _check(gate, BASH, {"command": "git blame f.txt"})).allowed
+    subprocess.run(
+        ["git", "-C", str(ws), "config", "blame.ignoreRevsFile", str(secret)],
+        check=True, env=env, timeout=30,
+    )  # fmt: skip
+    refused = await _check(gate, BASH, {"command": "git blame f.txt"})
+    assert not refused.allowed and "blame.ignoreRevsFile" in refused.reason
+    assert (await _check(gate, BASH, {"command": "git log -1"})).allowed
 
 
 def test_the_runner_is_the_only_call_site_of_tool_implementations() -> None:

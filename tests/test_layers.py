@@ -45,3 +45,49 @@ def test_plan_imports_nothing_of_ours_outside_plan() -> None:
     for path in (ROOT / "plan").rglob("*.py"):
         for imported in _imports(path):
             assert not imported.startswith("plan_lsp.") or imported.startswith("plan_lsp.plan")
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Modules imported when `path` is imported: module-level statements, outside
+    `if TYPE_CHECKING:` blocks (imports inside functions run later, on use)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for inner in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else []:
+            if isinstance(inner, ast.ImportFrom) and inner.module:
+                found.add(inner.module)
+            elif isinstance(inner, ast.Import):
+                found.update(alias.name for alias in inner.names)
+    return found
+
+
+def test_no_import_circle_inside_server() -> None:
+    """server/ modules import each other's types under TYPE_CHECKING only where the other
+    imports them back; at run time the graph has no cycle."""
+    modules = {
+        f"plan_lsp.server.{p.stem}" if p.stem != "__init__" else "plan_lsp.server": p
+        for p in (ROOT / "server").glob("*.py")
+    }
+    graph = {
+        name: {m for m in _module_level_imports(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, trail: list[str]) -> bool:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle.extend([*trail, node, nxt])
+                return True
+            if state.get(nxt) is None and visit(nxt, [*trail, node]):
+                return True
+        state[node] = 2
+        return False
+
+    for name in sorted(graph):
+        if state.get(name) is None and visit(name, []):
+            break
+    assert cycle == [], " -> ".join(cycle)

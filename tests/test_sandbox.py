@@ -1,7 +1,11 @@
-"""The bubblewrap sandbox really is read-only and network-less."""
+"""The bubblewrap sandbox: the plan profile is a wall, the build profile guards .plan-lsp,
+the start-up self-test catches a sandbox that does not hold.
+
+Behaviour tests need bubblewrap: they skip without it, and FAIL when CI=true."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -10,85 +14,216 @@ from pathlib import Path
 
 import pytest
 
-from plan_lsp.policy.sandbox import sandbox_argv, sandbox_kind
-
-needs_bwrap = pytest.mark.skipif(
-    sandbox_kind() is None, reason="bubblewrap is not installed or does not work on this machine"
+from plan_lsp.policy import sandbox as sandbox_pkg
+from plan_lsp.policy.sandbox import (
+    SandboxStatus,
+    SandboxUnavailable,
+    probe_sandbox,
+    sandbox_argv,
+    sandbox_kind,
+    sandbox_status,
+)
+from plan_lsp.policy.sandbox.bwrap import SECCOMP_PRELUDE, plan_argv
+from plan_lsp.policy.sandbox.layout import (
+    NOBODY,
+    TMPFS_BYTES,
+    home_dir,
+    plan_environment,
+    plan_layout,
+    safe_path_variable,
+)
+from plan_lsp.policy.sandbox.selftest import probe_plan
+from tests.sandbox_support import (
+    KEYRING_READER,
+    fake_home,
+    listener,
+    require,
+    run_in,
+    session_key,
+    small_workspace,
 )
 
 
-def _run(workdir: Path, script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        sandbox_argv(workdir, ["bash", "-c", script]),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+def _run(workdir: Path, script: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return run_in("bubblewrap", workdir, script, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
+    return small_workspace(tmp_path, "hello from the workspace\n")
+
+
+# -- the command line (no bubblewrap needed) ----------------------------------------------
+
+
+def _pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+
+
+def test_plan_argv_follows_the_recipe(tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    ws = home / "project"
     ws.mkdir()
-    (ws / "hello.txt").write_text("hello from the workspace\n")
-    return ws
-
-
-def test_argv_follows_the_recipe(tmp_path: Path) -> None:
-    argv = sandbox_argv(tmp_path, ["ls", "-la"])
+    env = {"HOME": str(home), "PATH": f"/usr/bin:/bin:relative:{home}/.cargo/bin",
+           "OPENAI_API_KEY": "sk-secret", "PLAN_LSP_MODEL": "m", "LC_ALL": "C"}  # fmt: skip
+    argv = plan_argv(ws, ["ls", "-la"], base_env=env)
+    # A fixed prelude opens the seccomp filter on fd 3, then `env -i` starts bwrap.
+    assert argv[1:5] == ["-p", "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp"]
+    env_at = argv.index("-i") - 1
+    assert argv[env_at].endswith("env") and env_at == 6
+    bwrap_at = next(i for i, a in enumerate(argv) if a.endswith("bwrap"))
+    assert argv[bwrap_at + 1 : bwrap_at + 3] == ["--seccomp", "3"]
+    variables = dict(a.split("=", 1) for a in argv[env_at + 2 : bwrap_at])
+    assert variables["HOME"] == "/tmp" and variables["TERM"] == "dumb"
+    assert variables["LC_ALL"] == "C" and variables["GIT_OPTIONAL_LOCKS"] == "0"
+    assert "OPENAI_API_KEY" not in variables and "PLAN_LSP_MODEL" not in variables
+    assert "relative" not in variables["PATH"].split(":")
+    assert "sk-secret" not in " ".join(argv)
     joined = " ".join(argv)
     for part in (
-        "--unshare-all",
-        "--unshare-user",
-        "--uid 65534",
-        "--gid 65534",
-        "--cap-drop ALL",
-        "--ro-bind / /",
-        "--tmpfs /tmp",
-        "--tmpfs /run",
-        "--tmpfs /var/tmp",
-        f"--ro-bind {tmp_path.resolve()} {tmp_path.resolve()}",
-        f"--chdir {tmp_path.resolve()}",
-        "--die-with-parent",
-        "--new-session",
-        "--setenv HOME /tmp",
+        "--unshare-all --unshare-user --disable-userns",
+        f"--uid {NOBODY} --gid {NOBODY} --cap-drop ALL",
+        "--ro-bind / / --dev /dev --proc /proc",
+        "--die-with-parent --new-session",
+        f"--chdir {ws.resolve()}",
     ):
         assert part in joined
-    assert argv[-3:] == ["--", "ls", "-la"]
+    assert "--share-net" not in argv
+    tmpfs = _pairs(argv, "--tmpfs")
+    assert {"/tmp", "/var/tmp", "/run", str(home.resolve())} <= set(tmpfs)
+    binds = _pairs(argv, "--ro-bind")
+    # The home is hidden first, then the workspace and the toolchain bound back into it.
+    assert argv.index(str(home.resolve())) < argv.index(str(ws.resolve()))
+    assert str(ws.resolve()) in binds and str((home / ".cargo" / "bin").resolve()) in binds
+    assert str((home / ".cargo").resolve()) not in binds
+    assert argv[-2:] == ["ls", "-la"]
 
 
-@needs_bwrap
-def test_read_works(workdir: Path) -> None:
+def test_network_is_shared_only_when_asked(tmp_path: Path) -> None:
+    argv = plan_argv(tmp_path, ["true"], network=True)
+    assert argv[argv.index("--unshare-all") + 1] == "--share-net"
+
+
+def test_limits_are_fixed_text_before_the_command(tmp_path: Path) -> None:
+    argv = plan_argv(tmp_path, ["bash", "-c", "echo $0"])
+    at = argv.index("plan-lsp-limits")
+    script = argv[at - 1]
+    assert "ulimit -c 0" in script and "ulimit -t" in script and "ulimit -f" in script
+    assert script.endswith('exec "$@"')
+    assert argv[at + 1 :] == ["bash", "-c", "echo $0"]
+
+
+def test_build_argv_binds_every_state_directory_read_only(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / ".plan-lsp").mkdir()
+    argv = sandbox_argv(a, ["true"], roots=[a, b], profile="build", mechanism="bubblewrap")
+    joined = " ".join(argv)
+    assert "--bind / /" in joined and "--cap-drop ALL" in joined and "--unshare-net" not in argv
+    binds = _pairs(argv, "--ro-bind")
+    assert str(a.resolve() / ".plan-lsp") in binds and str(b.resolve() / ".plan-lsp") in binds
+    assert (b / ".plan-lsp").is_dir()  # created so that there is something to bind
+
+
+def test_build_profile_needs_bubblewrap(tmp_path: Path) -> None:
+    with pytest.raises(SandboxUnavailable):
+        sandbox_argv(tmp_path, ["true"], profile="build", mechanism="landlock")
+
+
+def test_layout_hides_homes_and_secrets_but_not_toolchains(tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    creds = tmp_path / "ws" / "key.json"
+    creds.parent.mkdir()
+    creds.write_text("{}")
+    env = {"HOME": str(home), "PATH": f"{home}/.cargo/bin:/usr/bin",
+           "GOOGLE_APPLICATION_CREDENTIALS": str(creds)}  # fmt: skip
+    layout = plan_layout([tmp_path / "ws"], env)
+    assert home.resolve() in layout.hidden_dirs
+    assert (home / ".cargo" / "bin").resolve() in layout.toolchains
+    assert all(".ssh" not in str(t) and str(t) != str(home.resolve()) for t in layout.toolchains)
+    assert creds.resolve() in layout.credentials
+    if Path("/etc/shadow").exists():
+        assert Path("/etc/shadow") in layout.hidden_files
+
+
+def test_environment_is_an_allow_list() -> None:
+    env = plan_environment(
+        {
+            "PATH": "/bin::.:bin:/usr/bin",
+            "AWS_SECRET_ACCESS_KEY": "x",
+            "LANG": "C.UTF-8",
+            "BASH_ENV": "/evil",
+            "GIT_EXTERNAL_DIFF": "evil",
+            "LC_CTYPE": "C",
+        }
+    )
+    assert env["PATH"] == "/bin:/usr/bin"
+    assert "AWS_SECRET_ACCESS_KEY" not in env and "BASH_ENV" not in env
+    assert "GIT_EXTERNAL_DIFF" not in env
+    assert env["LANG"] == "C.UTF-8" and env["LC_CTYPE"] == "C" and env["HOME"] == "/tmp"
+    assert safe_path_variable(":a:/b::") == "/b"
+
+
+def test_mechanism_order_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    status = probe_sandbox([])
+    assert status.mechanism is None and "classifier alone" in status.detail
+    assert sandbox_pkg._order("landlock") == ["landlock"]
+    assert sandbox_pkg._order("none") == []
+    assert sandbox_pkg._order(None) == ["bubblewrap", "landlock"]
+
+
+# -- behaviour ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bwrap() -> None:
+    require("bubblewrap")
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_reads_work_as_nobody(workdir: Path) -> None:
     proc = _run(workdir, "cat hello.txt && id -u")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["hello from the workspace", "65534"]
+    assert proc.stdout.splitlines() == ["hello from the workspace", str(NOBODY)]
 
 
-@needs_bwrap
-def test_write_fails_read_only(workdir: Path) -> None:
+@pytest.mark.usefixtures("bwrap")
+def test_writes_fail_read_only(workdir: Path) -> None:
     proc = _run(workdir, "echo x > new.txt")
     assert proc.returncode != 0
     assert "Read-only file system" in proc.stderr
     assert not (workdir / "new.txt").exists()
-    proc = _run(workdir, "rm hello.txt")
-    assert proc.returncode != 0
-    assert (workdir / "hello.txt").exists()
+    proc = _run(workdir, "rm hello.txt; chmod 000 hello.txt; touch -d 2000-01-01 hello.txt")
+    assert (workdir / "hello.txt").read_text() == "hello from the workspace\n"
+    assert os.stat(workdir / "hello.txt").st_mode & 0o444
 
 
-@needs_bwrap
-def test_remount_fails(workdir: Path) -> None:
-    proc = _run(workdir, "mount -o remount,rw / && echo remounted; touch /remount-probe")
-    assert "remounted" not in proc.stdout
+@pytest.mark.usefixtures("bwrap")
+def test_no_capabilities_no_remount_no_nested_namespaces(workdir: Path) -> None:
+    proc = _run(
+        workdir,
+        "grep CapEff /proc/self/status; mount -o remount,rw / && echo remounted; "
+        "unshare -U true && echo nested; touch /remount-probe",
+    )
+    assert "CapEff:\t0000000000000000" in proc.stdout
+    assert "remounted" not in proc.stdout and "nested" not in proc.stdout
     assert not Path("/remount-probe").exists()
 
 
-@needs_bwrap
-def test_scratch_tmp_is_private(workdir: Path, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("bwrap")
+def test_scratch_tmp_is_private(workdir: Path) -> None:
     proc = _run(workdir, "echo scratch > /tmp/scratch.txt && cat /tmp/scratch.txt")
     assert proc.returncode == 0 and proc.stdout.strip() == "scratch"
     assert not Path("/tmp/scratch.txt").exists()
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_limits_apply_inside(workdir: Path) -> None:
+    proc = _run(workdir, "ulimit -c; ulimit -t; ulimit -f; ulimit -u")
+    assert proc.stdout.split() == ["0", "600", "1048576", "1024"]
+    proc = _run(workdir, "df -B1 --output=size /tmp | tail -1")
+    assert int(proc.stdout) == TMPFS_BYTES  # scratch space is bounded too
 
 
 @pytest.fixture
@@ -114,7 +249,7 @@ def unix_server(tmp_path: Path) -> Iterator[Path]:
     thread.join(timeout=5)
 
 
-@needs_bwrap
+@pytest.mark.usefixtures("bwrap")
 def test_unix_socket_in_host_tmp_is_unreachable(workdir: Path, unix_server: Path) -> None:
     assert str(unix_server).startswith("/tmp/")
     script = (
@@ -124,43 +259,166 @@ def test_unix_socket_in_host_tmp_is_unreachable(workdir: Path, unix_server: Path
     proc = _run(workdir, script)
     assert proc.returncode != 0
     assert "reached" not in proc.stdout
-    # Control: the same client outside the sandbox does reach it.
     outside = subprocess.run(
         ["bash", "-c", script], capture_output=True, text=True, timeout=30, check=False
     )
     assert "reached" in outside.stdout
 
 
-@pytest.fixture
-def tcp_server() -> Iterator[int]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(10)
-    port = int(server.getsockname()[1])
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-                conn.close()
-            except OSError:
-                return
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield port
-    server.close()
-    thread.join(timeout=5)
+@pytest.mark.usefixtures("bwrap")
+def test_network_fails_unless_asked(workdir: Path) -> None:
+    with listener() as server:
+        script = f"exec 3<>/dev/tcp/127.0.0.1/{server.port} && echo connected"
+        closed = _run(workdir, script)
+        opened = _run(workdir, script, network=True)
+    assert "connected" not in closed.stdout and closed.returncode != 0
+    assert "connected" in opened.stdout
+    assert server.connections == 1
 
 
-@needs_bwrap
-def test_network_connection_fails(workdir: Path, tcp_server: int) -> None:
-    script = f"exec 3<>/dev/tcp/127.0.0.1/{tcp_server} && echo connected"
-    proc = _run(workdir, script)
-    assert "connected" not in proc.stdout
-    assert proc.returncode != 0
-    outside = subprocess.run(
-        ["bash", "-c", script], capture_output=True, text=True, timeout=30, check=False
+@pytest.mark.usefixtures("bwrap")
+def test_server_environment_is_invisible(workdir: Path) -> None:
+    secret = "sk-" + os.urandom(8).hex()
+    env = {**os.environ, "OPENAI_API_KEY": secret, "PLAN_LSP_API_KEY": secret}
+    proc = _run(
+        workdir,
+        "env; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; "
+        'cat "/proc/$1/environ"; ls /proc | grep -c "^[0-9]"',
+        env=env,
+        args=[str(os.getpid())],
     )
-    assert "connected" in outside.stdout
+    assert secret not in proc.stdout
+    assert int(proc.stdout.split()[-1]) < 10  # its own pid namespace
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_homes_are_hidden_and_the_workspace_stays_visible(tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    ws = home / "project"
+    ws.mkdir()
+    (ws / "file.txt").write_text("inside\n")
+    env = {**os.environ, "HOME": str(home), "PATH": f"{home}/.cargo/bin:{os.environ['PATH']}"}
+    proc = _run(ws, f"cat file.txt; ls -A {home}; cat {home}/.cargo/bin/tool", env=env)
+    assert proc.stdout.splitlines() == ["inside", ".cargo", "project", "toolchain"], proc.stderr
+    real_home = home_dir()
+    if real_home is not None and real_home.is_dir():
+        visible = _run(tmp_path, f"ls -A {real_home}").stdout.split()
+        allowed = {p.relative_to(real_home).parts[0] for p in plan_layout([]).toolchains
+                   if real_home in p.parents}  # fmt: skip
+        assert set(visible) <= allowed, visible
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_credentials_named_by_the_environment_are_hidden(workdir: Path) -> None:
+    (workdir / "key.json").write_text('{"private_key": "SECRET"}\n')
+    env = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(workdir / "key.json")}
+    proc = _run(workdir, "cat key.json; cat hello.txt", env=env)
+    assert "SECRET" not in proc.stdout and "hello from the workspace" in proc.stdout
+    if Path("/etc/shadow").exists():
+        assert _run(workdir, "cat /etc/shadow").stdout == ""
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_build_profile_writes_everywhere_but_state(workdir: Path) -> None:
+    (workdir / ".plan-lsp").mkdir()
+    (workdir / ".plan-lsp" / "state.db").write_text("db")
+    proc = _run(
+        workdir,
+        "echo new > new.txt; echo x > .plan-lsp/state.db; rm .plan-lsp/state.db; "
+        "umount .plan-lsp; mount -o remount,rw .plan-lsp; echo y > .plan-lsp/state.db; "
+        "echo done",
+        profile="build",
+    )
+    assert "done" in proc.stdout
+    assert (workdir / "new.txt").read_text() == "new\n"
+    assert (workdir / ".plan-lsp" / "state.db").read_text() == "db"
+
+
+# -- the self-test ------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_self_test_proves_bubblewrap() -> None:
+    status = probe_sandbox(["bubblewrap"])
+    assert status.mechanism == "bubblewrap" and status.build_profile
+    assert "write and a connect failed" in status.detail and " ms" in status.detail
+    assert sandbox_kind() == sandbox_status().mechanism
+
+
+def test_self_test_refuses_no_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    result = probe_plan(lambda workdir, argv, scratch: list(argv))
+    assert not result.ok and "write went through" in result.why
+    assert list(home.iterdir()) == []  # the probe cleans up what got through
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_self_test_catches_a_visible_environment() -> None:
+    def leaky(workdir: Path, argv: object, scratch: Path) -> list[str]:
+        # The same sandbox, started without `env -i`: bwrap inherits the server's variables.
+        full = sandbox_argv(workdir, list(argv), mechanism="bubblewrap")  # type: ignore[call-overload]
+        env_at = full.index("-i") - 1
+        bwrap_at = next(i for i, a in enumerate(full) if a.endswith("bwrap"))
+        return full[:env_at] + full[bwrap_at:]
+
+    result = probe_plan(leaky)
+    assert not result.ok and "environment" in result.why
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_self_test_catches_a_network() -> None:
+    def networked(workdir: Path, argv: object, scratch: Path) -> list[str]:
+        return plan_argv(workdir, list(argv), network=True)  # type: ignore[call-overload]
+
+    result = probe_plan(networked)
+    assert not result.ok and "TCP" in result.why
+
+
+def test_no_mechanism_means_no_sandboxed_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_pkg, "sandbox_status", lambda: SandboxStatus(None, "none"))
+    with pytest.raises(SandboxUnavailable):
+        sandbox_argv(Path("/"), ["true"])
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_workspace_that_contains_the_home_still_hides_its_credentials(tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    env = {**os.environ, "HOME": str(home)}
+    layout = plan_layout([home], env)
+    assert (home / ".ssh").resolve() in layout.credentials
+    proc = _run(
+        home, "ls -A; cat .ssh/id_ed25519 .aws/credentials .cargo/credentials.toml", env=env
+    )
+    assert "PRIVATE KEY" not in proc.stdout and "SECRET" not in proc.stdout
+    assert ".cargo" in proc.stdout.split()
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_older_bubblewrap_without_optional_features(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plan_lsp.policy.sandbox import bwrap as bwrap_mod
+
+    monkeypatch.setattr(bwrap_mod, "bwrap_features", lambda: frozenset())
+    argv = plan_argv(workdir, ["true"])
+    assert "--size" not in argv and "--disable-userns" not in argv
+    proc = _run(workdir, "cat hello.txt; touch x")
+    assert "hello from the workspace" in proc.stdout and not (workdir / "x").exists()
+    assert bwrap_mod.missing_features() == ["--disable-userns", "--size"]
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_the_server_keyring_is_out_of_reach(workdir: Path) -> None:
+    keyctl, key = session_key("keyring-secret")
+    outside = subprocess.run(
+        ["python3", "-c", KEYRING_READER, str(keyctl), str(key)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert "keyring-secret" in outside.stdout  # control: readable without the sandbox
+    proc = _run(workdir, f'python3 -c "$1" {keyctl} {key}', args=[KEYRING_READER])
+    assert "keyring-secret" not in proc.stdout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.tools import fs
 from plan_lsp.tools.base import Question, ToolContext, ToolResult
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
+from tests.needs import need_program
 
 
 class FakeEditor:
@@ -238,8 +238,8 @@ async def test_glob_skips_symlinks_leading_outside(
 @pytest.fixture(params=["ripgrep", "python"])
 def grep_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     backend: str = request.param
-    if backend == "ripgrep" and shutil.which("rg") is None:
-        pytest.skip("ripgrep is not installed")
+    if backend == "ripgrep":
+        need_program("rg", "the grep tool's fast path")
     if backend == "python":
         monkeypatch.setattr("shutil.which", lambda name: None)
     return backend

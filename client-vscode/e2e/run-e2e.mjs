@@ -1,110 +1,40 @@
 #!/usr/bin/env node
-// End-to-end test in a real VS Code workbench (code-server 4.100.3 + Debian Chromium driven by
-// playwright-core): packages and installs the extension, starts the plan-lsp server with the
-// scripted provider, and checks what a user sees. Screenshots go to test-artifacts/vscode/.
+// End-to-end test of a new user's first run in a real VS Code workbench (code-server 4.100.3 +
+// Debian Chromium driven by playwright-core): the .vsix installed into fresh user-data and
+// extensions directories, no plan-lsp setting, a hostile workspace, a loopback
+// OpenAI-compatible model server. The extension must install its server into a private venv
+// (from the wheel the vsix carries), show what it is doing, guide the setup through its own
+// UI, and take the user to an approved plan whose edit is on disk. Screenshots per step go to
+// test-artifacts/vscode/, with results.json.
 //
-// Environment: PLAN_LSP_PYTHON (required; an interpreter that can import plan_lsp),
-// E2E_ARTIFACTS (screenshot folder), E2E_REUSE_VSIX=1 (skip `npm run package` when a vsix
-// exists), E2E_TIMEOUT_S (per-step wait, default 60).
+// Environment: E2E_ARTIFACTS (screenshot folder), E2E_REUSE_VSIX=1 (skip `npm run package`
+// when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { PLAN_TEXT, SCRIPT_TURNS, sampleProject } from './session-script.mjs';
+import { FakeOpenAI } from './fake-openai.mjs';
+import { PLAN_TEXT, PROMPT, SECOND_PLAN_TEXT, TURNS, hostileProject } from './session-script.mjs';
+import {
+  STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
+  freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
+} from './workbench.mjs';
 
 const HERE = dirname(dirname(fileURLToPath(import.meta.url)));
 const REPO = resolve(HERE, '..');
 const CODE_SERVER = join(HERE, '.e2e', 'node_modules', '.bin', 'code-server');
 const ARTIFACTS = resolve(process.env.E2E_ARTIFACTS ?? join(REPO, 'test-artifacts', 'vscode'));
-const STEP_MS = Number(process.env.E2E_TIMEOUT_S ?? 60) * 1000;
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const started = Date.now();
-
-const results = [];
-function log(message) {
-  process.stdout.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
-
-async function waitFor(what, fn, timeoutMs = STEP_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
-}
-
-async function shot(page, name) {
-  const file = join(ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path: file }).catch((err) => log(`screenshot ${name} failed: ${err.message}`));
-  return file;
-}
-
-async function check(page, name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true, seconds: (Date.now() - t0) / 1000 });
-    log(`PASS ${name}`);
-  } catch (err) {
-    results.push({ name, ok: false, seconds: (Date.now() - t0) / 1000, error: err.message });
-    log(`FAIL ${name}: ${err.message}`);
-    await shot(page, `failed-${name.replace(/[^\w-]+/g, '-')}`);
-    throw err;
-  }
-}
-
-/** The workbench status bar item of this extension (its text, spaces normalised). */
-async function statusText(page) {
-  const items = page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye, .codicon-tools') });
-  if ((await items.count()) === 0) return '';
-  return ((await items.first().innerText()) ?? '').replace(/\u00a0/g, ' ').trim();
-}
-
-/** The active editor's text, lines in visual order (Monaco does not keep DOM order). */
-async function activeEditorText(page) {
-  return page.evaluate(() => {
-    const group = document.querySelector('.editor-group-container.active') ?? document;
-    const lines = [...group.querySelectorAll('.monaco-editor .view-lines .view-line')];
-    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
-    return lines.map((l) => l.textContent.replace(/\u00a0/g, ' ')).join('\n');
-  });
-}
-
-async function activeTabTitle(page) {
-  const tab = page.locator('.editor-group-container.active .tab.active .label-name');
-  return (await tab.count()) ? (await tab.first().innerText()).trim() : '';
-}
-
-function chatFrame(page) {
-  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
-}
+const API_KEY = 'sk-e2e-4f1d9c0b7a';
+const MODEL = 'e2e-model';
 
 async function main() {
-  const python = process.env.PLAN_LSP_PYTHON;
-  if (!python) throw new Error('set PLAN_LSP_PYTHON to an interpreter that can import plan_lsp');
   if (!existsSync(CODE_SERVER)) throw new Error(`code-server missing: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
+  rmSync(ARTIFACTS, { recursive: true, force: true });
   mkdirSync(ARTIFACTS, { recursive: true });
+  setArtifacts(ARTIFACTS);
 
   const vsix = join(HERE, 'plan-lsp.vsix');
   if (!(process.env.E2E_REUSE_VSIX === '1' && existsSync(vsix))) {
@@ -115,17 +45,17 @@ async function main() {
   const tmp = mkdtempSync(join(tmpdir(), 'plan-lsp-e2e-'));
   const userDir = join(tmp, 'user');
   const extDir = join(tmp, 'extensions');
-  const ws = sampleProject(join(tmp, 'ws'));
-  const script = join(tmp, 'script.json');
-  const transcript = join(tmp, 'transcript.jsonl');
-  writeFileSync(script, JSON.stringify({ chunk: 16, turns: SCRIPT_TURNS }));
+  const markers = join(tmp, 'markers');
+  const ws = hostileProject(join(tmp, 'ws'), markers);
+  const model = new FakeOpenAI({ key: API_KEY, model: MODEL, turns: TURNS });
+  const baseUrl = await model.listen();
   mkdirSync(join(userDir, 'User'), { recursive: true });
+  // A new user's settings: nothing of plan-lsp, the desktop default of no auto-save.
+  const userSettings = join(userDir, 'User', 'settings.json');
   writeFileSync(
-    join(userDir, 'User', 'settings.json'),
+    userSettings,
     JSON.stringify(
       {
-        'planLsp.python': python,
-        'planLsp.serverArgs': ['--provider', 'scripted', '--script', script, '--transcript', transcript],
         'workbench.startupEditor': 'none',
         'workbench.tips.enabled': false,
         'workbench.enableExperiments': false,
@@ -147,14 +77,13 @@ async function main() {
   });
 
   const port = await freePort();
-  const serverLog = join(ARTIFACTS, 'code-server.log');
   const out = [];
   // detached: its own process group, so extension hosts and language servers die with it.
   const cs = spawn(
     CODE_SERVER,
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
       '--disable-workspace-trust', '--user-data-dir', userDir, '--extensions-dir', extDir, ws],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PLAN_LSP_E2E: '1' } },
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } },
   );
   cs.stdout.on('data', (d) => out.push(d));
   cs.stderr.on('data', (d) => out.push(d));
@@ -170,102 +99,188 @@ async function main() {
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     log('workbench ready');
+    const chat = chatFrame(page);
 
-    await check(page, 'status bar shows Plan', async () => {
-      await waitFor('status bar "$(eye) Plan"', async () => /^Plan · ask$/.test(await statusText(page)), 90000);
-      await shot(page, '01-status-plan');
+    await check(page, 'first run: the sidebar opens by itself and shows the install with progress', async () => {
+      await chat.locator('[data-testid=prompt]').waitFor({ timeout: STEP_MS });
+      await waitFor('the start-up card', async () => (await cardKind(chat)) === 'starting');
+      await waitFor('the install step', async () => /installing plan-lsp/.test(await chat.locator('[data-testid=setup-card]').innerText()), 90000);
+      ensure(await chat.locator('[data-testid=startup-progress]').isVisible(), 'no progress bar on the start-up card');
+      await shot(page, '01-first-run-install');
+      await waitFor('the server to run (status bar "Plan")', async () => (await statusText(page)).startsWith('Plan'), 180000);
     });
 
-    await check(page, 'status bar click toggles Plan -> Build -> Plan', async () => {
-      const item = page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye') }).first();
-      await item.click();
+    await check(page, 'a hostile workspace neither configures the client nor runs code at start', async () => {
+      const warnings = await chat.locator('[data-testid=warnings]').innerText();
+      for (const key of ['planLsp.python', 'planLsp.serverArgs', 'planLsp.baseUrl']) ensure(warnings.includes(key), `the warning does not name ${key}: ${warnings}`);
+      const found = readdirSync(markers);
+      ensure(found.length === 0, `workspace code ran: ${found.join(', ')}`);
+      const logText = outputLog(userDir);
+      ensure(/Server interpreter: .*venv.*private environment/.test(logText), `the log does not name the private venv interpreter:\n${logText.slice(-3000)}`);
+      ensure(/Starting: .* -I -m plan_lsp serve --stdio \(in .*globalStorage/.test(logText), 'the server was not started isolated, outside the workspace');
+      ensure(!/Server process exited/.test(logText), 'a start logged a server exit as an error');
+      await shot(page, '02-hostile-settings-ignored');
+    });
+
+    await check(page, 'setup card: no model is configured, presets offered', async () => {
+      await waitFor('the setup card', async () => (await cardKind(chat)) === 'unconfigured');
+      const text = await chat.locator('[data-testid=setup-card]').innerText();
+      for (const label of ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Set API Key', 'Test Connection']) {
+        ensure(text.includes(label), `the setup card lacks ${label}: ${text}`);
+      }
+      ensure(/Plan · ask · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)), `the status bar lacks the shell protection: ${await statusText(page)}`);
+      await shot(page, '03-setup-card');
+    });
+
+    await check(page, 'configured through the UI: the vLLM preset writes user settings; the test names the key', async () => {
+      await chat.locator('[data-testid=card-action][data-preset=vllm]').click();
+      await answerInputBox(page, 'vLLM: base URL', baseUrl);
+      await answerInputBox(page, 'vLLM: model', MODEL);
+      await waitFor('the user settings to hold provider, base URL and model', async () => {
+        const written = JSON.parse(readFileSync(userSettings, 'utf8'));
+        return written['planLsp.baseUrl'] === baseUrl && written['planLsp.model'] === MODEL && written['planLsp.provider'] === 'openai';
+      });
+      // The server restarts with the new settings and the connection is tested: no key yet.
+      await waitFor('the key problem on the card', async () => (await cardKind(chat)) === 'problem', 90000);
+      const card = await chat.locator('[data-testid=setup-card]').innerText();
+      ensure(card.includes('Set API Key'), `the card does not offer Set API Key: ${card}`);
+      ensure(model.requests.some((r) => !r.authorized), 'the model server saw no request');
+      await shot(page, '04-test-connection-needs-key');
+    });
+
+    await check(page, 'a prompt the model server rejects is marked failed, with the fix beside it', async () => {
+      await sendPrompt(chat, PROMPT);
+      await chat.locator('[data-testid=user-message][data-failed=true]').waitFor({ timeout: STEP_MS });
+      const notice = chat.locator('[data-testid=notice][data-code=provider_auth]');
+      await notice.waitFor({ timeout: STEP_MS });
+      ensure((await notice.innerText()).includes('Set API Key'), 'the error does not offer Set API Key');
+      await shot(page, '05-failed-prompt-with-fix');
+    });
+
+    await check(page, 'Set API Key from the error; the connection then works', async () => {
+      await chat.locator('[data-testid=notice][data-code=provider_auth] [data-testid=card-action]').click();
+      await answerInputBox(page, 'API key', API_KEY);
+      await waitFor('the connected card', async () => (await cardKind(chat)) === 'connected', 90000);
+      await shot(page, '06-connected');
+    });
+
+    await check(page, 'plan mode: blocked calls, PLAN.md revealed, a Markdown plan card, cards per run and call', async () => {
+      await sendPrompt(chat, PROMPT);
+      await waitFor('two blocked tool cards (write_file, bash)', async () =>
+        (await chat.locator('[data-testid=tool-card][data-status=blocked]').count()) >= 2);
+      await waitFor('PLAN.md to be the active editor', async () => (await activeTabTitle(page)) === 'PLAN.md');
+      await waitFor('plan status "submitted"', async () => /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
+      const text = await activeEditorText(page);
+      for (const line of PLAN_TEXT.trim().split('\n').filter(Boolean)) ensure(text.includes(line), `editor lacks plan line ${line}`);
+      const tools = await chat.locator('[data-testid=tool-card]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
+      ensure(JSON.stringify(tools) === JSON.stringify(['read_file:done', 'write_file:blocked', 'bash:blocked', 'plan_write:done', 'exit_plan_mode:done']),
+        `tool cards (every response numbers its calls from call_0): ${JSON.stringify(tools)}`);
+      const heading = await chat.locator('[data-testid=plan-markdown] h1').innerText();
+      ensure(heading === 'Plan: greet politely', `the plan card does not render the plan's Markdown: ${heading}`);
+      const first = model.agentRequests.find((r) => r.authorized);
+      ensure(first?.body?.model === MODEL, `the model asked for is ${first?.body?.model}`);
+      ensure(userMessagesWith(first, PROMPT) === 1, `the failed prompt was sent again: ${userMessagesWith(first, PROMPT)} copies`);
+      await shot(page, '07-plan-submitted');
+    });
+
+    await check(page, 'approve from the sidebar; the edit shows as a diff before it is allowed', async () => {
+      await chat.locator('[data-testid=approve]').click();
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
-      await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-tools') }).first().waitFor();
-      await shot(page, '02-status-build');
+      await chat.locator('[data-testid=permission-card] [data-testid=show-proposal]').waitFor({ timeout: STEP_MS });
+      await waitFor('the proposal diff editor', async () =>
+        (await activeTabTitle(page)).includes('proposed') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
+      await waitFor("the diff's proposed side", async () => (await activeEditorText(page, '.editor.modified')).includes("print('hello, world')"));
+      ensure(readFileSync(join(ws, 'hello.py'), 'utf8') === "print('hi')\n", 'the edit ran before permission');
+      await shot(page, '08-diff-before-allow');
+      await page.locator('.editor-group-container.active .editor-actions .action-label[aria-label^="Allow This Change"]').click();
+    });
+
+    await check(page, 'the Do run ends; its file card diffs what the run changed', async () => {
+      await waitFor('plan status "approved" and the run over', async () =>
+        /approved/.test(await chat.locator('[data-testid=plan-status]').innerText()) &&
+        (await chat.locator('[data-testid=assistant-message]', { hasText: 'Done: the greeting is updated.' }).count()) === 1);
+      ensure((await chat.locator('[data-testid=show-proposal]').count()) === 0, 'an answered permission still offers its proposal');
+      await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').click();
+      await waitFor('the run-changes diff', async () => (await activeTabTitle(page)).includes('before the run'));
+      await waitFor("the run diff's right side to show the edit", async () =>
+        (await activeEditorText(page, '.editor.modified')).includes("print('hello, world')"));
+      ensure((await activeEditorText(page, '.editor.original')).includes("print('hi')"), "the run diff's left side is not the file before the run");
+      await shot(page, '09-run-changes');
+    });
+
+    // The edit went to hello.py while the proposal diff had it open in the editor: an open,
+    // unmodified buffer. With auto-save off it still reaches the disk: the server asks the
+    // editor to save it (planLsp/saveDocument).
+    await check(page, 'the Do edit is on disk with auto-save off', async () => {
+      await waitFor('hello.py on disk to hold the edit', async () => readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world'), 10000);
+      ensure(outputLog(userDir).includes(`Saved ${join(ws, 'hello.py')} after the server's edit.`),
+        'the open hello.py buffer was not saved by the editor (planLsp/saveDocument)');
+    });
+
+    await check(page, 'lenses on PLAN.md no longer offer Approve once approved', async () => {
+      await quickOpen(page, 'PLAN.md');
+      const lenses = page.locator('.editor-group-container.active .codelens-decoration');
+      await waitFor('the "Plan approved" lens and no Approve lens', async () =>
+        (await lenses.filter({ hasText: /Plan approved/ }).count()) > 0 && (await lenses.filter({ hasText: /Approve \(/ }).count()) === 0, STEP_MS);
+      await shot(page, '10-lenses-after-approval');
+    });
+
+    const before = {
+      users: await chat.locator('[data-testid=user-message]').count(),
+      tools: await chat.locator('[data-testid=tool-card]').count(),
+    };
+    await check(page, 'after a window reload the conversation is still shown, the failed prompt still marked', async () => {
+      await page.reload();
+      await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+      await openChat(page);
+      await waitFor('the restored conversation', async () =>
+        (await chat.locator('[data-testid=user-message]').count()) === before.users &&
+        (await chat.locator('[data-testid=tool-card]').count()) === before.tools, 90000);
+      ensure((await chat.locator('[data-testid=user-message][data-failed=true]').count()) === 1, 'the failed prompt is not marked after the reload');
+      await shot(page, '11-after-reload');
+    });
+
+    await check(page, 'New session clears the conversation, the empty chat links the walkthrough; the next request carries none of it', async () => {
+      await chat.locator('[data-testid=new-session]').click();
+      await page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Drop Approved Plan' }).click();
+      await chat.locator('[data-testid=empty]').waitFor({ timeout: STEP_MS });
+      // The empty chat points to the walkthrough.
+      await chat.locator('[data-testid=empty] [data-action=openWalkthrough]').click();
+      await waitFor('the walkthrough', async () =>
+        /Get started with Plan LSP/.test(await page.locator('.editor-group-container.active').innerText()));
+      await shot(page, '12a-walkthrough');
+      const asked = model.agentRequests.length;
+      await sendPrompt(chat, 'Say hello');
+      await chat.locator('[data-testid=assistant-message]', { hasText: 'Hello again' }).waitFor({ timeout: STEP_MS });
+      const request = model.agentRequests[asked];
+      ensure(userMessagesWith(request, PROMPT) === 0, 'the new session still sent the old conversation');
+      await shot(page, '12-new-session');
+    });
+
+    await check(page, 'a new draft brings PLAN.md to the front without taking the focus from the chat', async () => {
+      await quickOpen(page, 'hello.py');
+      await sendPrompt(chat, 'Plan a farewell');
+      await waitFor('PLAN.md to come to the front', async () => (await activeTabTitle(page)) === 'PLAN.md');
+      await waitFor('the second plan in the editor', async () => (await activeEditorText(page)).includes(SECOND_PLAN_TEXT.split('\n')[0]));
+      const focused = await chat.locator('[data-testid=prompt]').evaluate((el) => document.activeElement === el && document.hasFocus());
+      ensure(focused, 'the chat input lost the focus');
+      await shot(page, '13-second-draft-revealed');
+    });
+
+    await check(page, 'the status bar toggles Plan → Build → Plan, and the chat follows', async () => {
+      await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye') }).first().click();
+      await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
+      await waitFor('the chat to show Build', async () => (await chat.locator('[data-testid=mode-build]').getAttribute('aria-pressed')) === 'true');
       await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-tools') }).first().click();
       await waitFor('status bar back to "Plan"', async () => (await statusText(page)).startsWith('Plan'));
     });
 
-    const chat = chatFrame(page);
-    await check(page, 'sidebar prompt runs the scripted session; blocked calls shown', async () => {
-      await page.locator('.activitybar .action-label[aria-label^="Plan LSP"]').first().click();
-      const prompt = chat.locator('[data-testid=prompt]');
-      await prompt.waitFor({ timeout: STEP_MS });
-      await waitFor('the chat to show Plan mode', async () =>
-        (await chat.locator('[data-testid=mode-plan]').getAttribute('aria-pressed')) === 'true');
-      await waitFor('the Send button to be enabled', async () => chat.locator('[data-testid=send]').isEnabled());
-      await prompt.click();
-      await prompt.fill('Make the greeting polite');
-      await prompt.press('Enter');
-      await chat.locator('[data-testid=user-message]').filter({ hasText: 'Make the greeting polite' }).waitFor({ timeout: STEP_MS });
-      await waitFor('two blocked tool cards (write_file, bash)', async () =>
-        (await chat.locator('[data-testid=tool-card][data-status=blocked]').count()) >= 2);
-      const blocked = await chat.locator('[data-testid=tool-card][data-status=blocked]').allInnerTexts();
-      if (!blocked.some((t) => t.includes('write_file')) || !blocked.some((t) => t.includes('bash'))) {
-        throw new Error(`blocked cards are ${JSON.stringify(blocked)}`);
-      }
-      const reason = await chat.locator('[data-testid=tool-card][data-tool=write_file] [data-testid=tool-reason]').first().innerText();
-      if (!/plan/i.test(reason)) throw new Error(`write_file blocked without a plan-mode reason: ${reason}`);
-      await shot(page, '03-sidebar-blocked');
-    });
-
-    await check(page, 'plan draft appears in the PLAN.md editor', async () => {
-      await waitFor('PLAN.md to be the active editor', async () => (await activeTabTitle(page)) === 'PLAN.md');
-      const firstLine = PLAN_TEXT.split('\n')[0];
-      await waitFor('the plan text in the editor', async () => (await activeEditorText(page)).includes(firstLine));
-      await waitFor('plan status "submitted" in the sidebar', async () =>
-        /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
-      const text = await activeEditorText(page);
-      for (const line of PLAN_TEXT.trim().split('\n').filter(Boolean)) {
-        if (!text.includes(line)) throw new Error(`editor lacks plan line ${JSON.stringify(line)}; has ${JSON.stringify(text)}`);
-      }
-      await shot(page, '04-plan-in-editor');
-    });
-
-    await check(page, 'Approve code lens switches to Build and the Do edit lands in the editor', async () => {
-      // "ask before edits": the Do run's edit_file must come back as an inline permission card.
-      const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Approve (ask before edits)' });
-      await lens.first().waitFor({ timeout: STEP_MS });
-      await shot(page, '05-approve-lens');
-      await lens.first().click();
-      await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
-      await shot(page, '06-status-build-after-approve');
-      const allow = chat.locator('[data-testid=permission-card] button', { hasText: 'Allow once' });
-      await allow.first().waitFor({ timeout: STEP_MS });
-      const waiting = await chat.locator('[data-testid=tool-card][data-status=waiting][data-tool=edit_file]').count();
-      if (waiting !== 1) throw new Error(`expected the edit_file card to wait for permission, found ${waiting}`);
-      if (readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world')) throw new Error('the edit ran before permission');
-      await shot(page, '06b-permission-inline');
-      await allow.first().click();
-      await waitFor('the Do run to finish', async () =>
-        /approved/.test(await chat.locator('[data-testid=plan-status]').innerText()) &&
-        readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world'), STEP_MS);
-      // Open hello.py in the editor: the edit must be what the editor shows.
-      await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
-      await page.keyboard.press('Control+P');
-      const quick = page.locator('.quick-input-widget input');
-      await quick.waitFor({ timeout: STEP_MS });
-      await quick.fill('hello.py');
-      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'hello.py' }).first().waitFor({ timeout: STEP_MS });
-      await page.keyboard.press('Enter');
-      await waitFor('hello.py to be the active editor', async () => (await activeTabTitle(page)) === 'hello.py');
-      await waitFor("the editor to show print('hello, world')", async () =>
-        (await activeEditorText(page)).includes("print('hello, world')"));
-      await shot(page, '07-do-edit-in-editor');
-    });
-
-    await check(page, 'sidebar state survives hiding and re-showing the view', async () => {
-      const before = await chat.locator('[data-testid=tool-card]').count();
-      // The "unsaved files" badge overlays the label; click its action item.
-      await page.locator('.activitybar .action-item:has(.action-label[aria-label^="Explorer"])').first().click({ position: { x: 8, y: 8 } });
-      await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: STEP_MS });
-      await page.locator('.activitybar .action-label[aria-label^="Plan LSP"]').first().click();
-      await waitFor('the same tool cards after re-showing', async () =>
-        (await chat.locator('[data-testid=tool-card]').count()) === before &&
-        (await chat.locator('[data-testid=tool-card][data-status=blocked]').count()) >= 2);
-      await waitFor('the chat to show Build mode', async () =>
-        (await chat.locator('[data-testid=mode-build]').getAttribute('aria-pressed')) === 'true');
-      await shot(page, '08-sidebar-after-reshow');
+    await check(page, 'nothing the workspace ships ran; the API key is in no log', async () => {
+      const found = readdirSync(markers);
+      ensure(found.length === 0, `workspace code or settings took effect: ${found.join(', ')}`);
+      const logs = findFiles(join(userDir, 'logs'), /\.log$/).filter((f) => readFileSync(f, 'utf8').includes(API_KEY));
+      ensure(logs.length === 0, `the key is in ${logs.join(', ')}`);
+      ensure(!readFileSync(userSettings, 'utf8').includes(API_KEY), 'the key is in settings.json');
     });
   } finally {
     await browser?.close().catch(() => undefined);
@@ -274,8 +289,10 @@ async function main() {
     } catch {
       /* already gone */
     }
-    writeFileSync(serverLog, Buffer.concat(out));
-    if (existsSync(transcript)) writeFileSync(join(ARTIFACTS, 'transcript.jsonl'), readFileSync(transcript));
+    await model.close();
+    writeFileSync(join(ARTIFACTS, 'code-server.log'), Buffer.concat(out));
+    writeFileSync(join(ARTIFACTS, 'plan-lsp-output.log'), outputLog(userDir));
+    writeFileSync(join(ARTIFACTS, 'model-requests.json'), JSON.stringify(model.requests.map((r) => ({ ...r, body: r.body && { model: r.body.model, messages: r.body.messages?.length, tools: r.body.tools?.length } })), null, 2));
     rmSync(tmp, { recursive: true, force: true });
   }
 }
@@ -288,7 +305,7 @@ main()
   .finally(() => {
     const passed = results.filter((r) => r.ok).length;
     const failed = results.length - passed;
-    writeFileSync(join(ARTIFACTS, 'results.json'), JSON.stringify({ seconds: (Date.now() - started) / 1000, results }, null, 2));
+    writeFileSync(join(ARTIFACTS, 'results.json'), JSON.stringify({ seconds: elapsed(), results }, null, 2));
     log(`${passed} passed, ${failed} failed`);
     process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
   });

@@ -3,7 +3,8 @@
 #   - Debian packages: chromium (driven by playwright-core), ripgrep and the build tools
 #     code-server's native modules compile with;
 #   - code-server 4.100.3 (the last line on Node 20) into client-vscode/.e2e/;
-#   - the extension's npm dependencies (playwright-core is a devDependency).
+#   - the extension's npm dependencies (playwright-core is a devDependency);
+#   - python3's venv module (the first-run bootstrap the test goes through).
 # Safe to run again: each step is skipped when its result is already there.
 set -euo pipefail
 
@@ -14,6 +15,8 @@ RG_CACHE="/tmp/vscode-ripgrep-cache-1.15.11"
 RG_TARBALL="$RG_CACHE/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz"
 
 apt_packages=(chromium ripgrep build-essential pkg-config libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev)
+# The e2e is a first run: the extension builds its server's venv with python3 -m venv.
+if ! python3 -m venv --help >/dev/null 2>&1; then apt_packages+=(python3-venv); fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

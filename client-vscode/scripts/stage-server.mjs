@@ -1,21 +1,44 @@
-// Copies the Python server package (../plan_lsp, ../pyproject.toml) into server/ so the vsix
-// carries it; the extension pip-installs it into a private venv on first start.
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+// Builds the Python server (../plan_lsp, ../pyproject.toml) into a wheel under server/ so the
+// vsix carries it; the extension pip-installs that wheel into a private venv on first start.
+// server/bundle.json names the wheel and its sha256 (the venv is rebuilt when it changes).
+// The sources are copied to a temporary directory first so the build leaves nothing in the
+// checkout. PLAN_LSP_BUILD_PYTHON picks the interpreter (default python3).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
 const repo = resolve(here, '..');
 const target = join(here, 'server');
+const python = process.env.PLAN_LSP_BUILD_PYTHON ?? 'python3';
 
-rmSync(target, { recursive: true, force: true });
-mkdirSync(target, { recursive: true });
-cpSync(join(repo, 'pyproject.toml'), join(target, 'pyproject.toml'));
-cpSync(join(repo, 'plan_lsp'), join(target, 'plan_lsp'), {
-  recursive: true,
-  filter: (src) => !/(__pycache__|\.pyc$|\.mypy_cache)/.test(src),
-});
-const readme = join(repo, 'README.md');
-if (existsSync(readme)) cpSync(readme, join(target, 'README.md'));
-else writeFileSync(join(target, 'README.md'), '# plan-lsp\n');
-console.log(`staged the server package into ${target}`);
+const work = mkdtempSync(join(tmpdir(), 'plan-lsp-stage-'));
+try {
+  const src = join(work, 'src');
+  mkdirSync(src);
+  cpSync(join(repo, 'pyproject.toml'), join(src, 'pyproject.toml'));
+  cpSync(join(repo, 'plan_lsp'), join(src, 'plan_lsp'), {
+    recursive: true,
+    filter: (path) => !/(__pycache__|\.pyc$|\.mypy_cache)/.test(path),
+  });
+  const readme = join(repo, 'README.md');
+  if (existsSync(readme)) cpSync(readme, join(src, 'README.md'));
+  else writeFileSync(join(src, 'README.md'), '# plan-lsp\n');
+
+  rmSync(target, { recursive: true, force: true });
+  mkdirSync(target, { recursive: true });
+  execFileSync(python, ['-I', '-m', 'pip', 'wheel', '--no-deps', '--quiet', '-w', target, src], {
+    cwd: work,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const wheel = readdirSync(target).find((name) => name.endsWith('.whl'));
+  if (!wheel) throw new Error(`no wheel was built into ${target}`);
+  const sha256 = createHash('sha256').update(readFileSync(join(target, wheel))).digest('hex');
+  writeFileSync(join(target, 'bundle.json'), JSON.stringify({ wheel, sha256 }, null, 2));
+  console.log(`staged ${wheel} (${sha256.slice(0, 12)}) into ${target}`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

@@ -56,6 +56,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     void this.post({ type: 'focusInput' });
   }
 
+  /** Brings the view on screen (without taking the focus). */
+  reveal(): void {
+    this.view?.show(true);
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     const webview = view.webview;
@@ -91,17 +96,32 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     }
   }
 
-  /** Shows inline permission buttons and resolves with the user's choice. */
-  askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
-    const requestId = `perm-${this.nextRequest++}`;
+  /** A fresh id for a permission or question request. */
+  newRequestId(prefix: string): string {
+    return `${prefix}-${this.nextRequest++}`;
+  }
+
+  /** Shows inline permission buttons and resolves with the user's choice. `path`: the file
+   * whose proposed change can be shown as a diff. */
+  askPermission(
+    requestId: string,
+    params: RequestPermissionParams,
+    path: string | null,
+    token: vscode.CancellationToken,
+  ): Promise<RequestPermissionResult> {
     return new Promise((resolve) => {
       this.pendingPermissions.set(requestId, { resolve });
-      this.dispatch({ type: 'permissionRequest', requestId, params });
+      this.dispatch({ type: 'permissionRequest', requestId, params, path });
       token.onCancellationRequested(() => this.answerPermission(requestId, DISMISSED_PERMISSION.optionId));
     });
   }
 
-  private answerPermission(requestId: string, optionId: string): void {
+  /** Whether a permission request is still waiting for the user. */
+  isPending(requestId: string): boolean {
+    return this.pendingPermissions.has(requestId);
+  }
+
+  answerPermission(requestId: string, optionId: string): void {
     const pending = this.pendingPermissions.get(requestId);
     if (!pending) return;
     this.pendingPermissions.delete(requestId);
@@ -111,7 +131,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   /** Shows a questionnaire card and resolves with the answers (empty when dismissed). */
   askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
-    const requestId = `q-${this.nextRequest++}`;
+    const requestId = this.newRequestId('q');
     return new Promise((resolve) => {
       this.pendingQuestions.set(requestId, { resolve });
       this.dispatch({ type: 'questionRequest', requestId, params });
@@ -160,8 +180,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     <button id="mode-build" data-testid="mode-build" title="Build: edits and commands, subject to permissions">Build</button>
   </div>
   <select id="permission-mode" data-testid="permission-mode" title="Permission mode"></select>
+  <span class="spacer"></span>
+  <button id="new-session" data-testid="new-session" class="secondary" title="Start a new session: clears the conversation">New session</button>
 </div>
-<div id="server-status" class="server-status"></div>
+<div id="setup-card" data-testid="setup-card" hidden></div>
+<div id="warnings" data-testid="warnings" hidden></div>
 <div id="plan-panel" data-testid="plan-panel" hidden></div>
 <div id="todos" data-testid="todos" hidden></div>
 <div id="messages" data-testid="messages"></div>

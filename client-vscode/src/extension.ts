@@ -1,359 +1,18 @@
 /**
- * Entry point: starts the plan-lsp server over stdio and wires it to the status bar, the
- * sidebar chat, the permission/question prompts and the client-side commands.
+ * Entry point: the controller (server + session + views), the commands, the setup flows and
+ * the settings watcher.
  */
 import * as vscode from 'vscode';
-import {
-  LanguageClient,
-  LanguageClientOptions,
-  ServerOptions,
-  State,
-  StaticFeature,
-  TransportKind,
-} from 'vscode-languageclient/node';
-import { StartError, resolveServerPython } from './bootstrap';
-import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
-import {
-  AskUserParams,
-  AskUserResult,
-  PERMISSION_MODES,
-  PermissionMode,
-  PlanLspSession,
-  RequestPermissionParams,
-  RequestPermissionResult,
-  RpcEndpoint,
-  SessionState,
-  SessionUi,
-  errorMessage,
-  fillPlanLspCapabilities,
-  permissionOptions,
-  DISMISSED_PERMISSION,
-} from './protocol';
-import { REVISION_SCHEME, RevisionContentProvider } from './revisions';
-import { initializationOptions, serverArguments } from './serverLaunch';
-import { statusBarText, statusBarTooltip } from './statusText';
+import { CHAT_VIEW_ID } from './chatView';
+import { Controller, currentSettings } from './controller';
+import { errorMessage } from './protocol';
+import { launchSettingsChanged } from './settings';
+import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
+import { TEXT_SCHEME } from './virtualTexts';
+import { CARD_COMMANDS, WALKTHROUGH_ID } from './webview/setupCard';
 import type { WebviewToHost } from './webview/messages';
 
-const API_KEY_SECRET = 'planLsp.apiKey';
-/** Server command behind the "Compare with previous revision" code lens. */
-const SHOW_PREVIOUS_REVISION = 'planLsp.showPreviousRevision';
-
-/** Declares `experimental.planLsp` so the server sends permission and question requests. */
-class PlanLspCapabilitiesFeature implements StaticFeature {
-  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
-    fillPlanLspCapabilities(capabilities);
-  }
-  initialize(): void {}
-  getState(): { kind: 'static' } {
-    return { kind: 'static' };
-  }
-  clear(): void {}
-  dispose(): void {}
-}
-
-class Controller implements vscode.Disposable {
-  private client: LanguageClient | undefined;
-  private session: PlanLspSession | undefined;
-  private promptRun: vscode.CancellationTokenSource | undefined;
-  private readonly output = vscode.window.createOutputChannel('Plan LSP');
-  private readonly statusBar = vscode.window.createStatusBarItem('planLsp.mode', vscode.StatusBarAlignment.Left, 100);
-  readonly chat: ChatViewProvider;
-  readonly revisions = new RevisionContentProvider();
-
-  constructor(private readonly context: vscode.ExtensionContext) {
-    this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
-    this.statusBar.name = 'Plan LSP mode';
-    this.statusBar.command = 'planLsp.client.toggleMode';
-    this.setStatusStarting();
-    this.statusBar.show();
-  }
-
-  get current(): SessionState | undefined {
-    return this.session?.current;
-  }
-
-  private setStatusStarting(): void {
-    this.statusBar.text = '$(sync~spin) Plan LSP';
-    this.statusBar.tooltip = 'Plan LSP: starting the server';
-    this.statusBar.backgroundColor = undefined;
-  }
-
-  private setStatusError(message: string): void {
-    this.statusBar.text = '$(error) Plan LSP';
-    this.statusBar.tooltip = `${message}\nClick to show the log`;
-    this.statusBar.command = 'planLsp.client.showLog';
-    this.statusBar.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
-  }
-
-  private showState(state: SessionState): void {
-    this.statusBar.text = statusBarText(state);
-    this.statusBar.tooltip = statusBarTooltip(state);
-    this.statusBar.command = 'planLsp.client.toggleMode';
-    this.statusBar.backgroundColor = state.mode === 'build' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
-  }
-
-  private readonly ui: SessionUi = {
-    onUpdate: (update) => this.chat.dispatch({ type: 'update', update }),
-    onState: (state) => {
-      this.showState(state);
-      this.chat.dispatch({ type: 'state', state });
-    },
-    askPermission: (params, token) => this.askPermission(params, token),
-    askUser: (params, token) => this.askUser(params, token),
-    onError: (message) => this.output.appendLine(message),
-  };
-
-  async start(): Promise<void> {
-    this.setStatusStarting();
-    this.chat.dispatch({ type: 'serverStatus', status: 'starting' });
-    let python: string;
-    try {
-      python = await resolveServerPython(this.context, this.output);
-    } catch (err) {
-      this.failStart(err);
-      return;
-    }
-    const config = vscode.workspace.getConfiguration('planLsp');
-    const extraArgs = config.get<string[]>('serverArgs', []);
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const serverOptions: ServerOptions = {
-      command: python,
-      args: serverArguments(extraArgs),
-      transport: TransportKind.stdio,
-      options: folder ? { cwd: folder.uri.fsPath } : undefined,
-    };
-    const apiKey = await this.context.secrets.get(API_KEY_SECRET);
-    const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
-      outputChannel: this.output,
-      initializationOptions: initializationOptions(
-        {
-          provider: config.get<string>('provider', ''),
-          model: config.get<string>('model', ''),
-          baseUrl: config.get<string>('baseUrl', ''),
-          permissionMode: config.get<string>('permissionMode', 'ask'),
-          plansDir: config.get<string>('plansDir', ''),
-          planShell: config.get<string>('planShell', ''),
-        },
-        apiKey,
-      ),
-      middleware: {
-        // Code lenses run the server's commands directly; refresh the mode afterwards.
-        executeCommand: async (command, args, next) => {
-          try {
-            const result: unknown = await next(command, args);
-            if (command === SHOW_PREVIOUS_REVISION) await this.diffWithPrevious(result);
-            return result;
-          } finally {
-            void this.session?.refresh();
-          }
-        },
-      },
-    };
-    this.output.appendLine(`Starting: ${python} ${serverArguments(extraArgs).join(' ')} --stdio`);
-    const client = new LanguageClient('planLsp', 'Plan LSP', serverOptions, clientOptions);
-    client.registerFeature(new PlanLspCapabilitiesFeature());
-    this.client = client;
-    this.session = new PlanLspSession(client as unknown as RpcEndpoint, this.ui);
-    client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped && this.client === client) {
-        this.chat.dismissPending();
-        this.chat.dispatch({ type: 'serverStatus', status: 'stopped', message: 'The plan-lsp server stopped. Run "Plan LSP: Restart Server".' });
-        this.setStatusError('The plan-lsp server stopped');
-      }
-    });
-    try {
-      await client.start();
-    } catch (err) {
-      this.failStart(
-        new StartError(
-          `Plan LSP: the server failed to start (${errorMessage(err)}). Fix: check the "Plan LSP" output; ` +
-            `\`${python} -m plan_lsp serve --help\` must work, and "planLsp.serverArgs" must be valid.`,
-        ),
-      );
-      return;
-    }
-    this.chat.dispatch({ type: 'serverStatus', status: 'running' });
-    await this.session.refresh();
-  }
-
-  private failStart(err: unknown): void {
-    const message = errorMessage(err);
-    this.output.appendLine(message);
-    this.setStatusError(message);
-    this.chat.dispatch({ type: 'serverStatus', status: 'error', message });
-    void vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log').then((choice) => {
-      if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'planLsp');
-      else if (choice === 'Show Log') this.output.show();
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.promptRun?.cancel();
-    const client = this.client;
-    this.client = undefined;
-    this.session?.dispose();
-    this.session = undefined;
-    this.chat.dismissPending();
-    if (client) {
-      try {
-        await client.stop(5000);
-      } catch (err) {
-        this.output.appendLine(`stop: ${errorMessage(err)}`);
-      }
-    }
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
-  }
-
-  requireSession(): PlanLspSession {
-    if (!this.session || !this.client?.isRunning()) {
-      throw new Error('The plan-lsp server is not running. Run "Plan LSP: Restart Server" (the "Plan LSP" output says why).');
-    }
-    return this.session;
-  }
-
-  private async askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
-    if (this.chat.visible) return this.chat.askPermission(params, token);
-    const options = permissionOptions(params);
-    const choice = await vscode.window.showInformationMessage(
-      `Plan LSP: allow ${params.tool}?`,
-      { modal: true, detail: params.summary },
-      ...options.map((o) => o.label),
-    );
-    const optionId = options.find((o) => o.label === choice)?.optionId ?? DISMISSED_PERMISSION.optionId;
-    // Keep the decision in the chat history too.
-    const requestId = `modal-${Date.now()}`;
-    this.chat.dispatch({ type: 'permissionRequest', requestId, params });
-    this.chat.dispatch({ type: 'permissionAnswered', requestId, optionId });
-    return { optionId };
-  }
-
-  private async askUser(params: AskUserParams, token: vscode.CancellationToken): Promise<AskUserResult> {
-    if (this.chat.visible) return this.chat.askUser(params, token);
-    const answers: Record<string, string[]> = {};
-    for (const question of params.questions ?? []) {
-      if (token.isCancellationRequested) break;
-      if (question.multiple) {
-        const picked = await vscode.window.showQuickPick(question.options, { title: question.text, canPickMany: true, ignoreFocusOut: true }, token);
-        if (picked) answers[question.id] = picked;
-      } else {
-        const picked = await vscode.window.showQuickPick(question.options, { title: question.text, ignoreFocusOut: true }, token);
-        if (picked !== undefined) answers[question.id] = [picked];
-      }
-    }
-    return { answers };
-  }
-
-  async sendPrompt(text: string): Promise<void> {
-    const session = this.requireSession();
-    this.chat.dispatch({ type: 'userPrompt', text });
-    const run = new vscode.CancellationTokenSource();
-    this.promptRun = run;
-    try {
-      const result = await session.prompt(text, run.token);
-      this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
-    } catch (err) {
-      const cancelled = run.token.isCancellationRequested;
-      this.chat.dispatch({ type: 'promptEnded', stopReason: cancelled ? 'cancelled' : undefined, error: cancelled ? undefined : errorMessage(err) });
-    } finally {
-      if (this.promptRun === run) this.promptRun = undefined;
-      run.dispose();
-    }
-  }
-
-  async cancel(): Promise<void> {
-    const session = this.requireSession();
-    try {
-      await session.cancel();
-    } finally {
-      this.promptRun?.cancel();
-    }
-  }
-
-  /** The server's "Compare with previous revision" lens answers with the old revision's
-   * file; show it against the live PLAN.md buffer. */
-  private async diffWithPrevious(result: unknown): Promise<void> {
-    const previousUri = result && typeof result === 'object' ? (result as { previousUri?: unknown }).previousUri : undefined;
-    const planUri = this.current?.planUri;
-    if (typeof previousUri !== 'string' || !planUri) return;
-    await vscode.commands.executeCommand(
-      'vscode.diff', vscode.Uri.parse(previousUri), vscode.Uri.parse(planUri), 'PLAN.md: previous revision ↔ current',
-    );
-  }
-
-  async openPlan(): Promise<void> {
-    const uri = this.current?.planUri;
-    if (!uri) {
-      void vscode.window.showInformationMessage('Plan LSP: there is no plan yet.');
-      return;
-    }
-    await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false });
-  }
-
-  async rejectWithFeedback(): Promise<void> {
-    const feedback = await vscode.window.showInputBox({
-      title: 'Reject the plan with feedback',
-      prompt: 'What should the agent change? A new planning run receives this.',
-      ignoreFocusOut: true,
-    });
-    if (feedback === undefined) return;
-    await this.requireSession().rejectPlan(feedback.trim() ? { feedback } : {});
-  }
-
-  async pickPermissionMode(): Promise<void> {
-    const current = this.current?.permissionMode;
-    const picked = await vscode.window.showQuickPick(
-      PERMISSION_MODES.map((mode) => ({ label: mode, description: mode === current ? 'current' : undefined })),
-      { title: 'Plan LSP: permission mode' },
-    );
-    if (picked) await this.requireSession().setPermissionMode(picked.label as PermissionMode);
-  }
-
-  private async onChatMessage(message: WebviewToHost): Promise<void> {
-    switch (message.type) {
-      case 'prompt':
-        return this.sendPrompt(message.text);
-      case 'cancel':
-        return this.cancel();
-      case 'setMode':
-        await this.requireSession().setMode(message.mode);
-        return;
-      case 'setPermissionMode':
-        await this.requireSession().setPermissionMode(message.permissionMode);
-        return;
-      case 'approve':
-        await this.requireSession().approvePlan({});
-        return;
-      case 'reject':
-        await this.requireSession().rejectPlan({});
-        return;
-      case 'feedback':
-        return this.rejectWithFeedback();
-      case 'openPlan':
-        return this.openPlan();
-      case 'inputFocus':
-        await vscode.commands.executeCommand('setContext', 'planLsp.chatInputFocused', message.focused);
-        return;
-      default:
-        return;
-    }
-  }
-
-  showLog(): void {
-    this.output.show();
-  }
-
-  dispose(): void {
-    void this.stop();
-    this.chat.dispose();
-    this.statusBar.dispose();
-    this.output.dispose();
-  }
-}
+const FIRST_RUN_KEY = 'planLsp.firstRunShown';
 
 let controller: Controller | undefined;
 
@@ -367,40 +26,135 @@ function guarded<A extends unknown[]>(fn: (...args: A) => unknown): (...args: A)
   };
 }
 
+/**
+ * Setup actions change settings or the key, then restart the server and test the connection,
+ * so the card shows at once whether the model answers. Setup actions and settings changes run
+ * one at a time: a change made by a setup action is already in force when its settings event
+ * is looked at, so it restarts the server once, not once per setting written.
+ */
+class Setup {
+  private queue: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly c: Controller, private readonly context: vscode.ExtensionContext) {}
+
+  private serialized(fn: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async restartAndTest(): Promise<void> {
+    if (this.c.busy) {
+      const choice = await vscode.window.showInformationMessage('Plan LSP: settings changed. Restart the server now? The current run stops.', 'Restart');
+      if (!choice) return;
+    }
+    await this.c.restart();
+    if (this.c.current) await this.c.actions.testConnection();
+  }
+
+  private thenRestart(change: () => Promise<boolean>): Promise<void> {
+    return this.serialized(async () => {
+      if (await change()) await this.restartAndTest();
+    });
+  }
+
+  preset(id?: string): Promise<void> {
+    return this.thenRestart(async () => {
+      const preset = id ? presetById(id) : await pickPreset();
+      if (!preset) return false;
+      const { settings } = currentSettings();
+      if (!(await applyPreset(preset, settings))) return false;
+      if (preset.needsKey && !(await this.context.secrets.get(API_KEY_SECRET))) await askApiKey(this.context.secrets);
+      return true;
+    });
+  }
+
+  apiKey(): Promise<void> {
+    return this.thenRestart(() => askApiKey(this.context.secrets));
+  }
+
+  clearApiKey(): Promise<void> {
+    return this.thenRestart(async () => {
+      await this.context.secrets.delete(API_KEY_SECRET);
+      return true;
+    });
+  }
+
+  /** Settings edited anywhere: warn about workspace values, restart when user values changed. */
+  onConfigurationChanged(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      void this.serialized(async () => {
+        const read = currentSettings();
+        const launched = this.c.launchedWith;
+        if (launched && !launchSettingsChanged(launched, read.settings)) {
+          // Nothing the server uses changed (e.g. only ignored workspace values): say so.
+          this.c.reportSettings(read);
+          return;
+        }
+        await this.restartAndTest();
+      });
+    }, 400);
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const c = new Controller(context);
   controller = c;
+  const setup = new Setup(c, context);
+  c.onWebviewAction = async (message: WebviewToHost) => {
+    switch (message.type) {
+      case 'applyPreset':
+        return setup.preset(message.preset);
+      case 'openSetting':
+        return openSetting(message.setting);
+      case 'runCommand':
+        if (Object.values(CARD_COMMANDS).includes(message.command as never)) await vscode.commands.executeCommand(message.command);
+        return;
+      case 'openWalkthrough':
+        await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
+        return;
+      default:
+        return;
+    }
+  };
   context.subscriptions.push(
     c,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, c.chat, { webviewOptions: { retainContextWhenHidden: true } }),
-    vscode.workspace.registerTextDocumentContentProvider(REVISION_SCHEME, c.revisions),
+    vscode.workspace.registerTextDocumentContentProvider(TEXT_SCHEME, c.texts),
     vscode.commands.registerCommand('planLsp.client.toggleMode', guarded(() => c.requireSession().toggleMode())),
-    vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.pickPermissionMode())),
+    vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.actions.pickPermissionMode())),
     vscode.commands.registerCommand('planLsp.client.approve', guarded((args?: unknown) =>
       c.requireSession().approvePlan(args && typeof args === 'object' ? (args as object) : {}))),
     vscode.commands.registerCommand('planLsp.client.reject', guarded(() => c.requireSession().rejectPlan({}))),
-    vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.rejectWithFeedback())),
-    vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.cancel())),
-    vscode.commands.registerCommand('planLsp.client.compareRevisions', guarded((args: unknown) => c.revisions.compare(args))),
-    vscode.commands.registerCommand('planLsp.client.setApiKey', guarded(async () => {
-      const key = await vscode.window.showInputBox({ title: 'Plan LSP: API key', prompt: 'Stored in VS Code\'s secret storage, never in settings.', password: true, ignoreFocusOut: true });
-      if (key === undefined) return;
-      await context.secrets.store(API_KEY_SECRET, key);
-      const restart = await vscode.window.showInformationMessage('Plan LSP: API key saved. Restart the server to use it?', 'Restart');
-      if (restart) await c.restart();
-    })),
-    vscode.commands.registerCommand('planLsp.client.clearApiKey', guarded(() => context.secrets.delete(API_KEY_SECRET))),
-    vscode.commands.registerCommand('planLsp.client.showLog', () => c.showLog()),
+    vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.actions.rejectWithFeedback())),
+    vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.actions.cancel())),
+    vscode.commands.registerCommand('planLsp.client.compareRevisions', guarded((args: unknown) => c.texts.compare(args))),
+    vscode.commands.registerCommand('planLsp.client.setApiKey', guarded(() => setup.apiKey())),
+    vscode.commands.registerCommand('planLsp.client.clearApiKey', guarded(() => setup.clearApiKey())),
+    vscode.commands.registerCommand('planLsp.client.setupModel', guarded(() => setup.preset())),
+    vscode.commands.registerCommand('planLsp.client.testConnection', guarded(() => c.actions.testConnection())),
+    vscode.commands.registerCommand('planLsp.client.newSession', guarded(() => c.actions.newSession())),
+    vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.requests.answerProposal(true))),
+    vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.requests.answerProposal(false))),
+    vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),
+    vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(() =>
+      vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false))),
+    vscode.commands.registerCommand('planLsp.client.showLog', () => c.output.show(true)),
     vscode.commands.registerCommand('planLsp.restartServer', guarded(() => c.restart())),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('planLsp')) {
-        void vscode.window.showInformationMessage('Plan LSP settings changed. Restart the server to apply them?', 'Restart').then((choice) => {
-          if (choice) void c.restart();
-        });
-      }
+      if (e.affectsConfiguration('planLsp')) setup.onConfigurationChanged();
     }),
   );
-  await c.start();
+  // A new user sees the sidebar (start-up progress, then the setup card) without looking for it.
+  if (!context.globalState.get<boolean>(FIRST_RUN_KEY)) {
+    void context.globalState.update(FIRST_RUN_KEY, true);
+    void vscode.commands.executeCommand('workbench.view.extension.planLsp');
+  }
+  // Not awaited: the workbench resolves the chat view only once activate() returns, and the
+  // view must show the start-up while it happens (a first run installs the server).
+  void c.start();
 }
 
 export async function deactivate(): Promise<void> {

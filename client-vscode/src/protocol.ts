@@ -14,6 +14,7 @@ import type {
   ApprovePlanArgs,
   AskUserParams,
   AskUserResult,
+  HistoryResult,
   PermissionMode,
   PlanLspUpdate,
   PromptResult,
@@ -21,27 +22,37 @@ import type {
   RequestPermissionParams,
   RequestPermissionResult,
   SessionState,
-  Todo,
+  TestConnectionResult,
   WorkMode,
 } from './wireTypes';
 import { DISMISSED_PERMISSION } from './wireTypes';
 
+
+/** Every request may name its workspace folder (the server's first folder by default). */
+export interface WorkspaceParam {
+  workspaceUri?: string;
+}
+
 export const Methods = {
-  state: new RequestType<Record<string, never>, SessionState, void>('planLsp/state'),
-  setMode: new RequestType<{ mode: WorkMode }, SessionState, void>('planLsp/setMode'),
-  toggleMode: new RequestType<Record<string, never>, SessionState, void>('planLsp/toggleMode'),
-  setPermissionMode: new RequestType<{ permissionMode: PermissionMode }, SessionState, void>(
+  state: new RequestType<WorkspaceParam, SessionState, void>('planLsp/state'),
+  setMode: new RequestType<WorkspaceParam & { mode: WorkMode }, SessionState, void>('planLsp/setMode'),
+  toggleMode: new RequestType<WorkspaceParam, SessionState, void>('planLsp/toggleMode'),
+  setPermissionMode: new RequestType<WorkspaceParam & { permissionMode: PermissionMode }, SessionState, void>(
     'planLsp/setPermissionMode',
   ),
-  prompt: new RequestType<{ text: string }, PromptResult, void>('planLsp/prompt'),
-  cancel: new RequestType<{ runId?: string }, Record<string, never>, void>('planLsp/cancel'),
+  prompt: new RequestType<WorkspaceParam & { text: string }, PromptResult, void>('planLsp/prompt'),
+  cancel: new RequestType<WorkspaceParam & { runId?: string }, Record<string, never>, void>('planLsp/cancel'),
   approvePlan: new RequestType<ApprovePlanArgs, SessionState, void>('planLsp/approvePlan'),
   rejectPlan: new RequestType<RejectPlanArgs, SessionState, void>('planLsp/rejectPlan'),
+  history: new RequestType<WorkspaceParam, HistoryResult, void>('planLsp/history'),
+  newSession: new RequestType<WorkspaceParam & { keepApprovedPlan?: boolean }, SessionState, void>('planLsp/newSession'),
+  testConnection: new RequestType<WorkspaceParam, TestConnectionResult, void>('planLsp/testConnection'),
   update: new NotificationType<PlanLspUpdate>('planLsp/update'),
   requestPermission: new RequestType<RequestPermissionParams, RequestPermissionResult, void>(
     'planLsp/requestPermission',
   ),
   askUser: new RequestType<AskUserParams, AskUserResult, void>('planLsp/askUser'),
+  saveDocument: new RequestType<{ uri: string }, { saved: boolean }, void>('planLsp/saveDocument'),
   executeCommand: new RequestType<{ command: string; arguments?: unknown[] }, unknown, void>(
     'workspace/executeCommand',
   ),
@@ -58,6 +69,9 @@ export const ServerCommands = {
 export const CLIENT_EXPERIMENTAL_CAPABILITIES = {
   permissionRequests: true,
   questions: true,
+  // The server asks the client to save a buffer it edited (so buffer and disk agree
+  // without the file changing under the editor).
+  saveDocuments: true,
 } as const;
 
 export function fillPlanLspCapabilities(capabilities: { experimental?: unknown }): void {
@@ -85,19 +99,47 @@ export interface SessionUi {
   onState(state: SessionState): void;
   askPermission(params: RequestPermissionParams, token: CancellationToken): Promise<RequestPermissionResult>;
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
+  /** Saves the open buffer of `uri`; true when the disk now holds it. */
+  saveDocument?(uri: string): Promise<boolean>;
   onError?(message: string): void;
 }
 
+/** Whether a payload is a `SessionState` (the server sends it whole, never in pieces). */
+export function isSessionState(value: unknown): value is SessionState {
+  if (!value || typeof value !== 'object') return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.sessionId === 'string' && (v.mode === 'plan' || v.mode === 'build') && typeof v.planStatus === 'string';
+}
+
+/** Compares two `file:` URIs as paths (clients and servers percent-encode differently). */
+export function sameWorkspace(a: string, b: string): boolean {
+  const norm = (uri: string): string => {
+    try {
+      return decodeURIComponent(uri).replace(/^file:\/\/(localhost)?/i, '').replace(/\/+$/, '');
+    } catch {
+      return uri;
+    }
+  };
+  return norm(a) === norm(b);
+}
+
 /**
- * One client-side plan-lsp session on an endpoint: registers the server→client handlers,
- * forwards updates, and refreshes `SessionState` after every command so the status bar
- * and the sidebar never show a stale mode.
+ * One client-side plan-lsp session on an endpoint: registers the server→client handlers and
+ * forwards updates. The state is what the server pushes (`planLsp/update` kind `state`) or
+ * answers to a state-changing request; the client never rebuilds it from other updates and
+ * never polls. `planLsp/state` is asked once, when the session starts.
  */
 export class PlanLspSession {
   private state: SessionState | undefined;
   private readonly disposables: { dispose(): void }[] = [];
 
-  constructor(private readonly endpoint: RpcEndpoint, private readonly ui: SessionUi) {
+  /** `workspaceUri`: the folder this session belongs to; updates for other folders are
+   * dropped and every request names it. */
+  constructor(
+    private readonly endpoint: RpcEndpoint,
+    private readonly ui: SessionUi,
+    private readonly workspaceUri?: string,
+  ) {
     this.disposables.push(
       endpoint.onNotification(Methods.update, (update) => this.handleUpdate(update)),
       endpoint.onRequest(Methods.requestPermission, (params, token) =>
@@ -106,6 +148,12 @@ export class PlanLspSession {
       endpoint.onRequest(Methods.askUser, (params, token) =>
         this.ui.askUser(params, token).catch(() => ({ answers: {} })),
       ),
+      endpoint.onRequest(Methods.saveDocument, async (params) => {
+        const saved = this.ui.saveDocument && typeof params?.uri === 'string'
+          ? await this.ui.saveDocument(params.uri).catch(() => false)
+          : false;
+        return { saved };
+      }),
     );
   }
 
@@ -117,25 +165,18 @@ export class PlanLspSession {
     for (const d of this.disposables.splice(0)) d.dispose();
   }
 
+  private where(): WorkspaceParam {
+    return this.workspaceUri ? { workspaceUri: this.workspaceUri } : {};
+  }
+
   private handleUpdate(update: PlanLspUpdate): void {
-    this.ui.onUpdate(update);
-    if (update.kind === 'modeChanged') {
-      const embedded = update.state;
-      if (embedded && typeof embedded === 'object' && 'mode' in embedded) {
-        this.setState(embedded as SessionState);
-      } else if (this.state) {
-        const next = { ...this.state };
-        if (update.mode === 'plan' || update.mode === 'build') next.mode = update.mode;
-        if (typeof update.permissionMode === 'string') next.permissionMode = update.permissionMode as PermissionMode;
-        if (typeof update.planStatus === 'string') next.planStatus = update.planStatus as SessionState['planStatus'];
-        this.setState(next);
-      }
-      void this.refresh();
-    } else if (update.kind === 'todos' && this.state && Array.isArray(update.todos)) {
-      this.setState({ ...this.state, todos: update.todos as Todo[] });
-    } else if (update.kind === 'done' || update.kind === 'error' || update.kind === 'planDraft') {
-      void this.refresh();
+    const target = update.workspaceUri;
+    if (this.workspaceUri && typeof target === 'string' && !sameWorkspace(target, this.workspaceUri)) return;
+    if (update.kind === 'state') {
+      if (isSessionState(update.state)) this.setState(update.state);
+      return;
     }
+    this.ui.onUpdate(update);
   }
 
   private setState(state: SessionState): SessionState {
@@ -144,64 +185,70 @@ export class PlanLspSession {
     return state;
   }
 
-  /** Asks the server for the current state (`planLsp/state`). */
-  async refresh(): Promise<SessionState | undefined> {
+  /** Asks the server for the current state once (`planLsp/state`), when the session starts. */
+  async fetchState(): Promise<SessionState | undefined> {
     try {
-      return this.setState(await this.endpoint.sendRequest(Methods.state, {}));
+      return this.setState(await this.endpoint.sendRequest(Methods.state, this.where()));
     } catch (err) {
       this.ui.onError?.(`planLsp/state failed: ${errorMessage(err)}`);
       return undefined;
     }
   }
 
+  /** The conversation as the server kept it, oldest first (`planLsp/history`). */
+  async history(): Promise<PlanLspUpdate[]> {
+    const result = await this.endpoint.sendRequest(Methods.history, this.where());
+    return Array.isArray(result?.updates) ? result.updates : [];
+  }
+
   private async stateCall<P>(type: RequestType<P, SessionState, void>, params: P): Promise<SessionState> {
     const state = await this.endpoint.sendRequest(type, params);
-    if (state && typeof state === 'object' && 'mode' in state) return this.setState(state);
-    return (await this.refresh()) ?? state;
+    return isSessionState(state) ? this.setState(state) : state;
   }
 
   toggleMode(): Promise<SessionState> {
-    return this.stateCall(Methods.toggleMode, {});
+    return this.stateCall(Methods.toggleMode, this.where());
   }
 
   setMode(mode: WorkMode): Promise<SessionState> {
-    return this.stateCall(Methods.setMode, { mode });
+    return this.stateCall(Methods.setMode, { ...this.where(), mode });
   }
 
   setPermissionMode(permissionMode: PermissionMode): Promise<SessionState> {
-    return this.stateCall(Methods.setPermissionMode, { permissionMode });
+    return this.stateCall(Methods.setPermissionMode, { ...this.where(), permissionMode });
   }
 
-  /** Runs a server command (`workspace/executeCommand`), then refreshes the state. */
+  /** Clears the conversation (`planLsp/newSession`), keeping or dropping the approved plan. */
+  newSession(keepApprovedPlan: boolean): Promise<SessionState> {
+    return this.stateCall(Methods.newSession, { ...this.where(), keepApprovedPlan });
+  }
+
+  testConnection(): Promise<TestConnectionResult> {
+    return this.endpoint.sendRequest(Methods.testConnection, this.where());
+  }
+
+  /** Runs a server command (`workspace/executeCommand`); a `SessionState` answer is rendered. */
   async executeServerCommand(command: string, args: unknown[]): Promise<unknown> {
-    try {
-      return await this.endpoint.sendRequest(Methods.executeCommand, { command, arguments: args });
-    } finally {
-      await this.refresh();
-    }
+    const result = await this.endpoint.sendRequest(Methods.executeCommand, { command, arguments: args });
+    if (isSessionState(result)) this.setState(result);
+    return result;
   }
 
   approvePlan(args: ApprovePlanArgs = {}): Promise<unknown> {
-    return this.executeServerCommand(ServerCommands.approvePlan, [args]);
+    return this.executeServerCommand(ServerCommands.approvePlan, [{ ...this.where(), ...args }]);
   }
 
   rejectPlan(args: RejectPlanArgs = {}): Promise<unknown> {
-    return this.executeServerCommand(ServerCommands.rejectPlan, [args]);
+    return this.executeServerCommand(ServerCommands.rejectPlan, [{ ...this.where(), ...args }]);
   }
 
   /** Sends a prompt; resolves when the run ends (the request stays open for the run). */
-  async prompt(text: string, token?: CancellationToken): Promise<PromptResult> {
-    void this.refresh();
-    try {
-      return await this.endpoint.sendRequest(Methods.prompt, { text }, token);
-    } finally {
-      await this.refresh();
-    }
+  prompt(text: string, token?: CancellationToken): Promise<PromptResult> {
+    return this.endpoint.sendRequest(Methods.prompt, { ...this.where(), text }, token);
   }
 
   async cancel(runId?: string): Promise<void> {
-    await this.endpoint.sendRequest(Methods.cancel, runId ? { runId } : {});
-    await this.refresh();
+    await this.endpoint.sendRequest(Methods.cancel, runId ? { ...this.where(), runId } : this.where());
   }
 }
 

@@ -3,60 +3,97 @@
  * of Python interpreters. No `vscode` import: tested in plain Node.
  */
 import { execFile } from 'node:child_process';
-
-export interface LaunchSettings {
-  provider: string;
-  model: string;
-  baseUrl: string;
-  permissionMode: string;
-  plansDir: string;
-  planShell: string;
-}
+import * as path from 'node:path';
+import type { ClientSettings } from './settings';
 
 /** `initializationOptions` sent to the server; empty settings are left out so the server's
- * defaults apply. */
-export function initializationOptions(settings: LaunchSettings, apiKey: string | undefined): Record<string, unknown> {
+ * defaults apply. The key comes from secret storage, never from a setting. */
+export function initializationOptions(settings: ClientSettings, apiKey: string | undefined): Record<string, unknown> {
   const options: Record<string, unknown> = {};
-  const text: [keyof LaunchSettings, string][] = [
+  const text: [string, string][] = [
     ['provider', settings.provider],
     ['model', settings.model],
     ['baseUrl', settings.baseUrl],
     ['permissionMode', settings.permissionMode],
     ['plansDir', settings.plansDir],
     ['planShell', settings.planShell],
+    ['transcript', settings.transcript],
   ];
   for (const [key, value] of text) if (value && value.trim()) options[key] = value.trim();
+  if (settings.planNetwork) options.planNetwork = true;
+  if (settings.mcpServers.length > 0) options.mcp = { servers: settings.mcpServers };
   if (apiKey) options.apiKey = apiKey;
   return options;
 }
 
-/** Arguments after the interpreter; vscode-languageclient appends `--stdio`. */
+/** Interpreter flags: `-I` (isolated) keeps the working directory, the script directory,
+ * PYTHON* variables and the user site out of `sys.path`, so nothing a repository ships
+ * (a `pygls.py` at its root, say) can be imported in place of the server's modules. */
+export const ISOLATED = '-I';
+
+/** The server's argv after the interpreter. The process is started by the extension itself,
+ * so `--stdio` is added here. */
 export function serverArguments(extra: readonly string[]): string[] {
-  return ['-m', 'plan_lsp', 'serve', ...extra];
+  return [ISOLATED, '-m', 'plan_lsp', 'serve', ...extra, '--stdio'];
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** The working directory of the server and of every Python the extension runs: its own
+ * storage, unless that lies inside a workspace folder; then the system's temp directory. */
+export function launchDirectory(storage: string, workspaceFolders: readonly string[], tmp: string): string {
+  return workspaceFolders.some((folder) => isInside(storage, folder)) ? tmp : storage;
+}
+
+/** One line for the log: what the server will talk to. Never the key itself. */
+export function describeModelSettings(settings: ClientSettings, hasKey: boolean): string {
+  const or = (value: string, fallback: string): string => (value.trim() ? value.trim() : fallback);
+  return (
+    `Model settings (user): provider ${or(settings.provider, "(the server's default)")}, ` +
+    `base URL ${or(settings.baseUrl, "(the provider's default)")}, model ${or(settings.model, "(the provider's default)")}, ` +
+    `API key ${hasKey ? 'set (secret storage)' : 'not set'}`
+  );
 }
 
 export interface InterpreterProbe {
   ok: boolean;
   version: [number, number] | null;
   hasPlanLsp: boolean;
+  /** The installed plan-lsp distribution's version, when importable. */
+  planLspVersion?: string | null;
   error?: string;
 }
 
 const PROBE_SCRIPT =
-  'import importlib.util, json, sys; ' +
-  'print(json.dumps({"version": list(sys.version_info[:2]), "planLsp": importlib.util.find_spec("plan_lsp") is not None}))';
+  'import importlib.util, json, sys\n' +
+  'found = importlib.util.find_spec("plan_lsp") is not None\n' +
+  'version = None\n' +
+  'if found:\n' +
+  '    try:\n' +
+  '        from importlib.metadata import version as v; version = v("plan-lsp")\n' +
+  '    except Exception:\n' +
+  '        pass\n' +
+  'print(json.dumps({"version": list(sys.version_info[:2]), "planLsp": found, "planLspVersion": version}))';
 
-/** Runs the interpreter once to learn its version and whether `plan_lsp` is importable. */
-export function probeInterpreter(python: string, timeoutMs = 15000): Promise<InterpreterProbe> {
+/** Runs the interpreter once, isolated like the server, to learn its version and whether
+ * `plan_lsp` is importable. */
+export function probeInterpreter(python: string, cwd?: string, timeoutMs = 15000): Promise<InterpreterProbe> {
   return new Promise((resolve) => {
-    execFile(python, ['-c', PROBE_SCRIPT], { timeout: timeoutMs }, (error, stdout, stderr) => {
+    execFile(python, [ISOLATED, '-c', PROBE_SCRIPT], { timeout: timeoutMs, cwd }, (error, stdout, stderr) => {
       if (error) {
         resolve({ ok: false, version: null, hasPlanLsp: false, error: (stderr || error.message).trim() });
         return;
       }
       try {
-        const parsed = JSON.parse(stdout.trim().split('\n').pop() ?? '') as { version: [number, number]; planLsp: boolean };
-        resolve({ ok: true, version: parsed.version, hasPlanLsp: parsed.planLsp });
+        const parsed = JSON.parse(stdout.trim().split('\n').pop() ?? '') as {
+          version: [number, number];
+          planLsp: boolean;
+          planLspVersion: string | null;
+        };
+        resolve({ ok: true, version: parsed.version, hasPlanLsp: parsed.planLsp, planLspVersion: parsed.planLspVersion });
       } catch {
         resolve({ ok: false, version: null, hasPlanLsp: false, error: `unexpected output: ${stdout.slice(0, 200)}` });
       }
@@ -71,18 +108,39 @@ export function isSupportedVersion(version: [number, number] | null): boolean {
   return version[0] > MIN_PYTHON[0] || (version[0] === MIN_PYTHON[0] && version[1] >= MIN_PYTHON[1]);
 }
 
-export type InterpreterSource = 'setting' | 'python-extension' | 'default';
+export type InterpreterSource = 'setting' | 'python-extension' | 'default' | 'private-venv';
 
 export interface InterpreterChoice {
   python: string;
   source: InterpreterSource;
 }
 
-/** `planLsp.python`, then the Python extension's active interpreter, then `python3`. */
-export function chooseInterpreter(configured: string | undefined, fromPythonExtension: string | undefined): InterpreterChoice {
+/** `planLsp.python` (user settings), then the Python extension's active interpreter (only
+ * in a trusted workspace: it may be a program the repository ships), then `python3`. */
+export function chooseInterpreter(
+  configured: string | undefined,
+  fromPythonExtension: string | undefined,
+  workspaceTrusted = true,
+): InterpreterChoice {
   if (configured && configured.trim()) return { python: configured.trim(), source: 'setting' };
-  if (fromPythonExtension && fromPythonExtension.trim()) return { python: fromPythonExtension.trim(), source: 'python-extension' };
+  if (workspaceTrusted && fromPythonExtension && fromPythonExtension.trim()) {
+    return { python: fromPythonExtension.trim(), source: 'python-extension' };
+  }
   return { python: 'python3', source: 'default' };
+}
+
+const SOURCE_TEXT: Record<InterpreterSource, string> = {
+  setting: 'from "planLsp.python"',
+  'python-extension': "the Python extension's interpreter",
+  default: 'python3 on PATH',
+  'private-venv': "the extension's private environment",
+};
+
+/** The log line naming the interpreter the server actually runs with. */
+export function interpreterReport(choice: InterpreterChoice, probe: InterpreterProbe): string {
+  const version = probe.version ? `Python ${probe.version.join('.')}` : 'Python ?';
+  const planLsp = probe.planLspVersion ? `plan-lsp ${probe.planLspVersion}` : 'plan-lsp';
+  return `Server interpreter: ${choice.python} (${SOURCE_TEXT[choice.source]}; ${version}, ${planLsp})`;
 }
 
 /** Whether pip's output says it could not reach a package index (as opposed to a build error). */
@@ -109,7 +167,7 @@ export function pipFailureMessage(pipOutput: string, python: string): string {
 
 /** User-facing text when the interpreter cannot run the server at all. */
 export function cannotStartMessage(choice: InterpreterChoice, probe: InterpreterProbe): string {
-  const where = choice.source === 'setting' ? ' (from "planLsp.python")' : choice.source === 'python-extension' ? ' (the Python extension\'s interpreter)' : '';
+  const where = choice.source === 'default' ? '' : ` (${SOURCE_TEXT[choice.source]})`;
   if (!probe.ok) {
     return `Plan LSP cannot start: "${choice.python}"${where} did not run (${probe.error ?? 'unknown error'}). Fix: set "planLsp.python" to a Python ≥ 3.11 interpreter.`;
   }

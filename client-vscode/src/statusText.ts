@@ -8,17 +8,50 @@ const PERMISSION_LABELS: Record<string, string> = {
   strict: 'strict',
 };
 
-export function statusBarText(state: Pick<SessionState, 'mode' | 'permissionMode'>): string {
-  const mode = state.mode === 'build' ? '$(tools) Build' : '$(eye) Plan';
-  return `${mode} · ${PERMISSION_LABELS[state.permissionMode] ?? state.permissionMode}`;
+type StatusFields = Pick<SessionState, 'mode' | 'permissionMode' | 'planShell' | 'sandbox'>;
+
+/** What guards plan-mode shell commands, in a word or two with an icon; empty when unknown. */
+export function shellProtectionText(state: Pick<SessionState, 'planShell' | 'sandbox'>): string {
+  switch (state.planShell) {
+    case 'sandboxed':
+      return `$(shield) ${state.sandbox ?? 'sandboxed'}`;
+    case 'classified':
+      return '$(warning) classifier only';
+    case 'off':
+      return '$(circle-slash) no shell';
+    default:
+      return '';
+  }
 }
 
-export function statusBarTooltip(state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running'>): string {
+/** `$(eye) Plan · ask · $(shield) bubblewrap`: the shell protection is shown in plan mode,
+ * where it is the wall; in build mode commands run subject to permissions. */
+export function statusBarText(state: StatusFields): string {
+  const mode = state.mode === 'build' ? '$(tools) Build' : '$(eye) Plan';
+  const parts = [mode, PERMISSION_LABELS[state.permissionMode] ?? state.permissionMode];
+  const shell = state.mode === 'plan' ? shellProtectionText(state) : '';
+  if (shell) parts.push(shell);
+  return parts.join(' · ');
+}
+
+const SHELL_TOOLTIP: Record<string, string> = {
+  sandboxed: 'plan-mode shell commands run in a read-only, offline sandbox',
+  classified: 'no sandbox here: only commands the classifier proves read-only run in plan mode',
+  off: 'no shell in plan mode',
+};
+
+export function statusBarTooltip(
+  state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork'>,
+): string {
   const mode = state.mode === 'build' ? 'Build: edits and commands run, subject to permissions' : 'Plan: read-only research; only PLAN.md is written';
-  return [
-    `Plan LSP — ${mode}`,
-    `Permission mode: ${state.permissionMode}`,
-    `Plan: ${state.planStatus}${state.running ? ' (agent running)' : ''}`,
-    'Click to toggle Plan/Build',
-  ].join('\n');
+  const lines = [`Plan LSP — ${mode}`, `Permission mode: ${state.permissionMode}`];
+  if (state.planShell) {
+    const mechanism = state.planShell === 'sandboxed' && state.sandbox ? ` (${state.sandbox})` : '';
+    lines.push(`Plan-mode shell: ${state.planShell}${mechanism} — ${SHELL_TOOLTIP[state.planShell] ?? ''}`);
+    if (state.planNetwork) lines.push('Plan-mode shell may use the network (planLsp.planNetwork)');
+  } else if (state.shellProtection) {
+    lines.push(`Plan-mode shell: ${state.shellProtection}`);
+  }
+  lines.push(`Plan: ${state.planStatus}${state.running ? ' (agent running)' : ''}`, 'Click to toggle Plan/Build');
+  return lines.join('\n');
 }

@@ -19,6 +19,36 @@ export interface Todo {
   status: 'pending' | 'in_progress' | 'completed';
 }
 
+export type PlanShell = 'sandboxed' | 'classified' | 'off';
+
+export interface ApprovedPlan {
+  path: string;
+  text: string;
+  sha256: string;
+  time: string;
+}
+
+/** `SessionState.provider`: what the server will talk to (never the key). */
+export interface ProviderStatus {
+  name: string;
+  /** null: no model set and the provider has no default (a local server). */
+  model: string | null;
+  /** null: the provider's own endpoint. */
+  baseUrl: string | null;
+  configured: boolean;
+  problem: string | null;
+}
+
+export interface McpServerStatus {
+  name: string;
+  status: 'configured' | 'starting' | 'ready' | 'failed';
+  error: string | null;
+  tools: string[];
+}
+
+/** `SessionState` as pushed by the server (`planLsp/update {kind: "state"}`, docs/architecture.md
+ * 0.2). The fields after `running` are optional here only because a server older than 0.2 does
+ * not send them; nothing reads them without checking. */
 export interface SessionState {
   sessionId: string;
   mode: WorkMode;
@@ -28,7 +58,43 @@ export interface SessionState {
   outcome: Outcome;
   todos: Todo[];
   running: boolean;
-  [extra: string]: unknown;
+  runId?: string | null;
+  approvedPlan?: ApprovedPlan | null;
+  shellProtection?: string | null;
+  planShell?: PlanShell;
+  sandbox?: 'bubblewrap' | 'landlock' | null;
+  planNetwork?: boolean;
+  provider?: ProviderStatus;
+  mcpServers?: McpServerStatus[];
+  configWarnings?: string[];
+}
+
+/** Error codes of `planLsp/update {kind: "error"}` the user can fix. */
+export type ErrorCode =
+  | 'provider_unconfigured'
+  | 'provider_unreachable'
+  | 'provider_auth'
+  | 'provider_model'
+  | 'provider_rate_limited'
+  | 'provider_failed';
+
+export type FixSetting = 'baseUrl' | 'model' | 'provider' | 'apiKey';
+
+/** `fix` of an error update: the setting or the command that fixes it. */
+export interface ErrorFix {
+  setting?: FixSetting;
+  command?: string;
+}
+
+export interface TestConnectionResult {
+  ok: boolean;
+  code: string | null;
+  message: string;
+  fix?: ErrorFix | null;
+}
+
+export interface HistoryResult {
+  updates: PlanLspUpdate[];
 }
 
 export type UpdateKind =
@@ -42,7 +108,11 @@ export type UpdateKind =
   | 'question'
   | 'permission'
   | 'done'
-  | 'error';
+  | 'error'
+  | 'deviation'
+  | 'state'
+  | 'cancelledCalls'
+  | 'prompt';
 
 /** `planLsp/update` params: `{runId, kind, ...}`; the rest depends on the kind. */
 export interface PlanLspUpdate {
@@ -68,9 +138,10 @@ export interface RequestPermissionParams {
   runId?: string | null;
   tool: string;
   summary: string;
+  /** The call's arguments (for an edit: the path and the proposed text). */
+  arguments?: Record<string, unknown>;
   /** Either option ids or objects carrying an `optionId` (and maybe a `name`/`label`). */
   options?: unknown[];
-  [extra: string]: unknown;
 }
 
 export interface RequestPermissionResult {
@@ -99,12 +170,14 @@ export interface PromptResult {
 }
 
 export interface ApprovePlanArgs {
+  workspaceUri?: string;
   permissionMode?: 'ask' | 'auto_edit';
   clearContext?: boolean;
   execute?: boolean;
 }
 
 export interface RejectPlanArgs {
+  workspaceUri?: string;
   feedback?: string;
 }
 

@@ -5,32 +5,29 @@ or the step limit is hit."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from plan_lsp.agent import prompts
+from plan_lsp.agent.model_stream import (
+    MAX_TOOL_ARGUMENT_CHARS,
+    ModelStream,
+    StreamingCall,
+    until_cancelled,
+)
 from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
 from plan_lsp.config import Config
-from plan_lsp.plan.streaming import PartialArgumentsReader
 from plan_lsp.policy.definitions import definitions_for
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
-from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.providers.base import (
     ChatMessage,
-    Finish,
     ModelRequest,
     Provider,
     ProviderError,
-    TextDelta,
     ToolCall,
-    ToolCallArgsDelta,
-    ToolCallStart,
     ToolSpec,
     error_help,
 )
@@ -43,11 +40,6 @@ from plan_lsp.tools.runner import ToolRunner
 log = logging.getLogger(__name__)
 
 Notify = Callable[[dict[str, Any]], None]
-
-# What one model step may stream before the rest is dropped: a model that streams megabytes
-# of arguments or text is stopped with a clear observation instead of exhausting memory.
-MAX_TOOL_ARGUMENT_CHARS = 1_000_000
-MAX_STEP_TEXT_CHARS = 1_000_000
 
 
 @dataclass
@@ -71,36 +63,6 @@ class RunResult:
 T = TypeVar("T")
 
 
-async def until_cancelled(work: Coroutine[Any, Any, T], cancel: asyncio.Event) -> T | None:
-    """Run `work` until it finishes or `cancel` is set (then it is cancelled: None)."""
-    task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        task.cancel()
-        raise
-    finally:
-        waiter.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return None
-
-
-@dataclass
-class _StreamingCall:
-    index: int
-    id: str
-    name: str
-    arguments: str = ""
-    reader: PartialArgumentsReader | None = None
-    draft_path: Path | None = None
-    oversized: bool = False
-
-
 class Agent:
     """Runs the model for one workspace session. One run at a time."""
 
@@ -116,6 +78,7 @@ class Agent:
     ) -> None:
         self.session = session
         self.provider = provider
+        self.stream = ModelStream(session, provider, ports.drafts)
         self.config = config
         # Files written per run (a run's subagents included), and how deep each run nests.
         self._touched: dict[str, list[str]] = {}
@@ -128,7 +91,7 @@ class Agent:
         from plan_lsp.agent.subagent import task_tool
 
         self.registry.register(task_tool(self))
-        # MCP tool sources (issue 17): the server layer may hand in the workspace's manager;
+        # MCP tool sources: the server layer may hand in the workspace's manager;
         # otherwise the agent owns one for the configured servers.
         self.mcp = mcp
         if mcp is None and config.mcp.configured:
@@ -154,6 +117,7 @@ class Agent:
             permissions=self.permissions,
             port=ports.user,
             plan_shell=plan_shell,
+            plan_network=config.plan_network,
         )
         self.runner = ToolRunner(self.registry, self.gate)
         self._plan_requests = 0
@@ -287,11 +251,11 @@ class Agent:
         for _step in range(self.config.max_steps):
             if cancel.is_set():
                 return "cancelled"
-            await self._refresh_tool_sources(cancel)  # MCP (issue 17)
+            await self._refresh_tool_sources(cancel)  # MCP
             if cancel.is_set():
                 return "cancelled"
             request = self.build_request(run_id, messages, allow_names, do_run)
-            text, calls = await self._stream_step(request, cancel, emit)
+            text, calls = await self.stream.step(request, cancel, emit)
             if cancel.is_set():
                 return "cancelled"
             assistant = ChatMessage(
@@ -342,103 +306,10 @@ class Agent:
         emit("error", {"message": f"stopped after {self.config.max_steps} model requests"})
         return "max_steps"
 
-    async def _stream_step(
-        self,
-        request: ModelRequest,
-        cancel: asyncio.Event,
-        emit: Callable[[str, dict[str, Any]], None],
-    ) -> tuple[str, list[_StreamingCall]]:
-        """One model response; a cancel (or the run's timeout) stops it even while the
-        model is silent."""
-        outcome = await until_cancelled(self._consume_stream(request, cancel, emit), cancel)
-        return outcome if outcome is not None else ("", [])
-
-    async def _consume_stream(
-        self,
-        request: ModelRequest,
-        cancel: asyncio.Event,
-        emit: Callable[[str, dict[str, Any]], None],
-    ) -> tuple[str, list[_StreamingCall]]:
-        text_parts: list[str] = []
-        text_chars = 0
-        calls: dict[int, _StreamingCall] = {}
-        stream = self.provider.stream(request)
-        try:
-            async for event in stream:
-                if cancel.is_set():
-                    break
-                if isinstance(event, TextDelta):
-                    if text_chars >= MAX_STEP_TEXT_CHARS:
-                        continue
-                    text_chars += len(event.text)
-                    text_parts.append(event.text)
-                    emit("text", {"delta": event.text})
-                    if text_chars >= MAX_STEP_TEXT_CHARS:
-                        emit(
-                            "error",
-                            {"message": "the model's answer was cut at 1,000,000 characters"},
-                        )
-                elif isinstance(event, ToolCallStart):
-                    call = _StreamingCall(
-                        event.index, event.id or f"call_{uuid.uuid4().hex[:8]}", event.name
-                    )
-                    calls[event.index] = call
-                    await self._maybe_begin_draft(request.run_id, call)
-                elif isinstance(event, ToolCallArgsDelta):
-                    target = calls.get(event.index)
-                    if target is None or target.oversized:
-                        continue
-                    if len(target.arguments) + len(event.delta) > MAX_TOOL_ARGUMENT_CHARS:
-                        target.oversized = True
-                        target.arguments = ""
-                        if target.draft_path is not None:
-                            await self.ports.drafts.abandon(target.draft_path)
-                            target.draft_path = None
-                        continue
-                    target.arguments += event.delta
-                    await self._feed_draft(target, event.delta)
-                elif isinstance(event, Finish):
-                    break
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        return "".join(text_parts), [calls[i] for i in sorted(calls)]
-
-    # -- live plan drafts ---------------------------------------------------------------------
-
-    async def _maybe_begin_draft(self, run_id: str, call: _StreamingCall) -> None:
-        # Only a call that could run: plan mode and plan_write offered in this mode.
-        if call.name != "plan_write" or self.session.mode is not WorkMode.PLAN:
-            return
-        call.reader = PartialArgumentsReader()
-        default = validate_plan_path(
-            self.session.plans_dir, None, must_exist=False, workspace=self.session.workspace
-        )
-        if default.ok and default.resolved:
-            call.draft_path = Path(default.resolved)
-            await self.ports.drafts.begin(run_id, call.draft_path)
-
-    async def _feed_draft(self, call: _StreamingCall, delta: str) -> None:
-        if call.reader is None or call.draft_path is None:
-            return
-        call.reader.feed(delta)
-        name = call.reader.plan_filename
-        if name is not None:
-            target = validate_plan_path(
-                self.session.plans_dir, name, must_exist=False, workspace=self.session.workspace
-            )
-            if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
-                # The draft belongs to another (or an invalid) file: stop streaming here.
-                await self.ports.drafts.abandon(call.draft_path)
-                call.draft_path = None
-                return
-        self.ports.drafts.feed(call.draft_path, delta)
-
     # -- tools ----------------------------------------------------------------------------------
 
     async def _refresh_tool_sources(self, cancel: asyncio.Event) -> None:
-        """MCP (issue 17): servers start on the first request that needs their tools; tools
+        """MCP: servers start on the first request that needs their tools; tools
         they added or dropped (list_changed, restarts) are in the registry before every
         request, so both gates filter the current list."""
         if self.mcp is None:
@@ -452,7 +323,7 @@ class Agent:
     async def _run_tool(
         self,
         run_id: str,
-        call: _StreamingCall,
+        call: StreamingCall,
         cancel: asyncio.Event,
         allow_names: frozenset[str] | None,
         emit: Callable[[str, dict[str, Any]], None],
@@ -462,6 +333,7 @@ class Agent:
             workspace_roots=[self.session.workspace],
             plans_dir=self.session.plans_dir,
             run_id=run_id,
+            tool_call_id=call.id,
             editor=self.ports.editor,
             user=self.ports.user,
             emit=emit,

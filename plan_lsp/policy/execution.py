@@ -15,9 +15,11 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from plan_lsp.policy.definitions import (
+    PLAN_SHELL_CLASSIFIED,
     PLAN_SHELL_SANDBOXED,
     mode_refusal,
     name_refusal,
@@ -40,6 +42,14 @@ class ClassificationLike(Protocol):
     def reasons(self) -> Sequence[str]: ...
 
 
+class ShellClassification(ClassificationLike, Protocol):
+    @property
+    def git_dirs(self) -> frozenset[str]: ...
+
+    @property
+    def programs(self) -> frozenset[str]: ...
+
+
 class GateSession(Protocol):
     """What the gate needs of a session: the live modes and the audit log."""
 
@@ -54,13 +64,48 @@ class GateSession(Protocol):
 
 Classifier = Callable[[str], ClassificationLike]
 SandboxProbe = Callable[[], "str | None"]
+GitHazards = Callable[[Path, "ShellClassification", Sequence[Path]], Sequence[str]]
 
 
-def default_classifier(command: str) -> ClassificationLike:
+@dataclass(frozen=True)
+class ShellContext:
+    """What a shell classification depends on besides the command."""
+
+    # "classified": the classifier is the only wall (strict allow-list);
+    # "sandboxed": the command runs in a proven sandbox (refuse only intent to change things).
+    protection: str
+    roots: tuple[Path, ...]
+    network: bool
+
+
+def default_classifier(command: str, context: ShellContext) -> ShellClassification:
     """The shell classifier (`policy/shell`), imported when first needed."""
     module = importlib.import_module("plan_lsp.policy.shell")
-    result: ClassificationLike = module.classify_command(command)
+    roots = list(context.roots)
+    result: ShellClassification = module.classify_command(
+        command,
+        protection=context.protection,
+        roots=roots or None,
+        cwd=roots[0] if roots else None,
+        network=context.network,
+    )
     return result
+
+
+def default_git_hazards(repo: Path, shell: ShellClassification, roots: Sequence[Path]) -> list[str]:
+    """What in `repo`'s git configuration would run a program that the plan-mode git
+    hardening cannot neutralise (`policy/sandbox`), or make an allowed git subcommand read a
+    file outside the workspace (`policy/shell/gitfiles.py`)."""
+    found: list[str] = []
+    try:
+        module = importlib.import_module("plan_lsp.policy.sandbox")
+    except ImportError:
+        pass
+    else:
+        found.extend(module.git_config_hazards(repo))
+    gitfiles = importlib.import_module("plan_lsp.policy.shell.gitfiles")
+    found.extend(gitfiles.files_outside(repo, roots, shell.programs))
+    return found
 
 
 def default_sandbox_probe() -> str | None:
@@ -81,6 +126,11 @@ class GateDecision:
     # Run `bash` inside the read-only sandbox.
     sandbox: bool = False
     reason: str = ""
+    # A shell command proven read-only that runs without the user's say (build mode): it
+    # runs like a plan-mode command (plan environment, read-only sandbox where one works).
+    read_only_unasked: bool = False
+    # The plan-mode shell may use the network (the user's `planNetwork`).
+    network: bool = False
 
 
 @dataclass
@@ -91,9 +141,9 @@ class _ModeCheck:
 
 @dataclass
 class _CallState:
-    """Per-call memo: the classifier's verdict does not depend on the mode."""
+    """Per-call memo of the classifier's verdicts, by protection level."""
 
-    classification: tuple[bool, list[str]] | None = None
+    classification: dict[str, tuple[bool, list[str]]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,7 +157,13 @@ def summarize_call(definition: ToolDefinition, arguments: Mapping[str, Any]) -> 
 
 
 class ExecutionGate:
-    """One per session. `plan_shell` may be changed at runtime (settings reload)."""
+    """One per session. `plan_shell` and `plan_network` may be changed at runtime.
+
+    Shell commands are classified at the protection level in force: in plan mode
+    "sandboxed" when `plan_shell` asks for it and the sandbox probe proves a mechanism
+    works, else "classified"; in build mode always "classified", because build-mode commands
+    are not confined, so only the strict allow-list may auto-allow them as read-only.
+    `classify` replaces the real classifier (tests); it sees the command only."""
 
     def __init__(
         self,
@@ -118,13 +174,19 @@ class ExecutionGate:
         plan_shell: str = "classified",
         classify: Classifier | None = None,
         sandbox_probe: SandboxProbe | None = None,
+        plan_network: bool = False,
+        roots: Sequence[Path] | None = None,
+        git_hazards: GitHazards | None = None,
     ) -> None:
         self.session = session
         self.permissions = permissions
         self.port = port
         self.plan_shell = plan_shell
-        self._classify = classify or default_classifier
+        self.plan_network = plan_network
+        self._roots = tuple(Path(r) for r in roots) if roots is not None else None
+        self._classify = classify
         self._sandbox_probe = sandbox_probe or default_sandbox_probe
+        self._git_hazards = git_hazards or default_git_hazards
 
     def current_mode(self) -> WorkMode:
         return self.session.mode
@@ -179,8 +241,7 @@ class ExecutionGate:
         sandbox = (
             definition.classified_per_call
             and final_mode is WorkMode.PLAN
-            and self.plan_shell == PLAN_SHELL_SANDBOXED
-            and self._sandbox_probe() is not None
+            and self._protection(final_mode) == PLAN_SHELL_SANDBOXED
         )
         reason = decision.reason if answer is None else f"you answered {answer}"
         self._record(
@@ -194,7 +255,17 @@ class ExecutionGate:
             sandbox=sandbox,
             **state.notes,
         )
-        return GateDecision(True, None, sandbox=sandbox, reason=reason)
+        return GateDecision(
+            True,
+            None,
+            sandbox=sandbox,
+            reason=reason,
+            read_only_unasked=definition.classified_per_call
+            and final_mode is WorkMode.BUILD
+            and answer is None
+            and final.read_only_proven,
+            network=definition.classified_per_call and self.plan_network,
+        )
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -210,7 +281,7 @@ class ExecutionGate:
             return _ModeCheck(refusal)
         if not definition.classified_per_call:
             return _ModeCheck(None)
-        allowed, reasons = self._classification(arguments, state)
+        allowed, reasons = self._classification(arguments, state, self._protection(mode))
         if mode is WorkMode.PLAN and not allowed:
             why = "; ".join(reasons) or "it could not be proven read-only"
             return _ModeCheck(
@@ -218,23 +289,66 @@ class ExecutionGate:
             )
         return _ModeCheck(None, read_only_proven=allowed)
 
-    def _classification(
-        self, arguments: Mapping[str, Any], state: _CallState
+    def _protection(self, mode: WorkMode) -> str:
+        if (
+            mode is WorkMode.PLAN
+            and self.plan_shell == PLAN_SHELL_SANDBOXED
+            and self._sandbox_probe() is not None
+        ):
+            return PLAN_SHELL_SANDBOXED
+        return PLAN_SHELL_CLASSIFIED
+
+    def shell_context(self, protection: str) -> ShellContext:
+        roots = self._roots
+        if roots is None:
+            roots = tuple(self.permissions.workspace_roots)
+        return ShellContext(protection, roots, self.plan_network)
+
+    def _git_config_verdict(
+        self, shell: ShellClassification, verdict: tuple[bool, list[str]]
     ) -> tuple[bool, list[str]]:
-        if state.classification is None:
-            command = arguments.get("command")
-            if not isinstance(command, str) or not command.strip():
-                state.classification = (False, ["no command was given"])
-            else:
-                try:
+        """Without a sandbox, git reads the repository's own configuration; a key naming a
+        program the hardening cannot neutralise makes the command unproven."""
+        hazards: list[str] = []
+        roots = self.shell_context(PLAN_SHELL_CLASSIFIED).roots
+        for repo in sorted(shell.git_dirs):
+            hazards.extend(self._git_hazards(Path(repo), shell, roots))
+        if not hazards:
+            return verdict
+        return (
+            False,
+            [
+                "git would read a repository configuration that names programs: "
+                + "; ".join(hazards)
+            ],
+        )
+
+    def _classification(
+        self, arguments: Mapping[str, Any], state: _CallState, protection: str
+    ) -> tuple[bool, list[str]]:
+        memo = state.classification.get(protection)
+        if memo is not None:
+            return memo
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            verdict = (False, ["no command was given"])
+        else:
+            try:
+                if self._classify is not None:
                     result = self._classify(command)
-                    state.classification = (bool(result.allowed), list(result.reasons))
-                except ImportError:
-                    state.classification = (False, ["the shell classifier is not available"])
-                except Exception as exc:  # a classifier bug must fail closed
-                    log.exception("shell classifier failed")
-                    state.classification = (False, [f"the shell classifier failed: {exc}"])
-        return state.classification
+                    verdict = (bool(result.allowed), list(result.reasons))
+                else:
+                    shell = default_classifier(command, self.shell_context(protection))
+                    verdict = (bool(shell.allowed), list(shell.reasons))
+                    if shell.allowed and protection == PLAN_SHELL_CLASSIFIED:
+                        verdict = self._git_config_verdict(shell, verdict)
+            except ImportError:
+                verdict = (False, ["the shell classifier is not available"])
+            except Exception as exc:  # a classifier bug must fail closed
+                log.exception("shell classifier failed")
+                verdict = (False, [f"the shell classifier failed: {exc}"])
+        state.classification[protection] = verdict
+        return verdict
 
     async def _ask(
         self, definition: ToolDefinition, arguments: dict[str, Any], run_id: str

@@ -1,45 +1,45 @@
 """Model back ends behind one streaming interface (see `providers.base`).
 
-Importing this package never imports a model SDK: `openai` and `anthropic` are loaded
-when such a provider is built.
+Importing this package imports nothing else: each provider module (and the model SDK behind
+it) loads when one of its names is first used, so the server's start-up does not pay for back
+ends it may never use.
 """
 
-from plan_lsp.providers.anthropic_provider import AnthropicProvider
-from plan_lsp.providers.base import (
-    ChatMessage,
-    Finish,
-    ModelRequest,
-    Provider,
-    ProviderError,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolCallArgsDelta,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
-from plan_lsp.providers.factory import make_provider
-from plan_lsp.providers.openai_provider import OpenAIProvider
-from plan_lsp.providers.scripted import ScriptedProvider
-from plan_lsp.providers.transcript import TranscriptProvider
+from __future__ import annotations
 
-__all__ = [
-    "AnthropicProvider",
-    "ChatMessage",
-    "Finish",
-    "ModelRequest",
-    "OpenAIProvider",
-    "Provider",
-    "ProviderError",
-    "ScriptedProvider",
-    "StreamEvent",
-    "TextDelta",
-    "ToolCall",
-    "ToolCallArgsDelta",
-    "ToolCallStart",
-    "ToolSpec",
-    "TranscriptProvider",
-    "Usage",
-    "make_provider",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "AnthropicProvider": "anthropic_provider",
+    "OpenAIProvider": "openai_provider",
+    "ScriptedProvider": "scripted",
+    "TranscriptProvider": "transcript",
+    "make_provider": "factory",
+    **{
+        name: "base"
+        for name in (
+            "ChatMessage",
+            "Finish",
+            "ModelRequest",
+            "Provider",
+            "ProviderError",
+            "StreamEvent",
+            "TextDelta",
+            "ToolCall",
+            "ToolCallArgsDelta",
+            "ToolCallStart",
+            "ToolSpec",
+            "Usage",
+        )
+    },
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'plan_lsp.providers' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"plan_lsp.providers.{module}"), name)

@@ -4,6 +4,7 @@ exactly what is registered here."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_
 from plan_lsp.server.plain import to_plain
 
 Handler = Callable[[PlanLanguageServer, Any], Any]
+
+WATCH_DELAY_S = 0.5
 
 # Custom requests: answered in message order when synchronous (a didChange is applied before
 # the request that follows it), awaited when asynchronous.
@@ -91,7 +94,9 @@ def register(ls: PlanLanguageServer) -> None:
         contexts = ls.workspaces.all()  # sessions restore now: warnings reach the user now
         for ctx in contexts:
             ctx.runs.push_state()
-        ls.watchers.start(contexts)
+        # Watching plan files on disk can wait a moment: its imports would otherwise delay
+        # the client's first requests (tests/bench/bench_startup.py).
+        asyncio.get_running_loop().call_later(WATCH_DELAY_S, ls.watchers.start, contexts)
 
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:

@@ -11,7 +11,9 @@ How the plan reaches the editor depends on what the client can do:
   `window/showMessage` names the file; whenever the client opens it, the rest of the draft
   streams there, and until then it goes to disk when complete.
 
-The plan file is created on disk only once its name is validated and the draft has content.
+The plan file is created (empty, filled by edits) once the draft has content under a name
+that passed validation; if the model then names another file (or the call is dropped), the
+file the server created is removed again, so no wrong or empty plan is ever left behind.
 """
 
 from __future__ import annotations
@@ -195,7 +197,9 @@ class LspPlanDrafts:
         if stream is None:
             return
         await self._finish(path, stream.original)
-        if stream.created and self.ls.documents.get(path) is None:
+        if stream.created:
+            # The draft was not for this file after all: the file the server created for it
+            # goes (an editor showing it sees it deleted), so no wrong name is left behind.
             with contextlib.suppress(OSError):
                 if path.is_file() and not path.is_symlink():
                     path.unlink()

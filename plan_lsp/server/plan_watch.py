@@ -26,6 +26,8 @@ class PlanWatchers:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self, contexts: list[WorkspaceContext]) -> None:
+        if self._stop.is_set():
+            return  # shut down before the watchers were due
         for ctx in contexts:
             self._tasks.append(asyncio.ensure_future(self._watch(ctx)))
 

@@ -64,14 +64,20 @@ def effective_plan_shell(config: Config) -> str:
 
 
 def shell_protection_text(config: Config) -> str:
+    """One line for humans: the level in force, what enforces it, and why a sandbox is not
+    used when one was wanted (the self-test's own words)."""
+    from plan_lsp.policy.sandbox import sandbox_status
+
     level = effective_plan_shell(config)
     if level == "off":
         return "off: no shell in plan mode"
+    status = sandbox_status()
+    network = ", network allowed" if config.plan_network else ", no network"
     if level == "sandboxed":
-        return f"sandboxed: classifier + {default_sandbox_probe()} (read-only, no network)"
+        return f"sandboxed: {status.mechanism} (read-only{network}) + classifier"
     if config.plan_shell in (None, "sandboxed"):
-        return "classified: classifier only (no sandbox available here)"
-    return "classified: classifier only"
+        return f"classified: allow-list classifier only; no sandbox here ({status.detail})"
+    return "classified: allow-list classifier only (set by the user)"
 
 
 class _UnusableProvider:

@@ -81,6 +81,8 @@ class ToolContext:
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     # Set by the execution gate per call: run `bash` inside the read-only sandbox.
     sandbox_shell: bool = False
+    # The model's id for this call (what `toolCall` updates carry as `toolCallId`).
+    tool_call_id: str = ""
     # Agent-state hook for todo_write; set by the agent.
     set_todos: Callable[[list[Todo]], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1,48 +1,74 @@
-"""The `bash` tool: run one command line, optionally inside the read-only sandbox.
+"""The `bash` tool: run one command line, in the sandbox profile its mode calls for.
 
 Whether a command may run at all is decided before this is called (the execution gate
 classifies it, and sets `ctx.sandbox_shell` when it must run sandboxed). This module only
-runs it well: own process group, timeout, output caps, cancellation, hardened git.
+runs it well: the right profile, own process group, timeout, output caps, cancellation.
+
+Plan mode: inside the plan sandbox whenever one works (read-only, no network unless
+`planNetwork`, homes and secrets hidden); without one (`classified`), with the allow-list
+environment and the git shim. Build mode: the build profile when bubblewrap works (every
+`<root>/.plan-lsp` read-only), else unsandboxed; the permission prompt guards it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
+import shutil
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.policy.sandbox import sandbox_argv, sandbox_kind
+from plan_lsp.policy.sandbox import (
+    LANDLOCK,
+    SandboxUnavailable,
+    plan_environment,
+    sandbox_argv,
+    sandbox_status,
+    unsandboxed_plan_env,
+)
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.bash_process import Capture, run_process
+from plan_lsp.tools.edit import current_mode
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
 # Characters of each stream kept for the model: the start and the end, the middle cut.
 OUTPUT_CAP_CHARS = 30_000
-_READ_CHUNK = 65536
-# After the process is gone, how long a grandchild holding the pipe may keep readers waiting.
-_DRAIN_GRACE_S = 2.0
+# `ctx.extra[PLAN_NETWORK_KEY]`: the user's `planNetwork` setting (plan-mode shell may use
+# the network). Absent means no network.
+PLAN_NETWORK_KEY = "plan_network"
+# `ctx.extra[READ_ONLY_UNASKED_KEY]`: a build-mode command the gate let run without asking
+# because the classifier proved it read-only: it runs as a plan-mode command would (the plan
+# environment with the git shim, in the read-only sandbox where one works), so a repository's
+# configured programs do not run behind an unasked read.
+READ_ONLY_UNASKED_KEY = "read_only_unasked"
 
-# Git reads must not run programs a repository's configuration names.
-_GIT_HARDENING: tuple[tuple[str, str], ...] = (
-    ("core.fsmonitor", "false"),
-    ("core.pager", "cat"),
-    ("diff.external", ""),
-    ("core.untrackedCache", "false"),
-    ("credential.helper", ""),
-)
 _DROPPED_ENV = ("BASH_ENV", "ENV", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_PAGER_IN_USE")
 # The server's own settings and model credentials are not the commands' business: a model
 # must not be able to print the key it runs on.
 _SERVER_SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _SERVER_PREFIX = "PLAN_LSP_"
+_NON_INTERACTIVE = {
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "true",
+    "SSH_ASKPASS": "true",
+    "TERM": "dumb",
+}
+
+Profile = Literal["plan", "build"]
 
 
 def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: no shell start-up files, hardened git, no pagers."""
+    """The environment of build-mode commands: the server's, without its secrets and
+    shell start-up files, non-interactive (no pagers, editors or password prompts)."""
     env = dict(os.environ if base is None else base)
     for name in (*_DROPPED_ENV, *_SERVER_SECRETS):
         env.pop(name, None)
@@ -50,112 +76,70 @@ def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
         del env[key]
     for key in [k for k in env if k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
         del env[key]
-    env["GIT_CONFIG_COUNT"] = str(len(_GIT_HARDENING))
-    for n, (key, value) in enumerate(_GIT_HARDENING):
-        env[f"GIT_CONFIG_KEY_{n}"] = key
-        env[f"GIT_CONFIG_VALUE_{n}"] = value
-    env.update(
-        {
-            "GIT_PAGER": "cat",
-            "PAGER": "cat",
-            "MANPAGER": "cat",
-            "GIT_EDITOR": "true",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_ASKPASS": "true",
-            "SSH_ASKPASS": "true",
-            "TERM": "dumb",
-        }
-    )
+    env.pop("GIT_CONFIG_COUNT", None)
+    env.update(_NON_INTERACTIVE)
     return env
 
 
-class _Capture:
-    """Keeps the first and last `cap // 2` characters of a stream and counts the rest."""
+class _Launch:
+    """How one command starts: argv, environment, a scratch directory to remove after."""
 
-    def __init__(self, cap: int) -> None:
-        self.half = cap // 2
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
+    def __init__(self, argv: list[str], env: dict[str, str], scratch: Path | None = None):
+        self.argv = argv
+        self.env = env
+        self.scratch = scratch
+        self.note = ""
 
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.half * 4 - len(self.head)  # bytes; trimmed to characters at the end
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > self.half * 8:
-                del self.tail[: len(self.tail) - self.half * 4]
-
-    def text(self) -> tuple[str, bool]:
-        """The kept text and whether something was cut (with a note saying how much)."""
-        lossless = len(self.head) + len(self.tail) == self.total
-        if lossless:
-            whole = (self.head + self.tail).decode("utf-8", "replace")
-            if len(whole) <= self.half * 2:
-                return whole, False
-            head, tail = whole[: self.half], whole[-self.half :]
-            cut = f"{len(whole) - 2 * self.half} characters"
-        else:
-            head = self.head.decode("utf-8", "replace")[: self.half]
-            tail = self.tail.decode("utf-8", "replace")[-self.half :]
-            dropped = self.total - len(head.encode()) - len(tail.encode())
-            cut = f"about {dropped} bytes"
-        note = f"\n[... {cut} cut from the middle of this output ...]\n"
-        return head + note + tail, True
+    def cleanup(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-async def _pump(stream: asyncio.StreamReader | None, sink: _Capture) -> None:
-    if stream is None:
-        return
-    while True:
-        chunk = await stream.read(_READ_CHUNK)
-        if not chunk:
-            return
-        sink.feed(chunk)
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, found through /proc (children may leave our group)."""
-    parents: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may contain spaces and parentheses: parse after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        for child in parents.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def _kill_tree(proc: asyncio.subprocess.Process) -> None:
-    pid = proc.pid
-    stragglers = _descendants(pid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    for child in stragglers:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(child, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
+def _launch(
+    command: str,
+    cwd: Path,
+    *,
+    sandboxed: bool,
+    profile: Profile,
+    roots: Sequence[Path],
+    network: bool,
+) -> _Launch:
+    """Raises SandboxUnavailable when `sandboxed` cannot be honoured."""
+    argv = ["bash", "-c", command]
+    status = sandbox_status() if sandboxed or profile == "build" else None
+    if sandboxed:
+        assert status is not None
+        if status.mechanism is None:
+            raise SandboxUnavailable(status.detail)
+        scratch = None
+        if status.mechanism == LANDLOCK:
+            scratch = Path(tempfile.mkdtemp(prefix="plan-lsp-scratch-"))
+        launch = _Launch(
+            sandbox_argv(
+                cwd,
+                argv,
+                roots=roots,
+                network=network,
+                mechanism=status.mechanism,
+                scratch=scratch,
+            ),
+            plan_environment(),  # the argv starts with `env -i` anyway
+            scratch,
+        )
+        launch.note = "(ran in the read-only sandbox: no writes" + (
+            ")" if network else ", no network)"
+        )
+        return launch
+    if profile == "plan":
+        return _Launch(argv, unsandboxed_plan_env())
+    if status is not None and status.build_profile:
+        launch = _Launch(
+            sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism),
+            shell_env(),
+        )
+        launch.note = "(.plan-lsp was read-only for this command)"  # in data only
+        return launch
+    return _Launch(argv, shell_env())
 
 
 async def run_shell(
@@ -164,70 +148,54 @@ async def run_shell(
     timeout_s: float,
     sandboxed: bool,
     cancel: asyncio.Event | None,
+    *,
+    profile: Profile = "plan",
+    roots: Sequence[Path] = (),
+    network: bool = False,
 ) -> ToolResult:
-    """Run `bash -c command` in `cwd`; never runs unsandboxed when `sandboxed` is asked for."""
-    argv = ["bash", "-c", command]
-    if sandboxed:
-        if sandbox_kind() is None:
-            return ToolResult.error(
-                "sandbox_unavailable",
-                "This command must run inside the read-only sandbox, but no working sandbox "
-                "(bubblewrap) is available here, so it was not run.",
-            )
-        argv = sandbox_argv(cwd, argv)
-    timeout_s = min(max(timeout_s, 0.1), MAX_TIMEOUT_S)
+    """Run `bash -c command` in `cwd`; never runs unsandboxed when `sandboxed` is asked for.
+
+    `profile` is the work mode's: `plan` without `sandboxed` runs unconfined with the
+    plan-mode environment (the classifier was the wall); `build` uses the build sandbox
+    when one works. `roots` are the workspace roots (default `cwd`)."""
+    roots = list(roots) or [cwd]
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=str(cwd),
-            env=shell_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        launch = _launch(
+            command, cwd, sandboxed=sandboxed, profile=profile, roots=roots, network=network
+        )
+    except SandboxUnavailable as exc:
+        return ToolResult.error(
+            "sandbox_unavailable",
+            "This command must run inside the read-only sandbox, but no working sandbox "
+            f"is available here ({exc}), so it was not run.",
+        )
+    try:
+        return await run_process(
+            launch.argv,
+            cwd,
+            launch.env,
+            min(max(timeout_s, 0.1), MAX_TIMEOUT_S),
+            cancel,
+            lambda code, stop, out, err, limit: _result(
+                command, code, stop, out, err, limit, sandboxed, launch.note
+            ),
+            cap=OUTPUT_CAP_CHARS,
         )
     except OSError as exc:
         return ToolResult.error("spawn_failed", f"could not start bash: {exc}")
-    out, err = _Capture(OUTPUT_CAP_CHARS), _Capture(OUTPUT_CAP_CHARS)
-    readers = [
-        asyncio.ensure_future(_pump(proc.stdout, out)),
-        asyncio.ensure_future(_pump(proc.stderr, err)),
-    ]
-    stop = "exited"
-    waiter = asyncio.ensure_future(proc.wait())
-    cancelled = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-    try:
-        pending: set[asyncio.Future[Any]] = {waiter}
-        if cancelled is not None:
-            pending.add(cancelled)
-        done, _ = await asyncio.wait(
-            pending, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        if waiter not in done:
-            stop = "cancelled" if cancelled is not None and cancelled in done else "timeout"
-            _kill_tree(proc)
-        else:
-            # The shell is gone; anything it left behind in its group goes too.
-            _kill_tree(proc)
-        await proc.wait()
-        await asyncio.wait(readers, timeout=_DRAIN_GRACE_S)
-    except asyncio.CancelledError:
-        _kill_tree(proc)
-        raise
     finally:
-        for task in (*readers, waiter, *([cancelled] if cancelled is not None else [])):
-            task.cancel()
-    return _result(command, proc.returncode, stop, out, err, timeout_s, sandboxed)
+        launch.cleanup()
 
 
 def _result(
     command: str,
     code: int | None,
     stop: str,
-    out: _Capture,
-    err: _Capture,
+    out: Capture,
+    err: Capture,
     timeout_s: float,
     sandboxed: bool,
+    note: str = "",
 ) -> ToolResult:
     stdout, out_cut = out.text()
     stderr, err_cut = err.text()
@@ -237,6 +205,8 @@ def _result(
         "stderr": stderr,
         "truncated": out_cut or err_cut,
         "sandboxed": sandboxed,
+        # What confined the command: "plan sandbox", "build sandbox" or "none".
+        "confinement": "plan sandbox" if sandboxed else "build sandbox" if note else "none",
     }
     if stop == "timeout":
         return ToolResult.error(
@@ -247,8 +217,8 @@ def _result(
     if stop == "cancelled":
         return ToolResult.error("cancelled", "the command was cancelled and killed", **data)
     parts = [f"exit code: {code}"]
-    if sandboxed:
-        parts.append("(ran in the read-only sandbox: no writes, no network)")
+    if sandboxed and note:
+        parts.append(note)
     parts.append(f"stdout:\n{stdout}" if stdout else "stdout: (empty)")
     if stderr:
         parts.append(f"stderr:\n{stderr}")
@@ -264,12 +234,19 @@ async def _run_bash(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error("invalid_arguments", "`timeout_s` must be a number of seconds")
     if raw_timeout <= 0:
         return ToolResult.error("invalid_arguments", "`timeout_s` must be positive")
+    plan = current_mode(ctx) is WorkMode.PLAN or ctx.extra.get(READ_ONLY_UNASKED_KEY) is True
+    # In plan mode a working sandbox is always used, even when the gate did not ask for it
+    # (`classified` chosen by the user, or a switch to plan mode after the gate's check).
+    sandboxed = ctx.sandbox_shell or (plan and sandbox_status().mechanism is not None)
     return await run_shell(
         command,
         ctx.workspace,
         min(float(raw_timeout), MAX_TIMEOUT_S),
-        ctx.sandbox_shell,
+        sandboxed,
         ctx.cancel,
+        profile="plan" if plan else "build",
+        roots=ctx.workspace_roots,
+        network=plan and ctx.extra.get(PLAN_NETWORK_KEY) is True,
     )
 
 

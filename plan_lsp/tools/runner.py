@@ -18,6 +18,7 @@ from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import ToolContext, ToolResult
+from plan_lsp.tools.bash import PLAN_NETWORK_KEY, READ_ONLY_UNASKED_KEY
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
 from plan_lsp.tools.registry import ToolRegistry
 
@@ -132,6 +133,7 @@ class InFlightCall:
     number: int
     tool: str
     run_id: str
+    tool_call_id: str
     # Changes the workspace (a side-effect tool, or `bash` outside plan mode).
     side_effect: bool
     cancel: asyncio.Event
@@ -139,7 +141,11 @@ class InFlightCall:
     stopped_because: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "callId": self.number, "runId": self.run_id}
+        return {
+            "tool": self.tool,
+            "callId": self.tool_call_id or str(self.number),
+            "runId": self.run_id,
+        }
 
 
 # After the cancel signal (process-group kill for `bash`), how long a call may take to end
@@ -229,6 +235,7 @@ class ToolRunner:
             number=self._numbers,
             tool=name,
             run_id=ctx.run_id,
+            tool_call_id=ctx.tool_call_id,
             side_effect=definition.safety is Safety.SIDE_EFFECT
             and not (definition.classified_per_call and self.gate.current_mode() is WorkMode.PLAN),
             cancel=asyncio.Event(),
@@ -239,7 +246,12 @@ class ToolRunner:
             ctx,
             cancel=call.cancel,
             sandbox_shell=decision.sandbox,
-            extra={**ctx.extra, MODE_PROVIDER_KEY: self.gate.current_mode},
+            extra={
+                **ctx.extra,
+                MODE_PROVIDER_KEY: self.gate.current_mode,
+                PLAN_NETWORK_KEY: decision.network,
+                READ_ONLY_UNASKED_KEY: decision.read_only_unasked,
+            },
         )
         relay = asyncio.ensure_future(_relay(ctx.cancel, call.cancel))
         call.task = asyncio.ensure_future(

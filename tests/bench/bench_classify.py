@@ -1,4 +1,6 @@
-"""Classification time per command over the shell corpus, next to tree-sitter parse time.
+"""Classification time per command over the shell corpus, next to tree-sitter parse time,
+for both protection levels (`classified`: the strict allow-list with path checks inside a
+real workspace; `sandboxed`: the intent rules).
 
 Run: python tests/bench/bench_classify.py [--rounds N]
 """
@@ -6,6 +8,7 @@ Run: python tests/bench/bench_classify.py [--rounds N]
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -13,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from plan_lsp.policy.shell import classify_command
-from plan_lsp.policy.shell.classifier import parse_only
+from plan_lsp.policy.shell.parser import parse_only
 
 CORPUS = Path(__file__).resolve().parent.parent / "shell_corpus"
 
 
 def _commands() -> list[str]:
     out: list[str] = []
-    for name in ("allowed.txt", "blocked.txt"):
+    for name in ("benign.txt", "blocked.txt"):
         for line in (CORPUS / name).read_text("utf-8").splitlines():
             if line.strip() and not line.startswith("#"):
                 out.append(line)
@@ -51,13 +54,23 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args(argv)
     cmds = _commands()
-    classify_command("ls")  # load the grammar and the profiles outside the timing
+    workspace = Path(__file__).resolve().parents[2]
+    levels: dict[str, Callable[[str], object]] = {
+        "classified": functools.partial(
+            classify_command, protection="classified", roots=[workspace], cwd=workspace
+        ),
+        "sandboxed": functools.partial(classify_command, protection="sandboxed"),
+    }
+    for fn in levels.values():
+        fn("ls")  # load the grammar and the data outside the timing
     parse = _time_each(cmds, parse_only, args.rounds)
-    full = _time_each(cmds, classify_command, args.rounds)
-    ratios = [f / p for f, p in zip(full, parse, strict=True)]
+    # `classify (parse + walk)` is the strict level (the one the 40 µs target is about);
+    # run_all.py reads that row and `ratio classify/parse`.
+    timed = {name: _time_each(cmds, fn, args.rounds) for name, fn in levels.items()}
     rows = [
         ("parse only (tree-sitter)", parse),
-        ("classify (parse + walk)", full),
+        ("classify (parse + walk)", timed["classified"]),
+        ("classify sandboxed", timed["sandboxed"]),
     ]
     print(f"{len(cmds)} commands, best of {args.rounds} rounds each, microseconds")
     print(f"{'':28}{'p50':>9}{'p99':>9}{'mean':>9}")
@@ -66,12 +79,19 @@ def main(argv: list[str]) -> int:
             f"{label:28}{_pct(values, 0.5):9.1f}{_pct(values, 0.99):9.1f}"
             f"{statistics.fmean(values):9.1f}"
         )
-    p50_ratio = _pct(full, 0.5) / _pct(parse, 0.5)
-    mean_ratio = statistics.fmean(full) / statistics.fmean(parse)
-    print(f"{'ratio classify/parse':28}{p50_ratio:9.2f}{_pct(ratios, 0.99):9.2f}{mean_ratio:9.2f}")
-    ratio_ok = "met" if p50_ratio <= 3.0 else "NOT met"
-    p50_ok = "met" if _pct(full, 0.5) <= 40.0 else "NOT met"
-    print(f"target p50 <= 40 us: {p50_ok}; target ratio <= 3x parse-only: {ratio_ok}")
+    verdicts = []
+    for label, name in (
+        ("ratio classify/parse", "classified"),
+        ("ratio sandboxed/parse", "sandboxed"),
+    ):
+        full = timed[name]
+        ratios = [f / p for f, p in zip(full, parse, strict=True)]
+        p50_ratio = _pct(full, 0.5) / _pct(parse, 0.5)
+        mean_ratio = statistics.fmean(full) / statistics.fmean(parse)
+        print(f"{label:28}{p50_ratio:9.2f}{_pct(ratios, 0.99):9.2f}{mean_ratio:9.2f}")
+        met = "met" if _pct(full, 0.5) <= 40.0 else "NOT met"
+        verdicts.append(f"{name} p50 {met}")
+    print("target p50 <= 40 us: " + "; ".join(verdicts))
     return 0
 
 

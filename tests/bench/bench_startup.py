@@ -1,10 +1,15 @@
-"""Start-up: time from spawning a server to its `initialize` answer, and its RSS right after
-(VmRSS from /proc), side by side in the same run, rounds interleaved in shuffled order:
+"""Start-up as a user feels it: time from spawning a server to its first *useful* answer —
+`initialize`, `initialized`, then the first request that needs the server's real work — and
+its RSS right after (VmRSS from /proc), side by side in the same run, rounds interleaved in
+shuffled order:
 
-- plan-lsp (`.venv/bin/plan-lsp serve`, as an editor starts it);
-- a bare pygls server: a few lines that only start `LanguageServer` (the floor of this stack);
+- plan-lsp (`.venv/bin/plan-lsp serve`, as an editor starts it): `planLsp/state` (it loads
+  the configuration, opens the state database and restores the session);
+- a bare pygls server: a few lines that start `LanguageServer` with one echo request (the
+  floor of this stack);
 - jedi-language-server and python-lsp-server, installed from PyPI into
-  `tests/bench/.venv-peers` (created on first use; same base interpreter).
+  `tests/bench/.venv-peers` (created on first use; same base interpreter):
+  `textDocument/documentSymbol` on an opened file.
 
 Then it lists the imports plan-lsp adds over the bare server (`-X importtime`), grouped by
 package, which is where start-up time goes.
@@ -15,6 +20,7 @@ Run: .venv/bin/python tests/bench/bench_startup.py [--quick] [--smoke] [--no-pee
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -38,7 +44,15 @@ MAIN_BIN = Path(sys.executable).parent
 BARE_PYGLS = """\
 from pygls.lsp.server import LanguageServer
 
-LanguageServer("bare-pygls", "0").start_io()
+server = LanguageServer("bare-pygls", "0")
+
+
+@server.feature("bench/echo")
+def echo(ls, params):
+    return {}
+
+
+server.start_io()
 """
 ANSWER_TIMEOUT_S = 60.0
 
@@ -47,6 +61,8 @@ ANSWER_TIMEOUT_S = 60.0
 class Server:
     name: str
     argv: list[str]
+    # The first request whose answer is useful to the user: (method, params for a workspace).
+    first: str = "planLsp/state"
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -103,10 +119,35 @@ def initialize_params(workspace: Path) -> dict[str, Any]:
     }
 
 
+def _first_request(server: Server, workspace: Path) -> list[dict[str, Any]]:
+    """The messages after `initialize`: `initialized`, then the first useful request (id 2)."""
+    messages: list[dict[str, Any]] = [{"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    if server.first == "textDocument/documentSymbol":
+        uri = (workspace / "main.py").as_uri()
+        messages.append(
+            {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+             "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                         "text": (workspace / "main.py").read_text()}}}
+        )  # fmt: skip
+        params: dict[str, Any] = {"textDocument": {"uri": uri}}
+    else:
+        params = {}
+    messages.append({"jsonrpc": "2.0", "id": 2, "method": server.first, "params": params})
+    return messages
+
+
+def _wait_answer(reader: Reader, msg_id: int, deadline: float) -> dict[str, Any]:
+    while True:
+        message = reader.message(deadline)
+        if message.get("id") == msg_id and "method" not in message:
+            return message
+
+
 def start_once(
     server: Server, workspace: Path, env: dict[str, str] | None = None, stderr: Any = None
-) -> tuple[float, int]:
-    """Seconds from spawn to the initialize answer, and VmRSS (KB) right after it."""
+) -> tuple[float, float, int]:
+    """Seconds from spawn to the initialize answer and to the first useful answer, and
+    VmRSS (KB) right after that answer."""
     started = time.perf_counter()
     process = subprocess.Popen(
         server.argv,
@@ -125,23 +166,28 @@ def start_once(
         process.stdin.flush()
         reader = Reader(process.stdout.fileno())
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
-        while True:
-            message = reader.message(deadline)
-            if message.get("id") == 1 and "method" not in message:
-                break
-        elapsed = time.perf_counter() - started
+        message = _wait_answer(reader, 1, deadline)
+        initialized = time.perf_counter() - started
         if "result" not in message:
             raise RuntimeError(f"{server.name}: initialize failed: {message.get('error')}")
+        for follow_up in _first_request(server, workspace):
+            process.stdin.write(frame(follow_up))
+        process.stdin.flush()
+        message = _wait_answer(reader, 2, deadline)
+        useful = time.perf_counter() - started
+        if "result" not in message:
+            raise RuntimeError(f"{server.name}: {server.first} failed: {message.get('error')}")
         rss = vm_rss_kb(process.pid)
-        process.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        process.stdin.write(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
         process.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
         process.stdin.flush()
-        process.wait(timeout=10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=3)  # measured already; a slow exit is not our business
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    return elapsed, rss
+    return initialized, useful, rss
 
 
 def ensure_peers() -> Path | None:
@@ -169,7 +215,7 @@ def ensure_peers() -> Path | None:
 
 
 def imported_modules(server: Server, workspace: Path, work: Path) -> dict[str, tuple[int, int]]:
-    """module → (self µs, cumulative µs) imported up to the initialize answer."""
+    """module → (self µs, cumulative µs) imported up to the first useful answer."""
     log = work / f"importtime-{server.name}.txt"
     with log.open("w") as sink:
         start_once(server, workspace, {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}, sink)
@@ -195,7 +241,7 @@ def import_report(plan: Server, bare: Server, workspace: Path, work: Path) -> No
     total = sum(v[0] for v in by_package.values())
     print()
     print(
-        f"imports plan-lsp adds over bare pygls before answering initialize: {len(extra)} "
+        f"imports plan-lsp adds over bare pygls before its first useful answer: {len(extra)} "
         f"modules, {total / 1000:.0f} ms of import time (importtime's own overhead included)"
     )
     rows = sorted(by_package.items(), key=lambda kv: -kv[1][0])[:15]
@@ -229,59 +275,65 @@ def main(argv: list[str]) -> int:
 def run(work: Path, rounds: int, peers: bool, report: bool) -> int:
     bare_file = work / "bare_pygls.py"
     bare_file.write_text(BARE_PYGLS)
+    # Spawned as an editor spawns it: no user config of this machine leaks in.
+    env = {**os.environ, "PLAN_LSP_CONFIG": os.devnull}
     plan = Server("plan-lsp", [str(MAIN_BIN / "plan-lsp"), "serve"])
-    bare = Server("bare pygls", [sys.executable, str(bare_file)])
+    bare = Server("bare pygls", [sys.executable, str(bare_file)], "bench/echo")
     servers = [plan, bare]
     peer_bin = ensure_peers() if peers else None
     if peer_bin is not None:
+        symbols = "textDocument/documentSymbol"
         servers += [
-            Server("jedi-language-server", [str(peer_bin / "jedi-language-server")]),
-            Server("python-lsp-server", [str(peer_bin / "pylsp")]),
+            Server("jedi-language-server", [str(peer_bin / "jedi-language-server")], symbols),
+            Server("python-lsp-server", [str(peer_bin / "pylsp")], symbols),
         ]
-    times: dict[str, list[float]] = {s.name: [] for s in servers}
+    first: dict[str, list[float]] = {s.name: [] for s in servers}
+    init: dict[str, list[float]] = {s.name: [] for s in servers}
     rss: dict[str, list[float]] = {s.name: [] for s in servers}
     rng = random.Random(7)
     for server in servers:  # warm the page cache and .pyc files; not counted
-        start_once(server, make_workspace(work, server.name))
+        start_once(server, make_workspace(work, server.name), env)
     for _ in range(rounds):
         order = list(servers)
         rng.shuffle(order)
         for server in order:
-            seconds, kb = start_once(server, make_workspace(work, server.name))
-            times[server.name].append(seconds * 1000)
+            initialized, useful, kb = start_once(server, make_workspace(work, server.name), env)
+            init[server.name].append(initialized * 1000)
+            first[server.name].append(useful * 1000)
             rss[server.name].append(kb / 1024)
-    floor_ms = median(times[bare.name])
+    floor_ms = median(first[bare.name])
     floor_mb = median(rss[bare.name])
     print(f"{rounds} round(s), shuffled order; medians (min-max)")
     print_table(
-        ["server", "initialize answer (ms)", "x bare", "RSS after (MB)", "x bare"],
+        ["server", "first useful answer (ms)", "x bare", "initialize (ms)", "RSS after (MB)",
+         "x bare"],
         [
             (s.name,
-             f"{fmt(median(times[s.name]), 0)} ({min(times[s.name]):.0f}-{max(times[s.name]):.0f})",
-             fmt(median(times[s.name]) / floor_ms),
+             f"{fmt(median(first[s.name]), 0)} ({min(first[s.name]):.0f}-{max(first[s.name]):.0f})",
+             fmt(median(first[s.name]) / floor_ms), fmt(median(init[s.name]), 0),
              fmt(median(rss[s.name]), 1), fmt(median(rss[s.name]) / floor_mb))
             for s in servers
         ],
     )  # fmt: skip
     if report:
         import_report(plan, bare, make_workspace(work, "imports"), work)
-    ours = median(times[plan.name])
+    ours = median(first[plan.name])
     time_ratio = ours / floor_ms
     rss_ratio = median(rss[plan.name]) / floor_mb
     results = [
-        Result("start-up: plan-lsp initialize answer", ours, "ms", "(info)", None),
-        Result("start-up: bare pygls initialize answer", floor_ms, "ms", "(info)", None),
-        Result("start-up: plan-lsp / bare pygls", time_ratio, "x", "≤ 1.1x", time_ratio <= 1.1),
+        Result("start-up: plan-lsp first useful answer", ours, "ms", "(info)", None),
+        Result("start-up: bare pygls first answer", floor_ms, "ms", "(info)", None),
+        Result("start-up: plan-lsp / bare pygls", time_ratio, "x", "≤ 1.5x", time_ratio <= 1.5),
         Result("RSS: plan-lsp / bare pygls", rss_ratio, "x", "≤ 1.2x", rss_ratio <= 1.2),
     ]
-    if "jedi-language-server" in times:
-        jedi = median(times["jedi-language-server"])
+    if "jedi-language-server" in first:
+        jedi = median(first["jedi-language-server"])
         results.append(
             Result("start-up: plan-lsp / jedi-language-server", ours / jedi, "x", "< 1x",
                    ours < jedi)
         )  # fmt: skip
-    if "python-lsp-server" in times:
-        pylsp = median(times["python-lsp-server"])
+    if "python-lsp-server" in first:
+        pylsp = median(first["python-lsp-server"])
         results.append(
             Result("start-up: plan-lsp / python-lsp-server", ours / pylsp, "x", "(info)", None)
         )

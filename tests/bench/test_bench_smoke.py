@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.needs import need_program
 
 RUN_ALL = Path(__file__).resolve().parent / "run_all.py"
 EXPECTED = {"classify", "streaming", "responsiveness", "harness", "startup", "grep"}
 
 
-@pytest.mark.skipif(shutil.which("rg") is None, reason="the grep benchmark needs ripgrep")
 def test_every_benchmark_runs_and_reports_numbers(tmp_path: Path) -> None:
+    need_program("rg", "the grep benchmark compares against raw ripgrep")
     summary = tmp_path / "summary.json"
     done = subprocess.run(
         [sys.executable, str(RUN_ALL), "--quick", "--smoke", "--json", str(summary)],

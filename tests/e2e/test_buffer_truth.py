@@ -1,4 +1,4 @@
-"""The buffer is the truth, with the clients users really have (issue 14, points 1 to 4).
+"""The buffer is the truth, with the clients users really have.
 
 Each plan-flow test streams a plan into PLAN.md through the real server and a scripted
 client with one habit of a real editor (tests/e2e/quirky_client.py), then requires that the

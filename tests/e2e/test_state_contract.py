@@ -162,3 +162,12 @@ async def test_no_custom_notifications_without_the_capability(tmp_path: Path) ->
         await asyncio.sleep(0)
         assert ed.ed.updates == []
         assert isinstance(ed.client.capabilities, types.ClientCapabilities)
+
+
+async def test_shell_protection_falls_back_visibly(tmp_path: Path) -> None:
+    """Where no sandbox proves itself, the state says `classified` and why."""
+    ws = sample_project(tmp_path / "ws")
+    async with running_server([ws], env={"PLAN_LSP_SANDBOX": "none"}) as ed:
+        state = await ed.state()
+    assert state["planShell"] == "classified" and state["sandbox"] is None
+    assert "no sandbox here" in state["shellProtection"]

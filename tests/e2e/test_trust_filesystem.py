@@ -24,7 +24,13 @@ from tests.lsp_harness import Editor
 RUN_SH = b"#!/bin/sh\necho build\n"
 NOTES = b"# Notes shipped by the repository\n"
 # The state database is the server's own; it changes in every session.
-STATE_FILES = {".plan-lsp/state.db", ".plan-lsp/state.db-wal", ".plan-lsp/state.db-shm"}
+# The server's own files at start-up (its database and the .gitignore it writes once).
+STATE_FILES = {
+    ".plan-lsp/state.db",
+    ".plan-lsp/state.db-wal",
+    ".plan-lsp/state.db-shm",
+    ".plan-lsp/.gitignore",
+}
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -122,22 +128,27 @@ async def started(
 async def test_a_plans_dir_outside_the_server_folder_is_refused(
     tmp_path: Path, plans_dir: str
 ) -> None:
-    """Even from a trusted source (initializationOptions), the plan tools refuse on their own."""
+    """Even from a trusted source (initializationOptions), a plans folder outside `.plan-lsp/`
+    is refused (the configuration says so and keeps the default; `server_dir`'s own check is
+    unit-tested in tests/test_server_dir.py), and the plan lands in `.plan-lsp/plans`."""
     ws, _t, server = scripted_session(
         tmp_path, turns_of(plan_write()), init_options={"plansDir": plans_dir}
     )
     outside = hostile_workspace(ws)
     before, before_outside = tree(ws), tree(outside)
     async with started(server) as ed:
+        warnings = " ".join((await ed.state())["configWarnings"])
+        assert "plans_dir" in warnings
         result = await one_plan_write(ed)
-        assert result["isError"]
-        assert "Access denied: the plans directory" in result["content"]
-        assert "is not a folder inside" in result["content"]
+        assert not result["isError"], result
+        assert (ws / ".plan-lsp" / "plans" / "PLAN.md").is_file()
     after = tree(ws)
     assert {k: v for k, v in after.items() if not k.startswith(".plan-lsp")} == {
         k: v for k, v in before.items() if not k.startswith(".plan-lsp")
     }
-    assert [k for k in after if k.startswith(".plan-lsp/") and k != ".plan-lsp/plans"] == []
+    server_files = {k for k in after if k.startswith(".plan-lsp/")}
+    expected = {".plan-lsp/plans", ".plan-lsp/plans/PLAN.md"}
+    assert {k for k in server_files if not k.startswith(".plan-lsp/state.db")} == expected
     assert tree(outside) == before_outside
 
 

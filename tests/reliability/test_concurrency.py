@@ -12,16 +12,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, running_server
 
 TIMEOUT_S = 30.0
 
 
 def _server(ws: list[Path], script: Path, **kw: Any):  # type: ignore[no-untyped-def]
-    return running_server(
-        ws, "--provider", "scripted", "--script", str(script), "--plan-shell", "classified", **kw
-    )
+    return running_server(ws, *scripted_args(script), **kw)
 
 
 def _events(ws: Path) -> list[tuple[str, str, dict[str, Any]]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, kill_server, running_server
 from tests.reliability.crash_invariants import check_database, sha256_text
 
@@ -112,15 +112,7 @@ class Chain:
         return self.plan_path.read_text(encoding="utf-8") if self.plan_path.exists() else None
 
     def server(self) -> contextlib.AbstractAsyncContextManager[Editor]:
-        return running_server(
-            [self.workspace],
-            "--provider",
-            "scripted",
-            "--script",
-            str(self.script),
-            "--plan-shell",
-            "classified",
-        )
+        return running_server([self.workspace], *scripted_args(self.script))
 
 
 def _answer_prompts(ed: Editor) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, kill_server, running_server
 
 RESPONSIVE_S = 3.0  # the longest a state request may take, during a run or after it
@@ -25,20 +25,7 @@ def _server(tmp_path: Path, turns: list[dict[str, Any]], *args: str, chunk: int 
     ws = sample_project(tmp_path / "ws")
     script = write_script(tmp_path / "script.json", turns, chunk=chunk)
     transcript = tmp_path / "transcript.jsonl"
-    cm = running_server(
-        [ws],
-        "--provider",
-        "scripted",
-        "--script",
-        str(script),
-        "--transcript",
-        str(transcript),
-        "--plan-shell",
-        "classified",
-        *args,
-        **kw,
-    )
-    return ws, transcript, cm
+    return ws, transcript, running_server([ws], *scripted_args(script, transcript), *args, **kw)
 
 
 async def _state_latencies_while(ed: Editor, run: Awaitable[Any]) -> tuple[Any, list[float]]:

@@ -19,6 +19,7 @@ import {
   SessionUi,
   fillPlanLspCapabilities,
   permissionOptions,
+  sameWorkspace,
 } from '../protocol';
 
 const baseState: SessionState = {
@@ -43,6 +44,7 @@ function pair(): { client: MessageConnection; server: MessageConnection; close()
 }
 
 class RecordingUi implements SessionUi {
+  saveDocument?: (uri: string) => Promise<boolean>;
   updates: PlanLspUpdate[] = [];
   states: SessionState[] = [];
   permissionAnswer = 'allow_once';
@@ -89,7 +91,7 @@ function fakeServer(server: MessageConnection): { state: SessionState; calls: st
   server.onRequest(Methods.executeCommand, (p) => {
     box.calls.push(`exec:${p.command}:${JSON.stringify(p.arguments)}`);
     if (p.command === 'planLsp.approvePlan') box.state = { ...box.state, mode: 'build', planStatus: 'approved' };
-    return null;
+    return box.state;
   });
   return box;
 }
@@ -97,10 +99,11 @@ function fakeServer(server: MessageConnection): { state: SessionState; calls: st
 test('capabilities: experimental.planLsp declares permission requests and questions, keeping others', () => {
   const caps: { experimental?: unknown } = { experimental: { other: 1 } };
   fillPlanLspCapabilities(caps);
-  assert.deepEqual(caps.experimental, { other: 1, planLsp: { permissionRequests: true, questions: true } });
+  const declared = { permissionRequests: true, questions: true, saveDocuments: true };
+  assert.deepEqual(caps.experimental, { other: 1, planLsp: declared });
   const empty: { experimental?: unknown } = {};
   fillPlanLspCapabilities(empty);
-  assert.deepEqual(empty.experimental, { planLsp: { permissionRequests: true, questions: true } });
+  assert.deepEqual(empty.experimental, { planLsp: declared });
 });
 
 test('permission options: ids, objects and the default set', () => {
@@ -116,7 +119,7 @@ test('permission options: ids, objects and the default set', () => {
   ]);
 });
 
-test('state methods round-trip and every result reaches the UI', async () => {
+test('state methods round-trip and every result reaches the UI, without asking planLsp/state again', async () => {
   const { client, server, close } = pair();
   const box = fakeServer(server);
   const ui = new RecordingUi();
@@ -124,7 +127,7 @@ test('state methods round-trip and every result reaches the UI', async () => {
   server.listen();
   client.listen();
   try {
-    assert.equal((await session.refresh())?.mode, 'plan');
+    assert.equal((await session.fetchState())?.mode, 'plan');
     assert.equal((await session.toggleMode()).mode, 'build');
     assert.equal((await session.setMode('plan')).mode, 'plan');
     assert.equal((await session.setPermissionMode('auto_edit')).permissionMode, 'auto_edit');
@@ -135,7 +138,7 @@ test('state methods round-trip and every result reaches the UI', async () => {
   }
 });
 
-test('approve and reject go through workspace/executeCommand with the §6 ids, then refresh the state', async () => {
+test('approve and reject go through workspace/executeCommand with the §6 ids; a state answer is rendered', async () => {
   const { client, server, close } = pair();
   const box = fakeServer(server);
   const ui = new RecordingUi();
@@ -147,18 +150,16 @@ test('approve and reject go through workspace/executeCommand with the §6 ids, t
     await session.rejectPlan({ feedback: 'smaller steps' });
     assert.deepEqual(box.calls, [
       'exec:planLsp.approvePlan:[{"permissionMode":"auto_edit"}]',
-      'state',
       'exec:planLsp.rejectPlan:[{"feedback":"smaller steps"}]',
-      'state',
     ]);
-    assert.equal(ui.states[0].mode, 'build');
-    assert.equal(session.current?.planStatus, 'approved');
+    assert.equal(ui.states.at(-1)?.planStatus, 'approved');
+    assert.equal(session.current?.mode, 'build');
   } finally {
     close();
   }
 });
 
-test('server→client: updates forwarded; modeChanged refreshes state; permission and askUser answered', async () => {
+test('server→client: pushed state is rendered, other updates are forwarded and never rebuild it; no polling', async () => {
   const { client, server, close } = pair();
   const box = fakeServer(server);
   const ui = new RecordingUi();
@@ -167,10 +168,10 @@ test('server→client: updates forwarded; modeChanged refreshes state; permissio
   server.listen();
   client.listen();
   try {
-    await session.refresh();
-    await server.sendNotification(Methods.update, { runId: 'r', kind: 'text', text: 'hi' });
-    box.state = { ...box.state, mode: 'build' };
-    await server.sendNotification(Methods.update, { runId: 'r', kind: 'modeChanged', mode: 'build' });
+    await server.sendNotification(Methods.update, { runId: 'r', kind: 'text', delta: 'hi' });
+    await server.sendNotification(Methods.update, { runId: 'r', kind: 'modeChanged', mode: 'build', planStatus: 'approved' });
+    await server.sendNotification(Methods.update, { runId: 'r', kind: 'planDraft', uri: 'file:///w/PLAN.md', chars: 3 });
+    await server.sendNotification(Methods.update, { runId: null, kind: 'state', state: { ...baseState, planStatus: 'drafting', running: true } });
     const permission = await server.sendRequest(Methods.requestPermission, {
       runId: 'r', tool: 'bash', summary: 'rm -rf build', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'],
     });
@@ -179,14 +180,102 @@ test('server→client: updates forwarded; modeChanged refreshes state; permissio
       runId: 'r', questions: [{ id: 'q', text: 'Which?', options: ['a', 'b'], multiple: false }],
     });
     assert.deepEqual(answers, { answers: { q: ['b'] } });
-    // The state refresh triggered by modeChanged has landed by now (requests are ordered).
-    await session.refresh();
-    assert.deepEqual(ui.updates.map((u) => u.kind), ['text', 'modeChanged']);
+    assert.deepEqual(ui.updates.map((u) => u.kind), ['text', 'modeChanged', 'planDraft']);
     assert.equal(ui.permissionAsked[0].summary, 'rm -rf build');
-    assert.equal(session.current?.mode, 'build');
-    assert.ok(ui.states.some((s) => s.mode === 'build'));
+    assert.deepEqual(ui.states.map((s) => `${s.mode}/${s.planStatus}/${s.running}`), ['plan/drafting/true']);
+    assert.equal(session.current?.planStatus, 'drafting');
+    assert.deepEqual(box.calls, [], 'the client asked nothing');
   } finally {
     close();
+  }
+});
+
+test('history, new session and test connection; every request names the workspace', async () => {
+  const { client, server, close } = pair();
+  const ui = new RecordingUi();
+  const seen: [string, unknown][] = [];
+  server.onRequest(Methods.history, (p) => {
+    seen.push(['history', p]);
+    return { updates: [{ runId: 'r1', kind: 'prompt', text: 'hi' }, { runId: 'r1', kind: 'text', delta: 'Hello' }] };
+  });
+  server.onRequest(Methods.newSession, (p) => {
+    seen.push(['newSession', p]);
+    return { ...baseState, sessionId: 'fresh' };
+  });
+  server.onRequest(Methods.testConnection, (p) => {
+    seen.push(['testConnection', p]);
+    return { ok: false, code: 'provider_auth', message: 'HTTP 401' };
+  });
+  server.onRequest(Methods.prompt, (p) => {
+    seen.push(['prompt', p]);
+    return { runId: 'r2', stopReason: 'end_turn' };
+  });
+  const session = new PlanLspSession(client, ui, 'file:///work/ws');
+  server.listen();
+  client.listen();
+  try {
+    assert.deepEqual((await session.history()).map((u) => u.kind), ['prompt', 'text']);
+    assert.equal((await session.newSession(true)).sessionId, 'fresh');
+    assert.equal(session.current?.sessionId, 'fresh');
+    assert.deepEqual(await session.testConnection(), { ok: false, code: 'provider_auth', message: 'HTTP 401' });
+    await session.prompt('go');
+    assert.deepEqual(seen, [
+      ['history', { workspaceUri: 'file:///work/ws' }],
+      ['newSession', { workspaceUri: 'file:///work/ws', keepApprovedPlan: true }],
+      ['testConnection', { workspaceUri: 'file:///work/ws' }],
+      ['prompt', { workspaceUri: 'file:///work/ws', text: 'go' }],
+    ]);
+  } finally {
+    close();
+  }
+});
+
+test('updates for another workspace folder are dropped; URIs compare as paths', async () => {
+  const { client, server, close } = pair();
+  const ui = new RecordingUi();
+  new PlanLspSession(client, ui, 'file:///work/my%20ws');
+  server.listen();
+  client.listen();
+  try {
+    await server.sendNotification(Methods.update, { runId: 'a', kind: 'text', delta: 'x', workspaceUri: 'file:///work/other' });
+    await server.sendNotification(Methods.update, { kind: 'state', state: baseState, workspaceUri: 'file:///work/other' });
+    await server.sendNotification(Methods.update, { runId: 'b', kind: 'text', delta: 'y', workspaceUri: 'file:///work/my ws/' });
+    await server.sendNotification(Methods.update, { runId: 'c', kind: 'text', delta: 'z' });
+    await server.sendRequest(Methods.askUser, { questions: [{ id: 'q', text: 't', options: ['a', 'b'] }] });
+    assert.deepEqual(ui.updates.map((u) => u.runId), ['b', 'c']);
+    assert.deepEqual(ui.states, []);
+  } finally {
+    close();
+  }
+});
+
+test('planLsp/saveDocument is answered by the UI; without one, or when it fails, nothing is saved', async () => {
+  const { client, server, close } = pair();
+  const ui = new RecordingUi();
+  const saved: string[] = [];
+  ui.saveDocument = async (uri: string) => {
+    saved.push(uri);
+    if (uri.endsWith('bad.py')) throw new Error('disk full');
+    return true;
+  };
+  new PlanLspSession(client, ui);
+  server.listen();
+  client.listen();
+  try {
+    assert.deepEqual(await server.sendRequest(Methods.saveDocument, { uri: 'file:///w/a.py' }), { saved: true });
+    assert.deepEqual(await server.sendRequest(Methods.saveDocument, { uri: 'file:///w/bad.py' }), { saved: false });
+    assert.deepEqual(saved, ['file:///w/a.py', 'file:///w/bad.py']);
+  } finally {
+    close();
+  }
+  const other = pair();
+  new PlanLspSession(other.client, new RecordingUi());
+  other.server.listen();
+  other.client.listen();
+  try {
+    assert.deepEqual(await other.server.sendRequest(Methods.saveDocument, { uri: 'file:///w/a.py' }), { saved: false });
+  } finally {
+    other.close();
   }
 });
 
@@ -261,6 +350,8 @@ test('cancel sends planLsp/cancel with the run id when given', async () => {
     await session.cancel('r9');
     await session.cancel();
     assert.deepEqual(seen, [{ runId: 'r9' }, {}]);
+    assert.equal(sameWorkspace('file:///a/b%20c/', 'file:///a/b c'), true);
+    assert.equal(sameWorkspace('file:///a/b', 'file:///a/bc'), false);
   } finally {
     close();
   }

@@ -1,22 +1,23 @@
 /**
  * The chat webview's script: renders `ChatState` and turns clicks and keys into messages
- * for the extension host. Bundled for the browser (scripts/bundle-webview.mjs).
+ * for the extension host. Bundled for the browser (scripts/bundle-webview.mjs). It keeps no
+ * state of its own: a (re)created view starts from the host's snapshot, which after a window
+ * reload is rebuilt from the server's history.
  */
-import { ChatEvent, ChatItem, ChatState, initialChatState, reduce, todoProgress } from './chatState';
+import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, reduce, todoProgress } from './chatState';
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
+import { CardAction, fixAction, setupCardView, sidebarWarnings } from './setupCard';
 import { PERMISSION_MODES } from '../wireTypes';
 import type { PermissionMode } from '../wireTypes';
 
 interface VsCodeApi {
   postMessage(message: WebviewToHost): void;
-  getState(): unknown;
-  setState(state: unknown): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
-let state: ChatState = (vscode.getState() as ChatState | undefined) ?? initialChatState();
+let state: ChatState = initialChatState();
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const messages = $<HTMLDivElement>('messages');
@@ -25,10 +26,12 @@ const sendButton = $<HTMLButtonElement>('send');
 const stopButton = $<HTMLButtonElement>('stop');
 const planButton = $<HTMLButtonElement>('mode-plan');
 const buildButton = $<HTMLButtonElement>('mode-build');
+const newSessionButton = $<HTMLButtonElement>('new-session');
 const permissionSelect = $<HTMLSelectElement>('permission-mode');
+const setupCard = $<HTMLDivElement>('setup-card');
+const warningsPanel = $<HTMLDivElement>('warnings');
 const planPanel = $<HTMLDivElement>('plan-panel');
 const todosPanel = $<HTMLDivElement>('todos');
-const serverLine = $<HTMLDivElement>('server-status');
 
 for (const mode of PERMISSION_MODES) {
   const option = document.createElement('option');
@@ -38,6 +41,7 @@ for (const mode of PERMISSION_MODES) {
 }
 
 const post = (message: WebviewToHost): void => vscode.postMessage(message);
+const attr = (value: string): string => escapeHtml(value);
 
 function toolBadge(status: string): string {
   const labels: Record<string, string> = {
@@ -46,28 +50,80 @@ function toolBadge(status: string): string {
   return `<span class="badge badge-${status}">${labels[status] ?? status}</span>`;
 }
 
+/** A button for a card action; its data attributes become the message to the host. */
+function actionButton(a: CardAction, primary = false): string {
+  const data = [`data-action="card"`, `data-card-action="${attr(a.action)}"`];
+  if (a.action === 'preset') data.push(`data-preset="${attr(a.preset)}"`);
+  if (a.action === 'openSetting') data.push(`data-setting="${attr(a.setting)}"`);
+  if (a.action === 'command') data.push(`data-command="${attr(a.command)}"`);
+  return `<button class="${primary ? '' : 'secondary'}" data-testid="card-action" ${data.join(' ')}>${escapeHtml(a.label)}</button>`;
+}
+
+function stringArg(tool: ToolItem, key: string): string | null {
+  const value = tool.input?.[key];
+  return typeof value === 'string' ? value : null;
+}
+
+/** The body of a tool card: what the call does, shown for what it is. */
+function toolBody(item: ToolItem): string {
+  const path = stringArg(item, 'path');
+  switch (item.name) {
+    case 'plan_write': {
+      const content = stringArg(item, 'content');
+      if (content !== null) return `<div class="plan-preview markdown" data-testid="plan-markdown">${renderMarkdown(content)}</div>`;
+      break;
+    }
+    case 'write_file':
+    case 'edit_file': {
+      if (path === null) break;
+      const links = [`<span class="link" data-action="openFile" data-path="${attr(path)}">open</span>`];
+      if (item.runId && item.status === 'done') {
+        links.push(`<span class="link" data-action="diffRun" data-run="${attr(item.runId)}" data-path="${attr(path)}" data-testid="run-diff">changes</span>`);
+      }
+      const detail = item.name === 'edit_file'
+        ? `<pre class="tool-args diff"><span class="del">${escapeHtml(stringArg(item, 'old_text') ?? '')}</span>\n<span class="ins">${escapeHtml(stringArg(item, 'new_text') ?? '')}</span></pre>`
+        : `<details><summary>content</summary><pre>${escapeHtml(stringArg(item, 'content') ?? '')}</pre></details>`;
+      return `<div class="file-line" data-testid="file-card"><code>${escapeHtml(path)}</code> ${links.join(' · ')}</div>${detail}`;
+    }
+    case 'bash': {
+      const command = stringArg(item, 'command');
+      if (command !== null) return `<pre class="tool-args">$ ${escapeHtml(command)}</pre>`;
+      break;
+    }
+    case 'read_file':
+    case 'list_dir':
+      if (path !== null) return `<div class="file-line"><code>${escapeHtml(path)}</code></div>`;
+      break;
+  }
+  return item.args ? `<pre class="tool-args">${escapeHtml(item.args)}</pre>` : '';
+}
+
 function renderItem(item: ChatItem): string {
   switch (item.type) {
-    case 'user':
-      return `<div class="msg msg-user" data-testid="user-message">${escapeHtml(item.text)}</div>`;
+    case 'user': {
+      const failed = item.failed ? '<div class="failed-mark">failed before the model answered — not sent again</div>' : '';
+      return `<div class="msg msg-user${item.failed ? ' failed' : ''}" data-testid="user-message" data-failed="${item.failed}">${escapeHtml(item.text)}${failed}</div>`;
+    }
     case 'assistant':
       return `<div class="msg msg-assistant markdown" data-testid="assistant-message">${renderMarkdown(item.text)}</div>`;
     case 'tool': {
       const reason = item.reason ? `<div class="tool-reason" data-testid="tool-reason">${escapeHtml(item.reason)}</div>` : '';
-      const args = item.args ? `<pre class="tool-args">${escapeHtml(item.args)}</pre>` : '';
       const result = item.result ? `<details><summary>result</summary><pre>${escapeHtml(item.result)}</pre></details>` : '';
-      return `<div class="tool tool-${item.status}" data-testid="tool-card" data-status="${item.status}" data-tool="${escapeHtml(item.name)}">
+      return `<div class="tool tool-${item.status}" data-testid="tool-card" data-status="${item.status}" data-tool="${attr(item.name)}" data-run="${attr(item.runId ?? '')}">
         <div class="tool-head"><span class="tool-name">${escapeHtml(item.name)}</span>${toolBadge(item.status)}</div>
-        ${reason}${args}${result}</div>`;
+        ${reason}${toolBody(item)}${result}</div>`;
     }
     case 'permission': {
-      const head = `<div class="perm-head">Allow <b>${escapeHtml(item.tool)}</b>?</div><div class="perm-summary">${escapeHtml(item.summary)}</div>`;
+      const preview = item.path && item.answer === undefined
+        ? `<div class="perm-preview"><span class="link" data-action="showProposal" data-request="${attr(item.requestId)}" data-testid="show-proposal">show the change to ${escapeHtml(item.path)}</span></div>`
+        : '';
+      const head = `<div class="perm-head">Allow <b>${escapeHtml(item.tool)}</b>?</div><div class="perm-summary">${escapeHtml(item.summary)}</div>${preview}`;
       if (item.answer !== undefined) {
         const chosen = item.options.find((o) => o.optionId === item.answer)?.label ?? item.answer;
         return `<div class="perm answered" data-testid="permission-card">${head}<div class="perm-answer">${escapeHtml(chosen)}</div></div>`;
       }
       const buttons = item.options
-        .map((o) => `<button class="${o.optionId.startsWith('reject') ? 'secondary' : ''}" data-action="permission" data-request="${escapeHtml(item.requestId)}" data-option="${escapeHtml(o.optionId)}">${escapeHtml(o.label)}</button>`)
+        .map((o) => `<button class="${o.optionId.startsWith('reject') ? 'secondary' : ''}" data-action="permission" data-request="${attr(item.requestId)}" data-option="${attr(o.optionId)}">${escapeHtml(o.label)}</button>`)
         .join('');
       return `<div class="perm" data-testid="permission-card">${head}<div class="buttons">${buttons}</div></div>`;
     }
@@ -78,35 +134,59 @@ function renderItem(item: ChatItem): string {
           const type = q.multiple ? 'checkbox' : 'radio';
           const chosen = item.answers?.[q.id] ?? [];
           const opts = q.options
-            .map((o) => `<label><input type="${type}" name="q-${escapeHtml(item.requestId)}-${escapeHtml(q.id)}" value="${escapeHtml(o)}" data-question="${escapeHtml(q.id)}" ${chosen.includes(o) ? 'checked' : ''} ${answered ? 'disabled' : ''}> ${escapeHtml(o)}</label>`)
+            .map((o) => `<label><input type="${type}" name="q-${attr(item.requestId)}-${attr(q.id)}" value="${attr(o)}" data-question="${attr(q.id)}" ${chosen.includes(o) ? 'checked' : ''} ${answered ? 'disabled' : ''}> ${escapeHtml(o)}</label>`)
             .join('');
           return `<fieldset><legend>${escapeHtml(q.text)}</legend>${opts}</fieldset>`;
         })
         .join('');
       const buttons = answered
         ? `<div class="perm-answer">${item.answers === null ? 'dismissed' : 'answered'}</div>`
-        : `<div class="buttons"><button data-action="answer" data-request="${escapeHtml(item.requestId)}">Answer</button><button class="secondary" data-action="dismiss" data-request="${escapeHtml(item.requestId)}">Dismiss</button></div>`;
-      return `<div class="question" data-testid="question-card" data-request="${escapeHtml(item.requestId)}">${body}${buttons}</div>`;
+        : `<div class="buttons"><button data-action="answer" data-request="${attr(item.requestId)}">Answer</button><button class="secondary" data-action="dismiss" data-request="${attr(item.requestId)}">Dismiss</button></div>`;
+      return `<div class="question" data-testid="question-card" data-request="${attr(item.requestId)}">${body}${buttons}</div>`;
     }
     case 'planDraft':
       return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <span class="link" data-action="openPlan">open PLAN.md</span></div>`;
-    case 'notice':
-      return `<div class="notice notice-${item.level}">${escapeHtml(item.text)}</div>`;
+    case 'notice': {
+      const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
+      const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
+      return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${button}</div>`;
+    }
   }
+}
+
+function renderSetupCard(): void {
+  const card = setupCardView(state);
+  if (!card) {
+    setupCard.hidden = true;
+    setupCard.removeAttribute('data-kind');
+    return;
+  }
+  setupCard.hidden = false;
+  setupCard.dataset.kind = card.kind;
+  setupCard.className = `card card-${card.kind}`;
+  const progress = card.progress !== undefined ? `<progress data-testid="startup-progress" max="100" value="${Math.round(card.progress * 100)}"></progress>` : '';
+  const presets = card.actions.filter((a) => a.action === 'preset');
+  const others = card.actions.filter((a) => a.action !== 'preset');
+  setupCard.innerHTML = `<div class="card-title">${escapeHtml(card.title)}</div>
+    ${card.lines.map((l) => `<div class="card-line">${escapeHtml(l)}</div>`).join('')}
+    ${progress}
+    ${presets.length ? `<div class="buttons presets">${presets.map((a) => actionButton(a, true)).join('')}</div>` : ''}
+    ${others.length ? `<div class="buttons">${others.map((a) => actionButton(a)).join('')}</div>` : ''}`;
+}
+
+function renderWarnings(): void {
+  const warnings = sidebarWarnings(state);
+  warningsPanel.hidden = warnings.length === 0;
+  warningsPanel.innerHTML = warnings.map((w) => `<div class="warning">⚠ ${escapeHtml(w)}</div>`).join('');
 }
 
 function renderHeader(): void {
   const session = state.session;
+  const busy = isBusy(state);
   const mode = session?.mode ?? 'plan';
   planButton.setAttribute('aria-pressed', String(mode === 'plan'));
   buildButton.setAttribute('aria-pressed', String(mode === 'build'));
   if (session) permissionSelect.value = session.permissionMode;
-  const serverText: Record<string, string> = {
-    starting: 'Starting the plan-lsp server…', running: '', stopped: 'Server stopped.', error: 'Server error.',
-  };
-  const text = state.serverMessage ?? serverText[state.serverStatus] ?? '';
-  serverLine.textContent = state.serverStatus === 'running' && !state.serverMessage ? '' : text;
-  serverLine.className = `server-status ${state.serverStatus}`;
 
   const planStatus = session?.planStatus ?? 'none';
   if (planStatus === 'none') {
@@ -114,7 +194,7 @@ function renderHeader(): void {
   } else {
     planPanel.hidden = false;
     // Same rule as the server's code lens: no decision while the draft is still being written.
-    const canDecide = planStatus === 'submitted' || (planStatus === 'drafting' && !state.running && !session?.running);
+    const canDecide = planStatus === 'submitted' || (planStatus === 'drafting' && !busy);
     planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan: ${escapeHtml(planStatus)}</span>
       <span class="link" data-action="openPlan">open</span>
       ${canDecide ? '<div class="buttons"><button data-action="approve" data-testid="approve">Approve</button><button class="secondary" data-action="reject">Reject</button><button class="secondary" data-action="feedback">Feedback…</button></div>' : ''}`;
@@ -130,22 +210,26 @@ function renderHeader(): void {
     todosPanel.innerHTML = `<div class="todo-head">Todos ${done}/${total}<progress max="${total}" value="${done}"></progress></div>
       <ul>${todos.map((t) => `<li class="todo-${t.status}">${marks[t.status] ?? '☐'} ${escapeHtml(t.content)}</li>`).join('')}</ul>`;
   }
-  stopButton.disabled = !state.running;
-  sendButton.disabled = state.running || state.serverStatus !== 'running';
+  stopButton.disabled = !busy;
+  sendButton.disabled = busy || state.serverStatus !== 'running';
+  newSessionButton.disabled = state.serverStatus !== 'running';
 }
+
+const EMPTY = `<div class="empty" data-testid="empty">Describe a task. In <b>Plan</b> mode the agent researches read-only and
+  writes a plan to PLAN.md; you approve it (here or on PLAN.md), then it builds.
+  <div><span class="link" data-action="openWalkthrough">Get started: a four-step walkthrough</span></div></div>`;
 
 function render(): void {
   const atBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
   renderHeader();
-  messages.innerHTML = state.items.length
-    ? state.items.map(renderItem).join('')
-    : '<div class="empty">Describe a task. In Plan mode the agent researches read-only and writes a plan to PLAN.md for you to approve.</div>';
+  renderSetupCard();
+  renderWarnings();
+  messages.innerHTML = state.items.length ? state.items.map(renderItem).join('') : EMPTY;
   if (atBottom) messages.scrollTop = messages.scrollHeight;
 }
 
 function dispatch(event: ChatEvent): void {
   state = reduce(state, event);
-  vscode.setState(state);
   render();
 }
 
@@ -162,16 +246,44 @@ function collectAnswers(requestId: string): Record<string, string[]> {
 
 function send(): void {
   const text = input.value.trim();
-  if (!text || state.running) return;
+  if (!text || isBusy(state)) return;
   input.value = '';
   post({ type: 'prompt', text });
+}
+
+function cardMessage(target: HTMLElement): WebviewToHost | null {
+  switch (target.dataset.cardAction) {
+    case 'preset':
+      return { type: 'applyPreset', preset: target.dataset.preset ?? '' };
+    case 'openSetting':
+      return { type: 'openSetting', setting: target.dataset.setting ?? '' };
+    case 'command':
+      return { type: 'runCommand', command: target.dataset.command ?? '' };
+    case 'testConnection':
+      return { type: 'testConnection' };
+    case 'showLog':
+      return { type: 'showLog' };
+    case 'retryStart':
+      return { type: 'retryStart' };
+    default:
+      return null;
+  }
 }
 
 document.addEventListener('click', (e) => {
   const target = (e.target as HTMLElement).closest<HTMLElement>('[data-action]');
   if (!target) return;
   const requestId = target.dataset.request ?? '';
-  switch (target.dataset.action) {
+  const simple: Record<string, WebviewToHost> = {
+    approve: { type: 'approve' }, reject: { type: 'reject' }, feedback: { type: 'feedback' },
+    openPlan: { type: 'openPlan' }, openWalkthrough: { type: 'openWalkthrough' },
+  };
+  const action = target.dataset.action ?? '';
+  if (simple[action]) {
+    post(simple[action]);
+    return;
+  }
+  switch (action) {
     case 'permission':
       post({ type: 'permissionAnswer', requestId, optionId: target.dataset.option as string });
       break;
@@ -181,23 +293,26 @@ document.addEventListener('click', (e) => {
     case 'dismiss':
       post({ type: 'questionAnswer', requestId, answers: null });
       break;
-    case 'approve':
-      post({ type: 'approve' });
+    case 'showProposal':
+      post({ type: 'showProposal', requestId });
       break;
-    case 'reject':
-      post({ type: 'reject' });
+    case 'openFile':
+      post({ type: 'openFile', path: target.dataset.path ?? '' });
       break;
-    case 'feedback':
-      post({ type: 'feedback' });
+    case 'diffRun':
+      post({ type: 'diffRun', runId: target.dataset.run ?? '', path: target.dataset.path ?? '' });
       break;
-    case 'openPlan':
-      post({ type: 'openPlan' });
+    case 'card': {
+      const message = cardMessage(target);
+      if (message) post(message);
       break;
+    }
   }
 });
 
 sendButton.addEventListener('click', send);
 stopButton.addEventListener('click', () => post({ type: 'cancel' }));
+newSessionButton.addEventListener('click', () => post({ type: 'newSession' }));
 planButton.addEventListener('click', () => post({ type: 'setMode', mode: 'plan' }));
 buildButton.addEventListener('click', () => post({ type: 'setMode', mode: 'build' }));
 permissionSelect.addEventListener('change', () =>

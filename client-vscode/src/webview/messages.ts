@@ -18,4 +18,15 @@ export type WebviewToHost =
   | { type: 'reject' }
   | { type: 'feedback' }
   | { type: 'openPlan' }
-  | { type: 'inputFocus'; focused: boolean };
+  | { type: 'inputFocus'; focused: boolean }
+  | { type: 'newSession' }
+  | { type: 'testConnection' }
+  | { type: 'applyPreset'; preset: string }
+  | { type: 'openSetting'; setting: string }
+  | { type: 'runCommand'; command: string }
+  | { type: 'showLog' }
+  | { type: 'retryStart' }
+  | { type: 'openWalkthrough' }
+  | { type: 'openFile'; path: string }
+  | { type: 'diffRun'; runId: string; path: string }
+  | { type: 'showProposal'; requestId: string };

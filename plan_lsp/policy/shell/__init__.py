@@ -1,4 +1,9 @@
-"""Read-only shell: a capability classifier on the real bash grammar (DESIGN.md §4).
+"""Plan-mode shell: a capability classifier on the real bash grammar (DESIGN.md §4).
+
+`classify_command(cmd, protection=..., roots=..., cwd=..., network=...)` with two rule sets:
+`classified` (strict allow-list, the only wall without a sandbox) and `sandboxed` (the
+sandbox is the wall; refuse only what shows an intent to change things). See
+`classifier.py` for the rules.
 
 Importing this package does not load tree-sitter; the first classification does.
 """
@@ -9,7 +14,16 @@ from plan_lsp.policy.shell.classifier import classify_command
 from plan_lsp.policy.shell.model import (
     CAPABILITIES,
     PLAN_ALLOWED_CAPABILITIES,
+    PROTECTIONS,
     Classification,
+    Protection,
 )
 
-__all__ = ["CAPABILITIES", "PLAN_ALLOWED_CAPABILITIES", "Classification", "classify_command"]
+__all__ = [
+    "CAPABILITIES",
+    "PLAN_ALLOWED_CAPABILITIES",
+    "PROTECTIONS",
+    "Classification",
+    "Protection",
+    "classify_command",
+]

@@ -1,10 +1,11 @@
-"""Apply a command's profile to its arguments: flags, values, subcommands, wrappers."""
+"""`sandboxed`: apply a command's capability profile (`profiles.toml`) to its arguments:
+flags, values, subcommands and wrappers that show what the command would change."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plan_lsp.policy.shell.model import CAPABILITIES, caps_text
+from plan_lsp.policy.shell.model import caps_text
 from plan_lsp.policy.shell.profiles import FlagSpec, Profile, Wrapper, profiles
 from plan_lsp.policy.shell.scripts import check_script
 from plan_lsp.policy.shell.words import Word
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from plan_lsp.policy.shell.walker import Walker
 
 _ENV = frozenset({"modify:environment"})
+_EXEC = frozenset({"execute:subprocess"})
 _STDIN_ARGS = Word("<arguments read from stdin>", None)
 # Flags that hand a checked command its script instead of the first operand.
 _SCRIPT_FLAGS = {"sed": frozenset({"-e", "--expression"}), "awk": frozenset[str]()}
@@ -21,7 +23,7 @@ _SCRIPT_FLAGS = {"sed": frozenset({"-e", "--expression"}), "awk": frozenset[str]
 def classify_argv(cmd: str, args: list[Word], w: Walker) -> None:
     prof = profiles().get(cmd)
     if prof is None:
-        w.f.deny(f"`{cmd}` is not a command this checker knows, so it is not allowed")
+        w.f.unproven(f"`{cmd}` is not a command this checker knows, so it is not allowed")
         return
     _Apply(cmd, prof, args, w).run()
 
@@ -44,7 +46,10 @@ class _Apply:
                 self.base(prof.exact_caps, "with these arguments only prints information")
                 return
         if prof.anything:
-            w.f.add(CAPABILITIES, f"`{self.label}` {prof.why}, so it could do anything")
+            w.f.add(
+                _EXEC,
+                f"`{self.label}` {prof.why}; the sandbox contains it (execute:subprocess)",
+            )
             return
         if prof.wrapper is not None:
             self.wrapper(prof.wrapper)
@@ -73,12 +78,12 @@ class _Apply:
             v = a.value
             if v is None or a.glob:
                 if prof.subcommands and not positionals:
-                    self.w.f.deny(
+                    self.w.f.unproven(
                         f"the subcommand of `{self.label}` in `{a.text}` is only known at run time"
                     )
                     return None
                 if prof.risky and not a.operand_safe and not end:
-                    self.w.f.deny(
+                    self.w.f.unproven(
                         f"`{a.text}` is only known at run time and could turn into a flag of "
                         f"`{self.label}` that changes things; quote it, give it a fixed "
                         "directory prefix, or put it after `--`"
@@ -144,7 +149,7 @@ class _Apply:
     def flag(self, name: str, attached: str | None, i: int) -> int:
         canonical, spec, takes, known = self.lookup(name)
         if not known and self.prof.only_safe_flags:
-            self.w.f.deny(
+            self.w.f.unproven(
                 f"`{name}` is not an option of `{self.label}` known to be harmless, "
                 "so it is not allowed"
             )
@@ -195,7 +200,7 @@ class _Apply:
         label = f"{self.label} {name}"
         if sub is None:
             if prof.other_sub is None:
-                w.f.deny(f"`{label}` is not a subcommand of `{self.label}` this checker knows")
+                w.f.unproven(f"`{label}` is not a subcommand of `{self.label}` this checker knows")
             elif prof.other_sub:
                 w.f.add(
                     prof.other_sub, f"`{label}` {prof.other_sub_why} ({caps_text(prof.other_sub)})"
@@ -215,10 +220,12 @@ class _Apply:
         if prof.script is not None:
             script = self.scripts or positionals[:1]
             if not script:
-                w.f.deny(f"`{self.label}` without a script reads it from somewhere unchecked")
+                w.f.unproven(f"`{self.label}` without a script reads it from somewhere unchecked")
             for word in script:
                 if word.value is None:
-                    w.f.deny(f"the `{self.label}` script `{word.text}` is only known at run time")
+                    w.f.unproven(
+                        f"the `{self.label}` script `{word.text}` is only known at run time"
+                    )
                 else:
                     problem = check_script(prof.script, word.value)
                     if problem is not None:
@@ -238,7 +245,7 @@ class _Apply:
 
     def check_url(self, word: Word) -> None:
         if word.value is None:
-            self.w.f.deny(f"the URL `{word.text}` of `{self.label}` is only known at run time")
+            self.w.f.unproven(f"the URL `{word.text}` of `{self.label}` is only known at run time")
             return
         scheme, sep, _ = word.value.partition("://")
         if sep and scheme.lower() not in self.prof.url_schemes:
@@ -256,7 +263,7 @@ class _Apply:
             a = args[i]
             v = a.value
             if v is None or a.glob:
-                w.f.deny(f"`{a.text}` after `{self.label}` is only known at run time")
+                w.f.unproven(f"`{a.text}` after `{self.label}` is only known at run time")
                 return
             if v == "--":
                 i += 1
@@ -273,7 +280,7 @@ class _Apply:
                 break
             step = self.wrapper_flag(wr, v)
             if step == 0:
-                w.f.deny(
+                w.f.unproven(
                     f"`{v}` is not an option of `{self.label}` known to be harmless, "
                     "so it is not allowed"
                 )
@@ -290,7 +297,7 @@ class _Apply:
         self.base(self.prof.caps, self.prof.why)
         if wr.shell_string:
             if any(r.value is None for r in rest):
-                w.f.deny(f"the command `{self.label}` runs is only known at run time")
+                w.f.unproven(f"the command `{self.label}` runs is only known at run time")
                 return
             w.shell_string(" ".join(r.value or "" for r in rest))
             return

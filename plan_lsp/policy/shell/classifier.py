@@ -1,143 +1,133 @@
-"""classify_command: parse with the bash grammar, walk every command, decide."""
+"""classify_command: one entry point, two rule sets.
+
+- `classified` (no sandbox: the classifier is the only wall) — a strict allow-list
+  (`strict.py`, data in `allowlist.toml`): a command passes only when every simple command in
+  it is fully understood: an allow-listed program, subcommand and options with their exact
+  arity, static words, print-only embedded programs, only `>/dev/null`, `2>&1` and input
+  from workspace files as redirections, reads confined to the workspace roots (plus a few
+  harmless system files), no network unless `network=True`.
+- `sandboxed` (the OS sandbox is the wall) — `intent.py`: a command runs inside the sandbox
+  without asking unless it is identified as writing files, git state or packages, as sending
+  data over the network, or as needing the network while `network` is off; those are refused
+  with the reason. Unknown programs and expansions run: the sandbox holds them.
+
+Both refuse, with a reason and never an exception, empty input, NUL bytes, input longer than
+MAX_CHARS, input nested deeper than MAX_NESTING, and characters beyond U+FFFF (on which
+tree-sitter-bash 0.25 can crash the process).
+"""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
 
-from plan_lsp.policy.shell.model import PLAN_ALLOWED_CAPABILITIES, Classification, Findings
-from plan_lsp.policy.shell.walker import Walker
+from plan_lsp.policy.shell.model import Classification, Findings, Protection
 
-if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
-
-_parser: Parser | None = None
-# Control characters bash would pass through silently; tab and newline are ordinary syntax.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def _get_parser() -> Parser:
-    global _parser
-    if _parser is None:
-        # Imported on first use: the server starts without loading the grammar.
-        import tree_sitter
-        import tree_sitter_bash
-
-        _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _parser
-
-
-def parse_only(source: str) -> bool:
-    """Parse without classifying (for benchmarks): whether the tree has errors."""
-    return _get_parser().parse(source.encode("utf-8")).root_node.has_error
+MAX_CHARS = 16_384
+MAX_NESTING = 64
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_OPENERS = frozenset("({[")
 
 
 def classify_command(
-    cmd: str, allowed: frozenset[str] = PLAN_ALLOWED_CAPABILITIES
+    cmd: str,
+    *,
+    protection: Protection = "classified",
+    roots: Sequence[Path] | None = None,
+    cwd: Path | None = None,
+    network: bool = False,
 ) -> Classification:
     findings = Findings()
-    if not cmd.strip():
-        findings.deny("the command is empty")
-    else:
-        bad = _CONTROL.search(cmd)
-        if bad is not None:
-            findings.deny(f"the command contains the control character {bad.group(0)!r}")
-        else:
-            normalized = join_continuations(cmd)
-            if normalized is None:
-                findings.deny(
-                    "a backslash-newline appears where bash would not join the lines "
-                    "(inside quotes, a here-document or a backquote), so the command is ambiguous"
-                )
-            else:
-                walk_source(normalized, findings, 0)
-    return findings.decide(frozenset(allowed))
+    try:
+        _classify(cmd, findings, protection, roots, cwd)
+    except RecursionError:
+        findings.fatal("the command is nested too deeply to check")
+    return findings.decide(protection, network)
 
 
-_WORD_BOUNDARY = frozenset(" \t\n;&|()<>")
-
-
-def join_continuations(src: str) -> str | None:
-    """Remove backslash-newline pairs the way bash does before it splits words.
-
-    tree-sitter keeps `-\\<newline>delete` as two words where bash sees `-delete`, so the
-    tree is only trusted on the joined text. Where joining depends on context this scanner
-    does not track exactly (single quotes, here-documents, backquotes, substitutions inside
-    double quotes), returns None and the command is denied."""
-    if "\\\n" not in src:
-        return src
-    if "<<" in src:
-        return None
-    out: list[str] = []
-    state = "plain"
-    i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        nxt = src[i + 1] if i + 1 < n else ""
-        if state in ("plain", "double") and c == "\\":
-            if nxt == "\n":
-                i += 2
-                continue
-            out.append(src[i : i + 2])
-            i += 2
-            continue
-        if state == "plain":
-            if c == "'":
-                state = "single"
-            elif c == '"':
-                state = "double"
-            elif c == "$" and nxt == "'":
-                out.append("$'")
-                state = "ansi"
-                i += 2
-                continue
-            elif c == "#" and (not out or out[-1][-1] in _WORD_BOUNDARY):
-                state = "comment"
-            elif c == "`":
-                return None
-        elif state == "double":
-            if c == '"':
-                state = "plain"
-            elif c == "`" or (c == "$" and nxt == "("):
-                return None
-        elif state in ("single", "ansi"):
-            if c == "\\" and nxt == "\n":
-                return None
-            if state == "ansi" and c == "\\":
-                out.append(src[i : i + 2])
-                i += 2
-                continue
-            if c == "'":
-                state = "plain"
-        elif state == "comment" and c == "\n":
-            state = "plain"
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def walk_source(source: str, findings: Findings, depth: int) -> None:
-    root = _get_parser().parse(source.encode("utf-8")).root_node
-    if root.has_error:
-        bad = _first_error(root)
-        where = f" near `{_snippet(bad)}`" if bad is not None else ""
-        findings.deny(f"the command does not parse as complete bash{where}")
+def _classify(
+    cmd: str,
+    findings: Findings,
+    protection: Protection,
+    roots: Sequence[Path] | None,
+    cwd: Path | None,
+) -> None:
+    if protection not in ("classified", "sandboxed"):
+        findings.fatal(f"unknown protection level {protection!r}")
         return
-    Walker(findings, depth).statement(root)
+    if not cmd.strip():
+        findings.fatal("the command is empty")
+        return
+    if "\x00" in cmd:
+        findings.fatal("the command contains a NUL byte")
+        return
+    if len(cmd) > MAX_CHARS:
+        findings.fatal(f"the command is longer than {MAX_CHARS} characters")
+        return
+    astral = _ASTRAL.search(cmd)
+    if astral is not None:
+        # tree-sitter-bash 0.25 reads past its tables on some of these (after a `{` it
+        # crashes the process: tree-sitter/tree-sitter-bash#337); they never reach it.
+        findings.fatal(
+            f"the command contains U+{ord(astral.group(0)):X}; characters beyond U+FFFF can "
+            "crash the bash parser, so they are not accepted"
+        )
+        return
+    openers = cmd.count("(") + cmd.count("{") + cmd.count("[")
+    if openers > MAX_NESTING and _bracket_depth(cmd) > MAX_NESTING:
+        findings.fatal(f"the command is nested more than {MAX_NESTING} levels deep")
+        return
+    bad = _CONTROL.search(cmd)
+    if bad is not None:
+        findings.unproven(f"the command contains the control character {bad.group(0)!r}")
+        if protection == "classified":
+            return
+    impl = _rule_sets()
+    if protection == "sandboxed":
+        impl.classify_sandboxed(cmd, findings)
+        return
+    work = cwd if cwd is not None else (roots[0] if roots else os.getcwd())
+    policy = impl.PathPolicy(roots or [work], work, impl.allowlist().harmless_paths)
+    impl.classify_strict(cmd, findings, policy)
 
 
-def _first_error(node: Node) -> Node | None:
-    if node.is_error or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error or child.is_missing:
-            found = _first_error(child)
-            if found is not None:
-                return found
-    return None
+class _RuleSets:
+    """The rule-set modules, imported on first use (the package imports without them)."""
+
+    def __init__(self) -> None:
+        from plan_lsp.policy.shell.allowlist import allowlist
+        from plan_lsp.policy.shell.intent import classify_sandboxed
+        from plan_lsp.policy.shell.paths import PathPolicy
+        from plan_lsp.policy.shell.strict import classify_strict
+
+        self.allowlist = allowlist
+        self.classify_sandboxed = classify_sandboxed
+        self.PathPolicy = PathPolicy
+        self.classify_strict = classify_strict
 
 
-def _snippet(node: Node) -> str:
-    raw = node.text or b""
-    text = raw.decode("utf-8", "replace")
-    return text[:40] if text else node.type
+_loaded: _RuleSets | None = None
+
+
+def _rule_sets() -> _RuleSets:
+    global _loaded
+    if _loaded is None:
+        _loaded = _RuleSets()
+    return _loaded
+
+
+def _bracket_depth(cmd: str) -> int:
+    """How deep `(`, `{` and `[` nest (quotes not considered: an over-estimate only
+    refuses sooner)."""
+    depth = deepest = 0
+    for c in cmd:
+        if c in _OPENERS:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c in ")}]" and depth:
+            depth -= 1
+    return deepest

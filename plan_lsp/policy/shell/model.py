@@ -1,8 +1,10 @@
-"""The capability vocabulary and the result of classifying one shell command."""
+"""The capability vocabulary, the protection levels and the result of classifying a command."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal
 
 CAPABILITIES: frozenset[str] = frozenset(
     {
@@ -25,16 +27,36 @@ CAPABILITIES: frozenset[str] = frozenset(
 PLAN_ALLOWED_CAPABILITIES: frozenset[str] = frozenset(
     c for c in CAPABILITIES if c.startswith("read:")
 )
+NETWORK_CAPABILITIES: frozenset[str] = frozenset({"read:network", "write:network"})
+# Under `sandboxed` these show an intent to change things (or cannot work without a network)
+# and are refused; everything else runs inside the sandbox.
+SANDBOX_REFUSED: frozenset[str] = frozenset(
+    {"write:filesystem", "write:git", "write:package", "write:network"}
+)
+
+_READ_LOCAL = PLAN_ALLOWED_CAPABILITIES - NETWORK_CAPABILITIES
+_SANDBOX_REFUSED_OFFLINE = SANDBOX_REFUSED | NETWORK_CAPABILITIES
+SANDBOX_NOTE = "nothing in it shows an intent to change things; it runs inside the sandbox"
+
+Protection = Literal["classified", "sandboxed"]
+PROTECTIONS: tuple[Protection, ...] = ("classified", "sandboxed")
 
 
 @dataclass(frozen=True)
 class Classification:
-    """`allowed` is true only when the command was fully understood and every capability
-    it needs is in the allowed set. `reasons` explain the decision in plain words."""
+    """`allowed`: the command may run at the protection level it was classified for.
+    `reasons` explain the decision in plain words, naming the token that decided it."""
 
     allowed: bool
     capabilities: frozenset[str]
     reasons: list[str] = field(default_factory=list)
+    protection: Protection = "classified"
+    # Programs the command line runs, as named, and their subcommands (`git blame`): for
+    # checks outside the classifier.
+    programs: frozenset[str] = frozenset()
+    # Directories git subcommands start in (the working directory, or `git -C DIR`): the
+    # repositories whose configuration git will read.
+    git_dirs: frozenset[str] = frozenset()
 
     def to_json(self, cmd: str) -> dict[str, object]:
         return {
@@ -46,31 +68,60 @@ class Classification:
 
 
 class Findings:
-    """What the walker learned about a command line, reason by reason."""
+    """What the checks learned about a command line, reason by reason.
 
-    __slots__ = ("caps", "hard", "notes")
+    Three kinds of finding: `add` (a capability the command needs), `unproven` (something
+    the allow-list does not understand: refused under `classified` only) and `fatal` (refused
+    at every level: empty input, nesting too deep)."""
+
+    __slots__ = ("caps", "fatal_seen", "git_dirs", "notes", "programs", "unproven_seen")
 
     def __init__(self) -> None:
         self.caps: set[str] = set()
-        self.hard = False
-        # (text, capabilities the finding adds; None marks a finding that denies outright)
-        self.notes: list[tuple[str, frozenset[str] | None]] = []
+        self.fatal_seen = False
+        self.unproven_seen = False
+        self.programs: set[str] = set()
+        self.git_dirs: set[str] = set()
+        # (text, kind, capabilities): kind is "cap", "unproven" or "fatal".
+        self.notes: list[tuple[str, str, frozenset[str]]] = []
 
     def add(self, caps: frozenset[str], reason: str) -> None:
         self.caps |= caps
-        self.notes.append((reason, caps))
+        self.notes.append((reason, "cap", caps))
 
-    def deny(self, reason: str) -> None:
-        self.hard = True
-        self.notes.append((reason, None))
+    def unproven(self, reason: str) -> None:
+        self.unproven_seen = True
+        self.notes.append((reason, "unproven", frozenset()))
 
-    def decide(self, allowed: frozenset[str]) -> Classification:
-        ok = not self.hard and self.caps <= allowed
-        if ok:
-            reasons = [text for text, _ in self.notes]
+    def fatal(self, reason: str) -> None:
+        self.fatal_seen = True
+        self.notes.append((reason, "fatal", frozenset()))
+
+    def decide(self, protection: Protection, network: bool) -> Classification:
+        if protection == "classified":
+            allowed_caps = PLAN_ALLOWED_CAPABILITIES if network else _READ_LOCAL
+            ok = not self.fatal_seen and not self.unproven_seen and self.caps <= allowed_caps
         else:
-            reasons = [text for text, caps in self.notes if caps is None or not caps <= allowed]
-        return Classification(ok, frozenset(self.caps), _dedupe(reasons))
+            refused = SANDBOX_REFUSED if network else _SANDBOX_REFUSED_OFFLINE
+            ok = not self.fatal_seen and not (self.caps & refused)
+        if ok:
+            reasons = [text for text, _, _ in self.notes]
+            if protection == "sandboxed":
+                reasons.append(SANDBOX_NOTE)
+        elif protection == "classified":
+            reasons = [
+                text for text, kind, caps in self.notes if kind != "cap" or not caps <= allowed_caps
+            ]
+        else:
+            reasons = [text for text, kind, caps in self.notes if kind == "fatal" or caps & refused]
+        return Classification(
+            ok,
+            frozenset(self.caps),
+            _dedupe(reasons),
+            protection,
+            frozenset(self.programs),
+            frozenset(self.git_dirs),
+        )
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -84,4 +135,9 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def caps_text(caps: frozenset[str] | set[str]) -> str:
+    return _caps_text(frozenset(caps))
+
+
+@lru_cache(maxsize=256)
+def _caps_text(caps: frozenset[str]) -> str:
     return ", ".join(sorted(caps))

@@ -1,7 +1,6 @@
-"""Checks for the small languages some read-only commands embed (awk, sed).
-
-A script passes only when it is proven unable to write files or run commands; anything the
-checker does not follow fails, which denies the command.
+"""`sandboxed`: what an awk or sed program shows of an intent to write files or run
+commands. What this scanner does not follow is only noted (no capabilities): the sandbox
+holds it. (The `classified` allow-list uses the grammars in `embedded.py` and `awk.py`.)
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ Problem = tuple[frozenset[str], str]
 
 _EXEC = frozenset({"execute:subprocess"})
 _WRITE_EXEC = frozenset({"write:filesystem", "execute:subprocess"})
+_UNKNOWN: frozenset[str] = frozenset()
 _WRITE = frozenset({"write:filesystem"})
 
 
@@ -31,7 +31,7 @@ _PRINT = re.compile(r"\bprintf?\b")
 def _check_awk(script: str) -> Problem | None:
     code = _strip_awk_literals(script)
     if code is None:
-        return _WRITE_EXEC, "has a string or regular expression this checker cannot follow"
+        return _UNKNOWN, "has a string or regular expression this checker cannot follow"
     found = _AWK_DENIED_WORDS.search(code.replace("||", "  "))
     if found:
         return _WRITE_EXEC, f"uses `{found.group(0)}`, which can run commands or write files"
@@ -114,7 +114,7 @@ def _check_sed(script: str) -> Problem | None:
         while i < n and script[i] in " \t!":
             i += 1
         if i >= n:
-            return _WRITE_EXEC, "ends in the middle of a command"
+            return _UNKNOWN, "ends in the middle of a command"
         cmd = script[i]
         i += 1
         if cmd in _SIMPLE_COMMANDS:
@@ -131,15 +131,15 @@ def _check_sed(script: str) -> Problem | None:
             continue
         if cmd in "sy":
             parsed = _skip_s_or_y(script, i, cmd)
-            if isinstance(parsed, str):
-                return _WRITE_EXEC, parsed
+            if not isinstance(parsed, int):
+                return parsed
             i = parsed
             continue
         if cmd in "wW":
             return _WRITE, f"uses `{cmd}`, which writes a file"
         if cmd == "e":
             return _EXEC, "uses `e`, which runs a command"
-        return _WRITE_EXEC, f"uses `{cmd}`, a command this checker does not know"
+        return _UNKNOWN, f"uses `{cmd}`, a command this checker does not know"
     return None
 
 
@@ -155,18 +155,18 @@ def _skip_address(script: str, i: int) -> int:
     return i
 
 
-def _skip_s_or_y(script: str, i: int, cmd: str) -> int | str:
+def _skip_s_or_y(script: str, i: int, cmd: str) -> int | Problem:
     if i >= len(script) or script[i] in "\\\n":
-        return f"has a `{cmd}` command this checker cannot follow"
+        return _UNKNOWN, f"has a `{cmd}` command this checker cannot follow"
     delim = script[i]
     i += 1
     for _ in range(2):
         while i < len(script) and script[i] != delim:
             if script[i] == "\n" and cmd == "y":
-                return f"has a `{cmd}` command this checker cannot follow"
+                return _UNKNOWN, f"has a `{cmd}` command this checker cannot follow"
             i += 2 if script[i] == "\\" else 1
         if i >= len(script):
-            return f"has an unterminated `{cmd}` command"
+            return _UNKNOWN, f"has an unterminated `{cmd}` command"
         i += 1
     if cmd == "y":
         return i
@@ -179,7 +179,8 @@ def _skip_s_or_y(script: str, i: int, cmd: str) -> int | str:
             flag = script[i]
             if flag in "we":
                 what = "writes a file" if flag == "w" else "runs the result as a command"
-                return f"uses the `s///{flag}` flag, which {what}"
-            return f"has an `s` flag `{script[start : i + 1]}` this checker does not know"
+                caps = _WRITE if flag == "w" else _EXEC
+                return caps, f"uses the `s///{flag}` flag, which {what}"
+            return _UNKNOWN, f"has an `s` flag `{script[start : i + 1]}` this checker does not know"
         i += 1
     return i

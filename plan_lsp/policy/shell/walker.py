@@ -1,6 +1,10 @@
-"""Walk a bash syntax tree and record what every command in it would do.
+"""The `sandboxed` rule set: walk a bash syntax tree and record what every command in it
+would do, so that a command showing an intent to change things is refused with a reason.
 
-Only node types listed here are understood; anything else denies the whole line.
+The sandbox is the wall here: what this walker does not understand (an unknown command, an
+expansion, a construct it does not follow) is noted and left to run inside the sandbox. What
+it does identify (a write redirection, `rm`, `git commit`, `pip install`, a network tool)
+decides the refusal.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 MAX_DEPTH = 24
+# Statements nested inside statements (subshells, groups, loops): past this, refused.
+MAX_NESTING = 64
 
 _ENV = frozenset({"modify:environment"})
 _WRITE_FS = frozenset({"write:filesystem"})
@@ -24,70 +30,29 @@ _WRITE_PROC = frozenset({"write:process"})
 # Nodes whose named children are themselves statements.
 _CONTAINERS = frozenset(
     {
-        "program",
-        "list",
-        "pipeline",
-        "subshell",
-        "compound_statement",
-        "do_group",
-        "negated_command",
-        "if_statement",
-        "elif_clause",
-        "else_clause",
-        "while_statement",
+        "program", "list", "pipeline", "subshell", "compound_statement", "do_group",
+        "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement",
     }
-)
+)  # fmt: skip
 _HARMLESS_TOKENS = frozenset(
     {
-        ";",
-        ";;",
-        "&&",
-        "||",
-        "|",
-        "|&",
-        "!",
-        "(",
-        ")",
-        "{",
-        "}",
-        "\n",
-        "if",
-        "then",
-        "elif",
-        "else",
-        "fi",
-        "while",
-        "until",
-        "do",
-        "done",
-        "for",
-        "in",
-        "case",
-        "esac",
-        "function",
+        ";", ";;", "&&", "||", "|", "|&", "!", "(", ")", "{", "}", "\n", "if", "then", "elif",
+        "else", "fi", "while", "until", "do", "done", "for", "in", "case", "esac", "function",
     }
-)
+)  # fmt: skip
 _WORD_TYPES = frozenset(
     {
-        "word",
-        "string",
-        "raw_string",
-        "ansi_c_string",
-        "translated_string",
-        "concatenation",
-        "number",
-        "simple_expansion",
-        "expansion",
-        "command_substitution",
-        "process_substitution",
-        "brace_expression",
-        "extglob_pattern",
-        "arithmetic_expansion",
+        "word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+        "number", "simple_expansion", "expansion", "command_substitution", "process_substitution",
+        "brace_expression", "extglob_pattern", "arithmetic_expansion",
     }
-)
+)  # fmt: skip
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _HARMLESS_SINK = "/dev/null"
+_NETWORK_DEVICES = ("/dev/tcp/", "/dev/udp/")
+_ASCII_DIGITS = re.compile(r"[0-9]+\Z")
+_NETWORK = frozenset({"read:network", "write:network"})
 # Loop and `read` variables: short lower-case names cannot collide with the environment
 # variables that steer programs (PATH, LD_PRELOAD, GIT_DIR, http_proxy, ...).
 _LOCAL_NAME = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
@@ -106,27 +71,42 @@ class Walker:
     def __init__(self, findings: Findings, depth: int = 0) -> None:
         self.f = findings
         self.depth = depth
+        self.level = 0
 
     # WordSink -----------------------------------------------------------------------
     def nested(self, node: Node) -> None:
         if self.depth >= MAX_DEPTH:
-            self.f.deny("commands are nested too deeply to check")
+            self.f.fatal("commands are nested too deeply to check")
             return
         inner = Walker(self.f, self.depth + 1)
         for child in node.children:
             if child.is_named:
                 inner.statement(child)
             elif child.type not in ("$(", ")", "`", "<(", ">("):
-                self.f.deny(f"`{_text(node)}` is a substitution this checker does not understand")
+                self.f.unproven(
+                    f"`{_text(node)}` is a substitution this checker does not understand"
+                )
 
     def refuse(self, reason: str) -> None:
-        self.f.deny(reason)
+        self.f.unproven(reason)
 
     def assigns(self, reason: str) -> None:
         self.f.add(_ENV, f"{reason} (modify:environment)")
 
     # Statements ---------------------------------------------------------------------
     def statement(self, node: Node) -> None:
+        if self.level >= MAX_NESTING:
+            if self.level == MAX_NESTING:
+                self.f.fatal(f"statements are nested more than {MAX_NESTING} levels deep")
+                self.level += 1
+            return
+        self.level += 1
+        try:
+            self.dispatch(node)
+        finally:
+            self.level -= 1
+
+    def dispatch(self, node: Node) -> None:
         kind = node.type
         if kind == "command":
             self.command(node)
@@ -141,7 +121,7 @@ class Walker:
         elif kind == "function_definition":
             body = node.child_by_field_name("body")
             if body is None:
-                self.f.deny(f"function definition `{_text(node)[:40]}` has no body")
+                self.f.unproven(f"function definition `{_text(node)[:40]}` has no body")
             else:
                 self.statement(body)
         elif kind == "test_command":
@@ -159,7 +139,7 @@ class Walker:
         elif kind == "heredoc_body":
             self.heredoc_body(node)
         else:
-            self.f.deny(
+            self.f.unproven(
                 f"`{_text(node)[:60]}` is a shell construct this checker does not understand"
             )
 
@@ -192,7 +172,7 @@ class Walker:
                 _WRITE_PROC, "`&` leaves a command running in the background (write:process)"
             )
         elif token.type not in _HARMLESS_TOKENS:
-            self.f.deny(f"`{token.type}` is a shell construct this checker does not understand")
+            self.f.unproven(f"`{token.type}` is a shell construct this checker does not understand")
 
     def for_loop(self, node: Node) -> None:
         for child in node.children:
@@ -242,7 +222,7 @@ class Walker:
                 resolve(child, self)
             elif kind == "test_operator":
                 if double and _text(child) in _TEST_ARITHMETIC:
-                    self.f.deny(
+                    self.f.unproven(
                         f"`{_text(child)}` inside `[[ ]]` evaluates operands as arithmetic, "
                         "which can run commands hidden in variable values (use `[ ]`)"
                     )
@@ -251,7 +231,7 @@ class Walker:
             elif kind == "regex" or not child.is_named:
                 continue
             else:
-                self.f.deny(f"`{_text(child)[:60]}` inside a test is not understood")
+                self.f.unproven(f"`{_text(child)[:60]}` inside a test is not understood")
 
     def heredoc_body(self, node: Node) -> None:
         for child in node.named_children:
@@ -287,23 +267,35 @@ class Walker:
                 op = child.type
             elif child.type == "file_descriptor":
                 continue
-            else:
+            elif dest is None:
                 dest = resolve(child, self)
+            else:
+                # tree-sitter hangs later words on the redirection; bash passes them to the
+                # command as arguments.
+                resolve(child, self)
         if dest is None:
-            self.f.deny(f"redirection `{_text(node)}` is not understood")
+            self.f.unproven(f"redirection `{_text(node)}` is not understood")
             return
         if op in ("<", "<<<"):
+            if dest.value is not None and dest.value.startswith(_NETWORK_DEVICES):
+                self.f.add(_NETWORK, f"`{_text(node)}` opens a network connection (read:network)")
             return
         if op in (">&", "<&", ">&-", "<&-"):
-            if dest.value is not None and (dest.value.isdigit() or dest.value == "-"):
+            if dest.value is not None and (_ASCII_DIGITS.match(dest.value) or dest.value == "-"):
                 return
             if op == "<&":
-                self.f.deny(f"redirection `{_text(node)}` is not understood")
+                self.f.unproven(f"redirection `{_text(node)}` is not understood")
                 return
         elif op not in _WRITE_REDIRECTS:
-            self.f.deny(f"redirection `{_text(node)}` is not understood")
+            self.f.unproven(f"redirection `{_text(node)}` is not understood")
             return
         if dest.value == _HARMLESS_SINK:
+            return
+        if dest.value is not None and dest.value.startswith(_NETWORK_DEVICES):
+            self.f.add(
+                _NETWORK,
+                f"`{_text(node)}` opens a network connection (read:network, write:network)",
+            )
             return
         self.f.add(
             _WRITE_FS,
@@ -326,7 +318,7 @@ class Walker:
             elif kind == "command_name":
                 inner = child.named_children
                 if len(inner) != 1:
-                    self.f.deny(f"command name `{_text(child)}` is not understood")
+                    self.f.unproven(f"command name `{_text(child)}` is not understood")
                     return
                 name = resolve(inner[0], self)
             elif kind in _REDIRECTS:
@@ -334,46 +326,48 @@ class Walker:
             elif kind in _WORD_TYPES:
                 args.append(resolve(child, self))
             elif kind in ("subscript", "comment"):
-                self.f.deny(f"`{_text(child)}` is not understood here")
+                self.f.unproven(f"`{_text(child)}` is not understood here")
             else:
-                self.f.deny(f"`{_text(child)[:60]}` inside a command is not understood")
+                self.f.unproven(f"`{_text(child)[:60]}` inside a command is not understood")
         if name is None:
-            self.f.deny(f"`{_text(node)[:60]}` has no command name")
+            self.f.unproven(f"`{_text(node)[:60]}` has no command name")
             return
         self.simple(name, args)
 
     def simple(self, name: Word, args: list[Word]) -> None:
         cmd = name.value
         if cmd is None:
-            self.f.deny(
+            self.f.unproven(
                 f"the command name `{name.text}` is only known at run time, so it cannot be checked"
             )
             return
         if not cmd.isascii() or not cmd.isprintable():
-            self.f.deny(f"the command name `{name.text}` contains non-ASCII or control characters")
+            self.f.unproven(
+                f"the command name `{name.text}` contains non-ASCII or control characters"
+            )
             return
         if "/" in cmd:
-            self.f.deny(
+            self.f.unproven(
                 f"`{cmd}` names a program by path; only known commands found on PATH are checked"
             )
             return
         if not _COMMAND_NAME.match(cmd):
-            self.f.deny(f"`{cmd}` is not a command name this checker knows")
+            self.f.unproven(f"`{cmd}` is not a command name this checker knows")
             return
         classify_argv(cmd, args, self)
 
     def shell_string(self, source: str) -> None:
         """Classify a string that another program hands to a shell (`watch 'cmd'`)."""
-        from plan_lsp.policy.shell.classifier import walk_source
+        from plan_lsp.policy.shell.intent import walk_source
 
         if self.depth >= MAX_DEPTH:
-            self.f.deny("commands are nested too deeply to check")
+            self.f.fatal("commands are nested too deeply to check")
             return
         walk_source(source, self.f, self.depth + 1)
 
     def local_names(self, names: list[Word], cmd: str) -> None:
         for word in names:
             if word.value is None:
-                self.f.deny(f"`{cmd}` assigns a variable whose name `{word.text}` is not fixed")
+                self.f.unproven(f"`{cmd}` assigns a variable whose name `{word.text}` is not fixed")
             else:
                 self.local_name(word.value, f"`{cmd}`")

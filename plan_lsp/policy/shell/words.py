@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 _GLOB_CHARS = frozenset("*?[")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_ASCII_DIGITS = re.compile(r"[0-9]+\Z")
 _ASSIGNING_OPERATORS = frozenset({"=", ":=", "@"})
 _DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\')
 
@@ -179,7 +180,10 @@ def _check_expansion(node: Node, sink: WordSink) -> None:
             continue
         if kind == "subscript":
             index = child.child_by_field_name("index")
-            if index is None or (_text(index) not in ("@", "*") and not _text(index).isdigit()):
+            if index is None or (
+                _text(index) not in ("@", "*")
+                and not (_text(index).isascii() and _text(index).isdigit())
+            ):
                 sink.refuse(
                     f"array index in `{_text(node)}` is evaluated as arithmetic, "
                     "which can run commands hidden in variable values"

@@ -1,0 +1,404 @@
+/**
+ * One plan-lsp server for the window: its start-up (interpreter, first-run install, isolated
+ * launch), the session on it, and what the user sees of it — status bar, sidebar chat, the
+ * plan in the editor, permission prompts with the proposed change, the log.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import { CodeLensRequest, LanguageClient, LanguageClientOptions, State, StaticFeature } from 'vscode-languageclient/node';
+import { StartError, resolveServerPython } from './bootstrap';
+import { ChatViewProvider } from './chatView';
+import { EditPreviews } from './editPreviews';
+import {
+  PlanLspSession,
+  PlanLspUpdate,
+  SessionState,
+  SessionUi,
+  errorMessage,
+  fillPlanLspCapabilities,
+} from './protocol';
+import { ServerProcess, describeExit } from './serverProcess';
+import { SessionActions } from './sessionActions';
+import { describeModelSettings, initializationOptions, launchDirectory, serverArguments } from './serverLaunch';
+import { ClientSettings, ReadSettings, ignoredSettingsWarning, readUserSettings } from './settings';
+import { API_KEY_SECRET } from './setup';
+import { ModeStatusBar } from './statusBar';
+import { UserRequests } from './userRequests';
+import { VirtualTexts } from './virtualTexts';
+import { parseArguments } from './webview/chatState';
+import type { WebviewToHost } from './webview/messages';
+
+/** Server command behind the "Compare with previous revision" code lens. */
+const SHOW_PREVIOUS_REVISION = 'planLsp.showPreviousRevision';
+
+/** Declares `experimental.planLsp` so the server sends permission and question requests. */
+class PlanLspCapabilitiesFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+    fillPlanLspCapabilities(capabilities);
+  }
+  initialize(): void {}
+  getState(): { kind: 'static' } {
+    return { kind: 'static' };
+  }
+  clear(): void {}
+  dispose(): void {}
+}
+
+/** Reads this extension's settings from the user's own settings (settings.ts). */
+export function currentSettings(): ReadSettings {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const config = vscode.workspace.getConfiguration('planLsp', folder?.uri);
+  return readUserSettings((key) => config.inspect(key));
+}
+
+export class Controller implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private process: ServerProcess | undefined;
+  private session: PlanLspSession | undefined;
+  private starting: Promise<void> | undefined;
+  private launched: ClientSettings | undefined;
+  private readonly draftsSeen = new Set<string>();
+  private lastState: SessionState | undefined;
+  private loggedProvider = '';
+  private notifiedWarnings = '';
+  readonly output = vscode.window.createOutputChannel('Plan LSP');
+  private readonly statusBar = new ModeStatusBar();
+  readonly chat: ChatViewProvider;
+  readonly texts = new VirtualTexts();
+  readonly previews: EditPreviews;
+  readonly requests: UserRequests;
+  readonly actions: SessionActions;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
+    this.previews = new EditPreviews(this.texts, () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    this.requests = new UserRequests(this.chat, this.previews, this);
+    this.actions = new SessionActions(this.chat, this);
+  }
+
+  get current(): SessionState | undefined {
+    return this.session?.current;
+  }
+
+  /** The settings the running server was started with. */
+  get launchedWith(): ClientSettings | undefined {
+    return this.launched;
+  }
+
+  get busy(): boolean {
+    return this.current?.running === true || this.actions.prompting;
+  }
+
+  // -- what the server tells us ----------------------------------------------------------------
+
+  private readonly ui: SessionUi = {
+    onUpdate: (update) => this.onUpdate(update),
+    onState: (state) => this.onState(state),
+    askPermission: (params, token) => this.requests.askPermission(params, token),
+    askUser: (params, token) => this.requests.askUser(params, token),
+    saveDocument: (uri) => this.requests.saveDocument(uri),
+    onError: (message) => this.output.appendLine(message),
+  };
+
+  private onUpdate(update: PlanLspUpdate): void {
+    const runId = typeof update.runId === 'string' ? update.runId : null;
+    if (update.kind === 'toolCall' && typeof update.tool === 'string') {
+      this.previews.noteToolCall(runId, update.tool, parseArguments(update.arguments));
+    } else if (update.kind === 'toolResult' && typeof update.tool === 'string') {
+      this.previews.callEnded(runId, update.tool);
+    } else if (update.kind === 'planDraft' && typeof update.uri === 'string') {
+      // A new draft brings the plan to the front, without taking the focus from typing.
+      const key = `${runId}\u0000${update.uri}`;
+      if (!this.draftsSeen.has(key)) {
+        this.draftsSeen.add(key);
+        void this.revealPlan(update.uri);
+      }
+    } else if (update.kind === 'error') {
+      const code = typeof update.code === 'string' ? ` (${update.code})` : '';
+      this.output.appendLine(`Run error${code}: ${String(update.message ?? '')}`);
+    }
+    this.chat.dispatch({ type: 'update', update });
+  }
+
+  private onState(state: SessionState): void {
+    const previous = this.lastState;
+    this.lastState = state;
+    this.statusBar.show(state);
+    this.chat.dispatch({ type: 'state', state });
+    const provider = state.provider;
+    if (provider) {
+      const line =
+        `Server model: ${provider.name}, model ${provider.model || '(none)'}, base URL ${provider.baseUrl || '(provider default)'}` +
+        (provider.configured ? '' : ' — not configured') + (provider.problem ? ` — ${provider.problem}` : '');
+      if (line !== this.loggedProvider) {
+        this.loggedProvider = line;
+        this.output.appendLine(line);
+      }
+    }
+    this.setContext('planLsp.modelReady', provider ? provider.configured && !provider.problem : false);
+    this.setContext('planLsp.planSubmitted', ['submitted', 'approved'].includes(state.planStatus));
+    this.setContext('planLsp.planApproved', state.planStatus === 'approved');
+    if (previous && (previous.planStatus !== state.planStatus || previous.mode !== state.mode || previous.approvedPlan?.sha256 !== state.approvedPlan?.sha256)) {
+      this.refreshCodeLenses(state.planUri);
+    }
+  }
+
+  private readonly contextValues = new Map<string, boolean>();
+
+  /** Sets a context key (walkthrough progress, menus) when its value changes. */
+  sessionCleared(): void {
+    this.draftsSeen.clear();
+  }
+
+  setContext(key: string, value: boolean): void {
+    if (this.contextValues.get(key) === value) return;
+    this.contextValues.set(key, value);
+    void vscode.commands.executeCommand('setContext', key, value);
+  }
+
+  /** The plan's lenses depend on its status: ask the lens provider again after a change. */
+  private refreshCodeLenses(planUri: string | null): void {
+    const feature = this.client?.getFeature(CodeLensRequest.method);
+    if (!feature || !planUri) return;
+    for (const document of vscode.workspace.textDocuments) {
+      if (document.uri.toString() !== vscode.Uri.parse(planUri).toString()) continue;
+      feature.getProvider(document)?.onDidChangeCodeLensEmitter.fire();
+    }
+  }
+
+  /** Brings PLAN.md to the front of the group that has it (or the active one), keeping focus. */
+  async revealPlan(uri: string): Promise<void> {
+    const target = vscode.Uri.parse(uri);
+    const group = vscode.window.tabGroups.all.find((g) =>
+      g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === target.toString()),
+    );
+    try {
+      await vscode.window.showTextDocument(target, { preserveFocus: true, preview: false, viewColumn: group?.viewColumn });
+    } catch (err) {
+      this.output.appendLine(`could not show ${uri}: ${errorMessage(err)}`);
+    }
+  }
+
+  // -- start and stop --------------------------------------------------------------------------
+
+  /** Starts the server; concurrent calls share one start. */
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  /** Shows (sidebar, log, notification) the workspace settings that were ignored. */
+  reportSettings(read: ReadSettings): void {
+    const warning = ignoredSettingsWarning(read.ignored);
+    const warnings = warning ? [warning] : [];
+    if (read.invalid.length) warnings.push(`Plan LSP: ${read.invalid.join(', ')} in your user settings have the wrong type; the defaults are used.`);
+    this.chat.dispatch({ type: 'clientWarnings', warnings });
+    // The sidebar keeps showing them; a notification only when they change.
+    const key = warnings.join('\n');
+    if (key === this.notifiedWarnings) return;
+    this.notifiedWarnings = key;
+    for (const w of warnings) {
+      this.output.appendLine(w);
+      void vscode.window.showWarningMessage(w, 'Open User Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettingsJson');
+      });
+    }
+  }
+
+  private async doStart(): Promise<void> {
+    this.statusBar.starting();
+    this.setContext('planLsp.serverReady', false);
+    this.chat.dispatch({ type: 'serverStatus', status: 'starting' });
+    const read = currentSettings();
+    this.reportSettings(read);
+    const settings = read.settings;
+    this.launched = settings;
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const cwd = launchDirectory(this.context.globalStorageUri.fsPath, folders, os.tmpdir());
+    fs.mkdirSync(cwd, { recursive: true });
+    let python: string;
+    try {
+      const resolved = await resolveServerPython(this.context, this.output, settings, cwd, (step, detail, progress) =>
+        this.chat.dispatch({ type: 'startup', step, detail, progress }),
+      );
+      python = resolved.python;
+      this.output.appendLine(resolved.report);
+    } catch (err) {
+      this.failStart(err);
+      return;
+    }
+    this.chat.dispatch({ type: 'startup', step: 'launch', detail: null, progress: 0.95 });
+    const apiKey = await this.context.secrets.get(API_KEY_SECRET);
+    this.output.appendLine(describeModelSettings(settings, Boolean(apiKey)));
+    const args = serverArguments(settings.serverArgs);
+    this.output.appendLine(`Starting: ${python} ${args.join(' ')} (in ${cwd})`);
+    const server = new ServerProcess(python, args, cwd, (exit) => {
+      const { level, text } = describeExit(exit);
+      this.output.appendLine(level === 'error' ? `[Error] ${text}` : text);
+    });
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.output,
+      initializationOptions: initializationOptions(settings, apiKey),
+      middleware: {
+        executeCommand: async (command, commandArgs, next) => {
+          const result: unknown = await next(command, commandArgs);
+          if (command === SHOW_PREVIOUS_REVISION) await this.actions.diffWithPrevious(result);
+          return result;
+        },
+      },
+    };
+    const client = new LanguageClient('planLsp', 'Plan LSP', () => server.start(), clientOptions);
+    client.registerFeature(new PlanLspCapabilitiesFeature());
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    this.client = client;
+    this.process = server;
+    this.draftsSeen.clear();
+    this.lastState = undefined;
+    this.session = new PlanLspSession(client, this.ui, folder ? workspaceUriOf(folder.uri) : undefined);
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Stopped && this.client === client) {
+        this.chat.dismissPending();
+        this.chat.dispatch({ type: 'serverStatus', status: 'stopped', message: 'The plan-lsp server stopped; the log says why.' });
+        this.statusBar.error('The plan-lsp server stopped');
+        this.setContext('planLsp.serverReady', false);
+      }
+    });
+    try {
+      await client.start();
+    } catch (err) {
+      this.failStart(
+        new StartError(
+          `Plan LSP: the server failed to start (${errorMessage(err)}). Fix: check the "Plan LSP" output; ` +
+            `\`${python} -m plan_lsp serve --help\` must work, and "planLsp.serverArgs" must be valid.`,
+        ),
+      );
+      return;
+    }
+    this.chat.dispatch({ type: 'serverStatus', status: 'running' });
+    this.setContext('planLsp.serverReady', true);
+    // The server pushes its state after `initialized`; ask once only if it has not yet.
+    if (!this.session.current) await this.session.fetchState();
+    await this.loadHistory();
+  }
+
+  /** Re-renders the conversation the server kept (after a reload, or a restart). */
+  private async loadHistory(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    try {
+      const updates = await session.history();
+      this.chat.dispatch({ type: 'history', updates });
+    } catch (err) {
+      this.output.appendLine(`planLsp/history failed: ${errorMessage(err)}`);
+    }
+  }
+
+  private failStart(err: unknown): void {
+    const message = errorMessage(err);
+    this.output.appendLine(`[Error] ${message}`);
+    this.statusBar.error(message);
+    this.chat.dispatch({ type: 'serverStatus', status: 'error', message });
+  }
+
+  async stop(): Promise<void> {
+    this.actions.abandonPrompt();
+    const client = this.client;
+    const server = this.process;
+    this.client = undefined;
+    this.process = undefined;
+    this.session?.dispose();
+    this.session = undefined;
+    this.chat.dismissPending();
+    server?.expectStop();
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (err) {
+        this.output.appendLine(`stop: ${errorMessage(err)}`);
+      }
+    }
+    await server?.ensureStopped();
+  }
+
+  async restart(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    await this.stop();
+    await this.start();
+  }
+
+  requireSession(): PlanLspSession {
+    if (!this.session || !this.client?.isRunning()) {
+      throw new Error('The plan-lsp server is not running. Run "Plan LSP: Restart Server" (the "Plan LSP" output says why).');
+    }
+    return this.session;
+  }
+
+  /** Messages from the webview that need more than the session: set by extension.ts. */
+  onWebviewAction: (message: WebviewToHost) => Promise<void> = async () => undefined;
+
+  private async onChatMessage(message: WebviewToHost): Promise<void> {
+    switch (message.type) {
+      case 'prompt':
+        return this.actions.sendPrompt(message.text);
+      case 'cancel':
+        return this.actions.cancel();
+      case 'setMode':
+        await this.requireSession().setMode(message.mode);
+        return;
+      case 'setPermissionMode':
+        await this.requireSession().setPermissionMode(message.permissionMode);
+        return;
+      case 'approve':
+        await this.requireSession().approvePlan({});
+        return;
+      case 'reject':
+        await this.requireSession().rejectPlan({});
+        return;
+      case 'feedback':
+        return this.actions.rejectWithFeedback();
+      case 'openPlan':
+        return this.actions.openPlan();
+      case 'inputFocus':
+        await vscode.commands.executeCommand('setContext', 'planLsp.chatInputFocused', message.focused);
+        return;
+      case 'newSession':
+        return this.actions.newSession();
+      case 'testConnection':
+        return this.actions.testConnection();
+      case 'showLog':
+        this.output.show(true);
+        return;
+      case 'retryStart':
+        return this.restart();
+      case 'showProposal':
+        await this.previews.showProposal(message.requestId);
+        return;
+      case 'openFile':
+        return this.previews.openFile(message.path);
+      case 'diffRun':
+        return this.previews.showRunChanges(message.runId, message.path);
+      default:
+        return this.onWebviewAction(message);
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.chat.dispose();
+    this.statusBar.dispose();
+    this.output.dispose();
+  }
+}
+
+/** The folder's URI as the server names it (it resolves symbolic links). */
+function workspaceUriOf(uri: vscode.Uri): string {
+  try {
+    return vscode.Uri.file(fs.realpathSync(uri.fsPath)).toString();
+  } catch {
+    return uri.toString();
+  }
+}

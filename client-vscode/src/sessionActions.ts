@@ -1,0 +1,139 @@
+/**
+ * What the user asks of the session from the chat and the commands: prompts and Stop, a new
+ * session, the connection test, the plan and its review, the permission mode.
+ */
+import * as vscode from 'vscode';
+import type { ChatViewProvider } from './chatView';
+import { PERMISSION_MODES, PermissionMode, PlanLspSession, SessionState, errorMessage } from './protocol';
+
+export interface ActionHost {
+  readonly output: vscode.OutputChannel;
+  readonly current: SessionState | undefined;
+  readonly busy: boolean;
+  requireSession(): PlanLspSession;
+  setContext(key: string, value: boolean): void;
+  /** The conversation was cleared (plan reveals start over). */
+  sessionCleared(): void;
+}
+
+export class SessionActions {
+  private promptRun: vscode.CancellationTokenSource | undefined;
+
+  constructor(private readonly chat: ChatViewProvider, private readonly host: ActionHost) {}
+
+  /** A prompt of this window is waiting for its run to end. */
+  get prompting(): boolean {
+    return this.promptRun !== undefined;
+  }
+
+  /** Stops waiting for the prompt's run (the server is going away). */
+  abandonPrompt(): void {
+    this.promptRun?.cancel();
+  }
+
+  async sendPrompt(text: string): Promise<void> {
+    const session = this.host.requireSession();
+    this.chat.dispatch({ type: 'userPrompt', text });
+    const run = new vscode.CancellationTokenSource();
+    this.promptRun = run;
+    try {
+      const result = await session.prompt(text, run.token);
+      this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
+    } catch (err) {
+      const cancelled = run.token.isCancellationRequested;
+      this.chat.dispatch({ type: 'promptEnded', stopReason: cancelled ? 'cancelled' : undefined, error: cancelled ? undefined : errorMessage(err) });
+    } finally {
+      if (this.promptRun === run) this.promptRun = undefined;
+      run.dispose();
+    }
+  }
+
+  async cancel(): Promise<void> {
+    const session = this.host.requireSession();
+    try {
+      await session.cancel(this.host.current?.runId ?? undefined);
+    } finally {
+      this.promptRun?.cancel();
+    }
+  }
+
+  /** New session: clears the conversation; the user keeps or drops the approved plan. */
+  async newSession(): Promise<void> {
+    const session = this.host.requireSession();
+    if (this.host.busy) {
+      void vscode.window.showWarningMessage('Plan LSP: stop the current run first (Stop), then start a new session.');
+      return;
+    }
+    const approved = this.host.current?.approvedPlan;
+    const keep = 'Keep Approved Plan';
+    const drop = approved ? 'Drop Approved Plan' : 'New Session';
+    const choice = await vscode.window.showWarningMessage(
+      'Start a new session?',
+      {
+        modal: true,
+        detail: approved
+          ? 'The conversation is cleared. The approved plan can stay (the next runs follow it) or go.'
+          : 'The conversation is cleared; the agent starts without it.',
+      },
+      ...(approved ? [keep, drop] : [drop]),
+    );
+    if (!choice) return;
+    const state = await session.newSession(choice === keep);
+    this.host.sessionCleared();
+    this.chat.dispatch({ type: 'sessionCleared', state });
+    this.host.output.appendLine(`New session${approved ? (choice === keep ? ' (approved plan kept)' : ' (approved plan dropped)') : ''}.`);
+  }
+
+  async testConnection(): Promise<void> {
+    const session = this.host.requireSession();
+    this.chat.dispatch({ type: 'connectionTest', testing: true, result: null });
+    try {
+      const result = await session.testConnection();
+      this.host.output.appendLine(`Test connection: ${result.ok ? 'ok' : `failed${result.code ? ` (${result.code})` : ''}`} — ${result.message}`);
+      this.chat.dispatch({ type: 'connectionTest', testing: false, result });
+      this.host.setContext('planLsp.modelReady', result.ok);
+    } catch (err) {
+      const message = `The server could not test the connection: ${errorMessage(err)}`;
+      this.chat.dispatch({ type: 'connectionTest', testing: false, result: { ok: false, code: null, message } });
+    }
+  }
+
+  /** The server's "Compare with previous revision" lens answers with the old revision's
+   * file; show it against the live PLAN.md buffer. */
+  async diffWithPrevious(result: unknown): Promise<void> {
+    const previousUri = result && typeof result === 'object' ? (result as { previousUri?: unknown }).previousUri : undefined;
+    const planUri = this.host.current?.planUri;
+    if (typeof previousUri !== 'string' || !planUri) return;
+    await vscode.commands.executeCommand(
+      'vscode.diff', vscode.Uri.parse(previousUri), vscode.Uri.parse(planUri), 'PLAN.md: previous revision ↔ current',
+    );
+  }
+
+  async openPlan(): Promise<void> {
+    const uri = this.host.current?.planUri;
+    if (!uri) {
+      void vscode.window.showInformationMessage('Plan LSP: there is no plan yet.');
+      return;
+    }
+    await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false });
+  }
+
+  async rejectWithFeedback(): Promise<void> {
+    const feedback = await vscode.window.showInputBox({
+      title: 'Reject the plan with feedback',
+      prompt: 'What should the agent change? A new planning run receives this.',
+      ignoreFocusOut: true,
+    });
+    if (feedback === undefined) return;
+    await this.host.requireSession().rejectPlan(feedback.trim() ? { feedback } : {});
+  }
+
+  async pickPermissionMode(): Promise<void> {
+    const current = this.host.current?.permissionMode;
+    const picked = await vscode.window.showQuickPick(
+      PERMISSION_MODES.map((mode) => ({ label: mode, description: mode === current ? 'current' : undefined })),
+      { title: 'Plan LSP: permission mode' },
+    );
+    if (picked) await this.host.requireSession().setPermissionMode(picked.label as PermissionMode);
+  }
+}

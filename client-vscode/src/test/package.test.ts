@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CARD_COMMANDS, WALKTHROUGH_ID } from '../webview/setupCard';
+
+const ROOT = join(__dirname, '..', '..');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+const declared = new Set<string>(pkg.contributes.commands.map((c: { command: string }) => c.command));
+
+test('the walkthrough covers install → model → first plan → approve, with working links and media', () => {
+  const [walkthrough] = pkg.contributes.walkthroughs;
+  assert.deepEqual(walkthrough.steps.map((s: { id: string }) => s.id), ['install', 'model', 'plan', 'approve']);
+  for (const step of walkthrough.steps) {
+    for (const [, command] of String(step.description).matchAll(/\(command:([\w.]+)\)/g)) {
+      assert.ok(declared.has(command), `${step.id} links to an undeclared command ${command}`);
+    }
+    assert.ok(existsSync(join(ROOT, step.media.markdown)), `${step.id}: ${step.media.markdown} is missing`);
+    assert.ok(step.completionEvents.length > 0, `${step.id} never completes`);
+  }
+  // extension.ts opens it by this id.
+  assert.equal(`${pkg.publisher}.${pkg.name}#${walkthrough.id}`, WALKTHROUGH_ID);
+});
+
+test('menus and setup-card buttons name declared commands', () => {
+  for (const entries of Object.values(pkg.contributes.menus) as { command: string }[][]) {
+    for (const entry of entries) assert.ok(declared.has(entry.command), entry.command);
+  }
+  for (const command of Object.values(CARD_COMMANDS)) assert.ok(declared.has(command), command);
+});

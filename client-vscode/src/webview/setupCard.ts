@@ -1,0 +1,179 @@
+/**
+ * The card at the top of the chat that tells a user what to do before the agent can work:
+ * the server is starting (first-run install), could not start, no model is set up, or the
+ * model server cannot be reached / rejects the key. Pure: computed from `ChatState`, tested
+ * in Node, rendered by the webview.
+ */
+import type { ErrorFix, ProviderStatus } from '../wireTypes';
+import { PRESETS, PresetId } from '../presets';
+import type { ChatState, StartupStep } from './chatState';
+
+/** A button on the card; the webview turns it into a message for the extension host. */
+export type CardAction =
+  | { action: 'preset'; preset: PresetId; label: string }
+  | { action: 'openSetting'; setting: string; label: string }
+  | { action: 'command'; command: string; label: string }
+  | { action: 'testConnection'; label: string }
+  | { action: 'showLog'; label: string }
+  | { action: 'retryStart'; label: string };
+
+export type CardKind = 'starting' | 'startFailed' | 'unconfigured' | 'problem' | 'testing' | 'connected';
+
+export interface SetupCardView {
+  kind: CardKind;
+  title: string;
+  lines: string[];
+  /** 0..1 while starting. */
+  progress?: number;
+  actions: CardAction[];
+}
+
+/** The walkthrough (`publisher.name#id` of `contributes.walkthroughs`). */
+export const WALKTHROUGH_ID = 'plan-lsp.plan-lsp#gettingStarted';
+
+/** Client commands a card may run (the webview can ask for nothing else). */
+export const CARD_COMMANDS = {
+  setApiKey: 'planLsp.client.setApiKey',
+  setupModel: 'planLsp.client.setupModel',
+} as const;
+
+const SETTING_IDS: Record<string, string> = {
+  baseUrl: 'planLsp.baseUrl',
+  model: 'planLsp.model',
+  provider: 'planLsp.provider',
+};
+
+const STEP_TEXT: Record<StartupStep, string> = {
+  probe: 'Looking for a Python that can run the plan-lsp server…',
+  venv: 'First run: creating a private Python environment for the server…',
+  install: 'First run: installing plan-lsp and its dependencies with pip (about 20 s)…',
+  launch: 'Starting the plan-lsp server…',
+};
+
+/** The action that fixes an error, from the server's `fix` (else from its `code`). */
+export function fixAction(code: string | null | undefined, fix?: ErrorFix | null): CardAction | null {
+  if (fix?.command) {
+    return fix.command === CARD_COMMANDS.setApiKey
+      ? { action: 'command', command: fix.command, label: 'Set API Key' }
+      : { action: 'command', command: fix.command, label: `Run ${fix.command}` };
+  }
+  const setting = fix?.setting ?? settingForCode(code);
+  if (setting === 'apiKey') return { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' };
+  if (setting && SETTING_IDS[setting]) {
+    return { action: 'openSetting', setting: SETTING_IDS[setting], label: `Open setting ${SETTING_IDS[setting]}` };
+  }
+  if (code === 'provider_unconfigured') return { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Set Up Model' };
+  return null;
+}
+
+function settingForCode(code: string | null | undefined): string | undefined {
+  switch (code) {
+    case 'provider_unreachable':
+      return 'baseUrl';
+    case 'provider_auth':
+      return 'apiKey';
+    case 'provider_model':
+      return 'model';
+    default:
+      return undefined;
+  }
+}
+
+function describeProvider(provider: ProviderStatus): string {
+  const where = provider.baseUrl ? ` at ${provider.baseUrl}` : '';
+  const model = provider.model ? `, model ${provider.model}` : ', no model set';
+  return `Now: ${provider.name || 'no provider'}${model}${where}.`;
+}
+
+const EDIT_ACTIONS: CardAction[] = [
+  { action: 'openSetting', setting: 'planLsp.baseUrl', label: 'Base URL' },
+  { action: 'openSetting', setting: 'planLsp.model', label: 'Model' },
+  { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' },
+];
+
+function presetActions(): CardAction[] {
+  return PRESETS.map((p) => ({ action: 'preset' as const, preset: p.id, label: p.label }));
+}
+
+/** The card to show, or null when the agent is ready. One card at a time, most urgent first. */
+export function setupCardView(state: ChatState): SetupCardView | null {
+  if (state.serverStatus === 'error' || state.serverStatus === 'stopped') {
+    return {
+      kind: 'startFailed',
+      title: state.serverStatus === 'error' ? 'The plan-lsp server could not start' : 'The plan-lsp server stopped',
+      lines: [state.serverMessage ?? 'See the log for why.'],
+      actions: [
+        { action: 'retryStart', label: 'Retry' },
+        { action: 'showLog', label: 'Show Log' },
+      ],
+    };
+  }
+  if (state.serverStatus === 'starting') {
+    const step = state.startup?.step ?? 'launch';
+    const lines = [STEP_TEXT[step]];
+    if (state.startup?.detail) lines.push(state.startup.detail);
+    return {
+      kind: 'starting',
+      title: 'Starting Plan LSP',
+      lines,
+      progress: state.startup?.progress ?? 0,
+      actions: [{ action: 'showLog', label: 'Show Log' }],
+    };
+  }
+  const provider = state.session?.provider;
+  if (!provider) return null;
+  const { testing, result } = state.connection;
+  if (testing) {
+    return { kind: 'testing', title: 'Testing the connection…', lines: [describeProvider(provider)], actions: [] };
+  }
+  if (result && !result.ok) {
+    const fix = fixAction(result.code, result.fix);
+    return {
+      kind: 'problem',
+      title: 'The model server is not usable yet',
+      lines: [result.message, describeProvider(provider)],
+      actions: [...(fix ? [fix] : []), { action: 'testConnection', label: 'Test Connection' }, ...otherActions(fix)],
+    };
+  }
+  if (!provider.configured) {
+    return {
+      kind: 'unconfigured',
+      title: 'Set up a model',
+      lines: [
+        provider.problem ?? 'Plan LSP needs a model server. Pick one; you can change it later in the settings.',
+        describeProvider(provider),
+      ],
+      actions: [...presetActions(), ...EDIT_ACTIONS, { action: 'testConnection', label: 'Test Connection' }],
+    };
+  }
+  if (provider.problem) {
+    return {
+      kind: 'problem',
+      title: 'The model server is not usable yet',
+      lines: [provider.problem, describeProvider(provider)],
+      actions: [...EDIT_ACTIONS, { action: 'testConnection', label: 'Test Connection' }, { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Choose Another' }],
+    };
+  }
+  if (result?.ok) {
+    return { kind: 'connected', title: 'Connected', lines: [result.message, describeProvider(provider)], actions: [] };
+  }
+  return null;
+}
+
+function target(a: CardAction): string {
+  return a.action === 'openSetting' ? a.setting : a.action === 'command' ? a.command : a.action;
+}
+
+function otherActions(fix: CardAction | null): CardAction[] {
+  const same = (a: CardAction): boolean => fix !== null && target(a) === target(fix);
+  return [...EDIT_ACTIONS.filter((a) => !same(a)), { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Choose Another' }];
+}
+
+/** Warnings under the card: workspace settings the client or the server ignored, and MCP
+ * servers that failed. */
+export function sidebarWarnings(state: ChatState): string[] {
+  const failedMcp = (state.session?.mcpServers ?? [])
+    .filter((s) => s.status === 'failed')
+    .map((s) => `MCP server ${s.name} failed${s.error ? `: ${s.error}` : ''}; its tools are unavailable.`);
+  return [...state.clientWarnings, ...(state.session?.configWarnings ?? []), ...failedMcp];
+}

@@ -1,0 +1,223 @@
+"""Bubblewrap command lines for the two profiles.
+
+plan  — the wall for plan-mode commands: nothing writable but private scratch tmpfs, no
+        network (unless asked), own user/pid/ipc/uts/cgroup namespaces, homes and secrets
+        replaced by empty tmpfs, the workspace roots read-only wherever they live, an
+        allow-list environment, rlimits. Why each flag is there: docs/security.md.
+build — the host as the invoking user, writable, with the network, except every
+        `<root>/.plan-lsp`, bound read-only: no build-mode command can change the server's
+        state, configuration, revisions or plans.
+
+Both start with `env -i`: bwrap's own environment is readable as /proc/1/environ inside the
+sandbox, so it must already be the scrubbed one; `--clearenv` alone would not do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from plan_lsp.policy.sandbox.git import SANDBOX_SHIM_DIR, git_shim_dir
+from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
+from plan_lsp.policy.sandbox.layout import (
+    CPU_SECONDS,
+    FILE_SIZE_KIB,
+    MAX_PROCESSES,
+    NOBODY,
+    SMALL_TMPFS_BYTES,
+    TMPFS_BYTES,
+    below,
+    plan_environment,
+    plan_layout,
+    runtime_file,
+)
+
+STATE_DIR_NAME = ".plan-lsp"
+
+# Applied inside the sandbox by the shell that then execs the command; a fixed string, the
+# command itself only ever travels as separate argv words after it.
+LIMITS_SCRIPT = (
+    f"ulimit -c 0 2>/dev/null; ulimit -t {CPU_SECONDS} 2>/dev/null; "
+    f"ulimit -f {FILE_SIZE_KIB} 2>/dev/null; ulimit -u {MAX_PROCESSES} 2>/dev/null; "
+    'exec "$@"'
+)
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+# Options newer than bubblewrap 0.6 (Ubuntu 22.04): used when this bwrap has them.
+OPTIONAL_FEATURES = ("--disable-userns", "--size")
+
+
+@cache
+def bwrap_features() -> frozenset[str]:
+    """Which of OPTIONAL_FEATURES this bwrap understands (from its --help)."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return frozenset()
+    try:
+        proc = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(f for f in OPTIONAL_FEATURES if f in proc.stdout + proc.stderr)
+
+
+def missing_features() -> list[str]:
+    have = bwrap_features()
+    return [f for f in OPTIONAL_FEATURES if f not in have]
+
+
+def _tmpfs(path: str, size: int) -> list[str]:
+    sized = ["--size", str(size)] if "--size" in bwrap_features() else []
+    return [*sized, "--tmpfs", path]
+
+
+def _program(name: str) -> str:
+    found = shutil.which(name)
+    return os.path.realpath(found) if found else name
+
+
+def limited(argv: Sequence[str]) -> list[str]:
+    """`argv` run under the sandbox's resource limits."""
+    return [_program("bash"), "-c", LIMITS_SCRIPT, "plan-lsp-limits", *argv]
+
+
+def _env_prefix(env: Mapping[str, str]) -> list[str]:
+    return [_program("env"), "-i", *(f"{k}={v}" for k, v in env.items())]
+
+
+# Opens the seccomp filter on fd 3 for `bwrap --seccomp 3`, then execs the rest: a fixed
+# string, run outside the sandbox with the allow-list environment.
+SECCOMP_PRELUDE = 'exec 3<"$1" || exit 126; shift; exec "$@"'
+# Inside the plan profile: the kernel keyring calls (the server's session keyring is
+# inherited, and its keys would be readable by possession).
+PLAN_SECCOMP_GROUPS = ["keyrings"]
+
+
+def _seccomp_prefix() -> tuple[list[str], list[str]]:
+    """(command prefix, bwrap options) that load the plan profile's seccomp filter, or two
+    empty lists on an architecture without one."""
+    machine = os.uname().machine
+    if machine not in AUDIT_ARCHES:
+        return [], []
+    bpf = runtime_file("plan.bpf", seccomp_bytes(machine, PLAN_SECCOMP_GROUPS), 0o600)
+    # -p: no $BASH_ENV from whatever environment the caller spawns this with.
+    prefix = [_program("bash"), "-p", "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp", str(bpf)]
+    return prefix, ["--seccomp", "3"]
+
+
+def _all_roots(workdir: Path, roots: Sequence[Path]) -> list[Path]:
+    real_workdir = Path(os.path.realpath(workdir))
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+    if not any(r == real_workdir or below(real_workdir, r) for r in real_roots):
+        real_roots.insert(0, real_workdir)
+    return list(dict.fromkeys(real_roots))
+
+
+def plan_argv(
+    workdir: Path,
+    argv: Sequence[str],
+    *,
+    roots: Sequence[Path] = (),
+    network: bool = False,
+    base_env: Mapping[str, str] | None = None,
+) -> list[str]:
+    base_env = os.environ if base_env is None else base_env
+    bwrap = bwrap_path() or "bwrap"
+    all_roots = _all_roots(workdir, roots)
+    layout = plan_layout(all_roots, base_env)
+    shim = git_shim_dir()
+    env = plan_environment(base_env, extra_path=[SANDBOX_SHIM_DIR] if shim else [])
+    seccomp_prefix, seccomp_options = _seccomp_prefix()
+    args = [
+        bwrap,
+        *seccomp_options,  # no kernel keyrings
+        "--unshare-all",  # user, ipc, pid, net, uts, cgroup
+        *(["--share-net"] if network else []),
+        "--unshare-user",  # required, not just "if possible"
+        # no nested namespaces to work from (bubblewrap >= 0.8)
+        *(["--disable-userns"] if "--disable-userns" in bwrap_features() else []),
+        "--uid", str(NOBODY),
+        "--gid", str(NOBODY),
+        "--cap-drop", "ALL",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",  # this pid namespace only: the server is not in it
+        *_tmpfs("/tmp", TMPFS_BYTES),
+        *_tmpfs("/var/tmp", TMPFS_BYTES),
+        *_tmpfs("/run", SMALL_TMPFS_BYTES),  # host sockets unreachable
+    ]  # fmt: skip
+    for hidden in layout.hidden_dirs:
+        args += _tmpfs(str(hidden), SMALL_TMPFS_BYTES)
+    for hidden in layout.hidden_files:
+        args += ["--ro-bind", "/dev/null", str(hidden)]
+    for path in (*layout.toolchains, *layout.roots):
+        args += ["--ro-bind", str(path), str(path)]
+    for secret in layout.credentials:
+        args += (
+            ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
+        )
+    if shim is not None:
+        args += ["--ro-bind", str(shim), SANDBOX_SHIM_DIR]
+    args += [
+        "--chdir", os.path.realpath(workdir),
+        "--die-with-parent",
+        "--new-session",  # no controlling terminal: no TIOCSTI into the user's shell
+        "--",
+        *limited(argv),
+    ]  # fmt: skip
+    return [*seccomp_prefix, *_env_prefix(env), *args]
+
+
+def ensure_state_dirs(roots: Sequence[Path]) -> list[Path]:
+    """Every `<root>/.plan-lsp`, created when missing so there is something to bind."""
+    found = []
+    for root in roots:
+        path = Path(root) / STATE_DIR_NAME
+        if not os.path.lexists(path):
+            try:
+                path.mkdir(mode=0o755)
+            except OSError:
+                continue
+        if os.path.exists(path):  # a dangling link protects nothing and cannot be bound
+            found.append(path)
+    return found
+
+
+def build_argv(
+    workdir: Path,
+    argv: Sequence[str],
+    *,
+    roots: Sequence[Path] = (),
+) -> list[str]:
+    """The build profile. The caller passes the (server-secret-free) environment to the
+    process itself: it is not put in argv, where every local user could read it."""
+    bwrap = bwrap_path() or "bwrap"
+    args = [
+        bwrap,
+        "--unshare-user",  # a mount namespace of our own, without privileges
+        "--uid", str(os.getuid()),
+        "--gid", str(os.getgid()),
+        "--cap-drop", "ALL",  # nobody inside may unmount or remount the binds below
+        "--bind", "/", "/",
+        "--dev-bind", "/dev", "/dev",
+    ]  # fmt: skip
+    for state in ensure_state_dirs(_all_roots(workdir, roots)):
+        # A symlink is followed: its target becomes read-only, which only tightens.
+        args += ["--ro-bind", str(state), str(state)]
+    args += [
+        "--chdir", os.path.realpath(workdir),
+        "--die-with-parent",
+        "--new-session",
+        "--",
+        *argv,
+    ]  # fmt: skip
+    return args

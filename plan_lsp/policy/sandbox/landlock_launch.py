@@ -1,0 +1,267 @@
+"""Landlock launcher: restrict this process, then exec the command. Runs as the child's argv
+(`python -I -S landlock_launch.py OPTIONS -- ARGV...`), never inside the server, so no
+`preexec_fn` runs in the server's threaded process. A few light standard modules only: it
+must start fast and must not import anything from the (untrusted) working directory.
+
+OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv word:
+  --read PATH     may be read and executed (everything not granted is unreadable)
+  --write PATH    a directory with every access (the private scratch directory)
+  --device PATH   a character device that may be read and written (/dev/null)
+  --network       allow the network; without it TCP bind/connect are denied by Landlock
+                  (ABI >= 4) and socket(2) / io_uring_setup(2) by a seccomp filter (so UDP
+                  and Unix sockets too). The filter always denies chmod, chown, utime and
+                  extended-attribute changes, which Landlock does not cover, and the
+                  kernel keyring calls.
+  --chdir PATH    the working directory
+  --cpu S --fsize BYTES --nproc N   resource limits
+
+Any failure exits 126 without running the command. Capabilities are dropped (a root
+server's child would otherwise keep CAP_SYS_PTRACE and read other processes' memory).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import struct
+import sys
+
+SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+# Syscalls denied with EACCES, by group and machine:
+#   sockets   socket, io_uring_setup: no network (Landlock mode without `--network`)
+#   metadata  chmod, chown, utime and xattr families, which Landlock does not mediate
+#   keyrings  add_key, request_key, keyctl: the server's session keyring is inherited, and
+#             its keys (Kerberos tickets, ...) would be readable by possession
+# New syscalls share one number on every architecture: fchmodat2, setxattrat, removexattrat,
+# file_setattr.
+_NEW_METADATA = (452, 463, 466, 469)
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split())
+
+
+AUDIT_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
+    "x86_64": {
+        "sockets": (41, 425),
+        # chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr
+        # lremovexattr fremovexattr utimes fchownat futimesat fchmodat utimensat
+        "metadata": (
+            *_numbers("90 91 92 93 94 132 188 189 190 197 198 199 235 260 261 268 280"),
+            *_NEW_METADATA,
+        ),
+        "keyrings": (248, 249, 250),
+    },
+    "aarch64": {
+        "sockets": (198, 425),
+        "metadata": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, *_NEW_METADATA),
+        "keyrings": (217, 218, 219),
+    },
+}
+EACCES = 13
+
+
+def fs_rights(abi: int) -> int:
+    """Every filesystem access right this ABI can restrict."""
+    rights = (1 << 13) - 1  # EXECUTE .. MAKE_SYM (ABI 1)
+    if abi >= 2:
+        rights |= 1 << 13  # REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def file_rights(abi: int) -> int:
+    """The rights that apply to a non-directory."""
+    return fs_rights(abi) & (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV)
+
+
+class LaunchError(Exception):
+    pass
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        raise LaunchError(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return result
+
+
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, abi: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # vanished since the spec was written: nothing to grant
+    try:
+        if not os.path.isdir(path):
+            rights &= file_rights(abi)
+        if not rights:
+            return
+        attr = struct.pack("=Qi", rights, fd)  # struct landlock_path_beneath_attr, packed
+        buf = ctypes.create_string_buffer(attr, len(attr))
+        _check(libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, buf, 0), f"rule {path}")
+    finally:
+        os.close(fd)
+
+
+def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int, int]]:
+    """A classic BPF filter: EACCES for the syscalls of `groups` (and the x32 ABI), the
+    process killed on a foreign architecture, everything else allowed."""
+    if machine not in AUDIT_ARCHES:
+        raise LaunchError(f"no seccomp filter for {machine}")
+    denied = [nr for group in groups for nr in SYSCALL_GROUPS[machine][group]]
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny, kill = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
+    # Layout: 0 ld arch, 1 jeq arch, 2 ld nr, 3 jge x32, 4.. jeq nr, then allow, deny, kill.
+    n = len(denied)
+    allow_at = 4 + n
+    deny_at, kill_at = allow_at + 1, allow_at + 2
+    program = [
+        (ld, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 0, kill_at - 2, AUDIT_ARCHES[machine]),
+        (ld, 0, 0, 0),  # seccomp_data.nr
+        (jge, deny_at - 4, 0, 0x40000000),  # the x32 ABI
+    ]
+    for i, nr in enumerate(denied):
+        program.append((jeq, deny_at - (5 + i), 0, nr))
+    program += [(ret, 0, 0, allow), (ret, 0, 0, deny), (ret, 0, 0, kill)]
+    return program
+
+
+def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
+    """The filter as the kernel (and bwrap --seccomp) takes it: struct sock_filter[]."""
+    return b"".join(struct.pack("=HBBI", *insn) for insn in seccomp_program(machine, groups))
+
+
+def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
+    groups = ["metadata", "keyrings", *([] if network else ["sockets"])]
+    raw = seccomp_bytes(os.uname().machine, groups)
+    filters = ctypes.create_string_buffer(raw, len(raw))
+    prog = struct.pack("=HxxxxxxQ", len(raw) // 8, ctypes.addressof(filters))
+    prog_buf = ctypes.create_string_buffer(prog, len(prog))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog_buf, 0, 0), "seccomp")
+
+
+class Options:
+    def __init__(self) -> None:
+        self.read: list[str] = []
+        self.write: list[str] = []
+        self.devices: list[str] = []
+        self.network = False
+        self.chdir: str | None = None
+        self.limits: dict[str, int] = {}
+
+
+_PATH_OPTIONS = {"--read": "read", "--write": "write", "--device": "devices"}
+_LIMIT_OPTIONS = {"--cpu": "RLIMIT_CPU", "--fsize": "RLIMIT_FSIZE", "--nproc": "RLIMIT_NPROC"}
+
+
+def parse(args: list[str]) -> tuple[Options, list[str]]:
+    options = Options()
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            if i + 1 >= len(args):
+                raise LaunchError("no command after --")
+            return options, args[i + 1 :]
+        if word == "--network":
+            options.network = True
+            i += 1
+            continue
+        if i + 1 >= len(args):
+            raise LaunchError(f"{word} needs a value")
+        if word == "--chdir":
+            options.chdir = args[i + 1]
+        elif word in _PATH_OPTIONS:
+            getattr(options, _PATH_OPTIONS[word]).append(args[i + 1])
+        elif word in _LIMIT_OPTIONS:
+            options.limits[_LIMIT_OPTIONS[word]] = int(args[i + 1])
+        else:
+            raise LaunchError(f"unknown option {word}")
+        i += 2
+    raise LaunchError("no -- before the command")
+
+
+def _drop_capabilities(libc: ctypes.CDLL) -> None:
+    """Empty bounding, ambient and current capability sets (a no-op for most users)."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP: nothing held
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = ctypes.create_string_buffer(struct.pack("=Ii", CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)  # two empty __user_cap_data_struct
+    _check(libc.capset(header, data), "capset")
+
+
+def restrict(options: Options) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    limits = {"RLIMIT_CORE": 0, **options.limits}
+    for name, value in limits.items():
+        try:
+            resource.setrlimit(getattr(resource, name), (value, value))
+        except (ValueError, OSError):
+            pass  # a lower hard limit is already in force
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _drop_capabilities(libc)
+    abi = libc.syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
+    if abi < 1:
+        raise LaunchError("landlock is not available")
+    network = options.network
+    handled_net = 0 if network or abi < 4 else NET_BIND_TCP | NET_CONNECT_TCP
+    scoped = SCOPE_SIGNAL if abi >= 6 else 0
+    if abi >= 6 and not network:
+        scoped |= SCOPE_ABSTRACT_UNIX_SOCKET
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    attr = struct.pack("=QQQ", fs_rights(abi), handled_net, scoped)[:size]
+    attr_buf = ctypes.create_string_buffer(attr, size)
+    ruleset = _check(libc.syscall(SYS_CREATE_RULESET, attr_buf, size, 0), "ruleset")
+    for path in options.read:
+        _add_rule(libc, ruleset, path, EXECUTE | READ_FILE | READ_DIR, abi)
+    for path in options.write:
+        _add_rule(libc, ruleset, path, fs_rights(abi), abi)
+    for path in options.devices:
+        _add_rule(libc, ruleset, path, READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV, abi)
+    _seccomp_filter(libc, network)
+    _check(libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
+    os.close(ruleset)
+
+
+def main(args: list[str]) -> int:
+    try:
+        options, argv = parse(args)
+        if options.chdir is not None:
+            os.chdir(options.chdir)
+        restrict(options)
+    except (LaunchError, ValueError, OSError) as exc:
+        print(f"plan-lsp sandbox: not running the command: {exc}", file=sys.stderr)
+        return 126
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"plan-lsp sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,299 @@
+"""What a sandboxed command may see: its environment, the hidden places, its limits.
+
+Shared by every mechanism (bubblewrap, landlock) so they hide the same things. Everything
+here is data: a location is hidden because it is on a list, never because a rule guessed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+# The only variables a plan-mode command inherits (plus LC_*); everything else, API keys and
+# the server's own PLAN_LSP_* settings included, is dropped.
+KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ")
+KEPT_PREFIXES = ("LC_",)
+
+# Non-interactive, program-free git and pagers (the git shim adds the config overrides).
+FIXED_VARIABLES: dict[str, str] = {
+    "TERM": "dumb",
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "true",
+    "SSH_ASKPASS": "true",
+    "GIT_SSH_COMMAND": "false",
+}
+
+# Where the home directories live; hidden wholesale (an empty tmpfs, or no read access).
+HOME_ROOTS = ("/home", "/root")
+
+# System locations holding secrets. Most are root-only, but a sandbox started by root maps
+# its user to root, so DAC alone does not hide them. Globs allowed.
+SYSTEM_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssl/private",
+    "/etc/krb5.keytab",
+    "/var/lib/sss",
+    "/var/spool/cron",
+    "/var/mail",
+    "/var/lib/docker",
+    "/var/lib/containers",
+    "/run/secrets",
+)
+
+# Variables that name a credentials file or directory: whatever they point at is hidden too,
+# even inside a workspace root.
+CREDENTIAL_VARIABLES = (
+    "PLAN_LSP_CONFIG",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "NPM_CONFIG_USERCONFIG",
+    "NETRC",
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+    "VAULT_CONFIG_PATH",
+)
+
+# Credentials inside a home directory. The home is hidden wholesale anyway; these are hidden
+# once more after the workspace roots are bound back, for a workspace that contains the home.
+HOME_SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/plan-lsp",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+)
+
+# Toolchains installed under a home directory, re-exposed read-only (only these subpaths:
+# `~/.cargo/credentials.toml` stays hidden because only `~/.cargo/bin` is listed).
+HOME_TOOLCHAINS = (
+    ".pyenv",
+    ".rbenv",
+    ".nodenv",
+    ".nvm",
+    ".volta",
+    ".rustup/toolchains",
+    ".rustup/settings.toml",
+    ".cargo/bin",
+    ".local/bin",
+    ".local/lib",
+    ".bun/bin",
+    ".deno/bin",
+    "go/bin",
+    ".sdkman/candidates",
+    ".asdf/installs",
+    ".asdf/shims",
+)
+
+# Resource limits applied inside every sandbox: CPU seconds, largest file written (KiB),
+# processes (not enforced by the kernel for uid 0), no core dumps.
+CPU_SECONDS = 600
+FILE_SIZE_KIB = 1024 * 1024
+MAX_PROCESSES = 1024
+TMPFS_BYTES = 512 * 1024 * 1024
+SMALL_TMPFS_BYTES = 16 * 1024 * 1024
+NOBODY = 65534
+
+
+@lru_cache(maxsize=1)
+def _runtime_dir() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="plan-lsp-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def runtime_file(name: str, content: bytes, mode: int) -> Path:
+    """`name` in this process's private directory (mode 0700) holding `content`; written
+    again when missing or changed (a /tmp cleaner may remove it on a long-lived server)."""
+    path = _runtime_dir() / name
+    try:
+        intact = path.read_bytes() == content and (path.stat().st_mode & 0o777) == mode
+    except OSError:
+        intact = False
+    if not intact:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}-{os.getpid()}")
+        tmp.write_bytes(content)
+        tmp.chmod(mode)
+        tmp.replace(path)
+    return path
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    env = os.environ if env is None else env
+    home = env.get("HOME")
+    if not home or not os.path.isabs(home):
+        return None
+    return Path(os.path.realpath(home))
+
+
+def safe_path_variable(value: str) -> str:
+    """PATH without empty or relative entries (they would find programs in the workspace)."""
+    return ":".join(p for p in value.split(":") if p and os.path.isabs(p))
+
+
+def plan_environment(
+    base: Mapping[str, str] | None = None,
+    *,
+    home: str = "/tmp",
+    extra_path: Sequence[str] = (),
+) -> dict[str, str]:
+    """The whole environment of a plan-mode command: the allow-list, nothing else."""
+    base = os.environ if base is None else base
+    env = {
+        key: value
+        for key, value in base.items()
+        if key in KEPT_VARIABLES or key.startswith(KEPT_PREFIXES)
+    }
+    path = safe_path_variable(env.get("PATH", "") or os.defpath)
+    env["PATH"] = ":".join([*extra_path, path]) if extra_path else path
+    env.update(FIXED_VARIABLES)
+    env["HOME"] = home
+    return env
+
+
+def _existing(paths: Iterable[str]) -> list[Path]:
+    found: list[Path] = []
+    for pattern in paths:
+        matches = glob.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]
+        for match in sorted(matches):
+            if os.path.lexists(match):
+                found.append(Path(match))
+    return found
+
+
+def below(path: Path, parent: Path) -> bool:
+    """`path` lies strictly inside `parent` (both absolute, normalised)."""
+    p, q = str(path), str(parent)
+    return p != q and p.startswith(q if q.endswith("/") else q + "/")
+
+
+def _under(path: Path, parents: Iterable[Path]) -> bool:
+    return any(path == p or below(path, p) for p in parents)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The filesystem view of a plan-mode sandbox, as absolute real paths."""
+
+    # Directories replaced by an empty tmpfs (bubblewrap) or left unreadable (landlock).
+    hidden_dirs: tuple[Path, ...]
+    # Files replaced by /dev/null or left unreadable.
+    hidden_files: tuple[Path, ...]
+    # Read-only again although under a hidden directory: toolchains, the interpreter.
+    toolchains: tuple[Path, ...]
+    # Workspace roots, read-only wherever they live.
+    roots: tuple[Path, ...]
+    # Credential files named by the environment; hidden last, even inside a root.
+    credentials: tuple[Path, ...]
+
+
+def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> Layout:
+    """Computed once per distinct (roots, relevant environment): it runs on every command."""
+    env = os.environ if env is None else env
+    names = ("HOME", "PATH", "XDG_CONFIG_HOME", *CREDENTIAL_VARIABLES)
+    key = (tuple(str(r) for r in roots), tuple(env.get(n) for n in names))
+    layout = _plan_layout(key[0], key[1], names)
+    # Not cached: a credentials file may appear at any time.
+    named = [
+        value
+        for name in CREDENTIAL_VARIABLES
+        for value in env.get(name, "").split(os.pathsep)
+        if value and os.path.isabs(value)
+    ]
+    home = home_dir(env)
+    if home is not None and any(_under(home, [r]) for r in layout.roots):
+        named += [str(home / rel) for rel in HOME_SECRETS]
+    credentials = [Path(os.path.realpath(p)) for p in named if os.path.exists(p)]
+    return replace(layout, credentials=tuple(dict.fromkeys(credentials)))
+
+
+@lru_cache(maxsize=32)
+def _plan_layout(
+    roots_key: tuple[str, ...], values: tuple[str | None, ...], names: tuple[str, ...]
+) -> Layout:
+    env = {n: v for n, v in zip(names, values, strict=True) if v is not None}
+    roots = [Path(r) for r in roots_key]
+    real_roots = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
+    hidden: list[Path] = [Path(p) for p in HOME_ROOTS if os.path.isdir(p)]
+    home = home_dir(env)
+    if home is not None and home != Path("/") and not _under(home, hidden):
+        hidden.append(home)
+    config_home = env.get("XDG_CONFIG_HOME")
+    if config_home and os.path.isabs(config_home):
+        hidden.append(Path(os.path.realpath(config_home)) / "plan-lsp")
+    hidden_dirs = [p for p in hidden if os.path.isdir(p)]
+    hidden_files: list[Path] = []
+    for path in _existing(SYSTEM_SECRETS):
+        (hidden_dirs if path.is_dir() else hidden_files).append(path)
+    return Layout(
+        hidden_dirs=tuple(dict.fromkeys(hidden_dirs)),
+        hidden_files=tuple(dict.fromkeys(hidden_files)),
+        toolchains=tuple(_toolchains(hidden_dirs, home, env)),
+        roots=real_roots,
+        credentials=(),
+    )
+
+
+def _toolchains(hidden: Sequence[Path], home: Path | None, env: Mapping[str, str]) -> list[Path]:
+    """Program locations under a hidden directory that commands still need."""
+    wanted: list[Path] = []
+    if home is not None:
+        wanted.extend(home / sub for sub in HOME_TOOLCHAINS)
+    for entry in safe_path_variable(env.get("PATH", "")).split(":"):
+        if entry:
+            wanted.append(Path(entry))
+    # The server's own interpreter: virtual environments in the workspace link to it.
+    wanted.extend(Path(p) for p in {sys.base_prefix, sys.prefix})
+    found: list[Path] = []
+    for path in wanted:
+        if not os.path.exists(path):
+            continue
+        real = Path(os.path.realpath(path))
+        # Only what lies strictly below a hidden directory, and never an entry that would
+        # re-expose one (a PATH entry equal to $HOME, or its parent).
+        inside = any(below(real, h) for h in hidden)
+        covers = any(h == real or below(h, real) for h in hidden)
+        if inside and not covers:
+            found.append(real)
+    kept: list[Path] = []
+    for path in sorted(set(found), key=lambda p: len(p.parts)):
+        if not any(below(path, k) for k in kept):
+            kept.append(path)
+    return kept

@@ -1,0 +1,180 @@
+"""The start-up proof: a mechanism is reported only after it held against a real probe.
+
+Inside the plan profile the probe tries to write to the workspace, to /tmp and to $HOME, to
+connect to a loopback listener the server opened, and to see the server's environment
+(its own variables, every /proc/*/environ, the server's /proc/<pid>/environ). The server
+then checks the host: no file appeared, nothing connected, the secret never came back.
+The probe must also have read a workspace file, so a sandbox that sees nothing is refused
+too. For bubblewrap the build profile is probed as well: the workspace is writable there,
+`.plan-lsp` is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from plan_lsp.policy.sandbox.layout import home_dir
+
+PROBE_TIMEOUT_S = 10.0
+SECRET_VARIABLE = "PLAN_LSP_SANDBOX_PROBE_SECRET"
+
+# Runs inside the sandbox: $1 token, $2 workspace, $3 real home, $4 port, $5 server pid.
+# A fixed text; every variable part arrives as an argument.
+PLAN_PROBE = r"""
+p="plan-lsp-probe-$1"
+cat "$2/hello" 2>/dev/null
+echo x > "$2/$p" 2>/dev/null
+echo x > "/tmp/$p" 2>/dev/null
+echo x > "$3/$p" 2>/dev/null
+(exec 3<>"/dev/tcp/127.0.0.1/$4") 2>/dev/null && echo CONNECTED
+env
+cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'
+sha256sum "/proc/$5/environ" 2>/dev/null
+echo PROBE-END
+"""
+
+BUILD_PROBE = r"""
+echo ok > "$1/written" && echo WROTE
+echo x > "$1/.plan-lsp/probe" 2>/dev/null && echo STATE-WRITABLE
+echo PROBE-END
+"""
+
+ArgvBuilder = Callable[[Path, Sequence[str], Path], list[str]]
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    why: str
+
+
+@contextlib.contextmanager
+def _listener() -> Iterator[socket.socket]:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.setblocking(False)
+        yield server
+    finally:
+        server.close()
+
+
+def _connected(server: socket.socket) -> bool:
+    try:
+        conn, _ = server.accept()
+    except (BlockingIOError, OSError):
+        return False
+    conn.close()
+    return True
+
+
+def _own_environ_digest() -> str | None:
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        env=env,
+        timeout=PROBE_TIMEOUT_S,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def probe_plan(build: ArgvBuilder) -> ProbeResult:
+    """Run the plan-profile probe through `build(workdir, argv, scratch)`."""
+    token = secrets.token_hex(8)
+    name = f"plan-lsp-probe-{token}"
+    home = home_dir()
+    with (
+        tempfile.TemporaryDirectory(prefix="plan-lsp-probe-") as tmp,
+        _listener() as server,
+    ):
+        workspace = Path(tmp) / "ws"
+        scratch = Path(tmp) / "scratch"
+        workspace.mkdir()
+        scratch.mkdir()
+        (workspace / "hello").write_text(f"hello-{token}\n")
+        port = server.getsockname()[1]
+        env = {**os.environ, SECRET_VARIABLE: token}
+        argv = ["bash", "-c", PLAN_PROBE, "probe", token, str(workspace),
+                str(home or "/nonexistent"), str(port), str(os.getpid())]  # fmt: skip
+        try:
+            proc = _run(build(workspace, argv, scratch), env)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return ProbeResult(False, f"the probe could not run: {exc}")
+        leaked = [
+            str(p)
+            for p in (workspace / name, Path(tempfile.gettempdir()) / name, Path("/tmp") / name,
+                      *( [home / name] if home else []))
+            if p.exists()
+        ]  # fmt: skip
+        for path in leaked:
+            with contextlib.suppress(OSError):
+                Path(path).unlink()
+        connected = _connected(server)
+    out = proc.stdout.decode("utf-8", "replace")
+    lines = out.splitlines()
+    if "PROBE-END" not in lines:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = err[-1] if err else f"exit code {proc.returncode}"
+        return ProbeResult(False, f"the sandbox does not start: {detail[:300]}")
+    if f"hello-{token}" not in lines:
+        return ProbeResult(False, "the workspace is not readable inside the sandbox")
+    if leaked:
+        return ProbeResult(False, f"a write went through: {', '.join(leaked)}")
+    if connected or "CONNECTED" in lines:
+        return ProbeResult(False, "a TCP connection to a loopback listener went through")
+    if token in out.replace(f"hello-{token}", ""):
+        return ProbeResult(False, "the server's environment is visible inside the sandbox")
+    digest = _own_environ_digest()
+    if digest is not None and digest in out:
+        return ProbeResult(False, "the server's /proc/<pid>/environ is readable")
+    return ProbeResult(True, "a write and a connect failed, the environment stayed hidden")
+
+
+def probe_build(build: Callable[[Path, Sequence[str]], list[str]]) -> ProbeResult:
+    """The build profile: the workspace writable, `.plan-lsp` not."""
+    with tempfile.TemporaryDirectory(prefix="plan-lsp-probe-") as tmp:
+        workspace = Path(tmp)
+        try:
+            argv = build(workspace, ["bash", "-c", BUILD_PROBE, "probe", str(workspace)])
+            proc = _run(argv, dict(os.environ))
+        except (OSError, subprocess.SubprocessError) as exc:
+            return ProbeResult(False, f"the probe could not run: {exc}")
+        state_written = (workspace / ".plan-lsp" / "probe").exists()
+        wrote = (workspace / "written").exists()
+        shutil.rmtree(workspace / ".plan-lsp", ignore_errors=True)
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    if "PROBE-END" not in lines:
+        return ProbeResult(False, "the build sandbox does not start")
+    if state_written or "STATE-WRITABLE" in lines:
+        return ProbeResult(False, ".plan-lsp stayed writable")
+    if not wrote:
+        return ProbeResult(False, "the workspace was not writable")
+    return ProbeResult(True, ".plan-lsp is read-only, the rest writable")
+
+
+def timed(fn: Callable[[], ProbeResult]) -> tuple[ProbeResult, float]:
+    started = time.perf_counter()
+    result = fn()
+    return result, (time.perf_counter() - started) * 1000

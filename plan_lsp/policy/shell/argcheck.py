@@ -1,0 +1,334 @@
+"""One simple command against the allow-list: program, subcommand, every option with its
+exact arity, every operand in its role.
+
+Option names are matched exactly. getopt_long, git's parse-options and Python's optparse
+also accept unambiguous prefixes of long options (`--out` for `--output`); such a prefix is
+not a listed name, so it is refused, whatever it would expand to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from plan_lsp.policy.shell.allowlist import Option, Program, allowlist
+from plan_lsp.policy.shell.model import Findings, caps_text
+from plan_lsp.policy.shell.valuecheck import check_value
+
+if TYPE_CHECKING:
+    from plan_lsp.policy.shell.lexer import SWord
+    from plan_lsp.policy.shell.paths import PathPolicy
+
+# Wrappers may wrap wrappers, but not without end.
+MAX_WRAP = 4
+_NUMERIC = re.compile(r"-[0-9]+\Z")
+_PATH_ROLES = frozenset({"path", "file", "rev"})
+Hijack = Callable[[str, "PathPolicy"], "str | None"]
+
+
+class _Refused(Exception):
+    pass
+
+
+class ArgCheck:
+    def __init__(self, findings: Findings, policy: PathPolicy, hijack: Hijack) -> None:
+        self.f = findings
+        self.policy = policy
+        self.hijack = hijack
+        self.table = allowlist()
+
+    def simple(self, words: list[SWord], depth: int = 0) -> None:
+        name = words[0]
+        cmd = name.value
+        if name.glob:
+            self.f.unproven(f"the command name `{name.text}` is a glob")
+            return
+        if "/" in cmd:
+            self.f.unproven(
+                f"`{cmd}` names a program by path; only allow-listed programs found on PATH run"
+            )
+            return
+        self.f.programs.add(cmd)
+        if cmd == "find":
+            from plan_lsp.policy.shell.find import check_find
+
+            self._hijack(cmd)
+            check_find(self.f, self.policy, self.table.find, words[1:])
+            return
+        prog = self.table.programs.get(cmd)
+        if prog is None:
+            self.f.unproven(f"`{cmd}` is not in the allow-list of read-only programs")
+            return
+        self._hijack(cmd)
+        try:
+            _Program(self, prog, words[1:], depth, self.policy.cwd).run()
+        except _Refused:
+            pass
+
+    def _hijack(self, cmd: str) -> None:
+        problem = self.hijack(cmd, self.policy)
+        if problem is not None:
+            self.f.unproven(problem)
+
+
+class _Program:
+    def __init__(
+        self,
+        owner: ArgCheck,
+        prog: Program,
+        args: list[SWord],
+        depth: int,
+        base: str,
+        seen: frozenset[str] = frozenset(),
+    ) -> None:
+        self.o = owner
+        self.f = owner.f
+        self.prog = prog
+        self.args = args
+        self.depth = depth
+        # The directory relative paths start from (`git -C DIR` moves it).
+        self.base = base
+        # Options seen so far, the parent command's included (`pip --flag list`).
+        self.seen: set[str] = set(seen)
+
+    def refuse(self, reason: str) -> _Refused:
+        self.f.unproven(reason)
+        return _Refused()
+
+    def run(self) -> None:
+        prog = self.prog
+        self.f.programs.add(prog.label)
+        if prog.exact and all(not a.glob for a in self.args):
+            if tuple(a.value for a in self.args) in prog.exact:
+                self.f.add(prog.caps, f"`{prog.label} {_join(self.args)}` only prints information")
+                return
+        if prog.exact_only:
+            forms = " or ".join(f"`{prog.label} {' '.join(form)}`" for form in prog.exact)
+            raise self.refuse(f"`{prog.label}` is allowed only as {forms}")
+        operands, rest_at = self.options()
+        if prog.subcommands and rest_at is not None:
+            self.subcommand(rest_at)
+            return
+        if prog.subcommands and prog.sub_required:
+            names = ", ".join(sorted(prog.subcommands))
+            raise self.refuse(f"`{prog.label}` needs one of its listed subcommands ({names})")
+        if prog.requires and not self.seen & prog.requires:
+            need = " or ".join(f"`{n}`" for n in sorted(prog.requires))
+            raise self.refuse(f"`{prog.label}` is allowed only with {need}: {prog.requires_why}")
+        self.f.add(
+            prog.caps, f"`{prog.label}` {prog.why} ({caps_text(prog.caps) or 'no capabilities'})"
+        )
+        self.operands(operands)
+
+    # -- options ---------------------------------------------------------------------------
+    def options(self) -> tuple[list[SWord], int | None]:
+        """Walk the words: check every option, collect operands. With subcommands, returns
+        the index of the first operand (the subcommand) instead of parsing past it."""
+        prog, args = self.prog, self.args
+        operands: list[SWord] = []
+        ended = prog.raw
+        i = 0
+        while i < len(args):
+            word = args[i]
+            i += 1
+            v = word.value
+            if ended or v == "-" or not v.startswith("-"):
+                if prog.subcommands and not operands:
+                    return operands, i - 1
+                operands.append(word)
+                if not prog.permute:
+                    ended = True
+                continue
+            if word.glob:
+                self.unexpanded(word, "in the place of an option")
+            if v == "--":
+                ended = True
+                continue
+            if prog.numeric and _NUMERIC.match(v):
+                continue
+            if v.startswith("--"):
+                i = self.long_option(v, i)
+            else:
+                i = self.short_option(v, i)
+        return operands, None
+
+    def long_option(self, v: str, i: int) -> int:
+        name, eq, attached = v.partition("=")
+        opt = self.prog.options.get(name)
+        if opt is None:
+            raise self.refuse(self.unknown(name, v))
+        return self.take(name, opt, attached if eq else None, i, v)
+
+    def short_option(self, v: str, i: int) -> int:
+        prog = self.prog
+        whole = prog.options.get(v)
+        if whole is not None and whole.arity == "none":
+            self.seen.add(v)
+            return i
+        if not prog.cluster:
+            name, rest = v[:2], v[2:]
+            opt = prog.options.get(name)
+            if opt is None:
+                raise self.refuse(self.unknown(name, v))
+            if rest and opt.arity == "none":
+                raise self.refuse(
+                    f"`{v}`: `{prog.label}` does not accept short options written together"
+                )
+            return self.take(name, opt, rest or None, i, v)
+        for j in range(1, len(v)):
+            name = "-" + v[j]
+            opt = prog.options.get(name)
+            if opt is None:
+                raise self.refuse(self.unknown(name, v))
+            if opt.arity == "none":
+                self.seen.add(name)
+                continue
+            rest = v[j + 1 :]
+            return self.take(name, opt, rest or None, i, v)
+        return i
+
+    def unknown(self, name: str, word: str) -> str:
+        within = "" if name == word else f" (in `{word}`)"
+        hint = ""
+        if name.startswith("--") and any(o.startswith(name) for o in self.prog.options):
+            hint = " (abbreviations of listed options are not accepted either)"
+        return (
+            f"`{name}`{within} is not an option of `{self.prog.label}` that the allow-list "
+            f"knows to be read-only{hint}"
+        )
+
+    def take(self, name: str, opt: Option, attached: str | None, i: int, word: str) -> int:
+        """Apply option `name`; returns the index of the next word."""
+        self.seen.add(name)
+        arity = opt.arity
+        value: str | None = None
+        if arity == "none":
+            if attached is not None:
+                raise self.refuse(f"`{word}`: `{name}` of `{self.prog.label}` takes no value")
+            return i
+        if arity == "pair":
+            if attached is not None:
+                raise self.refuse(f"`{word}`: `{name}` takes the next two words, not `=`")
+            for nxt in self.args[i : i + 2]:
+                if nxt.glob:
+                    self.unexpanded(nxt, f"as a value of `{name}`")
+            return i + 2
+        if attached is not None:
+            value = attached
+        elif arity == "required" and i < len(self.args):
+            nxt = self.args[i]
+            if nxt.glob:
+                self.unexpanded(nxt, f"as the value of `{name}`")
+            value = nxt.value
+            i += 1
+        elif arity == "attached":
+            raise self.refuse(
+                f"`{name}` of `{self.prog.label}` needs its value attached (`{name}=…`)"
+            )
+        if value is not None:
+            self.option_value(name, opt, value)
+        return i
+
+    def option_value(self, name: str, opt: Option, value: str) -> None:
+        if opt.kind == "path":
+            problem = self.o.policy.read_problem(value, self.base)
+            if problem is not None:
+                raise self.refuse(f"`{name} {value}`: {problem}")
+        elif opt.kind == "chdir":
+            problem = self.o.policy.read_problem(value, self.base)
+            if problem is not None:
+                raise self.refuse(f"`{name} {value}`: {problem}")
+            self.base = self.o.policy.resolve(value, self.base)
+        if opt.check is not None:
+            problem = check_value(opt.check, value)
+            if problem is not None:
+                raise self.refuse(f"`{name} {value}`: {problem}")
+
+    # -- subcommands and operands ------------------------------------------------------------
+    def subcommand(self, at: int) -> None:
+        word = self.args[at]
+        if self.prog.label == "git":
+            self.f.git_dirs.add(self.base)
+        sub = self.prog.subcommands.get(word.value)
+        if word.glob:
+            self.unexpanded(word, "as a subcommand")
+        if sub is None:
+            raise self.refuse(
+                f"`{self.prog.label} {word.value}` is not a subcommand the allow-list knows "
+                "to be read-only"
+            )
+        _Program(
+            self.o, sub, self.args[at + 1 :], self.depth, self.base, frozenset(self.seen)
+        ).run()
+
+    def operands(self, operands: list[SWord]) -> None:
+        prog = self.prog
+        if operands and prog.operands_need and not (self.seen & prog.operands_need):
+            need = " or ".join(f"`{n}`" for n in sorted(prog.operands_need))
+            raise self.refuse(
+                f"`{operands[0].text}`: `{prog.label}` takes operands only together with {need} "
+                "(without it, the operand names something to change)"
+            )
+        roles = prog.operands
+        if roles and self.seen & prog.drops_first:
+            roles = roles[1:]
+        r = 0
+        for k, word in enumerate(operands):
+            if r >= len(roles):
+                raise self.refuse(
+                    f"`{word.text}` is one operand too many for `{prog.label}` "
+                    "(an extra operand can name a file it writes)"
+                )
+            role = roles[r]
+            variadic = role.count in ("*", "+")
+            if role.name == "command":
+                self.wrapped(operands[k:])
+                return
+            expands = variadic and r == len(roles) - 1 and role.name in _PATH_ROLES
+            if word.glob and not expands:
+                self.unexpanded(word, f"where `{prog.label}` expects {_describe(role.name)}")
+            self.operand(role.name, word, expands)
+            if not variadic:
+                r += 1
+
+    def unexpanded(self, word: SWord, where: str) -> None:
+        """A glob outside a list of input files passes only while it matches nothing (bash
+        then passes it on as written)."""
+        if self.o.policy.glob_matches(word.pattern, self.base):
+            raise self.refuse(
+                f"`{word.text}` is an unquoted glob {where}, and it matches files here, so "
+                "bash would replace it with any number of words; quote it"
+            )
+
+    def operand(self, role: str, word: SWord, expands: bool) -> None:
+        policy = self.o.policy
+        if role in _PATH_ROLES:
+            if word.glob and expands:
+                problem = policy.glob_problem(word.pattern, word.text, self.base)
+            else:
+                problem = policy.read_problem(word.value, self.base, file_only=role == "file")
+            if problem is not None:
+                raise self.refuse(problem)
+        elif role != "text":
+            problem = check_value(role, word.value)
+            if problem is not None:
+                raise self.refuse(f"`{word.text}`: {problem}")
+
+    def wrapped(self, words: list[SWord]) -> None:
+        if self.depth >= MAX_WRAP:
+            raise self.refuse("wrappers are nested too deeply to check")
+        self.o.simple(words, self.depth + 1)
+
+
+def _describe(role: str) -> str:
+    return {
+        "text": "a single word",
+        "path": "a file",
+        "file": "a file",
+        "rev": "a revision or path",
+    }.get(role, f"a {role}")
+
+
+def _join(args: list[SWord]) -> str:
+    return " ".join(a.text for a in args)

@@ -1,0 +1,156 @@
+"""Which files a `classified` command may read: those inside the workspace roots (after
+symlinks), and a short list of harmless system files.
+
+Paths are resolved when the command is classified; in plan mode under `classified` nothing
+the agent runs can change the tree between that moment and the run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+# A glob that matches more names than this is not expanded for checking.
+MAX_GLOB_MATCHES = 2000
+
+
+@lru_cache(maxsize=64)
+def _real(path: str) -> str:
+    """realpath of a root or working directory (these do not move under a session)."""
+    return os.path.realpath(path)
+
+
+class PathPolicy:
+    def __init__(
+        self, roots: Sequence[str | Path], cwd: str | Path, harmless: frozenset[str]
+    ) -> None:
+        self.roots = tuple(_real(os.fspath(r)) for r in roots)
+        self.prefixes = tuple(r if r.endswith("/") else r + "/" for r in self.roots)
+        self.cwd = _real(os.fspath(cwd))
+        self.harmless = harmless
+        # The PATH programs are looked up in (checked for directories the workspace controls).
+        self.path_variable = os.environ.get("PATH", "")
+
+    def inside(self, real: str) -> bool:
+        return real in self.roots or real.startswith(self.prefixes)
+
+    def cwd_problem(self) -> str | None:
+        if not self.inside(self.cwd):
+            return f"the working directory {self.cwd} is outside the workspace"
+        return None
+
+    def resolve(self, raw: str, base: str | None = None) -> str:
+        """Where `raw` leads after symlinks. `base` (default: the working directory) is
+        already real, so a relative path without `..` only needs its own components looked
+        at; anything else goes through os.path.realpath."""
+        start = base or self.cwd
+        if raw.startswith("/") or ".." in raw:
+            return os.path.realpath(raw if raw.startswith("/") else os.path.join(start, raw))
+        cur = start
+        parts = [p for p in raw.split("/") if p and p != "."]
+        for index, part in enumerate(parts):
+            nxt = cur + part if cur.endswith("/") else cur + "/" + part
+            try:
+                mode = os.lstat(nxt).st_mode
+            except OSError:
+                # Nothing exists below a missing component: the rest stays as written.
+                return "/".join([nxt, *parts[index + 1 :]])
+            if stat.S_ISLNK(mode):
+                return os.path.realpath(os.path.join(start, raw))
+            cur = nxt
+        return cur
+
+    def read_problem(
+        self, raw: str, base: str | None = None, *, file_only: bool = False
+    ) -> str | None:
+        """Why reading `raw` is refused, or None."""
+        if raw == "-":
+            return None
+        if raw == "":
+            return "an empty file name"
+        if raw.startswith("/") and os.path.normpath(raw) in self.harmless:
+            return None
+        real = self.resolve(raw, base)
+        if not self.inside(real):
+            where = "" if real == raw else f" (it resolves to {real})"
+            return f"`{raw}` is outside the workspace{where}; reading it is not allowed"
+        if file_only and os.path.isdir(real):
+            return f"`{raw}` is a directory; comparing directories follows symlinks inside them"
+        return None
+
+    def glob_problem(self, pattern: str, text: str, base: str | None = None) -> str | None:
+        """Expand an unquoted glob the way bash would (plus dot files, to be safe) and check
+        every match: inside the roots, and none starting with `-`. With no match bash passes
+        the word on unchanged, so that name is checked too."""
+        literal = self.read_problem(fnmatch_unescape(pattern), base)
+        if literal is not None:
+            return literal
+        matches = self.expand(pattern, base)
+        if matches is None:
+            return f"`{text}` matches too many files to check"
+        for shown, full in matches:
+            if shown.startswith("-"):
+                return f"`{text}` matches `{shown}`, which the program would read as an option"
+            problem = self.read_problem(full)
+            if problem is not None:
+                return f"`{text}` matches `{shown}`: {problem}"
+        return None
+
+    def glob_matches(self, pattern: str, base: str | None = None) -> bool:
+        """Whether bash could replace the glob with file names (else it stays as written)."""
+        return self.expand(pattern, base) != []
+
+    def expand(self, pattern: str, base: str | None = None) -> list[tuple[str, str]] | None:
+        """Existing paths the glob matches, as (shown as bash prints it, full path); None
+        when there are too many to check."""
+        absolute = pattern.startswith("/")
+        parts = [p for p in pattern.split("/") if p]
+        candidates = [("/", "/")] if absolute else [("", base or self.cwd)]
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            nxt: list[tuple[str, str]] = []
+            if not any(c in part for c in "*?"):
+                name = fnmatch_unescape(part)
+                for shown, where in candidates:
+                    full = os.path.join(where, name)
+                    if os.path.lexists(full):
+                        nxt.append((_join(shown, name), full))
+            else:
+                for shown, where in candidates:
+                    try:
+                        entries = os.listdir(where)
+                    except OSError:
+                        continue
+                    for entry in entries:
+                        if fnmatch.fnmatchcase(entry, part):
+                            full = os.path.join(where, entry)
+                            if last or os.path.isdir(full):
+                                nxt.append((_join(shown, entry), full))
+                    if len(nxt) > MAX_GLOB_MATCHES:
+                        return None
+            candidates = nxt
+        return candidates
+
+
+def _join(shown: str, name: str) -> str:
+    if not shown:
+        return name
+    return shown + name if shown.endswith("/") else shown + "/" + name
+
+
+def fnmatch_unescape(part: str) -> str:
+    """Undo the `[c]` escapes the lexer puts around quoted glob characters."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        if part[i] == "[" and i + 2 < len(part) and part[i + 2] == "]":
+            out.append(part[i + 1])
+            i += 3
+        else:
+            out.append(part[i])
+            i += 1
+    return "".join(out)

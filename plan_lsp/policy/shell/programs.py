@@ -1,0 +1,67 @@
+"""Which file a program name runs. Under `classified` it must be the system's program:
+not one PATH finds in a directory the workspace controls, and not a version-manager shim that
+picks the real program from files in the workspace (asdf and mise accept `path:` versions,
+volta downloads the pinned tool)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from plan_lsp.policy.shell.allowlist import allowlist
+
+if TYPE_CHECKING:
+    from plan_lsp.policy.shell.paths import PathPolicy
+
+# bash runs these itself; PATH is not searched.
+BASH_BUILTINS = frozenset({"echo", "pwd", "type", "command", "true", "false"})
+
+
+def program_problem(name: str, policy: PathPolicy) -> str | None:
+    """Why running `name` is not proven to run the system program, or None."""
+    if name in BASH_BUILTINS:
+        return None
+    path = policy.path_variable
+    risky = _risky_path_dirs(path, policy.roots)
+    if risky:
+        for entry in path.split(":"):
+            candidate = os.path.join(entry or ".", name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                if entry in risky:
+                    return (
+                        f"`{name}` would run {candidate} (PATH lists `{entry or '.'}`, a "
+                        "directory the workspace controls)"
+                    )
+                break
+    found = _resolve(name, path)
+    if found is not None:
+        for marker in allowlist().workspace_selected_shims:
+            if marker in found:
+                return (
+                    f"`{name}` runs {found}, a version-manager shim that chooses the real "
+                    "program from files in the workspace; without a sandbox that is not allowed"
+                )
+    return None
+
+
+@lru_cache(maxsize=256)
+def _resolve(name: str, path: str) -> str | None:
+    for entry in path.split(":"):
+        candidate = os.path.join(entry or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@lru_cache(maxsize=32)
+def _risky_path_dirs(path: str, roots: tuple[str, ...]) -> frozenset[str]:
+    risky = set()
+    for entry in path.split(":"):
+        if not entry.startswith("/"):
+            risky.add(entry)
+            continue
+        real = os.path.realpath(entry)
+        if any(real == r or real.startswith(r + "/") for r in roots):
+            risky.add(entry)
+    return frozenset(risky)

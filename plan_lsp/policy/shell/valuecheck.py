@@ -1,0 +1,71 @@
+"""Checks for option values and operands that are more than plain text (named in
+`allowlist.toml`: `checks = { "--format" = "git_pretty" }`, operand roles `sed`, `jq`, ...)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from plan_lsp.policy.shell.awk import check_awk
+from plan_lsp.policy.shell.embedded import check_jq, check_sed
+
+_DURATION = re.compile(r"[0-9]+(\.[0-9]+)?[smhd]?\Z")
+_INT = re.compile(r"[0-9]+\Z")
+_PRETTY_NAMES = frozenset(
+    {"oneline", "short", "medium", "full", "fuller", "reference", "email", "mboxrd", "raw"}
+)
+# `%G?`, `%GG`, `%GS`, ...: verifying a signature runs the program `gpg.program` names, which a
+# repository's own configuration can set.
+_SIGNATURE = re.compile(r"%G|%\(signature")
+
+
+def _duration(value: str) -> str | None:
+    return None if _DURATION.match(value) else "is not a duration like `10`, `5s` or `2m`"
+
+
+def _datefmt(value: str) -> str | None:
+    # Without the `+`, `date` reads the operand as a new date and tries to set the clock.
+    return None if value.startswith("+") else "is not a `+FORMAT` (it would set the clock)"
+
+
+def _int(value: str) -> str | None:
+    return None if _INT.match(value) else "is not a number"
+
+
+def _git_format(value: str) -> str | None:
+    if _SIGNATURE.search(value):
+        return "asks for signature checks, which run the program the repository configures"
+    return None
+
+
+def _git_pretty(value: str) -> str | None:
+    for prefix in ("format:", "tformat:"):
+        if value.startswith(prefix):
+            return _git_format(value)
+    if value in _PRETTY_NAMES:
+        return None
+    if "%" in value:
+        return _git_format(value)
+    return (
+        "names a pretty format that is not built into git (it would come from the "
+        "repository's configuration)"
+    )
+
+
+CHECKS: dict[str, Callable[[str], str | None]] = {
+    "sed": check_sed,
+    "awk": check_awk,
+    "jq": check_jq,
+    "duration": _duration,
+    "datefmt": _datefmt,
+    "int": _int,
+    "git_pretty": _git_pretty,
+    "git_format": _git_format,
+}
+
+
+def check_value(name: str, value: str) -> str | None:
+    check = CHECKS.get(name)
+    if check is None:
+        return f"has no checker `{name}`"
+    return check(value)

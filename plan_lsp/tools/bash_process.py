@@ -1,0 +1,158 @@
+"""Running one process for the `bash` tool: its own session, output capped at both ends,
+a timeout and cancellation that kill the whole process tree."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+_READ_CHUNK = 65536
+# After the process is gone, how long a grandchild holding the pipe may keep readers waiting.
+_DRAIN_GRACE_S = 2.0
+
+R = TypeVar("R")
+# (exit code, "exited" | "timeout" | "cancelled", stdout, stderr, timeout) -> result
+Finish = Callable[[int | None, str, "Capture", "Capture", float], R]
+
+
+class Capture:
+    """Keeps the first and last `cap // 2` characters of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half * 4 - len(self.head)  # bytes; trimmed to characters at the end
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half * 8:
+                del self.tail[: len(self.tail) - self.half * 4]
+
+    def text(self) -> tuple[str, bool]:
+        """The kept text and whether something was cut (with a note saying how much)."""
+        lossless = len(self.head) + len(self.tail) == self.total
+        if lossless:
+            whole = (self.head + self.tail).decode("utf-8", "replace")
+            if len(whole) <= self.half * 2:
+                return whole, False
+            head, tail = whole[: self.half], whole[-self.half :]
+            cut = f"{len(whole) - 2 * self.half} characters"
+        else:
+            head = self.head.decode("utf-8", "replace")[: self.half]
+            tail = self.tail.decode("utf-8", "replace")[-self.half :]
+            dropped = self.total - len(head.encode()) - len(tail.encode())
+            cut = f"about {dropped} bytes"
+        note = f"\n[... {cut} cut from the middle of this output ...]\n"
+        return head + note + tail, True
+
+
+async def _pump(stream: asyncio.StreamReader | None, sink: Capture) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(_READ_CHUNK)
+        if not chunk:
+            return
+        sink.feed(chunk)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, found through /proc (children may leave our group)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: parse after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _kill_tree(proc: asyncio.subprocess.Process) -> None:
+    pid = proc.pid
+    stragglers = _descendants(pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for child in stragglers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+async def run_process(
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    cancel: asyncio.Event | None,
+    finish: Finish[R],
+    *,
+    cap: int,
+) -> R:
+    """Run `argv` to its end, its timeout or `cancel`. OSError when it cannot start."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=str(cwd),
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    out, err = Capture(cap), Capture(cap)
+    readers = [
+        asyncio.ensure_future(_pump(proc.stdout, out)),
+        asyncio.ensure_future(_pump(proc.stderr, err)),
+    ]
+    stop = "exited"
+    waiter = asyncio.ensure_future(proc.wait())
+    cancelled = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    try:
+        pending: set[asyncio.Future[Any]] = {waiter}
+        if cancelled is not None:
+            pending.add(cancelled)
+        done, _ = await asyncio.wait(
+            pending, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter not in done:
+            stop = "cancelled" if cancelled is not None and cancelled in done else "timeout"
+        # Gone or not, anything the command left behind in its group goes too.
+        _kill_tree(proc)
+        await proc.wait()
+        await asyncio.wait(readers, timeout=_DRAIN_GRACE_S)
+    except asyncio.CancelledError:
+        _kill_tree(proc)
+        raise
+    finally:
+        for task in (*readers, waiter, *([cancelled] if cancelled is not None else [])):
+            task.cancel()
+    return finish(proc.returncode, stop, out, err, timeout_s)

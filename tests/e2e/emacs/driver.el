@@ -30,6 +30,10 @@
 
 (defun e2e-bool (value) (if value t :json-false))
 
+(defun e2e-idle-server-p (state)
+  "Whether STATE says no run is going: JSON false is :json-false in eglot, nil in lsp-mode."
+  (and state (memq (e2e-get state "running") '(nil :json-false)) t))
+
 ;; -- questions -----------------------------------------------------------------------------
 
 (defun e2e--asked (kind prompt)
@@ -112,7 +116,7 @@
 
 (defun e2e-wait-run-end (what)
   "Until the server says no run is going."
-  (e2e-wait what (lambda () (eq (e2e-get (e2e-state) "running") :json-false)) 30))
+  (e2e-wait what (lambda () (e2e-idle-server-p (e2e-state))) 30))
 
 (defun e2e-record-state (key)
   (let ((state (e2e-state)))
@@ -149,7 +153,7 @@ test's to report, not an error here)."
   (e2e-put "code_action_titles" e2e-offered)
   (unless (e2e-soft-wait (lambda () (let ((s (e2e-state)))
                                       (and (equal (e2e-get s "planStatus") "submitted")
-                                           (eq (e2e-get s "running") :json-false))))
+                                           (e2e-idle-server-p s))))
                          45)
     (e2e-put "revision_error" "the revised plan was not submitted within 45 s"))
   (e2e-settle-plan "plan_buffer_v2" plan (e2e-param "plan_v2"))
@@ -202,7 +206,11 @@ test's to report, not an error here)."
       (goto-char (point-min))
       (e2e-client-approve (e2e-param "approve_title")))
     (e2e-put "approve_titles" e2e-offered)
-    (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
+    ;; Only the buffer is watched here (no request to the server that would make Emacs read
+    ;; again): an edit the client lost or left unread after the approval's answer shows.
+    (let ((started (float-time)))
+      (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
+      (e2e-put "do_edit_seconds" (- (float-time) started)))
     (e2e-wait-run-end "the Do run")
     (e2e-idle 0.7)
     (e2e-put "hello_buffer" (e2e-text hello))
@@ -230,6 +238,10 @@ test's to report, not an error here)."
              (message "e2e: failed: %s" (error-message-string err))))
     (e2e-put "ok" (e2e-bool ok))
     (e2e-put "prompts" (reverse e2e-prompts))
+    (condition-case err
+        (let ((coding-system-for-write 'utf-8))
+          (e2e-client-write-log (e2e-param "client_log_path")))
+      (error (message "e2e: no client log: %s" (error-message-string err))))
     (let ((coding-system-for-write 'utf-8))
       (with-temp-file (e2e-param "result_path")
         (insert (json-encode e2e-result))))

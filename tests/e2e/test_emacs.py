@@ -13,6 +13,13 @@ opens it (neither client has window/showDocument), and a message names it. The D
 reaches its buffer within seconds of the approval (nothing lost or left unread behind the
 answer to the approving request).
 
+The configurations declare `experimental.planLsp.saveDocuments`, so Emacs saves the buffers
+the server changed (`planLsp/saveDocument`): right after the Do run hello.py's and PLAN.md's
+buffers are unmodified, and none of the user's save hooks ran for those saves. Then the user
+saves each (C-x C-s) and opens PLAN.md again (C-x C-f): no question ("changed since visited
+or saved", "changed on disk"), and every file holds its buffer's text. No warning shows
+(the `planLsp/update` notifications that come with the capability are ignored quietly).
+
 Emacs runs as a daemon under `timeout -s KILL` with a fresh HOME whose init.el is the
 README configuration (tests/e2e/emacs/*-init.el); tests/e2e/emacs/driver.el drives it and
 writes what it saw as JSON. Install with tests/e2e/emacs/install.sh (scripts/setup.sh)."""
@@ -85,6 +92,7 @@ def emacs_binary() -> str:
     if found is None or missing:
         reason = f"emacs or {missing} missing; run tests/e2e/emacs/install.sh"
         need(False, reason)
+    assert found is not None
     return found
 
 
@@ -202,6 +210,10 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
     if prompts:
         distinct = sorted(set(prompts), key=prompts.index)
         out.append(f"Emacs asked the user {len(prompts)} times: {distinct}")
+    warnings = result.get("warnings") or []
+    if warnings:
+        distinct = sorted(set(warnings), key=warnings.index)
+        out.append(f"Emacs showed {len(warnings)} warnings: {distinct}")
     if result.get("revision_error"):
         out.append(result["revision_error"])
     if result.get("prompt_stop") != "plan_submitted":
@@ -249,8 +261,21 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 f"    actual   {state.get('approvedText')!r}"
             )
         same("plan_buffer_after_do", final, "PLAN.md buffer after the Do run")
+        # The server asked Emacs to save each buffer it changed (planLsp/saveDocument), so
+        # none is left modified with a stale visited-file modtime.
+        for key, name in (("hello_modified", "hello.py"), ("plan_modified", "PLAN.md")):
+            if result.get(key) is not False:
+                out.append(f"{name}'s buffer is not saved after the Do run: {result.get(key)}")
+        if result.get("save_hook_runs"):
+            out.append(f"the saves ran the user's save hooks in {result['save_hook_runs']}")
         if state.get("mode") != "build" or state.get("planStatus") != "approved":
             out.append(f"state after the Do run: {state}")
+    if "saved" in result.get("steps", []):
+        # C-x C-s in each buffer the agent changed, then C-x C-f PLAN.md: no question (the
+        # prompts above), and every file holds exactly its buffer's text.
+        for name, seen in (result.get("after_save") or {}).items():
+            if seen.get("modified") is not False or seen.get("buffer") != seen.get("disk"):
+                out.append(f"{name} after C-x C-s and C-x C-f PLAN.md: {seen}")
     if result.get("_returncode") != 0 and result.get("ok") is True:
         out.append(f"Emacs exited {result.get('_returncode')}")
     return out

@@ -67,6 +67,25 @@
                   (setq e2e-offered (cons e2e-choice titles))
                   (prog1 e2e-choice (setq e2e-choice nil))))))
 
+(defun e2e-warnings ()
+  "The first line of each warning `display-warning' showed the user (lsp-mode's \"Unknown
+notification\", ...). Left out: the native compiler's notes on the packages' own sources
+(\"Warning (comp)\"), which the fresh HOME's first compilation of them brings."
+  (when-let ((buf (get-buffer "*Warnings*")))
+    (with-current-buffer buf
+      (cl-remove-if-not (lambda (line) (and (string-prefix-p "Warning (" line)
+                                            (not (string-prefix-p "Warning (comp)" line))))
+                        (split-string (buffer-string) "\n" t)))))
+
+;; -- the user's save hooks ------------------------------------------------------------------
+
+;; A user's own save hooks (format on save, whitespace clean-up, ...) may change the text. The
+;; saves the server asks for run none of them: the file gets exactly what the agent wrote.
+(defvar e2e-save-hook-runs nil "The buffers whose saves ran the user's save hooks.")
+(defun e2e--user-save-hook () (push (buffer-name) e2e-save-hook-runs))
+(add-hook 'before-save-hook #'e2e--user-save-hook)
+(add-hook 'after-save-hook #'e2e--user-save-hook)
+
 ;; -- waiting ---------------------------------------------------------------------------------
 
 (defun e2e-wait (what pred &optional seconds)
@@ -170,6 +189,29 @@ test's to report, not an error here)."
     (e2e-put "compare_seconds" (- (float-time) started)))
   (e2e-step "compared"))
 
+(defun e2e--user-command (what command)
+  "Run COMMAND as the user would; a question it asks is already recorded, so an error
+here is noted and the session goes on (one run reports every question)."
+  (condition-case err
+      (progn (funcall command) (run-hooks 'post-command-hook))
+    (error (message "e2e: %s: %s" what (error-message-string err)))))
+
+(defun e2e-save-and-reopen (paths reopen)
+  "C-x C-s in each of PATHS' buffers, then C-x C-f REOPEN; record what each buffer and
+its file hold afterwards under \"after_save\"."
+  (dolist (path paths)
+    (with-current-buffer (find-buffer-visiting path)
+      (e2e--user-command (format "C-x C-s in %s" path)
+                         (lambda () (call-interactively #'save-buffer)))))
+  (e2e--user-command (format "C-x C-f %s" reopen) (lambda () (find-file reopen)))
+  (e2e-put "after_save"
+           (mapcar (lambda (path)
+                     (list (file-name-nondirectory path)
+                           (cons "buffer" (e2e-text path))
+                           (cons "disk" (e2e-disk path))
+                           (cons "modified" (e2e-modified path))))
+                   paths)))
+
 (defun e2e-session ()
   (let* ((ws (e2e-param "workspace"))
          (plan (e2e-param "plan_path"))
@@ -218,8 +260,14 @@ test's to report, not an error here)."
     (e2e-put "hello_disk" (e2e-disk hello))
     (e2e-put "plan_buffer_after_do" (e2e-text plan))
     (e2e-put "plan_modified" (e2e-modified plan))
+    (e2e-put "save_hook_runs" (reverse e2e-save-hook-runs))
     (e2e-record-state "state_after_do")
     (e2e-step "approved")
+
+    ;; 5. the user saves what the agent changed and opens the plan again: Emacs has nothing
+    ;; to ask, because it saved those buffers itself when the server asked.
+    (e2e-save-and-reopen (list hello plan) plan)
+    (e2e-step "saved")
 
     (e2e-client-shutdown)
     (e2e-step "stopped")))
@@ -238,6 +286,7 @@ test's to report, not an error here)."
              (message "e2e: failed: %s" (error-message-string err))))
     (e2e-put "ok" (e2e-bool ok))
     (e2e-put "prompts" (reverse e2e-prompts))
+    (e2e-put "warnings" (e2e-warnings))
     (condition-case err
         (let ((coding-system-for-write 'utf-8))
           (e2e-client-write-log (e2e-param "client_log_path")))

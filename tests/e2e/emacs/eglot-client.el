@@ -50,7 +50,7 @@
 
 (defun e2e--events-text ()
   (ignore-errors
-    (with-current-buffer (eglot-events-buffer (e2e--server))
+    (with-current-buffer (jsonrpc-events-buffer (e2e--server))
       (buffer-substring-no-properties (point-min) (point-max)))))
 
 (defun e2e-client-shutdown ()

@@ -114,5 +114,5 @@ async def served_models(sdk: Any, client: Any, server: str) -> list[str]:
         raise connection_error(server, False, exc.__cause__ or exc) from exc
     except sdk.APIStatusError as exc:
         raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
-    except sdk.OpenAIError if hasattr(sdk, "OpenAIError") else sdk.AnthropicError as exc:
+    except base_error as exc:
         raise ProviderError("server", f"{server} failed: {exc}") from exc

@@ -3,15 +3,16 @@ the README's "Emacs" section says, against the real server with the scripted pro
 
 Per client, two sessions. Both: the prompt's plan (emoji, multi-line Markdown) streams into
 PLAN.md; the plan is approved (code action in eglot, code lens in lsp-mode) and the Do run's
-edit lands in hello.py's open buffer and on disk. PLAN.md open before the prompt: straight to
-approval. PLAN.md not open: the user opens it after the run (a message names it), then a
-review note and the code action "Reject with feedback from review notes" start a revision,
-and "Compare with previous revision" answers, before the approval. At the end the buffer,
-the plan and the approved text are one string, and Emacs asked the user nothing ("changed
-on disk", edit confirmations, ...). PLAN.md not open: no buffer holds it before the user
-opens it (neither client has window/showDocument), and a message names it. The Do edit
-reaches its buffer within seconds of the approval (nothing lost or left unread behind the
-answer to the approving request).
+edit lands in hello.py's open buffer and on disk. PLAN.md open before the prompt: the user
+adds a line to the plan and approves (the server has Emacs save the modified buffer while
+Emacs waits for the approval's answer). PLAN.md not open: the user opens it after the run (a
+message names it), then a review note and the code action "Reject with feedback from review
+notes" start a revision, and "Compare with previous revision" answers, before the approval.
+At the end the buffer, the plan and the approved text are one string, and Emacs asked the
+user nothing ("changed on disk", edit confirmations, ...). PLAN.md not open: no buffer holds
+it before the user opens it (neither client has window/showDocument), and a message names
+it. The Do edit reaches its buffer within seconds of the approval (nothing lost or left
+unread behind the answer to the approving request).
 
 The configurations declare `experimental.planLsp.saveDocuments`, so Emacs saves the buffers
 the server changed (`planLsp/saveDocument`): right after the Do run hello.py's and PLAN.md's
@@ -61,6 +62,8 @@ PLAN_V2 = PLAN_V1.replace("## Notes", "## Notes (revised)").replace(
     "one line.\n", "one line.\n- Every other file stays as it is ✓.\n"
 )
 FEEDBACK = "say that every other file stays as it is"
+# What the user adds to the plan before approving it (when there is no review round).
+USER_LINE = "- Also: keep the file's trailing newline ✍.\n"
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
 APPROVE = "Approve (auto-accept edits)"
 HELLO_AFTER = "print('hello, world')\n"
@@ -122,7 +125,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         plan_path.parent.mkdir(parents=True)
         plan_path.write_text("")
     # The review round (reject with a note, revision, compare) runs when PLAN.md was not
-    # open before the prompt, so the session that had it open goes straight to approval.
+    # open before the prompt; the session that had it open adds a line and approves.
     review = not plan_open_before
     script = write_script(tmp_path / "script.json", session_turns(review), chunk=16)
     server_log = tmp_path / "server.log"
@@ -147,6 +150,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         "reject_action": REJECT_ACTION,
         "approve_title": APPROVE,
         "hello_after": HELLO_AFTER,
+        "user_line": None if review else USER_LINE,
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -229,7 +233,7 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
             "_stderr", ""
         ):
             out.append("Emacs showed no message naming the plan file")
-    final = PLAN_V2 if result.get("review") else PLAN_V1
+    final = PLAN_V2 if result.get("review") else PLAN_V1 + USER_LINE
     same("plan_buffer_v1", PLAN_V1, "PLAN.md buffer after the stream")
     if "rejected" in result.get("steps", []):
         same("plan_buffer_v2", PLAN_V2, "PLAN.md buffer after the revision")

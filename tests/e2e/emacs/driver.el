@@ -243,8 +243,14 @@ its file hold afterwards under \"after_save\"."
     (when (eq (e2e-param "review") t)
       (e2e-review plan))
 
-    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands
+    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands. A user
+    ;; who added a line of their own first has a modified buffer: the server asks Emacs to
+    ;; save it while Emacs waits for the answer to the approving request.
     (with-current-buffer (find-buffer-visiting plan)
+      (when-let ((line (e2e-param "user_line")))
+        (goto-char (point-max))
+        (insert line)
+        (e2e-idle 0.7))
       (goto-char (point-min))
       (e2e-client-approve (e2e-param "approve_title")))
     (e2e-put "approve_titles" e2e-offered)

@@ -89,7 +89,9 @@ class ClientSupport:
         lsp_mode = name == "emacs"
         eglot = name == "eglot" or (not name and window is None)
         return cls(
-            plan_lsp=declared,
+            # `experimental.planLsp.updates: false`: a client that declares planLsp for its
+            # requests (saveDocuments, say) but renders no updates gets the standard ones.
+            plan_lsp=declared and options.get("updates", True) is not False,
             permission_requests=bool(options.get("permissionRequests")),
             questions=bool(options.get("questions")),
             save_documents=bool(options.get("saveDocuments")),

@@ -10,7 +10,8 @@
 ;; After changing a buffer you had saved, the server asks Emacs to save it; saved as it
 ;; is (no hooks, no added newline): on disk is what you see and approve.
 (cl-defmethod eglot-client-capabilities :around ((_ eglot-plan-lsp))
-  (plist-put (cl-call-next-method) :experimental '(:planLsp (:saveDocuments t))))
+  (plist-put (cl-call-next-method) :experimental
+             '(:planLsp (:saveDocuments t :updates :json-false))))
 (cl-defmethod eglot-handle-request
   ((_ eglot-plan-lsp) (_ (eql planLsp/saveDocument)) &key uri &allow-other-keys)
   (let ((buf (find-buffer-visiting (eglot--uri-to-path uri))))
@@ -19,8 +20,5 @@
         (let (before-save-hook after-save-hook require-final-newline)
           (ignore-errors (save-buffer)))))
     (list :saved (if (and buf (not (buffer-modified-p buf))) t :json-false))))
-;; Declaring that also brings the run's progress as planLsp/update: not shown here.
-(cl-defmethod eglot-handle-notification
-  ((_ eglot-plan-lsp) (_ (eql planLsp/update)) &rest _))
 (add-hook 'markdown-mode-hook #'eglot-ensure)
 (add-hook 'python-mode-hook #'eglot-ensure)

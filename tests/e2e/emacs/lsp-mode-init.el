@@ -14,10 +14,10 @@
   :activation-fn (lsp-activate-on "markdown" "python")
   :server-id 'plan-lsp
   ;; After changing a buffer you had saved, the server asks Emacs to save it.
-  :custom-capabilities '((experimental . ((planLsp . ((saveDocuments . t))))))
-  :request-handlers (ht ("planLsp/saveDocument" #'plan-lsp-save-document))
-  ;; Declaring that also brings the run's progress as planLsp/update: not shown here.
-  :notification-handlers (ht ("planLsp/update" #'ignore))))
+  ;; (`updates` false: the run's progress comes as standard $/progress and log lines.)
+  :custom-capabilities
+  '((experimental . ((planLsp . ((saveDocuments . t) (updates . :json-false))))))
+  :request-handlers (ht ("planLsp/saveDocument" #'plan-lsp-save-document))))
 ;; Approval is a code lens; lsp-mode 8.0.0 shows none unless this is t (the default from
 ;; 8.0.1 on).
 (setq lsp-lens-enable t)

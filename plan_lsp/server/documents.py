@@ -277,7 +277,10 @@ class DocumentStore:
         text = doc.text
         if _disk_text(path) == text:
             return True
-        if await self.client.save_document(doc.uri) and _disk_text(path) == text:
+        if await self.client.save_document(doc.uri):
+            # The editor saved its buffer: the disk holds what the user sees there (which may
+            # already include typing the server's copy has not heard of yet) — never
+            # overwritten with an older copy.
             return True
         try:
             self._write_disk(path, text)

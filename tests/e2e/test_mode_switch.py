@@ -4,13 +4,13 @@ command's whole process group is gone, says what was stopped, and nothing change
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.scripts import requests_of, sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
+from tests.needs import process_alive
 
 
 async def _wait_for_file(path: Path, timeout: float = 30) -> None:
@@ -19,19 +19,6 @@ async def _wait_for_file(path: Path, timeout: float = 30) -> None:
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(_poll(), timeout)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purpose (it can write nothing).
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
@@ -60,7 +47,7 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
             answer = await ed.command("planLsp.toggleMode", {})
         assert answer["mode"] == "plan"
         assert [c["tool"] for c in answer["cancelled"]] == ["bash"]
-        assert not _alive(pid), "the command still runs after the switch was answered"
+        assert not process_alive(pid), "the command still runs after the switch was answered"
         notice = await ed.wait_update(lambda u: u["kind"] == "cancelledCalls")
         assert notice["calls"] == answer["cancelled"]
         result = await asyncio.wait_for(run, 60)

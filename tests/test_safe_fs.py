@@ -9,6 +9,7 @@ a read returns exactly what a link-free walk reaches, and never blocks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -285,47 +286,61 @@ def test_ensure_folder_and_link_problem(ws: Path, tmp_path: Path) -> None:
 # -- property: random trees ------------------------------------------------------------------
 
 
-@settings(deadline=None)
-@given(
-    ops=tree_ops(),
-    target=st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3),
-)
-def test_writes_change_only_their_own_target_and_never_follow_a_link(
-    ops: list[tuple[object, ...]], target: list[str]
-) -> None:
+_TARGETS = st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3)
+
+
+@contextlib.contextmanager
+def _random_tree(ops: list[tuple[object, ...]]) -> Iterator[Path]:
+    """A fresh folder holding `ws` and `out` with the tree `ops` built in them."""
     root = Path(tempfile.mkdtemp(prefix="safefs-"))
-    previous = os.umask(0o022)
     try:
         (root / "ws").mkdir()
         (root / "out").mkdir()
         build_tree(root, ops)
-        ws = root / "ws"
-        before = snapshot(root)
-        clean = clean_chain(ws, target)
-        old = before.get("ws/" + "/".join(target))
-        try:
-            written = write_text(ws, ws.joinpath(*target), "NEW")
-            ok = True
-        except OSError:
-            ok = False
-        after = snapshot(root)
-        assert ok == clean
-        event(f"ok={ok} old={old[0] if old else None}")
-        prefixes = {"ws/" + "/".join(target[:i]) for i in range(1, len(target))}
-        goal = "ws/" + "/".join(target)
-        for key in sorted(set(before) | set(after)):
-            if before.get(key) == after.get(key):
-                continue
-            if key in prefixes and key not in before:
-                assert after[key] == ("dir", 0o755)  # a folder made on the way
-                continue
-            assert ok and key == goal, f"{key} changed: {before.get(key)} -> {after.get(key)}"
-            mode = 0o644 if old is None else old[2]
-            assert after[key] == ("file", b"NEW", mode) and written.mode == mode
-        assert not any(TEMP_PREFIX in key for key in after)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@settings(deadline=None)
+@given(ops=tree_ops(), target=_TARGETS)
+def test_writes_change_only_their_own_target_and_never_follow_a_link(
+    ops: list[tuple[object, ...]], target: list[str]
+) -> None:
+    previous = os.umask(0o022)
+    try:
+        with _random_tree(ops) as root:
+            _check_write(root, target)
     finally:
         os.umask(previous)
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check_write(root: Path, target: list[str]) -> None:
+    """A write into a random tree changes its target and nothing else, or is refused."""
+    ws = root / "ws"
+    before = snapshot(root)
+    clean = clean_chain(ws, target)
+    old = before.get("ws/" + "/".join(target))
+    try:
+        written = write_text(ws, ws.joinpath(*target), "NEW")
+        ok = True
+    except OSError:
+        ok = False
+    after = snapshot(root)
+    assert ok == clean
+    event(f"ok={ok} old={old[0] if old else None}")
+    prefixes = {"ws/" + "/".join(target[:i]) for i in range(1, len(target))}
+    goal = "ws/" + "/".join(target)
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        if key in prefixes and key not in before:
+            assert after[key] == ("dir", 0o755)  # a folder made on the way
+            continue
+        assert ok and key == goal, f"{key} changed: {before.get(key)} -> {after.get(key)}"
+        mode = 0o644 if old is None else old[2]
+        assert after[key] == ("file", b"NEW", mode) and written.mode == mode
+    assert not any(TEMP_PREFIX in key for key in after)
 
 
 # -- reading a workspace's files -------------------------------------------------------------
@@ -413,21 +428,14 @@ def test_open_folder_walks_without_links(ws: Path, tmp_path: Path) -> None:
 
 
 @settings(deadline=None)
-@given(
-    ops=tree_ops(),
-    target=st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3),
-)
+@given(ops=tree_ops(), target=_TARGETS)
 def test_reads_return_exactly_what_a_link_free_walk_reaches(
     ops: list[tuple[object, ...]], target: list[str]
 ) -> None:
     """Over trees with links (inside and out, dangling), hard links and FIFOs: a read
     returns the file's bytes when nothing but folders lead to a regular file, None when a
     part is missing, and is refused otherwise; it never blocks on a FIFO."""
-    root = Path(tempfile.mkdtemp(prefix="safefs-"))
-    try:
-        (root / "ws").mkdir()
-        (root / "out").mkdir()
-        build_tree(root, ops)
+    with _random_tree(ops) as root:
         ws = root / "ws"
         found = snapshot(root).get("ws/" + "/".join(target))
         clean = clean_chain(ws, target)
@@ -440,5 +448,3 @@ def test_reads_return_exactly_what_a_link_free_walk_reaches(
         assert ok == clean
         if ok:
             assert data == (found[1] if found else None)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)

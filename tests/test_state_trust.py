@@ -251,7 +251,7 @@ def test_rows_a_wal_adds_to_a_trusted_database_are_never_read(
     assert "plan_approved" not in [e.kind for e in store.events("mine")]
     assert store.history("mine", "main", 10) == []
     store.close()
-    assert all("were not written by plan-lsp for this user and were ignored" in w for w in warnings)
+    assert all("1 row of " in w and "not written by plan-lsp for this user" in w for w in warnings)
     assert len(warnings) == 4
 
 
@@ -427,3 +427,20 @@ def test_any_schema_object_the_server_did_not_create_makes_the_database_foreign(
         assert aside.read_bytes() == shipped
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_folder_the_database_cannot_be_made_in_keeps_state_in_memory(
+    ws: Path, key_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plan_lsp.session import state_db
+
+    def refused(path: Path, key: StateKey) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(state_db, "_create", refused)  # a folder this user cannot write
+    store, warnings = _open(ws)
+    store.save("s", str(ws), {"mode": "plan"})
+    assert store.first_session(str(ws)) == ("s", {"mode": "plan"})
+    store.close()
+    assert "kept in memory only" in warnings[0] and "Permission denied" in warnings[0]
+    assert not _db(ws).exists()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.policy.server_dir import prepare_state_file
-from plan_lsp.session.state_db import MEMORY, SCHEMA, open_state_db, row_seal
+from plan_lsp.session.state_db import MEMORY, SCHEMA, Opened, open_state_db, row_seal
 from plan_lsp.session.trust import KeyUnavailable, StateKey, load_user_key, same_seal
 
 log = logging.getLogger(__name__)
@@ -82,11 +82,17 @@ class StateStore:
                 self._key = load_user_key()
             except KeyUnavailable as exc:
                 problem = str(exc)
-        if problem is not None:
-            self._warn(f"plan-lsp: state is kept in memory only (not saved): {problem}")
-            self.path = Path(MEMORY)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        opened = open_state_db(self.path, self._key, self._warn)
+        if problem is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                return self._opened(open_state_db(self.path, self._key, self._warn))
+            except (OSError, sqlite3.Error) as exc:  # e.g. a folder the user cannot write
+                problem = str(exc)
+        self._warn(f"plan-lsp: state is kept in memory only (not saved): {problem}")
+        self.path = Path(MEMORY)
+        return self._opened(open_state_db(self.path, self._key, self._warn))
+
+    def _opened(self, opened: Opened) -> sqlite3.Connection:
         self._db_id = opened.db_id
         return opened.conn
 
@@ -108,9 +114,11 @@ class StateStore:
         kept = [r for r in rows if same_seal(r[-1], self._seal(table, *r[unsealed:-1]))]
         if len(kept) < len(rows) and table not in self._skipped:
             self._skipped.add(table)
+            skipped = len(rows) - len(kept)
             self._warn(
-                f"plan-lsp: {len(rows) - len(kept)} {table} rows in {self.path} were not "
-                "written by plan-lsp for this user and were ignored."
+                f"plan-lsp: {skipped} row{'' if skipped == 1 else 's'} of {table} in "
+                f"{self.path} {'was' if skipped == 1 else 'were'} not written by plan-lsp for "
+                "this user and ignored."
             )
         return kept
 

@@ -15,12 +15,13 @@ So nothing in that file is taken on trust:
   warning naming why, and a new one is made. A row whose seal does not match (a WAL file
   shipped next to a trusted database can rewrite any page) is never read back.
 - **The schema is data.** Before anything else, on a connection that may not write
-  (`PRAGMA query_only`), runs no function the schema names unless SQLite deems it innocuous
-  (`PRAGMA trusted_schema=OFF`) and has `authorizer` installed, `sqlite_master` must be
-  exactly what `_SCHEMA` creates: a trigger, view, virtual table, index or table of any other
-  kind means the file is not the server's. `authorizer` then refuses, for the whole life of
-  the connection, any statement a trigger or view would run, any table but ours, and every
-  pragma and function the store does not use — a second wall behind the schema check.
+  (`PRAGMA query_only`), runs no function the schema names unless SQLite deems it
+  innocuous (`PRAGMA trusted_schema=OFF`) and has `authorizer` installed, `sqlite_master`
+  must be exactly what `state_db.SCHEMA` creates: a trigger, view, virtual table, index or
+  table of any other kind means the file is not the server's. `authorizer` then refuses,
+  for the whole life of the connection, any statement a trigger or view would run, any
+  table but ours, and every pragma and function the store does not use — a second wall
+  behind the schema check.
 - **The file header** is checked before SQLite opens the file: the magic string, a valid
   page size, no reserved bytes per page (used by codecs and checksum extensions), UTF-8.
 

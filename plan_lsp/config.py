@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.alias_generators import to_snake
 
 from plan_lsp.policy.modes import PermissionMode, WorkMode
+from plan_lsp.policy.safe_fs import read_bytes, read_file_bytes
 from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]
@@ -199,13 +200,34 @@ def user_config_path(environ: Mapping[str, str]) -> Path:
     return platform_config("plan-lsp", appauthor=False) / "config.toml"
 
 
-def _toml_layer(path: Path, label: str, warnings: list[str]) -> dict[str, Any]:
+# A configuration file larger than this is not read (a real one is a few hundred bytes).
+CONFIG_MAX_BYTES = 1024 * 1024
+
+
+def _read_user_file(path: Path) -> bytes | None:
+    """The user's own file: a link is followed (dotfile managers link them), but only a
+    regular file is read, never blocked on; `/dev/null` (or `os.devnull`) means none."""
+    if path == Path(os.devnull):
+        return None
+    return read_file_bytes(path, max_bytes=CONFIG_MAX_BYTES, follow_link=True)
+
+
+def _read_workspace_file(workspace: Path) -> bytes | None:
+    """The workspace's `.plan-lsp/config.toml`, walked from the workspace folder without
+    following a link: a link (to `/dev/stdin`, to another file), a FIFO or a device there
+    is refused, never read; so is a file over CONFIG_MAX_BYTES."""
+    return read_bytes(workspace, workspace_config_path(workspace), max_bytes=CONFIG_MAX_BYTES)
+
+
+def _toml_layer(
+    path: Path, label: str, warnings: list[str], read: Callable[[], bytes | None] | None = None
+) -> dict[str, Any]:
+    """The TOML table in `path` (read by `read`, default: the user's own file), {} if there
+    is none; a file that cannot be read or parsed is reported in `warnings` and ignored."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = read() if read is not None else _read_user_file(path)
+        return {} if data is None else tomllib.loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         warnings.append(f"{label} ({path}) could not be read ({exc}); its settings were ignored")
         return {}
 
@@ -316,7 +338,12 @@ def load_config(
     workspace_values: dict[str, Any] = {}
     if workspace is not None:
         label = str(WORKSPACE_CONFIG)
-        raw = _toml_layer(workspace_config_path(workspace), label, warnings)
+        raw = _toml_layer(
+            workspace_config_path(workspace),
+            label,
+            warnings,
+            lambda: _read_workspace_file(workspace),
+        )
         workspace_values = _untrusted(
             _validated_layer(raw, label, warnings), trusted, label, warnings
         )

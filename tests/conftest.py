@@ -1,6 +1,15 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
+
+# The server keeps the key that seals its state in the user's state folder
+# ($XDG_STATE_HOME/plan-lsp): the tests, and the servers and editors they start, get their own.
+_STATE_HOME = tempfile.mkdtemp(prefix="plan-lsp-state-")
+atexit.register(shutil.rmtree, _STATE_HOME, True)
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

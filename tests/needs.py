@@ -23,3 +23,16 @@ def need_program(name: str, why: str = "") -> str:
     need(found is not None, f"{name} is not installed{': ' + why if why else ''}")
     assert found is not None
     return found
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie is dead for our purposes: it can do nothing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

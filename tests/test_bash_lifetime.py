@@ -24,7 +24,7 @@ from plan_lsp.tools.bash import run_shell
 from tests.e2e.scripts import sample_project, scripted_args
 from tests.lsp_harness import running_server
 from tests.redteam._repos import one_call_script
-from tests.sandbox_support import require
+from tests.sandbox_support import marked_processes, require
 
 Run = Callable[[str, Path, asyncio.Event | None], Awaitable[ToolResult]]
 
@@ -47,26 +47,10 @@ CONFINEMENTS = ["plan, no sandbox", "build, no sandbox", "landlock", "bubblewrap
                 "bubblewrap build"]  # fmt: skip
 
 
-def _alive(token: str) -> list[int]:
-    """Living processes (not zombies) whose command line holds `token`, seen from here."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z" and int(entry) != os.getpid():
-            found.append(int(entry))
-    return found
-
-
 async def _gone(token: str, timeout: float = 5.0) -> list[int]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while (left := _alive(token)) and loop.time() < deadline:
+    while (left := marked_processes(token)) and loop.time() < deadline:
         await asyncio.sleep(0.05)
     return left
 
@@ -120,9 +104,9 @@ async def test_a_stopped_command_takes_its_escaped_processes(
         call = asyncio.ensure_future(run(command, tmp_path, cancel))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
-        while not _alive(token) and loop.time() < deadline:
+        while not marked_processes(token) and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        assert _alive(token), "the escape did not start"
+        assert marked_processes(token), "the escape did not start"
         cancel.set()
         result = await asyncio.wait_for(call, 20)
         assert result.data is not None and result.data["error"] == "cancelled"
@@ -145,7 +129,7 @@ def test_control_the_escapes_outlive_a_plain_bash(tmp_path: Path) -> None:
             proc.communicate(timeout=20)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            assert _alive(token), escape
+            assert marked_processes(token), escape
         finally:
             _kill(token)
 
@@ -163,7 +147,7 @@ async def test_exit_codes_and_signals_come_through(run: Run, tmp_path: Path) -> 
 
 
 def _kill(token: str) -> None:
-    for pid in _alive(token):
+    for pid in marked_processes(token):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 

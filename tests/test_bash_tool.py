@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from plan_lsp.policy.sandbox import SandboxStatus, git_shim_dir
 from plan_lsp.tools.base import Question, ToolContext
 from plan_lsp.tools.bash import BASH_TOOL, OUTPUT_CAP_CHARS, PLAN_NETWORK_KEY, run_shell
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
+from tests.needs import process_alive
 from tests.sandbox_support import listener, require
 
 
@@ -60,19 +60,6 @@ def _ctx(
         sandbox_shell=sandbox,
         extra=extra,
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_definition() -> None:
@@ -127,10 +114,10 @@ async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     pids = [int(p) for p in pidfile.read_text().split()]
     assert len(pids) == 2
     for _ in range(100):
-        if not any(_alive(p) for p in pids):
+        if not any(process_alive(p) for p in pids):
             break
         await asyncio.sleep(0.02)
-    assert not any(_alive(p) for p in pids)
+    assert not any(process_alive(p) for p in pids)
 
 
 async def test_cancel_kills_promptly(tmp_path: Path) -> None:
@@ -152,10 +139,10 @@ async def test_background_leftovers_are_killed_after_exit(tmp_path: Path) -> Non
     assert not result.is_error
     pid = int(pidfile.read_text())
     for _ in range(100):
-        if not _alive(pid):
+        if not process_alive(pid):
             break
         await asyncio.sleep(0.02)
-    assert not _alive(pid)
+    assert not process_alive(pid)
 
 
 async def test_git_runs_hardened(tmp_path: Path) -> None:

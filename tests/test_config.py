@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,75 @@ def test_a_workspace_only_ever_tightens(
     assert with_ws.allow_enter_plan_in_yolo <= without.allow_enter_plan_in_yolo
     assert with_ws.permissions.allow == without.permissions.allow
     assert set(without.permissions.deny) <= set(with_ws.permissions.deny)
+
+
+# -- reading the files: regular files only, bounded, never blocking ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("setup", "said"),
+    [
+        ("stdin-link", ".plan-lsp/config.toml is a symbolic link"),
+        ("file-link", ".plan-lsp/config.toml is a symbolic link"),
+        ("dir-link", ".plan-lsp is a symbolic link"),
+        ("fifo", ".plan-lsp/config.toml is a FIFO, not a regular file"),
+        ("folder", ".plan-lsp/config.toml is a folder, not a regular file"),
+        ("huge", "more than the 1048576 bytes read at most"),
+    ],
+)
+def test_a_workspace_config_that_is_not_a_small_regular_file_is_refused_unread(
+    tmp_path: Path, setup: str, said: str
+) -> None:
+    """Whatever the repository puts at `.plan-lsp/config.toml` (git stores links), only a
+    regular file reached without a link is read: never the server's own input, never a
+    file elsewhere, never a FIFO that would block it."""
+    ws = tmp_path / "ws"
+    server_dir = ws / ".plan-lsp"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "config.toml").write_text("max_steps = 7\n")
+    ws.mkdir()
+    if setup == "dir-link":
+        server_dir.symlink_to(elsewhere)
+    else:
+        server_dir.mkdir()
+    config = server_dir / "config.toml"
+    if setup == "stdin-link":
+        config.symlink_to("/dev/stdin")
+    elif setup == "file-link":
+        config.symlink_to(elsewhere / "config.toml")
+    elif setup == "fifo":
+        os.mkfifo(config)
+    elif setup == "folder":
+        config.mkdir()
+    elif setup == "huge":
+        config.write_text("max_steps = 7\n" + "#" * (1024 * 1024))
+    loaded, warnings = _load(ws)
+    assert loaded.max_steps == 50
+    assert any(said in w and "its settings were ignored" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("setup", ["plain", "link", "devnull", "fifo", "huge"])
+def test_the_user_config_follows_a_link_but_reads_only_a_regular_file(
+    tmp_path: Path, setup: str
+) -> None:
+    real = tmp_path / "dotfiles" / "plan-lsp.toml"
+    real.parent.mkdir()
+    real.write_text("max_steps = 7\n")
+    user = {"plain": real, "link": tmp_path / "config.toml", "devnull": Path(os.devnull)}.get(
+        setup, tmp_path / "config.toml"
+    )
+    if setup == "link":
+        user.symlink_to(real)
+    elif setup == "fifo":
+        os.mkfifo(user)
+    elif setup == "huge":
+        user.write_text("max_steps = 7\n" + "#" * (1024 * 1024))
+    loaded, warnings = load_config(None, environ={"PLAN_LSP_CONFIG": str(user)})
+    if setup in ("plain", "link"):
+        assert loaded.max_steps == 7 and warnings == []
+    elif setup == "devnull":
+        assert loaded.max_steps == 50 and warnings == []
+    else:
+        assert loaded.max_steps == 50
+        assert any("user config" in w and "could not be read" in w for w in warnings)

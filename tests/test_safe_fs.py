@@ -1,15 +1,19 @@
-"""The one safe writer: atomic, anchored, never through a link, modes from the umask.
+"""The one safe writer: atomic, anchored, never through a link, modes from the umask; and
+its readers: regular files only, bounded, never through a link, never blocking.
 
-Unit tests for each rule, then a hypothesis property over random trees of folders, files,
+Unit tests for each rule, then hypothesis properties over random trees of folders, files,
 symbolic links, hard links and FIFOs: a write never changes anything but its own target
-(below the anchor, reached without a link), and succeeds exactly when no link is on the way.
+(below the anchor, reached without a link), and succeeds exactly when no link is on the way;
+a read returns exactly what a link-free walk reaches, and never blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
+import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -21,10 +25,15 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy.safe_fs import (
     TEMP_PREFIX,
+    FileTooLarge,
     WriteRefused,
+    disk_text,
     ensure_folder,
     link_problem,
+    open_folder,
+    open_regular,
     read_bytes,
+    read_file_bytes,
     read_text,
     write_text,
 )
@@ -277,44 +286,165 @@ def test_ensure_folder_and_link_problem(ws: Path, tmp_path: Path) -> None:
 # -- property: random trees ------------------------------------------------------------------
 
 
-@settings(deadline=None)
-@given(
-    ops=tree_ops(),
-    target=st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3),
-)
-def test_writes_change_only_their_own_target_and_never_follow_a_link(
-    ops: list[tuple[object, ...]], target: list[str]
-) -> None:
+_TARGETS = st.lists(st.sampled_from(NAMES[:2]), min_size=1, max_size=3)
+
+
+@contextlib.contextmanager
+def _random_tree(ops: list[tuple[object, ...]]) -> Iterator[Path]:
+    """A fresh folder holding `ws` and `out` with the tree `ops` built in them."""
     root = Path(tempfile.mkdtemp(prefix="safefs-"))
-    previous = os.umask(0o022)
     try:
         (root / "ws").mkdir()
         (root / "out").mkdir()
         build_tree(root, ops)
-        ws = root / "ws"
-        before = snapshot(root)
-        clean = clean_chain(ws, target)
-        old = before.get("ws/" + "/".join(target))
-        try:
-            written = write_text(ws, ws.joinpath(*target), "NEW")
-            ok = True
-        except OSError:
-            ok = False
-        after = snapshot(root)
-        assert ok == clean
-        event(f"ok={ok} old={old[0] if old else None}")
-        prefixes = {"ws/" + "/".join(target[:i]) for i in range(1, len(target))}
-        goal = "ws/" + "/".join(target)
-        for key in sorted(set(before) | set(after)):
-            if before.get(key) == after.get(key):
-                continue
-            if key in prefixes and key not in before:
-                assert after[key] == ("dir", 0o755)  # a folder made on the way
-                continue
-            assert ok and key == goal, f"{key} changed: {before.get(key)} -> {after.get(key)}"
-            mode = 0o644 if old is None else old[2]
-            assert after[key] == ("file", b"NEW", mode) and written.mode == mode
-        assert not any(TEMP_PREFIX in key for key in after)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@settings(deadline=None)
+@given(ops=tree_ops(), target=_TARGETS)
+def test_writes_change_only_their_own_target_and_never_follow_a_link(
+    ops: list[tuple[object, ...]], target: list[str]
+) -> None:
+    previous = os.umask(0o022)
+    try:
+        with _random_tree(ops) as root:
+            _check_write(root, target)
     finally:
         os.umask(previous)
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check_write(root: Path, target: list[str]) -> None:
+    """A write into a random tree changes its target and nothing else, or is refused."""
+    ws = root / "ws"
+    before = snapshot(root)
+    clean = clean_chain(ws, target)
+    old = before.get("ws/" + "/".join(target))
+    try:
+        written = write_text(ws, ws.joinpath(*target), "NEW")
+        ok = True
+    except OSError:
+        ok = False
+    after = snapshot(root)
+    assert ok == clean
+    event(f"ok={ok} old={old[0] if old else None}")
+    prefixes = {"ws/" + "/".join(target[:i]) for i in range(1, len(target))}
+    goal = "ws/" + "/".join(target)
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        if key in prefixes and key not in before:
+            assert after[key] == ("dir", 0o755)  # a folder made on the way
+            continue
+        assert ok and key == goal, f"{key} changed: {before.get(key)} -> {after.get(key)}"
+        mode = 0o644 if old is None else old[2]
+        assert after[key] == ("file", b"NEW", mode) and written.mode == mode
+    assert not any(TEMP_PREFIX in key for key in after)
+
+
+# -- reading a workspace's files -------------------------------------------------------------
+
+
+def _special(path: Path, kind: str, tmp_path: Path) -> Iterator[None]:
+    """Make `kind` at `path`: a link to a secret outside, a FIFO, a socket, a folder, or
+    /dev/zero (a device that never ends) behind a link."""
+    if kind == "link":
+        (tmp_path / "secret").write_text("secret")
+        path.symlink_to(tmp_path / "secret")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        yield
+        server.close()
+        return
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "device-link":
+        path.symlink_to("/dev/zero")
+    yield
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("link", "is a symbolic link; the server never follows links where it reads"),
+        ("fifo", "is a FIFO, not a regular file"),
+        ("socket", "is a socket, not a regular file"),
+        ("folder", "is a folder, not a regular file"),
+        ("device-link", "is a symbolic link"),
+    ],
+)
+def test_readers_refuse_anything_but_a_regular_file_at_once(
+    ws: Path, tmp_path: Path, kind: str, said: str
+) -> None:
+    path = ws / "src" / "thing"
+    for _ in _special(path, kind, tmp_path):
+        with pytest.raises(WriteRefused, match=f"src/thing {said}"):
+            read_bytes(ws, path)
+        with pytest.raises(WriteRefused, match=said):
+            read_file_bytes(path)
+        with pytest.raises(WriteRefused, match=said), open_regular(ws, path, max_bytes=None):
+            pass
+        assert disk_text(path) is None
+
+
+def test_readers_bound_the_size(ws: Path) -> None:
+    path = ws / "src" / "big.txt"
+    path.write_bytes(b"x" * 1000)
+    assert read_bytes(ws, path, max_bytes=1000) == b"x" * 1000
+    assert read_file_bytes(path, max_bytes=1000) == b"x" * 1000
+    with pytest.raises(FileTooLarge, match=r"src/big\.txt is 1000 bytes, more than the 999"):
+        read_bytes(ws, path, max_bytes=999)
+    with pytest.raises(FileTooLarge):
+        read_file_bytes(path, max_bytes=999)
+    assert disk_text(path, max_bytes=999) is None
+    with open_regular(ws, path, max_bytes=None) as handle:  # a streaming reader: no bound
+        assert len(handle.read()) == 1000
+
+
+def test_file_readers_on_missing_and_plain_files(ws: Path) -> None:
+    assert read_file_bytes(ws / "missing") is None
+    assert disk_text(ws / "missing") is None
+    (ws / "src" / "a.txt").write_text("é\r\n")
+    assert disk_text(ws / "src" / "a.txt") == "é\r\n"
+    (ws / "src" / "bin").write_bytes(b"\xff")
+    assert disk_text(ws / "src" / "bin") is None
+    with pytest.raises(FileNotFoundError), open_regular(ws, ws / "src" / "missing"):
+        pass
+
+
+def test_open_folder_walks_without_links(ws: Path, tmp_path: Path) -> None:
+    (ws / "src" / "a.txt").write_text("a")
+    with open_folder(ws, ws / "src") as fd:
+        assert os.listdir(fd) == ["a.txt"]
+    with open_folder(ws, ws) as fd:
+        assert os.listdir(fd) == ["src"]
+    (ws / "out").symlink_to(tmp_path)
+    with pytest.raises(WriteRefused, match="out is a symbolic link"), open_folder(ws, ws / "out"):
+        pass
+
+
+@settings(deadline=None)
+@given(ops=tree_ops(), target=_TARGETS)
+def test_reads_return_exactly_what_a_link_free_walk_reaches(
+    ops: list[tuple[object, ...]], target: list[str]
+) -> None:
+    """Over trees with links (inside and out, dangling), hard links and FIFOs: a read
+    returns the file's bytes when nothing but folders lead to a regular file, None when a
+    part is missing, and is refused otherwise; it never blocks on a FIFO."""
+    with _random_tree(ops) as root:
+        ws = root / "ws"
+        found = snapshot(root).get("ws/" + "/".join(target))
+        clean = clean_chain(ws, target)
+        try:
+            data: bytes | None = read_bytes(ws, ws.joinpath(*target))
+            ok = True
+        except OSError:
+            data, ok = None, False
+        event(f"ok={ok} found={found[0] if found else None}")
+        assert ok == clean
+        if ok:
+            assert data == (found[1] if found else None)

@@ -115,7 +115,9 @@ def test_submit_only_in_plan_mode(tmp_path: Path) -> None:
         s.plan_submitted(s.main_plan_path, "x", Actor.MODEL)
 
 
-def test_a_submitted_revision_and_its_event_are_one_commit(tmp_path: Path) -> None:
+def test_a_submitted_revision_and_its_event_are_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     s = make(tmp_path)
     rev = s.plan_submitted(s.main_plan_path, "# P\n- x\n", Actor.MODEL)
     events = s.store.events(s.id, kinds=("plan_submitted",))
@@ -124,7 +126,11 @@ def test_a_submitted_revision_and_its_event_are_one_commit(tmp_path: Path) -> No
     # a failing write leaves neither behind
     s.store.close()
     again = make(tmp_path)
-    again.store._conn.execute("DROP TABLE events")
+
+    def event_fails(*args: object) -> int:
+        raise sqlite3.OperationalError("the event cannot be written")
+
+    monkeypatch.setattr(again.store, "_insert_event", event_fails)
     with pytest.raises(sqlite3.OperationalError):
         again.plan_submitted(again.main_plan_path, "# P2\n- y\n", Actor.MODEL)
     assert [r.rev for r in again.store.revisions(again.id)] == [rev]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -302,3 +307,105 @@ async def test_grep_fallback_skips_binary(
     monkeypatch.setattr("shutil.which", lambda name: None)
     (ws / "blob.bin").write_bytes(b"needle\x00\x01")
     assert "blob.bin" not in (await fs.grep({"pattern": "needle"}, ctx)).content
+
+
+# -- never through a link, never blocked on ---------------------------------------------------
+
+
+def _fifo_socket_and_links(ws: Path, outside: Path) -> Iterator[None]:
+    """A workspace holding a FIFO, a socket, a file link and a folder link to a secret
+    outside it, and a file link inside it."""
+    outside.mkdir()
+    (outside / "id_ed25519").write_text("PRIVATE KEY needle\n")
+    os.mkfifo(ws / "pipe.md")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "key.txt").symlink_to(outside / "id_ed25519")
+    (ws / "docs" / "home").symlink_to(outside)
+    (ws / "docs" / "readme-link.md").symlink_to(ws / "README.md")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(ws / "sock.md"))
+        yield
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "said"),
+    [
+        ("pipe.md", "not_a_regular_file", "pipe.md is a FIFO, not a regular file"),
+        ("sock.md", "not_a_regular_file", "sock.md is a socket, not a regular file"),
+        ("docs/key.txt", "path_refused", "outside the workspace"),
+        ("docs/home/id_ed25519", "path_refused", "outside the workspace"),
+    ],
+)
+async def test_read_file_refuses_at_once_what_is_not_a_regular_file_inside(
+    ws: Path, tmp_path: Path, ctx: ToolContext, name: str, code: str, said: str
+) -> None:
+    for _ in _fifo_socket_and_links(ws, tmp_path / "home"):
+        result = await asyncio.wait_for(fs.read_file({"path": name}, ctx), 5)
+        assert _error(result) == code and said in result.content
+        assert "PRIVATE KEY" not in result.content
+
+
+async def test_read_file_never_reads_through_a_link_swapped_in_after_the_check(
+    ws: Path, tmp_path: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is checked, then a folder on the way becomes a link out of the workspace
+    before the file is opened: the open (walked from the root) refuses it."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "main.py").write_text("PRIVATE KEY\n")
+    checked = fs.resolve_path
+
+    def check_then_swap(raw: object, roots: list[Path]) -> Path:
+        path = checked(raw, roots)
+        shutil.rmtree(ws / "src")
+        (ws / "src").symlink_to(tmp_path / "home")
+        return path
+
+    monkeypatch.setattr(fs, "resolve_path", check_then_swap)
+    result = await fs.read_file({"path": "src/main.py"}, ctx)
+    assert _error(result) == "not_a_regular_file"
+    assert "src is a symbolic link" in result.content and "PRIVATE KEY" not in result.content
+
+
+async def test_read_file_keeps_line_numbers_after_a_huge_line_and_bounds_the_file(
+    ws: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "wide.txt").write_text("x" * (3 * fs.READ_CAP_BYTES) + "\nsecond\n")
+    first = await fs.read_file({"path": "wide.txt"}, ctx)
+    assert first.data is not None and first.data["truncated"] is True
+    second = await fs.read_file({"path": "wide.txt", "start_line": 2}, ctx)
+    assert second.content.startswith("second\n") and "lines 2-2 of 2" in second.content
+    monkeypatch.setattr(fs, "READ_MAX_FILE_BYTES", 10)
+    result = await fs.read_file({"path": "wide.txt"}, ctx)
+    assert _error(result) == "too_large" and "grep" in result.content
+
+
+async def test_list_dir_shows_links_as_themselves(
+    ws: Path, tmp_path: Path, ctx: ToolContext
+) -> None:
+    for _ in _fifo_socket_and_links(ws, tmp_path / "home"):
+        listing = (await fs.list_dir({"path": "docs"}, ctx)).content.splitlines()
+        assert listing == ["home", "key.txt", "readme-link.md"]
+
+
+async def test_grep_searches_only_regular_files_and_never_through_a_link(
+    ws: Path, tmp_path: Path, ctx: ToolContext, grep_backend: str
+) -> None:
+    """Like ripgrep without -L: links (out of the workspace or inside it), FIFOs and
+    sockets are skipped; the search neither leaks nor blocks."""
+    for _ in _fifo_socket_and_links(ws, tmp_path / "home"):
+        result = await asyncio.wait_for(fs.grep({"pattern": "needle|Demo"}, ctx), 10)
+        assert _lines(result) == [
+            "README.md:1:# Demo",
+            "README.md:2:needle in readme",
+            "src/pkg/util.py:2:    return 'needle'",
+        ]
+
+
+@pytest.mark.parametrize("name", ["pipe.md", "sock.md"])
+async def test_grep_refuses_a_path_that_is_not_a_folder_or_a_regular_file(
+    ws: Path, tmp_path: Path, ctx: ToolContext, grep_backend: str, name: str
+) -> None:
+    for _ in _fifo_socket_and_links(ws, tmp_path / "home"):
+        result = await asyncio.wait_for(fs.grep({"pattern": "x", "path": name}, ctx), 10)
+        assert _error(result) == "not_a_regular_file"
+        assert f"{name} is a" in result.content

@@ -3,6 +3,7 @@
  * launch), the session on it, and what the user sees of it — status bar, sidebar chat, the
  * plan in the editor, permission prompts with the proposed change, the log.
  */
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
@@ -340,6 +341,20 @@ export class Controller implements vscode.Disposable {
   /** Messages from the webview that need more than the session: set by extension.ts. */
   onWebviewAction: (message: WebviewToHost) => Promise<void> = async () => undefined;
 
+  /** The submitted plan as the editor holds it: its document and the hash of its text, so
+   * the server approves exactly what the user can see there (and refuses anything else). */
+  private async planAsShown(): Promise<{ planUri?: string; sha256?: string }> {
+    const planUri = this.lastState?.planUri;
+    if (!planUri) return {};
+    try {
+      const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(planUri));
+      const sha256 = crypto.createHash('sha256').update(document.getText(), 'utf8').digest('hex');
+      return { planUri, sha256 };
+    } catch {
+      return { planUri };
+    }
+  }
+
   private async onChatMessage(message: WebviewToHost): Promise<void> {
     switch (message.type) {
       case 'prompt':
@@ -353,7 +368,7 @@ export class Controller implements vscode.Disposable {
         await this.requireSession().setPermissionMode(message.permissionMode);
         return;
       case 'approve':
-        await this.requireSession().approvePlan({});
+        await this.requireSession().approvePlan(await this.planAsShown());
         return;
       case 'reject':
         await this.requireSession().rejectPlan({});

@@ -171,6 +171,10 @@ export interface PromptResult {
 
 export interface ApprovePlanArgs {
   workspaceUri?: string;
+  /** The plan document approved, and the sha256 of the text the user had in front of them:
+   * the server refuses another document, or a plan that changed since. */
+  planUri?: string;
+  sha256?: string;
   permissionMode?: 'ask' | 'auto_edit';
   clearContext?: boolean;
   execute?: boolean;

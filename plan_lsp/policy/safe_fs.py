@@ -31,8 +31,13 @@ the files `write_file`/`edit_file` change in build mode — goes through `write_
   its descriptor — nothing is ever chmod-ed by path. Set-user-ID, set-group-ID and sticky
   bits are dropped, as the kernel drops them when an unprivileged process writes a file.
 
-Reads the server does on the way (`read_text`) use the same walk and open the file
-`O_NOFOLLOW | O_NONBLOCK`, so a FIFO cannot block the server and a link is never read through.
+Every file the server reads from a workspace (configuration, plans, the files the read-only
+tools show) is read the same way (`open_regular`, `read_bytes`, `read_text`): the same walk,
+the file opened `O_NOFOLLOW | O_NONBLOCK`, then `fstat`-ed on its descriptor. Only a regular
+file is read, and only up to a size bound: a link is never read through, a FIFO or device
+never blocks the server (nor streams forever), a huge file never fills its memory.
+`read_file_bytes` is the same check for a path already validated by its caller (no anchor):
+the file itself is opened without following a link.
 
 POSIX only: directory file descriptors are required.
 """
@@ -46,6 +51,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 # Hidden, so watchers and plan names (which refuse hidden parts) never take them for plans.
 TEMP_PREFIX = ".plan-lsp-tmp-"
@@ -65,6 +71,8 @@ _SUPPORTED = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.mkdir, os.rename, o
 )
 # Permission bits an existing file keeps when it is rewritten.
 _KEPT_BITS = 0o777
+# What the server reads whole from a workspace at most, unless its caller says otherwise.
+MAX_READ_BYTES = 64 * 1024 * 1024
 
 
 class WriteRefused(OSError):
@@ -76,6 +84,10 @@ class WriteRefused(OSError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class FileTooLarge(WriteRefused):
+    """A file larger than the reader's bound; it was not read."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,8 @@ def _shown(parts: tuple[str, ...] | list[str]) -> str:
     return "/".join(parts)
 
 
-def _kind(st_mode: int) -> str:
+def file_kind(st_mode: int) -> str:
+    """What a mode says is there, in words ("a FIFO", "a symbolic link")."""
     if stat.S_ISLNK(st_mode):
         return "a symbolic link"
     if stat.S_ISDIR(st_mode):
@@ -120,25 +133,27 @@ def _kind(st_mode: int) -> str:
     return "something unknown"
 
 
-def _wrong_kind(st_mode: int, shown: str, folder: bool) -> str | None:
+def _wrong_kind(st_mode: int, shown: str, folder: bool, verb: str = "writes") -> str | None:
     """Why what is there (its own status, a link not followed) is not the folder or regular
     file wanted, or None."""
     if stat.S_ISLNK(st_mode):
-        return f"{shown} is a symbolic link; the server never follows links where it writes"
+        return f"{shown} is a symbolic link; the server never follows links where it {verb}"
     if folder and not stat.S_ISDIR(st_mode):
-        return f"{shown} is {_kind(st_mode)}, not a folder"
+        return f"{shown} is {file_kind(st_mode)}, not a folder"
     if not folder and not stat.S_ISREG(st_mode):
-        return f"{shown} is {_kind(st_mode)}, not a regular file"
+        return f"{shown} is {file_kind(st_mode)}, not a regular file"
     return None
 
 
-def _refuse_existing(parent_fd: int, name: str, shown: str, exc: OSError, folder: bool) -> OSError:
+def _refuse_existing(
+    parent_fd: int, name: str, shown: str, exc: OSError, folder: bool, verb: str = "writes"
+) -> OSError:
     """Turn a failed open of an existing name into a message that says what is there."""
     try:
         st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     except OSError:
         return exc
-    wrong = _wrong_kind(st.st_mode, shown, folder)
+    wrong = _wrong_kind(st.st_mode, shown, folder, verb)
     # The right kind of thing, refused for another reason (permissions...): say that.
     return exc if wrong is None else WriteRefused(wrong)
 
@@ -280,36 +295,122 @@ def write_text(
     return write_bytes(anchor, path, data, mode=mode, create_dirs=create_dirs)
 
 
-def read_bytes(anchor: Path, path: Path) -> bytes | None:
-    """The content of the regular file `path` below `anchor`, or None if there is none.
+def _checked_reader(fd: int, shown: str, max_bytes: int | None) -> BinaryIO:
+    """A reader for the open descriptor `fd` if it is a regular file within `max_bytes`;
+    closes `fd` and raises `WriteRefused` otherwise."""
+    try:
+        st = os.fstat(fd)
+        wrong = _wrong_kind(st.st_mode, shown, folder=False, verb="reads")
+        if wrong is not None:
+            raise WriteRefused(wrong)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise FileTooLarge(
+                f"{shown} is {st.st_size} bytes, more than the {max_bytes} bytes read at most"
+            )
+        # A regular file ignores O_NONBLOCK; clear it all the same, reads then never see EAGAIN.
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
-    Walked like a write: a link on the way or at the end, a FIFO, a device or a folder is
-    refused with `WriteRefused` (never followed, never blocked on).
+
+@contextlib.contextmanager
+def open_regular(
+    anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTES
+) -> Iterator[BinaryIO]:
+    """The regular file `path` below `anchor`, open for reading.
+
+    Walked like a write: a link on the way or at the end, a FIFO, a socket, a device or a
+    folder is refused with `WriteRefused` (never followed, never blocked on), and a file
+    larger than `max_bytes` (None: no bound, for callers that stream) with `FileTooLarge`.
+    Raises `FileNotFoundError` when nothing is there.
     """
     parts = relative_parts(anchor, path)
     shown = _shown(parts)
+    with _folder(anchor, parts[:-1], create=False) as dir_fd:
+        try:
+            fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:  # ELOOP for a link: say what is there
+            raise _refuse_existing(dir_fd, parts[-1], shown, exc, False, "reads") from None
+    with _checked_reader(fd, shown, max_bytes) as handle:
+        yield handle
+
+
+def _read_bounded(handle: BinaryIO, shown: str, max_bytes: int | None) -> bytes:
+    if max_bytes is None:
+        return handle.read()
+    data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew after the check
+        raise FileTooLarge(f"{shown} is larger than the {max_bytes} bytes read at most")
+    return data
+
+
+def read_bytes(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> bytes | None:
+    """The content of the regular file `path` below `anchor`, or None if there is none.
+
+    See `open_regular`: links, FIFOs, devices, folders and files over `max_bytes` are
+    refused with `WriteRefused` (never followed, never blocked on, never read whole).
+    """
     try:
-        with _folder(anchor, parts[:-1], create=False) as dir_fd:
-            try:
-                fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise _refuse_existing(dir_fd, parts[-1], shown, exc, folder=False) from None
-            wrong = _wrong_kind(os.fstat(fd).st_mode, shown, folder=False)
-            if wrong is not None:
-                os.close(fd)
-                raise WriteRefused(wrong)
-            with os.fdopen(fd, "rb") as handle:
-                return handle.read()
+        with open_regular(anchor, path, max_bytes=max_bytes) as handle:
+            return _read_bounded(handle, _shown(relative_parts(anchor, path)), max_bytes)
     except FileNotFoundError:
         return None
 
 
-def read_text(anchor: Path, path: Path) -> str | None:
+def read_text(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> str | None:
     """`read_bytes` decoded as UTF-8, byte-exact; raises UnicodeDecodeError for other bytes."""
-    data = read_bytes(anchor, path)
+    data = read_bytes(anchor, path, max_bytes=max_bytes)
     return None if data is None else data.decode("utf-8")
+
+
+def read_file_bytes(
+    path: Path, *, max_bytes: int | None = MAX_READ_BYTES, follow_link: bool = False
+) -> bytes | None:
+    """The content of the regular file at `path`, or None if there is none.
+
+    For a path its caller validated already (the folders on the way are not walked): the
+    file itself is opened `O_NOFOLLOW | O_NONBLOCK` and checked on its descriptor, so a link,
+    FIFO, device, folder or file over `max_bytes` under its name is refused with
+    `WriteRefused`, never followed, blocked on or read whole. `follow_link` is for the
+    user's own files (a dotfile manager links them): the link is followed, the rest holds.
+    """
+    flags = _READ_FLAGS & ~_NOFOLLOW if follow_link else _READ_FLAGS
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            raise exc from None
+        wrong = _wrong_kind(st.st_mode, str(path), folder=False, verb="reads")
+        raise (exc if wrong is None else WriteRefused(wrong)) from None
+    with _checked_reader(fd, str(path), max_bytes) as handle:
+        return _read_bounded(handle, str(path), max_bytes)
+
+
+def disk_text(path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> str | None:
+    """`read_file_bytes` as UTF-8 text; None when there is no regular file of at most
+    `max_bytes` at `path`, it cannot be read, or its bytes are not UTF-8."""
+    try:
+        data = read_file_bytes(path, max_bytes=max_bytes)
+        return None if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@contextlib.contextmanager
+def open_folder(anchor: Path, path: Path) -> Iterator[int]:
+    """A descriptor of the existing folder `path` below `anchor` (or `anchor` itself),
+    walked without following links; `WriteRefused` for a link or a non-folder on the way."""
+    parts = () if path == anchor else relative_parts(anchor, path)
+    with _folder(anchor, parts, create=False) as fd:
+        yield fd
 
 
 def ensure_folder(anchor: Path, path: Path) -> None:

@@ -26,6 +26,7 @@ from plan_lsp.providers.http_errors import (
     check_base_url,
     connection_error,
     served_model_sentence,
+    served_models,
     status_error,
 )
 
@@ -195,17 +196,7 @@ class AnthropicProvider:
         import anthropic
 
         server = f"the model server at {self.endpoint}"
-        try:
-            page = await self._client.models.list()
-            served = [model.id async for model in page]
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("connection", f"{server} timed out") from exc
-        except anthropic.APIConnectionError as exc:
-            raise connection_error(server, False, exc.__cause__ or exc) from exc
-        except anthropic.APIStatusError as exc:
-            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
-        except anthropic.AnthropicError as exc:
-            raise ProviderError("server", f"{server} failed: {exc}") from exc
+        served = await served_models(anthropic, self._client, server)
         return served_model_sentence(server, self.model, served)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

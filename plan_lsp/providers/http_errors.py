@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from plan_lsp.providers.base import ProviderError
 
@@ -98,3 +99,20 @@ def served_model_sentence(server: str, model: str, served: list[str]) -> str:
     if served:
         return f"{server} answered and serves the model {model!r}"
     return f"{server} answered (it lists no models; {model!r} will be asked for)"
+
+
+async def served_models(sdk: Any, client: Any, server: str) -> list[str]:
+    """The model ids a server lists (`client.models.list()` of the openai or anthropic SDK,
+    `sdk` being that SDK's module), with failures mapped like a model call's."""
+    base_error: type[Exception] = getattr(sdk, "OpenAIError", None) or sdk.AnthropicError
+    try:
+        page = await client.models.list()
+        return [model.id async for model in page]
+    except sdk.APITimeoutError as exc:
+        raise ProviderError("connection", f"{server} timed out") from exc
+    except sdk.APIConnectionError as exc:
+        raise connection_error(server, False, exc.__cause__ or exc) from exc
+    except sdk.APIStatusError as exc:
+        raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
+    except base_error as exc:
+        raise ProviderError("server", f"{server} failed: {exc}") from exc

@@ -73,6 +73,10 @@ class PlanLspProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _send_data(self, data: Any) -> None:
+        # Through the client channel, which may hold it (`client.ReadBarrier`).
+        cast(PlanLanguageServer, self._server).client.send(data, super()._send_data)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
         self, params: types.InitializeParams

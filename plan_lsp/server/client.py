@@ -4,14 +4,20 @@ Custom notifications go only to clients that declared `experimental.planLsp`; pr
 clients that declared work-done progress; `window/showDocument` only where it is supported.
 Every server→client request has a timeout, and an answer the client gets wrong (`null` where a
 result object belongs, a malformed object) counts as "no" — no handler waits forever on a
-client.
+client. For a client that drops or strands what follows an answer in the same read (both
+Emacs clients), every message goes through a `ReadBarrier`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +36,10 @@ UPDATE = "planLsp/update"
 REQUEST_TIMEOUT_S = 30.0
 # Requests a person answers (permission prompts, questions) may take longer.
 PERSON_TIMEOUT_S = 15 * 60.0
+# A probe the client lost is sent again after this long; a client that answers none within
+# PROBE_GIVE_UP_S gets what was held, and no barrier from then on.
+PROBE_RETRY_S = 0.2
+PROBE_GIVE_UP_S = 5.0
 
 _ENCODINGS: dict[str, Encoding] = {
     types.PositionEncodingKind.Utf8: "utf-8",
@@ -52,8 +62,12 @@ class ClientSupport:
     document_changes: bool = False
     create_files: bool = False
     code_lens_refresh: bool = False
-    # Editing a file the client has not opened makes it load the file without asking.
-    silent_load_on_edit: bool = False
+    # Editing a file the client has not opened makes it load the file without asking, and
+    # open it (didOpen), so what follows reaches the server's copy.
+    opens_on_edit: bool = False
+    # What arrives in the same read as the answer to one of the client's synchronous
+    # requests is lost (lsp-mode) or left unread until more arrives (eglot): `ReadBarrier`.
+    needs_read_barrier: bool = False
 
     @classmethod
     def from_capabilities(
@@ -69,8 +83,15 @@ class ClientSupport:
         workspace = caps.workspace
         edit = workspace.workspace_edit if workspace else None
         operations = (edit.resource_operations or []) if edit else []
+        name = client_name.strip().lower()
+        # lsp-mode names itself "emacs"; eglot 1.9 sends no clientInfo and declares no window
+        # capabilities (a minimal client), later eglot names itself "Eglot".
+        lsp_mode = name == "emacs"
+        eglot = name == "eglot" or (not name and window is None)
         return cls(
-            plan_lsp=declared,
+            # `experimental.planLsp.updates: false`: a client that declares planLsp for its
+            # requests (saveDocuments, say) but renders no updates gets the standard ones.
+            plan_lsp=declared and options.get("updates", True) is not False,
             permission_requests=bool(options.get("permissionRequests")),
             questions=bool(options.get("questions")),
             save_documents=bool(options.get("saveDocuments")),
@@ -82,15 +103,153 @@ class ClientSupport:
             code_lens_refresh=bool(
                 workspace and workspace.code_lens and workspace.code_lens.refresh_support
             ),
-            # A client that declares no window capabilities at all is a minimal one: eglot 1.9
-            # (no clientInfo either) asks "Server wants to edit …?" before touching a file it
-            # does not visit, whatever `eglot-confirm-server-initiated-edits` says.
-            silent_load_on_edit=window is not None and client_name.strip().lower() != "eglot",
+            # eglot 1.9 asks "Server wants to edit …?" before touching a file it does not
+            # visit, whatever `eglot-confirm-server-initiated-edits` says. lsp-mode loads the
+            # file into a buffer it does not show and, with `lsp-deferred` (its recommended
+            # hook), does not open until the user shows it: the server could not see that
+            # buffer, and writing the plan to disk would leave it stale ("changed on disk"
+            # at the user's next edit).
+            opens_on_edit=window is not None and not eglot and not lsp_mode,
+            needs_read_barrier=(lsp_mode or eglot)
+            and bool(workspace and workspace.workspace_folders),
         )
 
 
 def negotiated_encoding(server_encoding: Any) -> Encoding:
     return _ENCODINGS.get(str(server_encoding), "utf-16")
+
+
+def _is_answer(message: Any) -> bool:
+    """A response (result or error) to one of the client's requests."""
+    if isinstance(message, dict):
+        return "id" in message and "method" not in message
+    return hasattr(message, "id") and not hasattr(message, "method")
+
+
+class ReadBarrier:
+    """Holds every message written after an answer to the client until the client has
+    proven it read past that answer.
+
+    Both Emacs clients wait for the answer to a synchronous request (a code lens click, a
+    code action, any `lsp-request` or `jsonrpc-request`) by throwing out of their process
+    filter when the answer is dispatched. lsp-mode loses the other messages that read
+    brought (emacs-lsp/lsp-mode#4323, in 8.0 and 9.0); eglot 1.9 (Emacs 28's jsonrpc 1.0.14)
+    leaves them in the process buffer until the server writes something else. Either way the
+    progress request and the `applyEdit` the server sends right after answering
+    `workspace/executeCommand` go unanswered (for good, or until the edit's timeout makes
+    the server write again).
+
+    So after an answer, anything else waits while a probe (`workspace/workspaceFolders`,
+    which changes nothing) goes out: a client that answers a probe written after the answer
+    has read past the answer, and what was held can go. A probe lost the same way is sent
+    again. Messages keep their order; a client that answers no probe within
+    PROBE_GIVE_UP_S gets everything at once and no barrier from then on."""
+
+    def __init__(self, probe: Callable[[str], Future[Any]], forget: Callable[[str], None]):
+        self.enabled = False
+        self._probe = probe
+        self._forget = forget
+        self._write: Callable[[Any], None] | None = None
+        self._held: deque[Any] = deque()
+        self._answers = 0  # answers written
+        self._read_past = 0  # answers the client has proven it read past
+        self._covered = -1  # answers covered by the latest probe sent
+        self._in_flight: list[str] = []
+        self._ids = itertools.count(1)
+        self._since: float | None = None  # when the current wait began
+        self._retry: asyncio.TimerHandle | None = None
+        self._probing = False
+
+    def send(self, message: Any, write: Callable[[Any], None]) -> None:
+        self._write = write
+        if self._probing or not self.enabled:
+            write(message)
+            return
+        if self._held or self._read_past < self._answers:
+            self._held.append(message)
+            self._wait()
+            return
+        write(message)
+        if _is_answer(message):
+            self._answers += 1
+
+    def _wait(self) -> None:
+        """Make sure a probe covering every answer written so far is on its way."""
+        if self._covered == self._answers:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._release("no event loop")
+            return
+        if self._since is None:
+            self._since = time.monotonic()
+        self._send_probe()
+        if self._retry is None:
+            self._retry = loop.call_later(PROBE_RETRY_S, self._again)
+
+    def _send_probe(self) -> None:
+        msg_id = f"plan-lsp-read-{next(self._ids)}"
+        covers = self._covered = self._answers
+        self._in_flight.append(msg_id)
+        self._probing = True
+        try:
+            future = self._probe(msg_id)
+        finally:
+            self._probing = False
+        future.add_done_callback(lambda f: None if f.cancelled() else self._proven(msg_id, covers))
+
+    def _again(self) -> None:
+        self._retry = None
+        if not self._held:
+            return
+        if self._since is not None and time.monotonic() - self._since > PROBE_GIVE_UP_S:
+            self._release(f"no answer to {len(self._in_flight)} probes")
+            return
+        self._send_probe()
+        self._retry = asyncio.get_running_loop().call_later(PROBE_RETRY_S, self._again)
+
+    def _proven(self, msg_id: str, covers: int) -> None:
+        self._read_past = max(self._read_past, covers)
+        if msg_id in self._in_flight:
+            # The client reads in order: the probes sent before this one were lost.
+            answered = self._in_flight.index(msg_id)
+            for lost in self._in_flight[:answered]:
+                self._forget(lost)
+            del self._in_flight[: answered + 1]
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._held and self._read_past >= self._answers and self._write is not None:
+            message = self._held.popleft()
+            self._write(message)
+            if _is_answer(message):
+                self._answers += 1
+        if self._held:
+            self._since = None
+            self._wait()
+            return
+        self._since = None
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+
+    def stop(self, why: str, write: Callable[[Any], None]) -> None:
+        """No barrier from now on; what is held goes now."""
+        self._write = write
+        self._release(why, warn=False)
+
+    def _release(self, why: str, warn: bool = True) -> None:
+        if warn:
+            log.warning("no read proven past an answer (%s): sending without waiting", why)
+        self.enabled = False
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        held, self._held = self._held, deque()
+        for message in held:
+            if self._write is not None:
+                self._write(message)
 
 
 class ClientChannel:
@@ -99,6 +258,7 @@ class ClientChannel:
     def __init__(self, ls: PlanLanguageServer) -> None:
         self.ls = ls
         self.support = ClientSupport()
+        self.barrier = ReadBarrier(self._probe, self._forget)
         self._progress_ready: set[str] = set()
         self._progress_ended_early: dict[str, str] = {}
         self._tasks: set[asyncio.Future[None]] = set()
@@ -106,6 +266,28 @@ class ClientChannel:
     def initialized(self, params: types.InitializeParams) -> None:
         name = params.client_info.name if params.client_info else ""
         self.support = ClientSupport.from_capabilities(params.capabilities, name)
+        self.barrier.enabled = self.support.needs_read_barrier
+
+    def send(self, message: Any, write: Callable[[Any], None]) -> None:
+        """Every message to the client, answers included, passes here (`PlanLspProtocol`)."""
+        if self.barrier.enabled and getattr(self.ls.protocol, "_shutdown", False):
+            # After `shutdown` pygls reads nothing but `exit`: no probe answer would come.
+            self.barrier.stop("shutting down", write)
+        self.barrier.send(message, write)
+
+    def _probe(self, msg_id: str) -> Future[Any]:
+        protocol = self.ls.protocol
+        future = protocol.send_request(types.WORKSPACE_WORKSPACE_FOLDERS, None, msg_id=msg_id)
+        # Any answer will do (lsp-mode leaves out the folders' required `name`).
+        protocol._result_types.pop(msg_id, None)
+        return future
+
+    def _forget(self, msg_id: str) -> None:
+        protocol = self.ls.protocol
+        future = protocol._request_futures.pop(msg_id, None)
+        protocol._result_types.pop(msg_id, None)
+        if future is not None and not future.done():
+            future.cancel()
 
     # -- notifications ------------------------------------------------------------------------
 

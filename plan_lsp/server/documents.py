@@ -38,6 +38,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from plan_lsp.plan.streaming import TextChange, compute_edit
 from plan_lsp.plan.text import ContentChange, Encoding, LineIndex, Position, apply_changes
+from plan_lsp.policy.safe_fs import disk_text
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -276,7 +277,10 @@ class DocumentStore:
         text = doc.text
         if _disk_text(path) == text:
             return True
-        if await self.client.save_document(doc.uri) and _disk_text(path) == text:
+        if await self.client.save_document(doc.uri):
+            # The editor saved its buffer: the disk holds what the user sees there (which may
+            # already include typing the server's copy has not heard of yet) — never
+            # overwritten with an older copy.
             return True
         try:
             self._write_disk(path, text)
@@ -297,11 +301,7 @@ def _path_of(uri: str) -> Path | None:
 
 
 def _disk_text(path: Path) -> str | None:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
+    return disk_text(path)  # never through a link, never blocked on, bounded
 
 
 def _whole_document(old: str, new: str) -> TextChange:

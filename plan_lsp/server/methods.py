@@ -18,7 +18,7 @@ from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy
-from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode
+from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode, sha256_text
 
 if TYPE_CHECKING:
     from plan_lsp.server.app import PlanLanguageServer
@@ -53,6 +53,11 @@ class CancelParams(WorkspaceParams):
 
 
 class ApproveParams(WorkspaceParams):
+    # The plan the user approves, as they saw it: its document, and the sha256 of the text
+    # they had in front of them (code lenses and actions carry the document; a client that
+    # shows the text adds its hash).
+    planUri: str | None = None
+    sha256: str | None = None
     permissionMode: PermissionMode | None = None
     clearContext: bool = False
     execute: bool = True
@@ -170,7 +175,12 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     if ctx.runs.current is not None:
         raise RequestFailed("a run is in progress; wait for it or cancel it first")
     path = session.main_plan_path
+    _check_the_plan_the_user_saw(ctx, p, path)
     text = ctx.runs.plan_text(path)
+    if p.sha256 is not None and sha256_text(text) != p.sha256:
+        raise RequestFailed(
+            "cannot approve: the plan changed since you saw it; look at it again and approve"
+        )
     issues = check_plan(text)
     if has_errors(issues) and not p.force:
         problems = "; ".join(i.message for i in issues if i.severity == "error")
@@ -197,6 +207,40 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     if p.execute:
         _start_do_run(ctx, p.clearContext)
     return state_json(ctx)
+
+
+def _check_the_plan_the_user_saw(ctx: WorkspaceContext, p: ApproveParams, path: Path) -> None:
+    """The approved plan must be the one the user looked at: a named document must be the
+    submitted plan; an unnamed approval is refused while several plan files were written
+    (the model could have shown one and submitted another)."""
+    shown = _rel(ctx, path)
+    if p.planUri is not None:
+        fs = to_fs_path(p.planUri)
+        try:
+            named = Path(fs).resolve() if fs and "\x00" not in fs else None
+        except (OSError, ValueError):
+            named = None
+        if named is None or named != path.resolve():
+            raise RequestFailed(
+                f"cannot approve {p.planUri}: the plan submitted for approval is {shown}; "
+                "read that one and approve it"
+            )
+        return
+    written = [w for w in ctx.session.round_plans if Path(w).resolve() != path.resolve()]
+    if written:
+        others = ", ".join(_rel(ctx, Path(w)) for w in written)
+        raise RequestFailed(
+            f"cannot approve without naming the plan: the model wrote several plan files "
+            f"({others} besides the submitted {shown}); approve from the code lens on the "
+            "plan you read, or name it (planUri)"
+        )
+
+
+def _rel(ctx: WorkspaceContext, path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ctx.root))
+    except ValueError:
+        return str(path)
 
 
 def _start_do_run(ctx: WorkspaceContext, clear_context: bool) -> None:

@@ -6,8 +6,10 @@ How the plan reaches the editor depends on what the client can do:
 - `window/showDocument`: the server shows it (without taking focus) once the draft has
   content, then streams into the buffer the client opens;
 - no showDocument: a no-op `workspace/applyEdit` on the plan file makes editors such as Neovim
-  and Emacs load it, and a `window/showMessage` names the file; if the client then opens it,
-  the draft streams there, otherwise it goes to disk when complete.
+  load and open it (not eglot 1.9, which would ask first, nor lsp-mode, which would load it
+  into a hidden buffer it does not open: see `ClientSupport.opens_on_edit`), and a
+  `window/showMessage` names the file; whenever the client opens it, the rest of the draft
+  streams there, and until then it goes to disk when complete.
 
 The plan file is created (empty, filled by edits) once the draft has content under a name
 that passed validation; if the model then names another file (or the call is dropped), the
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from plan_lsp.plan.coalescer import DraftTarget
-from plan_lsp.server.documents import uri_of
+from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.server.documents import OpenDocument, uri_of
 
 if TYPE_CHECKING:
     from plan_lsp.server.app import PlanLanguageServer
@@ -47,7 +50,8 @@ class _Stream:
     path: Path
     target: DraftTarget
     original: str
-    in_editor: bool = False
+    # The open document the draft could not be put into (closed, or edits unconfirmed).
+    refused_by: OpenDocument | None = None
     # The server created the (empty) plan file for this draft: undone if it is abandoned.
     created: bool = False
     pump: asyncio.Task[None] | None = None
@@ -87,18 +91,21 @@ class LspPlanDrafts:
     async def _pump(self, stream: _Stream) -> None:
         documents = self.ls.documents
         sent: str | None = None
-        opened = False
+        brought_up = False
         try:
             while (text := await stream.target.next_text(sent)) is not None:
                 sent = text
-                if not opened:
-                    opened = True
-                    stream.in_editor = await self._bring_up(stream)
-                if not stream.in_editor:
+                if not brought_up:
+                    brought_up = True
+                    await self._bring_up(stream)
+                # Whenever the user opens the plan (the server may only have named it), the
+                # rest of the draft streams into that buffer.
+                doc = documents.get(stream.path)
+                if doc is None or doc is stream.refused_by:
                     continue
                 if not await documents.replace(stream.path, text, "plan-lsp: draft"):
                     log.info("%s: the draft continues on disk only", stream.path)
-                    stream.in_editor = False
+                    stream.refused_by = doc
         except Exception:
             log.exception("plan draft stream for %s failed", stream.path)
 
@@ -115,10 +122,10 @@ class LspPlanDrafts:
             stream.created = True
         uri = uri_of(path)
         if await client.show_document(uri, take_focus=False):
-            return await self._wait_open(path)
+            return await self._wait_open(path)  # the draft streams from its start
         # Not shown (no showDocument, or the client said no or answered null):
-        if client.support.apply_edit and client.support.silent_load_on_edit:
-            # A change that changes nothing still makes Neovim and Emacs load the file.
+        if client.support.apply_edit and client.support.opens_on_edit:
+            # A change that changes nothing still makes Neovim load and open the file.
             noop = types.TextEdit(
                 range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), new_text=""
             )
@@ -126,7 +133,7 @@ class LspPlanDrafts:
         if path not in self._named_to_user:
             self._named_to_user.add(path)
             client.show(f"plan-lsp is writing the plan to {path}")
-        return await self._wait_open(path, timeout=1.0)
+        return documents.get(path) is not None
 
     async def _wait_open(self, path: Path, timeout: float = OPEN_WAIT_S) -> bool:
         documents = self.ls.documents
@@ -203,8 +210,4 @@ class LspPlanDrafts:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
+    return disk_text(path)  # never through a link, never blocked on, bounded

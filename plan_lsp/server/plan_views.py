@@ -32,9 +32,11 @@ def _cmd(title: str, command: str, args: dict[str, Any] | None = None) -> types.
 
 
 def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
+    """Only on the submitted plan; an approval names the document it was offered on."""
     session = ctx.session
     if path != session.main_plan_path.resolve():
         return []
+    plan = {"planUri": path.as_uri()}
     status = session.plan_status
     running = session.running
     commands: list[types.Command] = []
@@ -42,9 +44,11 @@ def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
         commands.append(_cmd("$(sync) Plan: drafting…", ""))
     elif status is PlanStatus.SUBMITTED or (status is PlanStatus.DRAFTING and not running):
         commands.append(
-            _cmd("Approve (auto-accept edits)", APPROVE, {"permissionMode": "auto_edit"})
+            _cmd("Approve (auto-accept edits)", APPROVE, {**plan, "permissionMode": "auto_edit"})
         )
-        commands.append(_cmd("Approve (ask before edits)", APPROVE, {"permissionMode": "ask"}))
+        commands.append(
+            _cmd("Approve (ask before edits)", APPROVE, {**plan, "permissionMode": "ask"})
+        )
         commands.append(_cmd("Reject…", REJECT, {}))
         if len(ctx.store.revisions(session.id)) >= 2:
             commands.append(_cmd("Compare with previous revision", SHOW_REVISION, {}))
@@ -60,12 +64,13 @@ def action_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
     base = [c for c in lens_commands(ctx, path) if c.command]
     if not any(c.command == APPROVE for c in base):
         return base
-    base.append(_cmd("Approve and save without executing", APPROVE, {"execute": False}))
+    plan = {"planUri": path.as_uri()}
+    base.append(_cmd("Approve and save without executing", APPROVE, {**plan, "execute": False}))
     base.append(
         _cmd(
             "Approve with a fresh context",
             APPROVE,
-            {"clearContext": True, "permissionMode": "auto_edit"},
+            {**plan, "clearContext": True, "permissionMode": "auto_edit"},
         )
     )
     base.append(_cmd("Reject with feedback from review notes (> feedback: …)", REJECT, {}))

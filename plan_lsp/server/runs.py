@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
+from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.server.plan_drafts import LspPlanDrafts
 from plan_lsp.server.run_log import describe_update
 from plan_lsp.server.user_port import LspUserPort
@@ -324,11 +325,7 @@ class RunManager:
         text = self.ls.documents.text(path)
         if text is not None:
             return text
-        try:
-            with path.open(encoding="utf-8", newline="") as handle:
-                return handle.read()
-        except (OSError, UnicodeDecodeError):
-            return ""
+        return disk_text(path) or ""  # never through a link, never blocked on, bounded
 
     async def _mirror_checklist(self) -> None:
         session = self.ctx.session

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.plan.outcome import classify_outcome
+from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.session.model import (
     Actor,
     ApprovedPlan,
@@ -94,6 +95,9 @@ class Session:
             self.ever_planned = default_mode is WorkMode.PLAN
             self.task: str | None = None
             self.conversation = "main"
+            # Plan files written since the last approval (a plan the user approves must be
+            # the one they were shown: several candidates make an unnamed approval ambiguous).
+            self.round_plans: list[str] = []
             self._persist("session_created", Actor.SYSTEM, {"mode": self.mode.value})
         else:
             self.id, data = restored
@@ -118,6 +122,7 @@ class Session:
             "everPlanned": self.ever_planned,
             "task": self.task,
             "conversation": self.conversation,
+            "roundPlans": list(self.round_plans),
         }
 
     def _load(self, data: dict[str, Any]) -> None:
@@ -132,6 +137,8 @@ class Session:
         self.ever_planned = bool(data.get("everPlanned", False))
         self.task = data.get("task")
         self.conversation = str(data.get("conversation", "main"))
+        plans = data.get("roundPlans", [])
+        self.round_plans = [str(p) for p in plans] if isinstance(plans, list) else []
 
     def _persist(
         self,
@@ -172,11 +179,9 @@ class Session:
         return Path(self.plan_path) if self.plan_path else self.plans_dir / "PLAN.md"
 
     def outcome(self) -> Outcome:
-        plan = self.main_plan_path
-        try:
-            nonempty = plan.is_file() and bool(plan.read_text(encoding="utf-8").strip())
-        except (OSError, UnicodeDecodeError):
-            nonempty = False
+        # Never through a link, never blocked on (a FIFO), never read unbounded.
+        text = disk_text(self.main_plan_path)
+        nonempty = text is not None and bool(text.strip())
         return Outcome(
             classify_outcome(
                 ever_planned=self.ever_planned,
@@ -254,6 +259,9 @@ class Session:
             changed = self.plan_status is not PlanStatus.DRAFTING or self.plan_path != str(path)
             self.plan_status = PlanStatus.DRAFTING
             self.plan_path = str(path)
+            if str(path) not in self.round_plans:
+                self.round_plans.append(str(path))
+                changed = True
             self.ever_planned = True
             if changed:
                 self._changed("plan_drafting", actor, {"path": str(path)})
@@ -303,6 +311,7 @@ class Session:
             self.plan_status = PlanStatus.APPROVED
             self.plan_path = str(path)
             self.completed_do = False
+            self.round_plans = []
             previous = self.mode
             self.mode = WorkMode.BUILD
             if permission_mode is not None:
@@ -400,6 +409,7 @@ class Session:
             previous = self.conversation
             self.conversation = f"conv-{uuid.uuid4().hex[:8]}"
             self.todos = []
+            self.round_plans = []
             if not keep_approved_plan:
                 self.approved = None
                 self.plan_status = PlanStatus.NONE

@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileEdit
-from plan_lsp.policy.safe_fs import read_text
+from plan_lsp.policy.safe_fs import disk_text, read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.server_dir import server_dir_refusal
 from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
@@ -88,11 +88,8 @@ async def _apply(ctx: ToolContext, path: Path, new_text: str, old_text: str | No
 
 
 def _disk_holds(path: Path, text: str | None) -> bool:
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read() == text
-    except (OSError, UnicodeDecodeError):
-        return False
+    current = disk_text(path)  # never through a link, never blocked on
+    return current is not None and current == text
 
 
 def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:

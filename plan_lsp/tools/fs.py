@@ -2,17 +2,21 @@
 
 Every path is confined to the workspace (`paths.resolve_path`). Reads see what the user
 sees: when the client has a document open, its buffer text is read instead of the disk.
+On disk, a file is opened from its workspace root without following a link and never
+blocked on (`fs_common.open_workspace_file`): a FIFO, device or socket is refused at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from plan_lsp.policy.permissions import glob_to_regex
+from plan_lsp.policy.safe_fs import FileTooLarge, WriteRefused
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for callers)
@@ -22,11 +26,14 @@ from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for ca
     LIST_CAP,
     PRUNED_DIRS,
     READ_CAP_BYTES,
+    READ_MAX_FILE_BYTES,
     _refused,
     _walk_files,
     looks_binary,
     note,
     open_text,
+    open_workspace_file,
+    open_workspace_folder,
 )
 from plan_lsp.tools.grep import grep
 from plan_lsp.tools.paths import PathRefused, display_path, is_in_workspace, resolve_path
@@ -56,9 +63,45 @@ def _select_lines(
     return "".join(out), last, total, False
 
 
-def _disk_lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        yield from handle
+def _disk_lines(handle: BinaryIO, longest: int) -> Iterator[str]:
+    """The file's lines (endings kept), each cut after `longest` characters so one huge line
+    never fills the memory; a cut line still counts as one."""
+    text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
+    while piece := text.readline(longest):
+        if piece.endswith(("\n", "\r")):
+            yield piece
+            continue
+        rest = piece
+        while rest and not rest.endswith(("\n", "\r")):
+            rest = text.readline(longest)  # skip the remainder of the line
+        yield piece
+
+
+class _Refusal(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _read_disk(
+    path: Path, roots: list[Path], shown: str, start: int, end: int | None
+) -> tuple[str, int, int | None, bool]:
+    try:
+        with open_workspace_file(path, roots, max_bytes=READ_MAX_FILE_BYTES) as handle:
+            if looks_binary(handle):
+                raise _Refusal(
+                    "binary_file", f"{shown} looks like a binary file; it cannot be read as text"
+                )
+            lines = _disk_lines(handle, READ_CAP_BYTES + 1)
+            return _select_lines(lines, start, end, READ_CAP_BYTES)
+    except FileNotFoundError:
+        raise _Refusal("not_found", f"{shown} does not exist") from None
+    except FileTooLarge as exc:
+        raise _Refusal(
+            "too_large", f"{exc}; search it with grep or read parts with bash (head, tail, sed)"
+        ) from None
+    except WriteRefused as exc:
+        raise _Refusal("not_a_regular_file", f"{exc}; only regular files can be read") from None
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -79,20 +122,17 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             buffer.splitlines(keepends=True), start, end, READ_CAP_BYTES
         )
     else:
-        if not path.exists():
-            return ToolResult.error("not_found", f"{shown} does not exist")
         if path.is_dir():
             return ToolResult.error("is_directory", f"{shown} is a directory; use list_dir")
         try:
-            if await asyncio.to_thread(looks_binary, path):
-                return ToolResult.error(
-                    "binary_file", f"{shown} looks like a binary file; it cannot be read as text"
-                )
             text, last, total, capped = await asyncio.to_thread(
-                lambda: _select_lines(_disk_lines(path), start, end, READ_CAP_BYTES)
+                _read_disk, path, ctx.workspace_roots, shown, start, end
             )
-        except OSError as exc:
-            return ToolResult.error("read_failed", f"cannot read {shown}: {exc.strerror or exc}")
+        except _Refusal as exc:
+            return ToolResult.error(exc.code, str(exc))
+        except (OSError, PathRefused) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return ToolResult.error("read_failed", f"cannot read {shown}: {reason}")
     if total is not None and total == 0:
         return ToolResult(content=note(f"{shown} is empty"), data={"path": shown, "lines": 0})
     if total is not None and start > total:
@@ -130,16 +170,24 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         what = "is a file; use read_file" if path.exists() else "does not exist"
         return ToolResult.error("not_a_directory", f"{shown} {what}")
     try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError as exc:
-        return ToolResult.error("read_failed", f"cannot list {shown}: {exc.strerror or exc}")
-    names = [e.name + ("/" if e.is_dir() else "") for e in entries]
+        names = await asyncio.to_thread(_list_names, path, ctx.workspace_roots)
+    except (OSError, PathRefused) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return ToolResult.error("read_failed", f"cannot list {shown}: {reason}")
     lines = names[:LIST_CAP]
     if len(names) > LIST_CAP:
         lines.append(note(f"{len(names) - LIST_CAP} more entries not shown"))
     if not names:
         lines.append(note(f"{shown} is empty"))
     return ToolResult(content="\n".join(lines), data={"path": shown, "count": len(names)})
+
+
+def _list_names(path: Path, roots: list[Path]) -> list[str]:
+    """The folder's entries, sorted, folders marked with '/'; listed through a descriptor
+    reached without following a link, and a link listed as itself (never looked through)."""
+    with open_workspace_folder(path, roots) as fd, os.scandir(fd) as scan:
+        entries = sorted(scan, key=lambda e: e.name)
+        return [e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries]
 
 
 # -- glob ------------------------------------------------------------------------------------

@@ -1,11 +1,16 @@
-"""What the file tools share: limits, buffer-aware reads, the workspace walk."""
+"""What the file tools share: limits, buffer-aware reads, the workspace walk, and the one
+way they open a file on disk (`open_workspace_file`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
+from plan_lsp.policy.safe_fs import open_folder, open_regular
+from plan_lsp.policy.workspace_edit import anchor_of
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.paths import PathRefused
 
@@ -16,6 +21,8 @@ GLOB_CAP = 500
 GREP_CAP = 200
 GREP_LINE_CHARS = 400
 GREP_MAX_FILE_BYTES = 10 * 1024 * 1024
+# read_file streams the lines it shows; a larger file is refused rather than scanned for minutes.
+READ_MAX_FILE_BYTES = 256 * 1024 * 1024
 # Directories never descended into by glob and grep.
 PRUNED_DIRS = frozenset({".git"})
 
@@ -44,9 +51,41 @@ def open_paths(ctx: ToolContext) -> list[Path] | None:
         return None
 
 
-def looks_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(BINARY_SNIFF_BYTES)
+def looks_binary(handle: BinaryIO) -> bool:
+    """Whether the open file's first bytes hold a NUL; the handle is rewound."""
+    binary = b"\x00" in handle.read(BINARY_SNIFF_BYTES)
+    handle.seek(0)
+    return binary
+
+
+def _anchor(path: Path, roots: Sequence[Path]) -> Path:
+    anchor = anchor_of(path, roots)
+    if anchor is None:
+        raise PathRefused(f"{path} is outside the workspace")
+    return anchor
+
+
+@contextlib.contextmanager
+def open_workspace_file(
+    path: Path, roots: Sequence[Path], *, max_bytes: int | None
+) -> Iterator[BinaryIO]:
+    """The regular file `path` (resolved, inside a workspace root), open for reading.
+
+    Walked from its workspace root without following a link and opened non-blocking
+    (`safe_fs.open_regular`): a link (even one swapped in after `resolve_path`), a FIFO,
+    socket, device or folder is refused with `WriteRefused`, a file over `max_bytes` with
+    `FileTooLarge`; `FileNotFoundError` when nothing is there.
+    """
+    with open_regular(_anchor(path, roots), path, max_bytes=max_bytes) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def open_workspace_folder(path: Path, roots: Sequence[Path]) -> Iterator[int]:
+    """A descriptor of the folder `path` (resolved, inside a workspace root), reached from its
+    root without following a link."""
+    with open_folder(_anchor(path, roots), path) as fd:
+        yield fd
 
 
 def _refused(exc: PathRefused) -> ToolResult:

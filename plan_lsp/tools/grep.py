@@ -1,5 +1,11 @@
 """The `grep` tool: ripgrep when it is on PATH, a pure-Python search otherwise, with the
-same output; open buffers are searched as the user sees them."""
+same output; open buffers are searched as the user sees them.
+
+Both search regular files only and never through a link, as ripgrep does without `-L`:
+the Python search opens each file from its workspace root without following a link and
+non-blocking (`fs_common.open_workspace_file`), skipping links, FIFOs, devices and sockets;
+a `path` that names anything but a folder or a regular file is refused before ripgrep would
+open (and block on) it."""
 
 from __future__ import annotations
 
@@ -8,11 +14,13 @@ import contextlib
 import json
 import re
 import shutil
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from plan_lsp.policy.permissions import glob_to_regex
+from plan_lsp.policy.safe_fs import file_kind
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.fs_common import (
     GREP_CAP,
@@ -24,6 +32,7 @@ from plan_lsp.tools.fs_common import (
     note,
     open_paths,
     open_text,
+    open_workspace_file,
 )
 from plan_lsp.tools.paths import PathRefused, display_path, is_in_workspace, resolve_path
 
@@ -69,14 +78,25 @@ def _grep_text(path: Path, text: str, regex: re.Pattern[str], limit: int) -> lis
     return found
 
 
-def _python_grep(files: list[Path], regex: re.Pattern[str], cap: int) -> list[Match]:
+def _disk_text(file: Path, roots: Sequence[Path]) -> str | None:
+    """The text of a regular, non-binary file of at most GREP_MAX_FILE_BYTES; None for
+    anything else (a link, FIFO, device, socket, a file too large or unreadable)."""
+    try:
+        with open_workspace_file(file, roots, max_bytes=GREP_MAX_FILE_BYTES) as handle:
+            if looks_binary(handle):
+                return None
+            return handle.read(GREP_MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
+    except (OSError, PathRefused):  # WriteRefused (and FileTooLarge) are OSErrors
+        return None
+
+
+def _python_grep(
+    files: list[Path], roots: Sequence[Path], regex: re.Pattern[str], cap: int
+) -> list[Match]:
     found: list[Match] = []
     for file in files:
-        try:
-            if file.stat().st_size > GREP_MAX_FILE_BYTES or looks_binary(file):
-                continue
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = _disk_text(file, roots)
+        if text is None:
             continue
         found.extend(_grep_text(file, text, regex, cap + 1 - len(found)))
         if len(found) > cap:
@@ -161,10 +181,9 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         base = resolve_path(args.get("path"), ctx.workspace_roots)
     except PathRefused as exc:
         return _refused(exc)
-    if not base.exists():
-        return ToolResult.error(
-            "not_found", f"{display_path(base, ctx.workspace_roots)} does not exist"
-        )
+    refusal = _base_refusal(base, ctx.workspace_roots)
+    if refusal is not None:
+        return refusal
     try:
         regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error:
@@ -181,7 +200,9 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             files = [f for f in walked if accept(f)]
             buffers = {f: t for f in files if (t := open_text(ctx, f)) is not None}
             disk = [f for f in files if f not in buffers]
-            found = await asyncio.to_thread(_python_grep, disk, regex, GREP_CAP)
+            found = await asyncio.to_thread(
+                _python_grep, disk, ctx.workspace_roots, regex, GREP_CAP
+            )
             for file, text in buffers.items():
                 found.extend(_grep_text(file, text, regex, GREP_CAP + 1))
     except GrepFailed as exc:
@@ -195,6 +216,24 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not found:
         lines.append(note("no matches"))
     return ToolResult(content="\n".join(lines), data={"count": len(found), "capped": capped})
+
+
+def _base_refusal(base: Path, roots: list[Path]) -> ToolResult | None:
+    """Why `base` (resolved) cannot be searched: missing, or neither a folder nor a regular
+    file (ripgrep would open a FIFO named on its command line and wait for a writer)."""
+    shown = display_path(base, roots)
+    try:
+        mode = base.lstat().st_mode
+    except FileNotFoundError:
+        return ToolResult.error("not_found", f"{shown} does not exist")
+    except OSError as exc:
+        return ToolResult.error("read_failed", f"cannot search {shown}: {exc.strerror or exc}")
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    return ToolResult.error(
+        "not_a_regular_file",
+        f"{shown} is {file_kind(mode)}, not a folder or a regular file; it cannot be searched",
+    )
 
 
 def _with_open_buffers(

@@ -4,8 +4,12 @@
 in, as lsp-mode 8 counts characters while claiming UTF-16), whether it debounces `didChange`
 (Neovim's default 150 ms, eglot's idle timer), how it answers `workspace/applyEdit` (late,
 after its own `didChange`; what it does with an edit for an older version), which document
-versions it sends (0, null, jumps), and which capabilities it declares (`showDocument`,
-`workDoneProgress`, `experimental.planLsp`). Everything the server sends is recorded.
+versions it sends (0, null, jumps), which capabilities it declares (`showDocument`,
+`workDoneProgress`, `experimental.planLsp`) and how it names itself, whether a file an edit
+names is opened or only loaded into a hidden buffer (lsp-mode with `lsp-deferred`), and
+whether it reads the server's output as Emacs does: in chunks, losing (lsp-mode) or leaving
+unread until more arrives (eglot 1.9) what follows the answer to one of its requests in the
+same chunk. Everything the server sends is recorded.
 
 Document notifications are written as raw JSON so a client can send what real clients send,
 including what lsprotocol would not produce (a `null` version)."""
@@ -14,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,9 +30,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types
+from pygls.io_ import run_async
 from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
+from pytest_lsp.client import forward_stderr
 
 from plan_lsp.server.plain import to_plain
 from tests.lsp_harness import SERVER_CMD, Editor
@@ -103,6 +112,16 @@ class Quirks:
     plan_lsp: bool = True
     work_done_progress: bool = True
     answer_progress_create: bool = True
+    # clientInfo.name (lsp-mode: "emacs"; eglot 1.9 sends none) and whether any window
+    # capability is declared (eglot 1.9 declares none).
+    client_name: str | None = None
+    window: bool = True
+    # A file an edit names is loaded into a buffer the client does not open (no didOpen):
+    # lsp-mode with `lsp-deferred`, until the user shows the buffer.
+    loads_without_opening: bool = False
+    # Reads the server's output in chunks like Emacs; what follows an answer in the same
+    # chunk is "drop"ped (lsp-mode) or "strand"ed until the next chunk (eglot 1.9).
+    after_answer: Literal["drop", "strand"] | None = None
 
 
 @dataclass
@@ -112,6 +131,15 @@ class ClientBuffer:
     version: int
     pending: list[dict[str, Any]] = field(default_factory=list)  # changes not yet sent
     flush: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class HiddenBuffer:
+    """A file loaded for an edit and never opened: the text it holds, and the disk's text
+    when it was loaded (Emacs asks "changed on disk" if that changes behind it)."""
+
+    text: str
+    disk_at_load: str | None
 
 
 @dataclass
@@ -140,6 +168,8 @@ class QuirkyEditor:
         self.answer_message: str | None = None  # the showMessageRequest action to pick
         self.encoding: Encoding = "utf-16"  # what the server chose
         self.init_result: types.InitializeResult | None = None
+        self.hidden: dict[str, HiddenBuffer] = {}
+        self.questions: list[str] = []  # what the editor would have asked the user
 
     # -- what the client counts in -------------------------------------------------------
 
@@ -164,6 +194,12 @@ class QuirkyEditor:
 
     def open(self, path: Path, text: str | None = None) -> ClientBuffer:
         uri = path.resolve().as_uri()
+        hidden = self.hidden.pop(uri, None)
+        if hidden is not None and text is None:
+            # The user shows a buffer loaded earlier: Emacs checks the disk first.
+            if _disk(path) != hidden.disk_at_load:
+                self.questions.append(f"{path.name} changed on disk; really edit the buffer?")
+            text = hidden.text
         if text is None:
             text = path.read_text(encoding="utf-8") if path.exists() else ""
         buf = ClientBuffer(uri, text, 1)
@@ -257,9 +293,13 @@ class QuirkyEditor:
 
     # -- applying edits like an editor ----------------------------------------------------
 
-    def _load(self, uri: str) -> ClientBuffer:
-        """Neovim and Emacs load a file an edit names into a buffer, and tell the server."""
+    def _load(self, uri: str) -> ClientBuffer | HiddenBuffer:
+        """Neovim and Emacs load a file an edit names into a buffer; Neovim tells the server,
+        lsp-mode (with `lsp-deferred`) does not until the buffer is shown."""
         path = Path(to_fs_path(uri) or "")
+        if self.quirks.loads_without_opening:
+            disk = _disk(path)
+            return self.hidden.setdefault(uri, HiddenBuffer(disk or "", disk))
         return self.open(path)
 
     def _stale(self, buf: ClientBuffer, version: int | None) -> bool:
@@ -279,7 +319,17 @@ class QuirkyEditor:
         for uri, text_edits in (edit.changes or {}).items():
             changes.append((uri, None, list(text_edits)))
         for uri, version, edits in changes:
-            buf = self.buffers.get(uri) or self._load(uri)
+            buf = self.buffers.get(uri) or self.hidden.get(uri) or self._load(uri)
+            if isinstance(buf, HiddenBuffer):
+                for e in sorted(
+                    edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+                ):
+                    start = offset_at(
+                        buf.text, e.range.start.line, e.range.start.character, self.units
+                    )
+                    end = offset_at(buf.text, e.range.end.line, e.range.end.character, self.units)
+                    buf.text = buf.text[:start] + e.new_text + buf.text[end:]
+                continue
             if self._stale(buf, version):
                 reason = f"version {version} != {buf.version}"
                 if self.quirks.stale_edit == "refuse":
@@ -305,15 +355,27 @@ class QuirkyEditor:
         return {"applied": True}
 
 
+def _disk(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
 def _capabilities(q: Quirks) -> dict[str, Any]:
     window: dict[str, Any] = {"workDoneProgress": q.work_done_progress}
     if q.show_document != "absent":
         window["showDocument"] = {"support": True}
     caps: dict[str, Any] = {
-        "workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": True}},
+        "workspace": {
+            "applyEdit": True,
+            "workspaceEdit": {"documentChanges": True},
+            "workspaceFolders": True,
+        },
         "textDocument": {"synchronization": {"didSave": True}},
-        "window": window,
     }
+    if q.window:
+        caps["window"] = window
     if q.encoding != "utf-16":
         caps["general"] = {"positionEncodings": [q.encoding]}
     if q.plan_lsp:
@@ -373,6 +435,11 @@ def _register(ed: QuirkyEditor) -> None:
     def lens_refresh(client: LanguageClient, params: Any) -> None:
         note(rec.requests, types.WORKSPACE_CODE_LENS_REFRESH, params)
 
+    @client.feature(types.WORKSPACE_WORKSPACE_FOLDERS)
+    def workspace_folders(client: LanguageClient, params: Any) -> Any:
+        note(rec.requests, types.WORKSPACE_WORKSPACE_FOLDERS, params)
+        return [types.WorkspaceFolder(uri=ed.root.resolve().as_uri(), name=ed.root.name)]
+
     for method in (
         "planLsp/update",
         types.PROGRESS,
@@ -394,22 +461,132 @@ def _register(ed: QuirkyEditor) -> None:
         client.feature(method)(on_custom)
 
 
+# -- reading like Emacs --------------------------------------------------------------------
+
+# How long the emulated Emacs is busy between reads: what the server writes meanwhile comes
+# in one chunk (the answer to a request and the messages right behind it, typically).
+BUSY_S = 0.1
+_FRAME = re.compile(rb"Content-Length: (\d+)\r\n(?:[A-Za-z-]+: [^\r\n]*\r\n)*\r\n")
+
+
+class EmacsReads:
+    """The server's stdout as Emacs's process filters see it: one chunk at a time, every
+    complete message in it dispatched in order; once an answer to one of the client's
+    requests has been dispatched, the rest of the chunk's complete messages are dropped
+    (lsp-mode's `lsp-request` throws out of its filter) or stranded until the next chunk
+    arrives (eglot 1.9's jsonrpc keeps them in the process buffer). `run_async` reads
+    through `readline`/`readexactly`."""
+
+    def __init__(self, raw: asyncio.StreamReader, habit: Literal["drop", "strand"]) -> None:
+        self.raw = raw
+        self.habit = habit
+        self.buf = bytearray()
+        self.after_answer = False
+        self.lost: list[dict[str, Any]] = []
+
+    async def _chunk(self) -> bool:
+        data = await self.raw.read(1 << 16)
+        if not data:
+            return False
+        # Not a race to win: the emulated editor is busy, so the server's next messages
+        # reach this read, as they reach Emacs's after a command.
+        await asyncio.sleep(BUSY_S)
+        buffered: bytearray = getattr(self.raw, "_buffer")  # noqa: B009 - what is already there
+        while buffered:
+            data += await self.raw.read(1 << 16)
+        self.buf += data
+        return True
+
+    async def _settle(self) -> None:
+        if not self.after_answer:
+            return
+        self.after_answer = False
+        complete = 0
+        while (m := _FRAME.match(self.buf, complete)) and m.end() + int(m.group(1)) <= len(
+            self.buf
+        ):
+            complete = m.end() + int(m.group(1))
+        if not complete:
+            return
+        if self.habit == "drop":
+            for m in _FRAME.finditer(self.buf[:complete]):
+                body = bytes(self.buf[m.end() : m.end() + int(m.group(1))])
+                self.lost.append(json.loads(body))
+            del self.buf[:complete]
+        else:
+            await self._chunk()  # stranded until something else arrives
+
+    async def readline(self) -> bytes:
+        await self._settle()
+        while b"\n" not in self.buf:
+            if not await self._chunk():
+                return b""
+        end = self.buf.index(b"\n") + 1
+        line = bytes(self.buf[:end])
+        del self.buf[:end]
+        return line
+
+    async def readexactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            if not await self._chunk():
+                raise asyncio.IncompleteReadError(bytes(self.buf), n)
+        body = bytes(self.buf[:n])
+        del self.buf[:n]
+        message = json.loads(body)
+        self.after_answer = "id" in message and "method" not in message
+        return body
+
+
+class EmacsLikeClient(LanguageClient):
+    """A pytest-lsp client whose reads go through `EmacsReads`."""
+
+    def __init__(self, habit: Literal["drop", "strand"], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.habit = habit
+        self.reads: EmacsReads | None = None
+
+    async def start_io(self, cmd: str, *args: Any, **kwargs: Any) -> None:
+        pipe = asyncio.subprocess.PIPE
+        server = await asyncio.create_subprocess_exec(
+            cmd, *args, stdin=pipe, stdout=pipe, stderr=pipe, **kwargs
+        )
+        assert server.stdout is not None and server.stdin is not None
+        self.reads = EmacsReads(server.stdout, self.habit)
+        self.protocol.set_writer(server.stdin)
+        connection = asyncio.create_task(
+            run_async(
+                stop_event=self._stop_event,
+                reader=self.reads,
+                protocol=self.protocol,
+                logger=logging.getLogger(__name__),
+                error_handler=self.report_server_error,
+            )
+        )
+        self._server = server
+        self._async_tasks.extend([connection, asyncio.create_task(self._server_exit())])
+        self._stderr_forwarder = asyncio.create_task(forward_stderr(server))
+
+
 @asynccontextmanager
 async def quirky_server(
     root: Path, quirks: Quirks, *extra_args: str, env: dict[str, str] | None = None
 ) -> AsyncIterator[QuirkyEditor]:
-    client = LanguageClient(converter_factory=default_converter)
+    client = (
+        EmacsLikeClient(quirks.after_answer, converter_factory=default_converter)
+        if quirks.after_answer
+        else LanguageClient(converter_factory=default_converter)
+    )
     ed = QuirkyEditor(client, quirks, root)
     _register(ed)
     await client.start_io(*SERVER_CMD, *extra_args, env={**os.environ, **(env or {})})
-    params = default_converter().structure(
-        {
-            "processId": os.getpid(),
-            "capabilities": _capabilities(quirks),
-            "workspaceFolders": [{"uri": root.resolve().as_uri(), "name": root.name}],
-        },
-        types.InitializeParams,
-    )
+    init: dict[str, Any] = {
+        "processId": os.getpid(),
+        "capabilities": _capabilities(quirks),
+        "workspaceFolders": [{"uri": root.resolve().as_uri(), "name": root.name}],
+    }
+    if quirks.client_name is not None:
+        init["clientInfo"] = {"name": quirks.client_name}
+    params = default_converter().structure(init, types.InitializeParams)
     ed.init_result = await asyncio.wait_for(client.initialize_session(params), 60)
     chosen = ed.init_result.capabilities.position_encoding
     ed.encoding = str(getattr(chosen, "value", chosen) or "utf-16")  # type: ignore[assignment]

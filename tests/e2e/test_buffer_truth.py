@@ -6,13 +6,20 @@ buffer, the plan and the approved text are the same string."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.quirky_client import Quirks, QuirkyEditor, quirky_server, span_text
+from tests.e2e.quirky_client import (
+    EmacsLikeClient,
+    Quirks,
+    QuirkyEditor,
+    quirky_server,
+    span_text,
+)
 from tests.e2e.scripts import plan_then_do_turns, sample_project, scripted_args, write_script
 
 PLANS = {
@@ -318,3 +325,104 @@ async def test_unsaved_user_changes_are_never_written_behind_the_user(tmp_path: 
         assert "my unsaved note" not in hello.read_text(), (
             "the user's unsaved change was written to disk behind their back"
         )
+
+
+# -- Emacs clients -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("habit", ["drop", "strand"])
+async def test_messages_right_after_an_answer_reach_emacs_clients(
+    tmp_path: Path, habit: str
+) -> None:
+    """Both Emacs clients read the server's output in chunks and, once the answer to one of
+    their requests is dispatched, lose (lsp-mode) or leave unread until more output arrives
+    (eglot 1.9) the rest of the chunk. The approve command's answer is followed at once by
+    the Do run's messages: its edit must land at once all the same, and nothing but the
+    server's read probes may be lost."""
+    lsp_mode = habit == "drop"
+    quirks = Quirks(
+        after_answer=habit,  # type: ignore[arg-type]
+        client_name="emacs" if lsp_mode else None,
+        window=lsp_mode,  # eglot 1.9 declares no window capabilities and no clientInfo
+        show_document="absent",
+        plan_lsp=False,
+    )
+    turns = [*plan_turns(PLAN), EDIT_HELLO, {"text": "Done."}]
+    ws, server = session(tmp_path, turns, quirks)
+    async with server as ed:
+        open_empty_plan(ed, ws)
+        hello = ws / "hello.py"
+        ed.open(hello)
+        result = await ed.request("planLsp/prompt", {"text": "plan it"}, timeout=30)
+        assert result["stopReason"] == "plan_submitted", result
+        await ed.settle()
+        await ed.command("planLsp.approvePlan", {"permissionMode": "auto_edit"}, timeout=20)
+        await ed.wait_for(
+            "the Do run's edit", lambda: ed.text(hello) == "print('hello, world')\n", 10
+        )
+        assert ed.text(plan_path(ws)) == PLAN
+        assert isinstance(ed.client, EmacsLikeClient) and ed.client.reads is not None
+        lost = [m for m in ed.client.reads.lost if m.get("method") != "workspace/workspaceFolders"]
+        assert not lost, f"messages the client never saw: {lost}"
+
+
+def lsp_mode_deferred(**kw: Any) -> Quirks:
+    """lsp-mode 8.0 with `lsp-deferred`: names itself "emacs", no showDocument, loads a file
+    an edit names into a buffer it does not open until the user shows it."""
+    return Quirks(
+        client_name="emacs",
+        show_document="absent",
+        loads_without_opening=True,
+        plan_lsp=False,
+        **kw,
+    )
+
+
+async def test_plan_is_not_loaded_where_the_server_cannot_follow_it(tmp_path: Path) -> None:
+    """PLAN.md not open in lsp-mode: no hidden buffer that the plan on disk would leave
+    stale (Emacs would ask "changed on disk" when the user opens and edits it); the server
+    names the file, and the user opens the plan as written."""
+    ws, server = session(tmp_path, plan_turns(PLAN), lsp_mode_deferred())
+    async with server as ed:
+        result = await ed.request("planLsp/prompt", {"text": "plan it"})
+        assert result["stopReason"] == "plan_submitted", result
+        await ed.settle()
+        messages = [m["message"] for m in ed.received.of("window/showMessage")]
+        assert any(str(plan_path(ws)) in m for m in messages), messages
+        ed.open(plan_path(ws))
+        assert not ed.questions, ed.questions
+        state = await ed.request("planLsp/approvePlan", {"execute": False}, timeout=20)
+        assert_truth(ed.text(plan_path(ws)) or "", state["approvedPlan"]["text"], PLAN, ed)
+
+
+async def test_plan_opened_mid_stream_gets_the_rest_of_the_draft(tmp_path: Path) -> None:
+    """The user opens PLAN.md a while after the server named it, while the plan is still
+    streaming: the rest of the draft streams into that buffer (not only the final text at
+    the end). The model writes the plan for about 4 s (the script's pace)."""
+    write: dict[str, Any] = {"name": "plan_write", "arguments": {"content": PLAN}}
+    turns: list[dict[str, Any]] = [
+        {"delay_ms": 150, "tool_calls": [write]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+    ws, server = session(tmp_path, turns, lsp_mode_deferred())
+    async with server as ed:
+        prompt = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "plan it"}))
+        await ed.wait_for(
+            "the message naming the plan",
+            lambda: any("PLAN.md" in m["message"] for m in ed.received.of("window/showMessage")),
+            15,
+        )
+        await asyncio.sleep(1.5)  # the user reads the message, then opens the file
+        path = plan_path(ws)
+        ed.open(path)
+        assert (await prompt)["stopReason"] == "plan_submitted"
+        await ed.settle()
+        uri = path.resolve().as_uri()
+        edits = [
+            p
+            for p in ed.received.of("workspace/applyEdit")
+            if any(c["textDocument"]["uri"] == uri for c in p["edit"].get("documentChanges", []))
+        ]
+        assert len(edits) >= 3, f"{len(edits)} edits reached the opened plan"
+        assert ed.text(path) == PLAN
+        assert not ed.questions, ed.questions

@@ -3,12 +3,23 @@ the README's "Emacs" section says, against the real server with the scripted pro
 
 Per client, two sessions. Both: the prompt's plan (emoji, multi-line Markdown) streams into
 PLAN.md; the plan is approved (code action in eglot, code lens in lsp-mode) and the Do run's
-edit lands in hello.py's open buffer and on disk. PLAN.md open before the prompt: straight to
-approval. PLAN.md not open: the user opens it after the run if the server did not, then a
-review note and the code action "Reject with feedback from review notes" start a revision,
-and "Compare with previous revision" answers, before the approval. At the end the buffer,
-the plan and the approved text are one string, and Emacs asked the user nothing ("changed
-on disk", edit confirmations, ...).
+edit lands in hello.py's open buffer and on disk. PLAN.md open before the prompt: the user
+adds a line to the plan and approves (the server has Emacs save the modified buffer while
+Emacs waits for the approval's answer). PLAN.md not open: the user opens it after the run (a
+message names it), then a review note and the code action "Reject with feedback from review
+notes" start a revision, and "Compare with previous revision" answers, before the approval.
+At the end the buffer, the plan and the approved text are one string, and Emacs asked the
+user nothing ("changed on disk", edit confirmations, ...). PLAN.md not open: no buffer holds
+it before the user opens it (neither client has window/showDocument), and a message names
+it. The Do edit reaches its buffer within seconds of the approval (nothing lost or left
+unread behind the answer to the approving request).
+
+The configurations declare `experimental.planLsp.saveDocuments`, so Emacs saves the buffers
+the server changed (`planLsp/saveDocument`): right after the Do run hello.py's and PLAN.md's
+buffers are unmodified, and none of the user's save hooks ran for those saves. Then the user
+saves each (C-x C-s) and opens PLAN.md again (C-x C-f): no question ("changed since visited
+or saved", "changed on disk"), and every file holds its buffer's text. No warning shows
+(the `planLsp/update` notifications that come with the capability are ignored quietly).
 
 Emacs runs as a daemon under `timeout -s KILL` with a fresh HOME whose init.el is the
 README configuration (tests/e2e/emacs/*-init.el); tests/e2e/emacs/driver.el drives it and
@@ -51,9 +62,12 @@ PLAN_V2 = PLAN_V1.replace("## Notes", "## Notes (revised)").replace(
     "one line.\n", "one line.\n- Every other file stays as it is ✓.\n"
 )
 FEEDBACK = "say that every other file stays as it is"
+# What the user adds to the plan before approving it (when there is no review round).
+USER_LINE = "- Also: keep the file's trailing newline ✍.\n"
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
 APPROVE = "Approve (auto-accept edits)"
 HELLO_AFTER = "print('hello, world')\n"
+DO_EDIT_WITHIN_S = 10
 
 
 def session_turns(review: bool) -> list[dict[str, Any]]:
@@ -81,6 +95,7 @@ def emacs_binary() -> str:
     if found is None or missing:
         reason = f"emacs or {missing} missing; run tests/e2e/emacs/install.sh"
         need(False, reason)
+    assert found is not None
     return found
 
 
@@ -110,7 +125,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         plan_path.parent.mkdir(parents=True)
         plan_path.write_text("")
     # The review round (reject with a note, revision, compare) runs when PLAN.md was not
-    # open before the prompt, so the session that had it open goes straight to approval.
+    # open before the prompt; the session that had it open adds a line and approves.
     review = not plan_open_before
     script = write_script(tmp_path / "script.json", session_turns(review), chunk=16)
     server_log = tmp_path / "server.log"
@@ -127,6 +142,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         "plan_open_before": plan_open_before,
         "review": review,
         "result_path": str(result_path),
+        "client_log_path": str(tmp_path / "client.log"),
         "prompt": "Make the greeting polite",
         "feedback": FEEDBACK,
         "plan_v1": PLAN_V1,
@@ -134,6 +150,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         "reject_action": REJECT_ACTION,
         "approve_title": APPROVE,
         "hello_after": HELLO_AFTER,
+        "user_line": None if review else USER_LINE,
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -157,6 +174,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         timeout=EMACS_KILL_AFTER_S + 30,
     )  # fmt: skip
     elapsed = time.monotonic() - started
+    (tmp_path / "emacs.stderr").write_text(proc.stderr)
     diagnostics = (
         f"exit {proc.returncode} after {elapsed:.1f}s\nstderr:\n{proc.stderr[-4000:]}\n"
         f"server log:\n{server_log.read_text()[-3000:] if server_log.exists() else '(none)'}"
@@ -164,6 +182,8 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
     assert result_path.exists(), f"Emacs wrote no result\n{diagnostics}"
     result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     result["_diagnostics"] = diagnostics
+    result["_stderr"] = proc.stderr
+    result["plan_path"] = str(plan_path)
     result["_plan_disk"] = plan_path.read_text(encoding="utf-8") if plan_path.exists() else None
     result["_hello_disk"] = (ws / "hello.py").read_text(encoding="utf-8")
     result["_returncode"] = proc.returncode
@@ -194,19 +214,26 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
     if prompts:
         distinct = sorted(set(prompts), key=prompts.index)
         out.append(f"Emacs asked the user {len(prompts)} times: {distinct}")
+    warnings = result.get("warnings") or []
+    if warnings:
+        distinct = sorted(set(warnings), key=warnings.index)
+        out.append(f"Emacs showed {len(warnings)} warnings: {distinct}")
     if result.get("revision_error"):
         out.append(result["revision_error"])
     if result.get("prompt_stop") != "plan_submitted":
         out.append(f"the planning run ended with {result.get('prompt_stop')!r}")
-    # eglot 1.9 has no window/showDocument and asks before any edit to a file it does not
-    # visit, so the server names the plan file (window/showMessage) and the user opens it.
-    if (
-        not plan_open_before
-        and client != "eglot"
-        and result.get("plan_buffer_exists_v1") is not True
-    ):
-        out.append("PLAN.md was not open: the streamed plan never reached an Emacs buffer")
-    final = PLAN_V2 if result.get("review") else PLAN_V1
+    # Neither client has window/showDocument. eglot 1.9 asks before any edit to a file it
+    # does not visit; lsp-mode would load it into a hidden buffer it does not manage (with
+    # lsp-deferred), stale once the plan is on disk. So the server names the plan file
+    # (window/showMessage) and the user opens it after the run.
+    if not plan_open_before:
+        if result.get("plan_buffer_exists_v1") is not False:
+            out.append("a PLAN.md buffer existed before the user opened the file")
+        if f"plan-lsp is writing the plan to {result.get('plan_path')}" not in result.get(
+            "_stderr", ""
+        ):
+            out.append("Emacs showed no message naming the plan file")
+    final = PLAN_V2 if result.get("review") else PLAN_V1 + USER_LINE
     same("plan_buffer_v1", PLAN_V1, "PLAN.md buffer after the stream")
     if "rejected" in result.get("steps", []):
         same("plan_buffer_v2", PLAN_V2, "PLAN.md buffer after the revision")
@@ -219,6 +246,13 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
         )
     if "approved" in result.get("steps", []):
         state = result.get("state_after_do") or {}
+        # The server gives up on an unanswered applyEdit after 30 s; well below that, a slow
+        # edit is one the client lost or left unread behind the approval's answer.
+        if result.get("do_edit_seconds", 0) > DO_EDIT_WITHIN_S:
+            out.append(
+                f"the Do edit reached hello.py's buffer {result['do_edit_seconds']:.1f}s "
+                "after the approval"
+            )
         same("hello_buffer", HELLO_AFTER, "hello.py buffer after the Do run")
         if result.get("_hello_disk") != HELLO_AFTER:
             out.append(
@@ -231,8 +265,21 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 f"    actual   {state.get('approvedText')!r}"
             )
         same("plan_buffer_after_do", final, "PLAN.md buffer after the Do run")
+        # The server asked Emacs to save each buffer it changed (planLsp/saveDocument), so
+        # none is left modified with a stale visited-file modtime.
+        for key, name in (("hello_modified", "hello.py"), ("plan_modified", "PLAN.md")):
+            if result.get(key) is not False:
+                out.append(f"{name}'s buffer is not saved after the Do run: {result.get(key)}")
+        if result.get("save_hook_runs"):
+            out.append(f"the saves ran the user's save hooks in {result['save_hook_runs']}")
         if state.get("mode") != "build" or state.get("planStatus") != "approved":
             out.append(f"state after the Do run: {state}")
+    if "saved" in result.get("steps", []):
+        # C-x C-s in each buffer the agent changed, then C-x C-f PLAN.md: no question (the
+        # prompts above), and every file holds exactly its buffer's text.
+        for name, seen in (result.get("after_save") or {}).items():
+            if seen.get("modified") is not False or seen.get("buffer") != seen.get("disk"):
+                out.append(f"{name} after C-x C-s and C-x C-f PLAN.md: {seen}")
     if result.get("_returncode") != 0 and result.get("ok") is True:
         out.append(f"Emacs exited {result.get('_returncode')}")
     return out

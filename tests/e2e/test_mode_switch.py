@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.scripts import requests_of, sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
+from tests.sandbox_support import marked_processes
 
 
 async def _wait_for_file(path: Path, timeout: float = 30) -> None:
@@ -19,23 +20,6 @@ async def _wait_for_file(path: Path, timeout: float = 30) -> None:
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(_poll(), timeout)
-
-
-def _alive(marker: str) -> bool:
-    """A process whose command line holds `marker` still runs. (By command line, not by
-    `$$`: build-mode commands have their own pid namespace, where `$$` is not a pid here.)"""
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if marker.encode() not in cmdline.read():
-                    continue
-            with open(f"/proc/{entry}/stat") as stat:
-                # A zombie is dead for our purpose (it can write nothing).
-                if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    return True
-        except (OSError, IndexError):
-            continue
-    return False
 
 
 @pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
@@ -64,7 +48,7 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
             answer = await ed.command("planLsp.toggleMode", {})
         assert answer["mode"] == "plan"
         assert [c["tool"] for c in answer["cancelled"]] == ["bash"]
-        assert not _alive(marker), "the command still runs after the switch was answered"
+        assert not marked_processes(marker), "the command still runs after the switch was answered"
         notice = await ed.wait_update(lambda u: u["kind"] == "cancelledCalls")
         assert notice["calls"] == answer["cancelled"]
         result = await asyncio.wait_for(run, 60)

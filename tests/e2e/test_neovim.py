@@ -48,6 +48,7 @@ REVISED_PLAN = (
     "2. Leave every other file as it is.\n"
 )
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
+READS_THE_DISK = "grep -q 'hello, world' hello.py && touch greeted.txt"
 APPROVE_LENS = "Approve (auto-accept edits)"
 
 
@@ -62,7 +63,17 @@ def session_turns() -> list[dict[str, Any]]:
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
     ]
     shell: list[dict[str, Any]] = [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch greeted.txt"}}]},
+        # Reads hello.py from disk: the marker exists only if the Do edit reached the disk.
+        {
+            "tool_calls": [
+                {
+                    "name": "bash",
+                    "arguments": {
+                        "command": "grep -q 'hello, world' hello.py && touch greeted.txt"
+                    },
+                }
+            ]
+        },
         {"text": "Marker created."},
     ]
     return turns[:4] + revision + turns[4:] + shell
@@ -247,6 +258,9 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     assert result["do_run"]["stopReason"] == "end_turn"
     assert result["hello_buffer"] == "print('hello, world')\n"
     assert result["apply_edits"].get("hello.py", 0) >= 1
+    # the plugin saved the buffer the server changed: the disk agrees, nothing is unsaved
+    assert result["hello_disk"] == "print('hello, world')\n"
+    assert result["hello_modified"] is False
     after = result["state_after_do"]
     assert after["mode"] == "build" and after["planStatus"] == "approved"
     assert after["permissionMode"] == "auto_edit"

@@ -4,10 +4,8 @@ without asking runs as a plan-mode read would (no repository program runs behind
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,35 +14,7 @@ from plan_lsp.policy.sandbox import sandbox_kind
 from tests.e2e.scripts import sample_project, write_script
 from tests.lsp_harness import running_server
 from tests.needs import need
-
-
-class Listener:
-    """A loopback TCP listener that counts connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
+from tests.sandbox_support import Listener
 
 
 @pytest.mark.parametrize("network", [False, True])

@@ -171,3 +171,29 @@ async def test_shell_protection_falls_back_visibly(tmp_path: Path) -> None:
         state = await ed.state()
     assert state["planShell"] == "classified" and state["sandbox"] is None
     assert "no sandbox here" in state["shellProtection"]
+
+
+async def test_approval_with_the_hash_of_what_the_user_saw(tmp_path: Path) -> None:
+    """A client that shows the plan sends the sha256 of the text it showed: a plan that
+    changed since is not approved; the text shown is."""
+    import hashlib
+
+    from pygls.exceptions import JsonRpcException
+
+    ws = sample_project(tmp_path / "ws")
+    script = write_script(tmp_path / "s.json", plan_then_do_turns())
+    plan = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    async with running_server([ws], *scripted_args(script, tmp_path / "t.jsonl")) as ed:
+        await ed.request("planLsp/prompt", {"text": "Make the greeting polite"})
+        stale = hashlib.sha256(b"an older plan").hexdigest()
+        try:
+            await ed.request("planLsp/approvePlan", {"execute": False, "sha256": stale})
+        except JsonRpcException as exc:
+            assert "changed since you saw it" in str(exc)
+        else:
+            raise AssertionError("a plan the user did not see was approved")
+        seen = hashlib.sha256(PLAN_TEXT.encode()).hexdigest()
+        state = await ed.request(
+            "planLsp/approvePlan", {"execute": False, "sha256": seen, "planUri": plan.as_uri()}
+        )
+        assert state["approvedPlan"]["sha256"] == seen

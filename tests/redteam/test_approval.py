@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pygls.exceptions import JsonRpcException
+
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
 
@@ -59,9 +62,25 @@ async def test_sidebar_approval_approves_the_plan_the_user_was_shown(tmp_path: P
         assert result["stopReason"] == "plan_submitted"
         seen = ed.buffer_text(main_plan)
         assert seen == BENIGN
-        state = await ed.request("planLsp/approvePlan", {"execute": False})
-    approved = state["approvedPlan"]
-    assert approved is None or approved["text"] == seen, (
-        f"approved {approved['path']} although the user's PLAN.md shows a different plan; "
-        f"the approved text carries a step the user never saw:\n{approved['text']}"
-    )
+        try:
+            state = await ed.request("planLsp/approvePlan", {"execute": False})
+        except JsonRpcException as exc:  # refused: it names no document
+            assert "name" in str(exc) and "archive/PLAN.md" in str(exc), exc
+            state = await ed.state()
+        approved = state["approvedPlan"]
+        assert approved is None or approved["text"] == seen, (
+            f"approved {approved['path']} although the user's PLAN.md shows a different plan; "
+            f"the approved text carries a step the user never saw:\n{approved['text']}"
+        )
+        # Naming the plan the user read (PLAN.md) is refused: it is not the submitted one.
+        with pytest.raises(JsonRpcException, match="submitted for approval is"):
+            await ed.request(
+                "planLsp/approvePlan", {"execute": False, "planUri": main_plan.as_uri()}
+            )
+        # The code lens sits on the submitted plan and names it: that approval is of the
+        # text shown there.
+        submitted = ws / ".plan-lsp" / "plans" / "archive" / "PLAN.md"
+        state = await ed.request(
+            "planLsp/approvePlan", {"execute": False, "planUri": submitted.as_uri()}
+        )
+        assert state["approvedPlan"]["text"] == EVIL

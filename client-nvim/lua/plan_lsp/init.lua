@@ -177,8 +177,9 @@ local function capabilities()
     caps = vim.tbl_deep_extend("force", caps, M.config.capabilities)
   end
   caps.experimental = caps.experimental or {}
-  -- Declared empty: permission prompts and questions come as standard showMessageRequest.
-  caps.experimental.planLsp = vim.empty_dict()
+  -- Permission prompts and questions come as standard showMessageRequest; the server asks
+  -- the plugin to save a buffer it changed (so the disk agrees, with no "file changed" warning).
+  caps.experimental.planLsp = { saveDocuments = true }
   return caps
 end
 
@@ -309,8 +310,26 @@ local function init_options()
   return next(options) and options or nil
 end
 
+--- `planLsp/saveDocument {uri}`: write that buffer (it held no unsaved change of the user's
+--- before the server's edit; autocommands are skipped so a format-on-save does not change
+--- the text the server put there).
+local function save_document(_, params)
+  local uri = type(params) == "table" and params.uri or nil
+  if type(uri) ~= "string" then
+    return { saved = false }
+  end
+  local bufnr = vim.uri_to_bufnr(uri)
+  if not vim.api.nvim_buf_is_loaded(bufnr) then
+    return { saved = false }
+  end
+  local ok = pcall(vim.api.nvim_buf_call, bufnr, function()
+    vim.cmd("silent noautocmd write")
+  end)
+  return { saved = ok and not vim.bo[bufnr].modified }
+end
+
 local function client_config(root)
-  local handlers = { ["planLsp/update"] = on_update }
+  local handlers = { ["planLsp/update"] = on_update, ["planLsp/saveDocument"] = save_document }
   if not compat.async_server_requests then
     handlers["window/showMessageRequest"] = show_message_request
   end
@@ -563,6 +582,12 @@ local function create_commands()
     local params = {}
     if opts.args ~= "" then
       params.permissionMode = opts.args
+    end
+    -- Name the submitted plan: the server approves that document and refuses another (the
+    -- statusline and :PlanOpen show which one it is).
+    local state = M.state()
+    if state and type(state.planUri) == "string" then
+      params.planUri = state.planUri
     end
     M.request("planLsp/approvePlan", params, show_state)
   end, {

@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
 from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, STATIC_OVERRIDES, real_git
 from plan_lsp.policy.sandbox.layout import plan_environment
 
@@ -106,9 +107,13 @@ def git_config_hazards(repo: Path) -> list[str]:
 def _alternates(git_dir: Path, repo: Path) -> list[str]:
     path = git_dir / "objects" / "info" / "alternates"
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # As git reads it (through a link), but never blocked on (a FIFO) nor read unbounded.
+        data = read_file_bytes(path, max_bytes=1024 * 1024, follow_link=True)
+    except WriteRefused as exc:
+        return [f"objects/info/alternates cannot be checked: {exc}"]
     except OSError:
         return []
+    lines = [] if data is None else data.decode("utf-8", errors="replace").splitlines()
     found = []
     for line in lines:
         line = line.strip()

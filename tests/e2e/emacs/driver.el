@@ -30,6 +30,10 @@
 
 (defun e2e-bool (value) (if value t :json-false))
 
+(defun e2e-idle-server-p (state)
+  "Whether STATE says no run is going: JSON false is :json-false in eglot, nil in lsp-mode."
+  (and state (memq (e2e-get state "running") '(nil :json-false)) t))
+
 ;; -- questions -----------------------------------------------------------------------------
 
 (defun e2e--asked (kind prompt)
@@ -62,6 +66,25 @@
                            (error "Emacs asked the user: %s" prompt))
                   (setq e2e-offered (cons e2e-choice titles))
                   (prog1 e2e-choice (setq e2e-choice nil))))))
+
+(defun e2e-warnings ()
+  "The first line of each warning `display-warning' showed the user (lsp-mode's \"Unknown
+notification\", ...). Left out: the native compiler's notes on the packages' own sources
+(\"Warning (comp)\"), which the fresh HOME's first compilation of them brings."
+  (when-let ((buf (get-buffer "*Warnings*")))
+    (with-current-buffer buf
+      (cl-remove-if-not (lambda (line) (and (string-prefix-p "Warning (" line)
+                                            (not (string-prefix-p "Warning (comp)" line))))
+                        (split-string (buffer-string) "\n" t)))))
+
+;; -- the user's save hooks ------------------------------------------------------------------
+
+;; A user's own save hooks (format on save, whitespace clean-up, ...) may change the text. The
+;; saves the server asks for run none of them: the file gets exactly what the agent wrote.
+(defvar e2e-save-hook-runs nil "The buffers whose saves ran the user's save hooks.")
+(defun e2e--user-save-hook () (push (buffer-name) e2e-save-hook-runs))
+(add-hook 'before-save-hook #'e2e--user-save-hook)
+(add-hook 'after-save-hook #'e2e--user-save-hook)
 
 ;; -- waiting ---------------------------------------------------------------------------------
 
@@ -112,7 +135,7 @@
 
 (defun e2e-wait-run-end (what)
   "Until the server says no run is going."
-  (e2e-wait what (lambda () (eq (e2e-get (e2e-state) "running") :json-false)) 30))
+  (e2e-wait what (lambda () (e2e-idle-server-p (e2e-state))) 30))
 
 (defun e2e-record-state (key)
   (let ((state (e2e-state)))
@@ -149,7 +172,7 @@ test's to report, not an error here)."
   (e2e-put "code_action_titles" e2e-offered)
   (unless (e2e-soft-wait (lambda () (let ((s (e2e-state)))
                                       (and (equal (e2e-get s "planStatus") "submitted")
-                                           (eq (e2e-get s "running") :json-false))))
+                                           (e2e-idle-server-p s))))
                          45)
     (e2e-put "revision_error" "the revised plan was not submitted within 45 s"))
   (e2e-settle-plan "plan_buffer_v2" plan (e2e-param "plan_v2"))
@@ -165,6 +188,29 @@ test's to report, not an error here)."
       (error (e2e-put "compare" (format "error: %s" (error-message-string err)))))
     (e2e-put "compare_seconds" (- (float-time) started)))
   (e2e-step "compared"))
+
+(defun e2e--user-command (what command)
+  "Run COMMAND as the user would; a question it asks is already recorded, so an error
+here is noted and the session goes on (one run reports every question)."
+  (condition-case err
+      (progn (funcall command) (run-hooks 'post-command-hook))
+    (error (message "e2e: %s: %s" what (error-message-string err)))))
+
+(defun e2e-save-and-reopen (paths reopen)
+  "C-x C-s in each of PATHS' buffers, then C-x C-f REOPEN; record what each buffer and
+its file hold afterwards under \"after_save\"."
+  (dolist (path paths)
+    (with-current-buffer (find-buffer-visiting path)
+      (e2e--user-command (format "C-x C-s in %s" path)
+                         (lambda () (call-interactively #'save-buffer)))))
+  (e2e--user-command (format "C-x C-f %s" reopen) (lambda () (find-file reopen)))
+  (e2e-put "after_save"
+           (mapcar (lambda (path)
+                     (list (file-name-nondirectory path)
+                           (cons "buffer" (e2e-text path))
+                           (cons "disk" (e2e-disk path))
+                           (cons "modified" (e2e-modified path))))
+                   paths)))
 
 (defun e2e-session ()
   (let* ((ws (e2e-param "workspace"))
@@ -197,12 +243,22 @@ test's to report, not an error here)."
     (when (eq (e2e-param "review") t)
       (e2e-review plan))
 
-    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands
+    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands. A user
+    ;; who added a line of their own first has a modified buffer: the server asks Emacs to
+    ;; save it while Emacs waits for the answer to the approving request.
     (with-current-buffer (find-buffer-visiting plan)
+      (when-let ((line (e2e-param "user_line")))
+        (goto-char (point-max))
+        (insert line)
+        (e2e-idle 0.7))
       (goto-char (point-min))
       (e2e-client-approve (e2e-param "approve_title")))
     (e2e-put "approve_titles" e2e-offered)
-    (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
+    ;; Only the buffer is watched here (no request to the server that would make Emacs read
+    ;; again): an edit the client lost or left unread after the approval's answer shows.
+    (let ((started (float-time)))
+      (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
+      (e2e-put "do_edit_seconds" (- (float-time) started)))
     (e2e-wait-run-end "the Do run")
     (e2e-idle 0.7)
     (e2e-put "hello_buffer" (e2e-text hello))
@@ -210,8 +266,14 @@ test's to report, not an error here)."
     (e2e-put "hello_disk" (e2e-disk hello))
     (e2e-put "plan_buffer_after_do" (e2e-text plan))
     (e2e-put "plan_modified" (e2e-modified plan))
+    (e2e-put "save_hook_runs" (reverse e2e-save-hook-runs))
     (e2e-record-state "state_after_do")
     (e2e-step "approved")
+
+    ;; 5. the user saves what the agent changed and opens the plan again: Emacs has nothing
+    ;; to ask, because it saved those buffers itself when the server asked.
+    (e2e-save-and-reopen (list hello plan) plan)
+    (e2e-step "saved")
 
     (e2e-client-shutdown)
     (e2e-step "stopped")))
@@ -230,6 +292,11 @@ test's to report, not an error here)."
              (message "e2e: failed: %s" (error-message-string err))))
     (e2e-put "ok" (e2e-bool ok))
     (e2e-put "prompts" (reverse e2e-prompts))
+    (e2e-put "warnings" (e2e-warnings))
+    (condition-case err
+        (let ((coding-system-for-write 'utf-8))
+          (e2e-client-write-log (e2e-param "client_log_path")))
+      (error (message "e2e: no client log: %s" (error-message-string err))))
     (let ((coding-system-for-write 'utf-8))
       (with-temp-file (e2e-param "result_path")
         (insert (json-encode e2e-result))))

@@ -30,7 +30,7 @@
   (jsonrpc-async-request (e2e--server) (intern method) (e2e--params params)
                          :success-fn on-result
                          :error-fn (lambda (err) (funcall on-result (list :error err)))
-                         :timeout 120))
+                         :timeout nil))
 
 (defun e2e-client-code-action (title)
   "What M-x eglot-code-actions does at point, answering its menu with TITLE."
@@ -46,5 +46,19 @@
   ;; eglot 1.9 has no code lenses: the lens command, as eglot would execute it.
   (eglot-execute-command (eglot-current-server) 'planLsp.showPreviousRevision (vector eglot--{})))
 
+(defvar e2e--events nil "eglot's events log, kept for `e2e-client-write-log'.")
+
+(defun e2e--events-text ()
+  (ignore-errors
+    (with-current-buffer (jsonrpc-events-buffer (e2e--server))
+      (buffer-substring-no-properties (point-min) (point-max)))))
+
 (defun e2e-client-shutdown ()
+  (setq e2e--events (e2e--events-text))
   (eglot-shutdown (e2e--server)))
+
+(defun e2e-client-write-log (path)
+  "What eglot and the server said to each other (eglot's events buffer), into PATH."
+  (let ((text (or (e2e--events-text) e2e--events)))
+    (when text
+      (with-temp-file path (insert text)))))

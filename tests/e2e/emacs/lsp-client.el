@@ -1,6 +1,11 @@
 ;;; lsp-client.el --- the driver's client operations on lsp-mode  -*- lexical-binding: t -*-
 (require 'lsp-mode)
 
+;; Not the user's configuration: with PLAN_LSP_E2E_LOG_IO set, every message goes to
+;; *lsp-log* (written next to the result) for diagnosing a failure.
+(when (getenv "PLAN_LSP_E2E_LOG_IO")
+  (setq lsp-log-io t))
+
 (defun e2e-client-name () (format "lsp-mode %s" (or (bound-and-true-p lsp-version) "8.0")))
 
 (defun e2e-client-prepare (root)
@@ -63,6 +68,11 @@
 (defun e2e-client-approve (title) (e2e--click-lens title))
 
 (defun e2e-client-compare-revisions () (e2e--click-lens "Compare with previous revision"))
+
+(defun e2e-client-write-log (path)
+  "lsp-mode's log (every message, when the test set `lsp-log-io'), into PATH."
+  (when-let ((log (get-buffer "*lsp-log*")))
+    (with-current-buffer log (write-region nil nil path))))
 
 (defun e2e-client-shutdown ()
   (with-current-buffer (e2e--buffer) (lsp-workspace-shutdown (car (lsp-workspaces)))))

@@ -226,7 +226,11 @@ local function run()
     return buffer_text(hello) == params.hello_after
   end, 5000)
   result.hello_buffer = buffer_text(hello)
+  wait_for("hello.py saved by the plugin", function()
+    return not vim.bo[hello].modified
+  end, 5000)
   result.hello_modified = vim.bo[hello].modified
+  result.hello_disk = table.concat(vim.fn.readfile(params.workspace .. "/hello.py"), "\n") .. "\n"
   result.state_after_do = state_sync()
   result.plan_buffer_after_do = buffer_text(plan_buf)
   wait_for("the approved lens", function()

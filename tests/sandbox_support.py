@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from plan_lsp.policy.sandbox import Mechanism, SandboxStatus, probe_sandbox, sandbox_argv
+from tests.needs import process_alive
 
 
 @cache
@@ -156,3 +157,19 @@ def fake_home(root: Path) -> Path:
     (home / ".cargo" / "credentials.toml").write_text("token = SECRET\n")
     (home / ".cargo" / "bin" / "tool").write_text("toolchain\n")
     return home
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Living processes (not zombies) whose command line holds `marker`, seen from here:
+    also those in a sandbox's own pid namespace, whose `$$` means nothing outside it."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and process_alive(int(entry)):
+            found.append(int(entry))
+    return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,16 @@ import pytest
 from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.sandbox import git_shim
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.bash import OUTPUT_CAP_CHARS
 from plan_lsp.tools.mcp.config import McpSettings
 from plan_lsp.tools.mcp.connection import MAX_RESTARTS
-from plan_lsp.tools.mcp.manager import McpManager
+from plan_lsp.tools.mcp.manager import McpManager, server_env
 from plan_lsp.tools.registry import ToolRegistry
 from plan_lsp.tools.runner import ToolRunner
 from tests.mcp_servers import READ_ONLY_HINTS, fake_command, hang_started, tool
+from tests.shell_attacks.harness import build_template
 from tests.test_execution_gate import FakeEditor, FakePort
 
 pytestmark = pytest.mark.timeout(120)
@@ -293,3 +296,61 @@ async def test_the_calls_cancel_signal_ends_it_without_waiting_for_the_server(
         assert (await h.call("mcp__fake__echo", g=7)).content == '{"g": 7}'
     finally:
         await h.manager.close()
+
+
+async def test_servers_get_the_plan_mode_git_hardening_in_every_mode(tmp_path: Path) -> None:
+    """The shim first on PATH (also ahead of a PATH the server's own `env` sets) and as git's
+    exec path, the fixed overrides in the environment after the user's own."""
+    shim = git_shim()
+    assert shim is not None
+    environ = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name",
+               "GIT_CONFIG_VALUE_0": "me", "GIT_EXEC_PATH": "/tmp/evil"}  # fmt: skip
+    own = {"PATH": "/opt/server/bin:/usr/bin:/bin"}
+    h = Harness(tmp_path, [fake(env=own)], environ=environ)
+    try:
+        await h.sync()
+        env = json.loads((await h.call("mcp__fake__env")).content)["env"]
+    finally:
+        await h.manager.close()
+    assert env["PATH"].split(os.pathsep)[:2] == [str(shim.bin), "/opt/server/bin"]
+    assert env["GIT_EXEC_PATH"] == str(shim.exec_dir)
+    keys = {env[f"GIT_CONFIG_KEY_{n}"]: n for n in range(int(env["GIT_CONFIG_COUNT"]))}
+    # shell_env drops the server's own GIT_CONFIG_*: only the hardening is left
+    assert "user.name" not in keys
+    assert {"core.fsmonitor", "core.hooksPath", "submodule.recurse"} <= set(keys)
+    assert "diff.external" not in keys  # only the shim's --no-ext-diff makes it harmless
+    own_git = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor",
+               "GIT_CONFIG_VALUE_0": "evil"}  # fmt: skip
+    merged = server_env({"PATH": "/usr/bin"}, own_git)
+    assert merged["GIT_CONFIG_KEY_0"] == "core.fsmonitor"
+    later = [n for n in range(1, int(merged["GIT_CONFIG_COUNT"]))
+             if merged[f"GIT_CONFIG_KEY_{n}"] == "core.fsmonitor"]  # fmt: skip
+    assert later and merged[f"GIT_CONFIG_VALUE_{later[0]}"] == "false"  # ours come last, win
+
+
+@pytest.mark.parametrize("git", ["git", "/usr/bin/git"])
+def test_a_servers_git_runs_no_program_of_the_repository(git: str, tmp_path: Path) -> None:
+    """What an MCP git server runs (`git status`, `diff`, `log -p`, `show`, `blame`,
+    `commit`) in a hostile repository, with the server's environment: by name through the
+    shim nothing of the repository runs; a git named by its path still gets the fixed
+    overrides (fsmonitor, hooks, pager), not the per-name ones (docs/security.md §6)."""
+    if not Path(git).exists() and git.startswith("/"):
+        pytest.skip(f"{git} does not exist here")
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    repo = tmp_path / "repo"
+    build_template(repo, canary, tmp_path / "home")
+    env = server_env({**os.environ, "HOME": str(tmp_path / "home")})
+    env.update({"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+                "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"})  # fmt: skip
+    commands = [["status"], ["diff"], ["log", "-p", "-2"], ["show"], ["blame", "README.md"],
+                ["commit", "-qam", "by the server"]]  # fmt: skip
+    for args in commands:
+        subprocess.run([git, *args], cwd=repo, env=env, capture_output=True, timeout=30,
+                       check=False, stdin=subprocess.DEVNULL)  # fmt: skip
+    ran = sorted(p.name for p in canary.iterdir() if p.name != "gpg")
+    if git == "git":
+        assert ran == []
+    else:
+        fixed = {"fsmonitor", "hook-pre-commit", "hook-post-commit", "pager"}
+        assert not [r for r in ran if any(r.startswith(f) for f in fixed)], ran

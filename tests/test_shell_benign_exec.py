@@ -59,6 +59,15 @@ def _repository(root: Path, home: Path) -> Path:
     return ws
 
 
+def corpus_lines() -> list[str]:
+    """The benign commands, without blank lines and comments."""
+    return [
+        line
+        for line in CORPUS.read_text("utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
 def test_allowed_benign_commands_change_nothing(tmp_path: Path) -> None:
     require("bubblewrap")
     from plan_lsp.policy.sandbox import unsandboxed_plan_env
@@ -66,11 +75,7 @@ def test_allowed_benign_commands_change_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     ws = _repository(tmp_path, home)
-    lines = [
-        line
-        for line in CORPUS.read_text("utf-8").splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    lines = corpus_lines()
     allowed = [c for c in lines if classify_command(c, roots=[ws], cwd=ws).allowed]
     assert len(allowed) >= 250
     env = unsandboxed_plan_env({**os.environ, "HOME": str(home)})

@@ -8,6 +8,11 @@ Plan mode: inside the plan sandbox whenever one works (read-only, no network unl
 `planNetwork`, homes and secrets hidden); without one (`classified`), with the allow-list
 environment and the git shim. Build mode: the build profile when bubblewrap works (every
 `<root>/.plan-lsp` read-only), else unsandboxed; the permission prompt guards it.
+
+Nothing a command starts outlives it: bubblewrap gives each command its own pid namespace,
+and every command that can change something (build mode, plan mode without a sandbox or
+under Landlock) runs under the subreaper launcher, which adopts and kills what it leaves
+behind (a daemon, `setsid -f`, a double fork) before the call returns.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from plan_lsp.policy.sandbox import (
     LANDLOCK,
     SandboxUnavailable,
     plan_environment,
+    reaped_argv,
     sandbox_argv,
     sandbox_status,
     unsandboxed_plan_env,
@@ -114,15 +120,12 @@ def _launch(
         scratch = None
         if status.mechanism == LANDLOCK:
             scratch = Path(tempfile.mkdtemp(prefix="plan-lsp-scratch-"))
+        wrapped = sandbox_argv(
+            cwd, argv, roots=roots, network=network, mechanism=status.mechanism, scratch=scratch
+        )
         launch = _Launch(
-            sandbox_argv(
-                cwd,
-                argv,
-                roots=roots,
-                network=network,
-                mechanism=status.mechanism,
-                scratch=scratch,
-            ),
+            # Landlock has no pid namespace: the subreaper takes what the command leaves.
+            reaped_argv(wrapped) if status.mechanism == LANDLOCK else wrapped,
             plan_environment(),  # the argv starts with `env -i` anyway
             scratch,
         )
@@ -131,15 +134,19 @@ def _launch(
         )
         return launch
     if profile == "plan":
-        return _Launch(argv, unsandboxed_plan_env())
+        return _Launch(reaped_argv(argv), unsandboxed_plan_env())
     if status is not None and status.build_profile:
+        # The namespace dies with bwrap, but the kernel ends its processes only once its
+        # init runs again: the subreaper kills them itself before the call returns.
         launch = _Launch(
-            sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism),
+            reaped_argv(
+                sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism)
+            ),
             shell_env(),
         )
         launch.note = "(.plan-lsp was read-only for this command)"  # in data only
         return launch
-    return _Launch(argv, shell_env())
+    return _Launch(reaped_argv(argv), shell_env())
 
 
 async def run_shell(

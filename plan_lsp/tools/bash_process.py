@@ -11,9 +11,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from plan_lsp.policy.sandbox.subreaper import descendants
+
 _READ_CHUNK = 65536
 # After the process is gone, how long a grandchild holding the pipe may keep readers waiting.
 _DRAIN_GRACE_S = 2.0
+# Looks through /proc for descendants that appeared since the last kill.
+_MAX_SWEEPS = 100
 
 R = TypeVar("R")
 # (exit code, "exited" | "timeout" | "cancelled", stdout, stderr, timeout) -> result
@@ -68,42 +72,23 @@ async def _pump(stream: asyncio.StreamReader | None, sink: Capture) -> None:
         sink.feed(chunk)
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, found through /proc (children may leave our group)."""
-    parents: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may contain spaces and parentheses: parse after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        for child in parents.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
 def _kill_tree(proc: asyncio.subprocess.Process) -> None:
+    """Kill everything below the process, then the process and its group. Descendants are
+    found in /proc (they may have left the group), again and again while new ones appear:
+    under the subreaper launcher (the process itself) the orphans of what was killed are
+    adopted by it and found by the next look."""
     pid = proc.pid
-    stragglers = _descendants(pid)
+    signalled: set[int] = set()
+    for _ in range(_MAX_SWEEPS):
+        fresh = [p for p in descendants(pid) if p not in signalled]
+        if not fresh:
+            break
+        for child in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        signalled.update(fresh)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    for child in stragglers:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(child, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
 

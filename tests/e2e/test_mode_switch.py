@@ -4,13 +4,14 @@ command's whole process group is gone, says what was stopped, and nothing change
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.scripts import requests_of, sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
-from tests.needs import process_alive
+from tests.sandbox_support import marked_processes
 
 
 async def _wait_for_file(path: Path, timeout: float = 30) -> None:
@@ -24,7 +25,8 @@ async def _wait_for_file(path: Path, timeout: float = 30) -> None:
 @pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
 async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) -> None:
     ws = sample_project(tmp_path / "ws")
-    command = "echo $$ > started; (sleep 30; touch late-child) & sleep 30; touch changed"
+    marker = f"mode-switch-{os.getpid()}-{how}"
+    command = f"echo > started; (sleep 30; touch late-child) & sleep 30; touch changed # {marker}"
     script = write_script(
         tmp_path / "s.json",
         [
@@ -38,7 +40,6 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
         await ed.request("planLsp/setMode", {"mode": "build"})
         run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "do it"}))
         await _wait_for_file(ws / "started")
-        pid = int((ws / "started").read_text())
         if how == "setMode":
             answer = await ed.request("planLsp/setMode", {"mode": "plan"})
         elif how == "toggleMode":
@@ -47,7 +48,7 @@ async def test_switch_to_plan_stops_a_running_command(tmp_path: Path, how: str) 
             answer = await ed.command("planLsp.toggleMode", {})
         assert answer["mode"] == "plan"
         assert [c["tool"] for c in answer["cancelled"]] == ["bash"]
-        assert not process_alive(pid), "the command still runs after the switch was answered"
+        assert not marked_processes(marker), "the command still runs after the switch was answered"
         notice = await ed.wait_update(lambda u: u["kind"] == "cancelledCalls")
         assert notice["calls"] == answer["cancelled"]
         result = await asyncio.wait_for(run, 60)

@@ -48,7 +48,14 @@ async def test_switch_to_plan_mode_stops_a_daemonised_build_command(tmp_path: Pa
         f"echo $$ > {pidfile}; i=0; while [ $i -lt 200 ]; do "
         f"echo tick >> {notes}; i=$((i+1)); sleep 0.1; done"
     )
-    command = f"setsid -f sh -c '{writer}' </dev/null >/dev/null 2>&1; echo started"
+    # The command returns once the writer has written (at most ~5 s): processes a command
+    # leaves behind are stopped when it ends, so without this wait the writer may be gone
+    # before its first line and the start could not be observed.
+    command = (
+        f"setsid -f sh -c '{writer}' </dev/null >/dev/null 2>&1; "
+        f"i=0; until [ -s {notes} ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i+1)); done; "
+        "echo started"
+    )
     script = one_call_script(tmp_path, "bash", command=command)
     user_config = tmp_path / "user.toml"
     user_config.write_text('mode = "build"\n')

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -21,7 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
-from plan_lsp.policy.sandbox.git import git_config_hazards, git_shim_dir, unsandboxed_plan_env
+from plan_lsp.policy.sandbox.git import (
+    git_shim,
+    git_shim_dir,
+    hardened_git_env,
+    unsandboxed_plan_env,
+)
+from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
 from plan_lsp.policy.sandbox.landlock import landlock_abi, landlock_argv, seccomp_available
 from plan_lsp.policy.sandbox.layout import plan_environment
 from plan_lsp.policy.sandbox.selftest import ProbeResult, probe_build, probe_plan, timed
@@ -34,9 +41,12 @@ __all__ = [
     "SandboxStatus",
     "SandboxUnavailable",
     "git_config_hazards",
+    "git_shim",
     "git_shim_dir",
+    "hardened_git_env",
     "plan_environment",
     "probe_sandbox",
+    "reaped_argv",
     "sandbox_argv",
     "sandbox_kind",
     "sandbox_status",
@@ -51,6 +61,7 @@ Mechanism = Literal["bubblewrap", "landlock"]
 Profile = Literal["plan", "build"]
 MECHANISMS: tuple[Mechanism, ...] = (BUBBLEWRAP, LANDLOCK)
 ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
+SUBREAPER = Path(__file__).with_name("subreaper.py")
 
 
 @dataclass(frozen=True)
@@ -191,3 +202,10 @@ def sandbox_argv(
     return landlock_argv(
         workdir, argv, roots=roots, network=network, scratch=scratch, base_env=base_env
     )
+
+
+def reaped_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` under the subreaper launcher (`subreaper.py`): whatever the command leaves
+    running (a daemon, `setsid -f`, a double fork) is killed when it ends or is stopped.
+    For commands outside a pid namespace; bubblewrap's own namespaces do this already."""
+    return [os.path.realpath(sys.executable), "-I", "-S", str(SUBREAPER), "--", *argv]

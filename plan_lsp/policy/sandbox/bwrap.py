@@ -6,7 +6,8 @@ plan  — the wall for plan-mode commands: nothing writable but private scratch 
         allow-list environment, rlimits. Why each flag is there: docs/security.md.
 build — the host as the invoking user, writable, with the network, except every
         `<root>/.plan-lsp`, bound read-only: no build-mode command can change the server's
-        state, configuration, revisions or plans.
+        state, configuration, revisions or plans. Its own pid namespace: when the command
+        ends (or is stopped) the namespace goes, with everything it left running.
 
 Both start with `env -i`: bwrap's own environment is readable as /proc/1/environ inside the
 sandbox, so it must already be the scrubbed one; `--clearenv` alone would not do.
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.git import SANDBOX_SHIM_DIR, git_shim_dir
+from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_shim
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
@@ -134,7 +135,7 @@ def plan_argv(
     bwrap = bwrap_path() or "bwrap"
     all_roots = _all_roots(workdir, roots)
     layout = plan_layout(all_roots, base_env)
-    shim = git_shim_dir()
+    shim = git_shim()
     env = plan_environment(base_env, extra_path=[SANDBOX_SHIM_DIR] if shim else [])
     seccomp_prefix, seccomp_options = _seccomp_prefix()
     args = [
@@ -166,7 +167,8 @@ def plan_argv(
             ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
         )
     if shim is not None:
-        args += ["--ro-bind", str(shim), SANDBOX_SHIM_DIR]
+        args += ["--ro-bind", str(shim.sandbox_bin), SANDBOX_SHIM_DIR]
+        args += ["--ro-bind", str(shim.exec_dir), SANDBOX_EXEC_DIR]
     args += [
         "--chdir", os.path.realpath(workdir),
         "--die-with-parent",
@@ -204,11 +206,16 @@ def build_argv(
     args = [
         bwrap,
         "--unshare-user",  # a mount namespace of our own, without privileges
+        # A pid namespace: bwrap exits when the command does, its init (pid 1 here) dies
+        # with it (--die-with-parent), and the kernel kills whatever was left running in
+        # the namespace: a daemon cannot outlive the command.
+        "--unshare-pid",
         "--uid", str(os.getuid()),
         "--gid", str(os.getgid()),
         "--cap-drop", "ALL",  # nobody inside may unmount or remount the binds below
         "--bind", "/", "/",
         "--dev-bind", "/dev", "/dev",
+        "--proc", "/proc",  # the namespace's own processes
     ]  # fmt: skip
     for state in ensure_state_dirs(_all_roots(workdir, roots)):
         # A symlink is followed: its target becomes read-only, which only tightens.

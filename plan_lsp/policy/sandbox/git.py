@@ -14,23 +14,30 @@ appends, after the caller's own global options, one `--config-env` override per
 program-naming key plus fixed ones (`core.fsmonitor=false`, `core.hooksPath=/dev/null`,
 `protocol.allow=never`, ...); diff-family subcommands get `--no-ext-diff --no-textconv`.
 `--config-env` is used instead of `-c` because subsection names may contain `=`. Command-line
-configuration is read last, so these overrides beat every file. Keys that cannot be
-neutralised this way are reported by `git_config_hazards` for the gate to refuse on.
+configuration is read last, so these overrides beat every file.
+
+git also starts git itself, in another repository (a submodule: `status` of a dirty one,
+`diff --submodule=diff`, a `.gitmodules` saying `ignore = none`), through its own exec path
+rather than PATH; only the fixed overrides would reach that child. So the shim makes git's
+exec path a mirror of git-core whose `git` is the shim again: every git a plan-mode command
+starts, directly or through git, lists the configuration of the repository it reads and
+neutralises it. Keys that cannot be neutralised this way are reported by
+`git_hazards.git_config_hazards` for the gate to refuse on.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
-from plan_lsp.policy.sandbox.layout import plan_environment, runtime_file
+from plan_lsp.policy.sandbox.layout import plan_environment, runtime_file, runtime_path
 
 # Fixed overrides: (key, value).
 STATIC_OVERRIDES: tuple[tuple[str, str], ...] = (
@@ -45,7 +52,10 @@ STATIC_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.untrackedCache", "false"),
     ("credential.helper", ""),
     ("diff.external", ""),
+    # Submodules: not looked into, not diffed through a child git, no summary.
     ("diff.ignoreSubmodules", "all"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
     # `git diff` rewrites the index to refresh stat data, whatever GIT_OPTIONAL_LOCKS says.
     ("diff.autoRefreshIndex", "false"),
     ("submodule.recurse", "false"),
@@ -102,16 +112,14 @@ NO_DRIVER_FLAGS = ("--no-ext-diff", "--no-textconv")
 GLOBAL_OPTIONS_WITH_VALUE = ("-C", "-c", "--git-dir", "--work-tree", "--namespace",
                              "--super-prefix", "--config-env", "--shallow-file")  # fmt: skip
 
-# Last components of keys that name a program somewhere in git; a key ending so that no
-# override above covers is a hazard.
-PROGRAM_WORDS = frozenset({
-    "command", "cmd", "program", "helper", "textconv", "clean", "smudge", "process", "driver",
-    "uploadpack", "receivepack", "sshcommand", "gitproxy", "proxy", "hookspath", "fsmonitor",
-    "editor", "pager", "askpass", "external", "viewer", "browser", "sendmailcmd", "smtpserver",
-    "alternaterefscommand", "packobjectshook", "defaultkeycommand", "vcs", "difffilter",
-})  # fmt: skip
-
+# Inside bubblewrap: where the shim's directory and git's exec path for it are bound.
 SANDBOX_SHIM_DIR = "/run/plan-lsp/bin"
+SANDBOX_EXEC_DIR = "/run/plan-lsp/git-exec"
+# In the private runtime directory: the shim for commands that see the host's paths, the one
+# bound into bubblewrap, and the exec path both share (its `git` is the relative link
+# `../bin/git`, which finds the right shim on either side of the bind).
+HOST_BIN, SANDBOX_BIN, EXEC_MIRROR = "bin", "sandbox-bin", "git-exec"
+_MIRROR_DONE = ".complete"
 
 
 def _value_variables() -> dict[str, str]:
@@ -120,8 +128,14 @@ def _value_variables() -> dict[str, str]:
     return {f"_PLAN_LSP_GIT_V{n}": value for n, value in enumerate(values)}
 
 
-def shim_script(real_git: str, bash: str) -> str:
-    """The shim's text: a fixed template; only the two absolute program paths vary."""
+def shim_script(real_git: str, bash: str, exec_dir: str) -> str:
+    """The shim's text: a fixed template; only the absolute paths vary.
+
+    `exec_dir` becomes git's exec path (`GIT_EXEC_PATH`): git finds the `git` it starts for
+    itself there (in a submodule, for `--submodule=diff`, for `status` of a dirty
+    submodule, ...), ahead of PATH, so every child git is this shim again and gets the
+    overrides of the repository it reads, not only the fixed ones inherited through
+    `GIT_CONFIG_PARAMETERS`."""
     variables = _value_variables()
     by_value = {value: name for name, value in variables.items()}
     exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
@@ -136,6 +150,7 @@ def shim_script(real_git: str, bash: str) -> str:
     return f"""#!{bash} -p
 # plan-lsp: git with every program a repository's configuration names neutralised.
 real={shlex.quote(real_git)}
+exec_path={shlex.quote(exec_dir)}
 args=("$@")
 n=$#
 i=0
@@ -153,9 +168,13 @@ while (( i < n )); do
     *) break ;;
   esac
 done
-unset GIT_EXTERNAL_DIFF GIT_EXEC_PATH
-export GIT_PAGER=cat GIT_EDITOR=true GIT_SEQUENCE_EDITOR=true GIT_OPTIONAL_LOCKS=0 \\
-  GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=true GIT_SSH_COMMAND=false {exports}
+if [[ ! -x $exec_path/git ]]; then
+  echo "git: the hardened exec path $exec_path is missing, so git was not run" >&2
+  exit 128
+fi
+unset GIT_EXTERNAL_DIFF
+export GIT_EXEC_PATH=$exec_path GIT_PAGER=cat GIT_EDITOR=true GIT_SEQUENCE_EDITOR=true \\
+  GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=true GIT_SSH_COMMAND=false {exports}
 over=({static})
 if ! names=$("$real" "${{globals[@]}}" config --list --name-only 2>/dev/null); then
   echo "git: the git configuration could not be read, so git was not run" >&2
@@ -187,21 +206,76 @@ def real_git() -> str | None:
     return os.path.realpath(found) if found else None
 
 
-def git_shim_dir() -> Path | None:
-    """The private directory holding the `git` shim, or None when git or bash is not
-    installed (then there is no git to protect)."""
-    text = _shim_text()
-    if text is None:
+@dataclass(frozen=True)
+class GitShim:
+    """The shim's files on the host."""
+
+    # First on PATH for commands that see the host's paths (no sandbox, Landlock, MCP).
+    bin: Path
+    # git's exec path for the shim's gits: git-core, with `git` itself the shim.
+    exec_dir: Path
+    # Bound at SANDBOX_SHIM_DIR in bubblewrap (its exec path is SANDBOX_EXEC_DIR).
+    sandbox_bin: Path
+
+
+def git_shim() -> GitShim | None:
+    """The shim's files, written again when missing (a /tmp cleaner on a long-lived server),
+    or None when git or bash is not installed (then there is no git to protect)."""
+    texts = _shim_texts()
+    if texts is None:
         return None
-    return runtime_file("bin/git", text.encode(), 0o755).parent
+    host, sandboxed, real_exec = texts
+    bin_dir = runtime_file(f"{HOST_BIN}/git", host.encode(), 0o755).parent
+    sandbox_bin = runtime_file(f"{SANDBOX_BIN}/git", sandboxed.encode(), 0o755).parent
+    exec_dir = runtime_path(EXEC_MIRROR)
+    if not (exec_dir / _MIRROR_DONE).exists() or not os.path.lexists(exec_dir / "git"):
+        _mirror(real_exec, exec_dir)
+    return GitShim(bin_dir, exec_dir, sandbox_bin)
+
+
+def git_shim_dir() -> Path | None:
+    """The directory holding the `git` shim for commands that see the host's paths."""
+    shim = git_shim()
+    return shim.bin if shim is not None else None
 
 
 @cache
-def _shim_text() -> str | None:
+def _shim_texts() -> tuple[str, str, str] | None:
+    """(host shim, sandbox shim, git's own exec path)."""
     git, bash = real_git(), shutil.which("bash")
     if git is None or bash is None:
         return None
-    return shim_script(git, os.path.realpath(bash))
+    try:
+        proc = subprocess.run(
+            [git, "--exec-path"], capture_output=True, text=True, env=plan_environment(),
+            timeout=10, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    real_exec = proc.stdout.strip()
+    if proc.returncode != 0 or not os.path.isabs(real_exec):
+        return None
+    bash = os.path.realpath(bash)
+    host = shim_script(git, bash, str(runtime_path(EXEC_MIRROR)))
+    return host, shim_script(git, bash, SANDBOX_EXEC_DIR), real_exec
+
+
+def _mirror(real_exec: str, target: Path) -> None:
+    """`target`: a link to every entry of git's exec path, except `git`, which links to the
+    shim. Built aside and renamed into place, so a command never sees half of it."""
+    building = target.with_name(f".{target.name}-{os.getpid()}-{secrets.token_hex(4)}")
+    building.mkdir(mode=0o755)
+    try:
+        with os.scandir(real_exec) as entries:
+            for entry in entries:
+                if entry.name != "git":
+                    os.symlink(os.path.join(real_exec, entry.name), building / entry.name)
+        os.symlink(f"../{HOST_BIN}/git", building / "git")
+        (building / _MIRROR_DONE).write_bytes(b"")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(building, target)
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)  # another thread won, or git-core is gone
 
 
 def unsandboxed_plan_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -216,99 +290,37 @@ def unsandboxed_plan_env(base: Mapping[str, str] | None = None) -> dict[str, str
     )
 
 
-def _covered(name: str) -> bool:
-    lowered = name.lower()
-    if any(lowered == key.lower() for key, _ in STATIC_OVERRIDES):
-        return True
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern, _ in DYNAMIC_OVERRIDES)
+# Fixed overrides that also go into the environment of programs that may run git by its path
+# (MCP servers): all but `diff.external`, whose empty value only the shim's `--no-ext-diff`
+# makes harmless (alone it breaks `git diff` on a dirty tree).
+_ENVIRONMENT_OVERRIDES = tuple((k, v) for k, v in STATIC_OVERRIDES if k != "diff.external")
+_DROPPED_GIT_VARIABLES = ("GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS",
+                          "GIT_PAGER_IN_USE")  # fmt: skip
 
 
-def _config_entries(repo: Path, git: str) -> list[tuple[str, str, str]] | None:
-    """(origin, name, value) for every configuration entry git reads in `repo`."""
-    env = plan_environment(home=os.environ.get("HOME", "/tmp") or "/tmp")
+def hardened_git_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a program that runs git on its own behalf (an MCP server), with the plan-mode
+    git hardening: the shim first on PATH and as git's exec path (so the gits git starts go
+    through it too), and the fixed overrides in `GIT_CONFIG_COUNT` after any already there
+    (so they win), for a git started by its path. Such gits run no hook, filter, textconv,
+    fsmonitor, pager, signing program or credential helper, and no network transport."""
+    out = {k: v for k, v in env.items() if k not in _DROPPED_GIT_VARIABLES}
+    shim = git_shim()
+    if shim is not None:
+        path = out.get("PATH") or os.defpath
+        out["PATH"] = f"{shim.bin}{os.pathsep}{path}"
+        out["GIT_EXEC_PATH"] = str(shim.exec_dir)
     try:
-        proc = subprocess.run(
-            [git, "-C", str(repo), "config", "--list", "--show-origin", "-z"],
-            capture_output=True,
-            env=env,
-            timeout=10,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    fields = proc.stdout.decode("utf-8", "replace").split("\0")
-    entries: list[tuple[str, str, str]] = []
-    for origin, item in zip(fields[0::2], fields[1::2], strict=False):
-        name, _, value = item.partition("\n")
-        entries.append((origin, name, value))
-    return entries
-
-
-def _git_dir(repo: Path, git: str) -> Path | None:
-    try:
-        proc = subprocess.run(
-            [git, "-C", str(repo), "rev-parse", "--absolute-git-dir"],
-            capture_output=True,
-            text=True,
-            env=plan_environment(),
-            timeout=10,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    line = proc.stdout.strip()
-    return Path(line) if proc.returncode == 0 and line else None
-
-
-def git_config_hazards(repo: Path) -> list[str]:
-    """What in `repo`'s git setup the shim cannot neutralise, one sentence per finding,
-    naming the key and the file it comes from. Empty when git runs safely there (or `repo`
-    is not a repository). A gate without a sandbox refuses git commands while this is
-    non-empty."""
-    git = real_git()
-    if git is None or not os.path.isdir(repo):
-        return []
-    repo = Path(os.path.realpath(repo))
-    entries = _config_entries(repo, git)
-    if entries is None:
-        return ["the git configuration could not be read, so it cannot be checked"]
-    hazards: list[str] = []
-    for origin, name, value in entries:
-        last = name.rsplit(".", 1)[-1].lower()
-        if name.lower() == "core.worktree":
-            hazards.append(
-                f"{name}={value} ({origin}) moves the work tree outside the checked paths"
-            )
-        elif last in PROGRAM_WORDS and not _covered(name):
-            hazards.append(f"{name} ({origin}) names a program git may run")
-    git_dir = _git_dir(repo, git)
-    if git_dir is not None and repo not in (git_dir, *git_dir.parents):
-        hazards.append(f"the git directory {git_dir} lies outside {repo}")
-    if git_dir is not None:
-        hazards.extend(_alternates(git_dir, repo))
-    return hazards
-
-
-def _alternates(git_dir: Path, repo: Path) -> list[str]:
-    path = git_dir / "objects" / "info" / "alternates"
-    try:
-        # As git reads it (through a link), but never blocked on (a FIFO) nor read unbounded.
-        data = read_file_bytes(path, max_bytes=1024 * 1024, follow_link=True)
-    except WriteRefused as exc:
-        return [f"objects/info/alternates cannot be checked: {exc}"]
-    except OSError:
-        return []
-    lines = [] if data is None else data.decode("utf-8", errors="replace").splitlines()
-    found = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        target = Path(os.path.realpath(git_dir / "objects" / line))
-        if repo not in (target, *target.parents):
-            found.append(f"objects/info/alternates reads objects from {target}, outside {repo}")
-    return found
+        count = int(out.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    if count < 0:
+        count = 0
+    for n, (key, value) in enumerate(_ENVIRONMENT_OVERRIDES, start=count):
+        out[f"GIT_CONFIG_KEY_{n}"] = key
+        out[f"GIT_CONFIG_VALUE_{n}"] = value
+    out["GIT_CONFIG_COUNT"] = str(count + len(_ENVIRONMENT_OVERRIDES))
+    for key, value in (("GIT_PAGER", "cat"), ("GIT_OPTIONAL_LOCKS", "0"),
+                       ("GIT_TERMINAL_PROMPT", "0")):  # fmt: skip
+        out[key] = value
+    return out

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.git import git_shim_dir
+from plan_lsp.policy.sandbox.git import git_shim
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
@@ -109,9 +109,9 @@ def landlock_options(
     read = readable_tree(Path("/"), hidden)
     for path in (*layout.toolchains, *layout.roots):
         read.extend(readable_tree(path, [*layout.credentials, *layout.hidden_files]))
-    shim = git_shim_dir()
+    shim = git_shim()
     if shim is not None:
-        read.append(str(shim))
+        read += [str(shim.bin), str(shim.exec_dir)]
     read.extend(d for d in READABLE_DEVICES if os.path.exists(d))
     options: list[str] = ["--chdir", str(real_workdir)]
     for granted in dict.fromkeys(read):
@@ -140,8 +140,8 @@ def landlock_argv(
 ) -> list[str]:
     base_env = os.environ if base_env is None else base_env
     options = landlock_options(workdir, roots, network=network, scratch=scratch, base_env=base_env)
-    shim = git_shim_dir()
-    env = plan_environment(base_env, extra_path=[str(shim)] if shim else [])
+    shim = git_shim()
+    env = plan_environment(base_env, extra_path=[str(shim.bin)] if shim else [])
     if scratch is not None:
         env["TMPDIR"] = os.path.realpath(scratch)
     return [

@@ -8,10 +8,10 @@ OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv wor
   --write PATH    a directory with every access (the private scratch directory)
   --device PATH   a character device that may be read and written (/dev/null)
   --network       allow the network; without it TCP bind/connect are denied by Landlock
-                  (ABI >= 4) and socket(2) / io_uring_setup(2) by a seccomp filter (so UDP
-                  and Unix sockets too). The filter always denies chmod, chown, utime and
-                  extended-attribute changes, which Landlock does not cover, and the
-                  kernel keyring calls.
+                  (ABI >= 4) and socket(2) by a seccomp filter (so UDP and Unix sockets
+                  too). The filter always denies chmod, chown, utime and extended-attribute
+                  changes, io_uring and every ioctl request not known to be harmless, which
+                  Landlock does not cover, and the kernel keyring calls.
   --chdir PATH    the working directory
   --cpu S --fsize BYTES --nproc N   resource limits
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 import struct
 import sys
 
@@ -41,13 +42,19 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 # Syscalls denied with EACCES, by group and machine:
-#   sockets   socket, io_uring_setup: no network (Landlock mode without `--network`)
-#   metadata  chmod, chown, utime and xattr families, which Landlock does not mediate
+#   sockets   socket: no network (Landlock mode without `--network`)
+#   metadata  chmod, chown, utime and xattr families, which Landlock does not mediate, and
+#             io_uring_setup: a ring's operations (fsetxattr, socket, ...) never pass
+#             through this filter
 #   keyrings  add_key, request_key, keyctl: the server's session keyring is inherited, and
 #             its keys (Kerberos tickets, ...) would be readable by possession
-# New syscalls share one number on every architecture: fchmodat2, setxattrat, removexattrat,
-# file_setattr.
-_NEW_METADATA = (452, 463, 466, 469)
+#   ioctls    ioctl, except the requests in HARMLESS_IOCTLS: Landlock mediates ioctls on
+#             devices only, and on a file opened read-only some change it (FS_IOC_SETFLAGS
+#             sets append-only, immutable, nodump; FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY,
+#             FIDEDUPERANGE, filesystem-specific requests)
+# New syscalls share one number on every architecture: io_uring_setup, fchmodat2,
+# setxattrat, removexattrat, file_setattr.
+_NEW_METADATA = (425, 452, 463, 466, 469)
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -57,7 +64,7 @@ def _numbers(text: str) -> tuple[int, ...]:
 AUDIT_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
     "x86_64": {
-        "sockets": (41, 425),
+        "sockets": (41,),
         # chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr
         # lremovexattr fremovexattr utimes fchownat futimesat fchmodat utimensat
         "metadata": (
@@ -65,13 +72,34 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
             *_NEW_METADATA,
         ),
         "keyrings": (248, 249, 250),
+        "ioctls": (16,),
     },
     "aarch64": {
-        "sockets": (198, 425),
+        "sockets": (198,),
         "metadata": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, *_NEW_METADATA),
         "keyrings": (217, 218, 219),
+        "ioctls": (29,),
     },
 }
+# The ioctl requests a command may still make (the same numbers on x86_64 and aarch64): they
+# only read, or change the calling process's own file descriptor. Everything else fails.
+HARMLESS_IOCTLS: dict[str, int] = {
+    # terminals (the sandbox has none, but isatty() and the window size are asked everywhere)
+    "TCGETS": 0x5401, "TCGETA": 0x5405, "TCGETS2": 0x802C542A, "TIOCGWINSZ": 0x5413,
+    "TIOCGPGRP": 0x540F, "TIOCGSID": 0x5429, "TIOCOUTQ": 0x5411,
+    # the descriptor itself
+    "FIONREAD": 0x541B, "FIONBIO": 0x5421, "FIOASYNC": 0x5452, "FIOCLEX": 0x5451,
+    "FIONCLEX": 0x5450, "FIOQSIZE": 0x5460,
+    # reading a file's attributes and layout
+    "FIGETBSZ": 0x2, "FS_IOC_GETFLAGS": 0x80086601, "FS_IOC32_GETFLAGS": 0x80046601,
+    "FS_IOC_GETVERSION": 0x80087601, "FS_IOC32_GETVERSION": 0x80047601,
+    "FS_IOC_FSGETXATTR": 0x801C581F, "FS_IOC_FIEMAP": 0xC020660B,
+    "FS_IOC_GETFSLABEL": 0x81009431,
+    # network interfaces, read (only reachable with the network allowed)
+    "SIOCGIFNAME": 0x8910, "SIOCGIFCONF": 0x8912, "SIOCGIFFLAGS": 0x8913,
+    "SIOCGIFADDR": 0x8915, "SIOCGIFBRDADDR": 0x8919, "SIOCGIFNETMASK": 0x891B,
+    "SIOCGIFMTU": 0x8921, "SIOCGIFHWADDR": 0x8927, "SIOCGIFINDEX": 0x8933,
+}  # fmt: skip
 EACCES = 13
 
 
@@ -119,28 +147,61 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, abi: int)
         os.close(fd)
 
 
+# Classic BPF: load word at offset, jump if equal / greater or equal, return.
+_LD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _DENY, _KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
+# struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (the low word first on these
+# little-endian machines; the kernel reads an ioctl request as 32 bits).
+_NR, _ARCH, _IOCTL_REQUEST = 0, 4, 24
+Insn = tuple[int, "int | str", "int | str", int]
+
+
+def _assemble(code: list[Insn | str]) -> list[tuple[int, int, int, int]]:
+    """Resolve label names (strings in `code`) to the forward jump offsets BPF wants."""
+    labels: dict[str, int] = {}
+    insns: list[Insn] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(insns)
+        else:
+            insns.append(item)
+
+    def offset(at: int, target: int | str) -> int:
+        if isinstance(target, int):
+            return target
+        jump = labels[target] - at - 1
+        if not 0 <= jump <= 255:
+            raise LaunchError(f"seccomp jump out of range: {jump}")
+        return jump
+
+    return [(op, offset(i, jt), offset(i, jf), k) for i, (op, jt, jf, k) in enumerate(insns)]
+
+
 def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int, int]]:
     """A classic BPF filter: EACCES for the syscalls of `groups` (and the x32 ABI), the
-    process killed on a foreign architecture, everything else allowed."""
+    process killed on a foreign architecture, everything else allowed. With the `ioctls`
+    group, ioctl is allowed only for the requests in HARMLESS_IOCTLS."""
     if machine not in AUDIT_ARCHES:
         raise LaunchError(f"no seccomp filter for {machine}")
-    denied = [nr for group in groups for nr in SYSCALL_GROUPS[machine][group]]
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny, kill = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
-    # Layout: 0 ld arch, 1 jeq arch, 2 ld nr, 3 jge x32, 4.. jeq nr, then allow, deny, kill.
-    n = len(denied)
-    allow_at = 4 + n
-    deny_at, kill_at = allow_at + 1, allow_at + 2
-    program = [
-        (ld, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 0, kill_at - 2, AUDIT_ARCHES[machine]),
-        (ld, 0, 0, 0),  # seccomp_data.nr
-        (jge, deny_at - 4, 0, 0x40000000),  # the x32 ABI
+    table = SYSCALL_GROUPS[machine]
+    denied = [nr for group in groups if group != "ioctls" for nr in table[group]]
+    code: list[Insn | str] = [
+        (_LD, 0, 0, _ARCH),
+        (_JEQ, 0, "kill", AUDIT_ARCHES[machine]),
+        (_LD, 0, 0, _NR),
+        (_JGE, "deny", 0, 0x40000000),  # the x32 ABI
+        *((_JEQ, "deny", 0, nr) for nr in denied),
     ]
-    for i, nr in enumerate(denied):
-        program.append((jeq, deny_at - (5 + i), 0, nr))
-    program += [(ret, 0, 0, allow), (ret, 0, 0, deny), (ret, 0, 0, kill)]
-    return program
+    if "ioctls" in groups:
+        code += [
+            (_JEQ, 0, "allow", table["ioctls"][0]),
+            (_LD, 0, 0, _IOCTL_REQUEST),
+            *((_JEQ, "allow", 0, request) for request in HARMLESS_IOCTLS.values()),
+            (_RET, 0, 0, _DENY),
+        ]
+    code += ["allow", (_RET, 0, 0, _ALLOW), "deny", (_RET, 0, 0, _DENY)]
+    code += ["kill", (_RET, 0, 0, _KILL)]
+    return _assemble(code)
 
 
 def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
@@ -149,7 +210,7 @@ def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
 
 
 def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
-    groups = ["metadata", "keyrings", *([] if network else ["sockets"])]
+    groups = ["metadata", "keyrings", "ioctls", *([] if network else ["sockets"])]
     raw = seccomp_bytes(os.uname().machine, groups)
     filters = ctypes.create_string_buffer(raw, len(raw))
     prog = struct.pack("=HxxxxxxQ", len(raw) // 8, ctypes.addressof(filters))
@@ -256,6 +317,9 @@ def main(args: list[str]) -> int:
     except (LaunchError, ValueError, OSError) as exc:
         print(f"plan-lsp sandbox: not running the command: {exc}", file=sys.stderr)
         return 126
+    # Python ignores these at start-up, and an ignored signal stays ignored across exec.
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

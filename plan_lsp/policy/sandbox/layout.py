@@ -10,6 +10,7 @@ import atexit
 import glob
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,6 +79,14 @@ CREDENTIAL_VARIABLES = (
     "VAULT_CONFIG_PATH",
 )
 
+# Never hidden, whatever the environment names: the kernel's file systems (a device node or a
+# /proc entry holds no secret of its own, and binding over one breaks the sandbox:
+# `KUBECONFIG=/dev/null` would put the host's /dev/null read-only over the sandbox's), and the
+# system itself (a variable naming /usr, or a parent of it, would hide every program).
+KERNEL_TREES = ("/dev", "/proc", "/sys")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var",
+               "/opt", "/nix", "/snap")  # fmt: skip
+
 # Credentials inside a home directory. The home is hidden wholesale anyway; these are hidden
 # once more after the workspace roots are bound back, for a workspace that contains the home.
 HOME_SECRETS = (
@@ -138,6 +147,11 @@ def _runtime_dir() -> Path:
     return directory
 
 
+def runtime_path(name: str) -> Path:
+    """Where `name` lives in this process's private directory (mode 0700)."""
+    return _runtime_dir() / name
+
+
 def runtime_file(name: str, content: bytes, mode: int) -> Path:
     """`name` in this process's private directory (mode 0700) holding `content`; written
     again when missing or changed (a /tmp cleaner may remove it on a long-lived server)."""
@@ -193,8 +207,9 @@ def _existing(paths: Iterable[str]) -> list[Path]:
     for pattern in paths:
         matches = glob.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]
         for match in sorted(matches):
-            if os.path.lexists(match):
-                found.append(Path(match))
+            hidden = hideable(match)
+            if hidden is not None:
+                found.append(hidden)
     return found
 
 
@@ -206,6 +221,27 @@ def below(path: Path, parent: Path) -> bool:
 
 def _under(path: Path, parents: Iterable[Path]) -> bool:
     return any(path == p or below(path, p) for p in parents)
+
+
+def hideable(value: str | os.PathLike[str]) -> Path | None:
+    """`value` (a path named by the environment or a list) as the real path to hide, or None
+    when there is nothing there that can be hidden sanely: it must exist and resolve to a
+    regular file or a directory, outside /dev, /proc and /sys, and be neither `/` nor a
+    system directory nor a parent of one. Every mechanism hides only what passes this, so a
+    variable cannot break the sandbox (and make the server fall back to a weaker one)."""
+    text = os.fspath(value)
+    if not text or not os.path.isabs(text):
+        return None
+    real = Path(os.path.realpath(text))
+    if real == Path("/") or _under(real, (Path(t) for t in KERNEL_TREES)):
+        return None
+    if any(_under(Path(d), [real]) for d in SYSTEM_DIRS):
+        return None
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return None
+    return real if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else None
 
 
 @dataclass(frozen=True)
@@ -232,16 +268,20 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     layout = _plan_layout(key[0], key[1], names)
     # Not cached: a credentials file may appear at any time.
     named = [
-        value
-        for name in CREDENTIAL_VARIABLES
-        for value in env.get(name, "").split(os.pathsep)
-        if value and os.path.isabs(value)
+        value for name in CREDENTIAL_VARIABLES for value in env.get(name, "").split(os.pathsep)
     ]
     home = home_dir(env)
     if home is not None and any(_under(home, [r]) for r in layout.roots):
         named += [str(home / rel) for rel in HOME_SECRETS]
-    credentials = [Path(os.path.realpath(p)) for p in named if os.path.exists(p)]
-    return replace(layout, credentials=tuple(dict.fromkeys(credentials)))
+    credentials = [p for p in map(hideable, named) if p is not None]
+    # A credentials directory holding a workspace root is hidden like a home: before the
+    # roots are bound back (hiding it last would hide the workspace itself).
+    holders = [c for c in credentials if c.is_dir() and any(_under(r, [c]) for r in layout.roots)]
+    return replace(
+        layout,
+        hidden_dirs=tuple(dict.fromkeys([*layout.hidden_dirs, *holders])),
+        credentials=tuple(dict.fromkeys(c for c in credentials if c not in holders)),
+    )
 
 
 @lru_cache(maxsize=32)
@@ -253,11 +293,13 @@ def _plan_layout(
     real_roots = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
     hidden: list[Path] = [Path(p) for p in HOME_ROOTS if os.path.isdir(p)]
     home = home_dir(env)
-    if home is not None and home != Path("/") and not _under(home, hidden):
+    if home is not None and hideable(home) is not None and not _under(home, hidden):
         hidden.append(home)
     config_home = env.get("XDG_CONFIG_HOME")
     if config_home and os.path.isabs(config_home):
-        hidden.append(Path(os.path.realpath(config_home)) / "plan-lsp")
+        config_dir = hideable(os.path.join(config_home, "plan-lsp"))
+        if config_dir is not None:
+            hidden.append(config_dir)
     hidden_dirs = [p for p in hidden if os.path.isdir(p)]
     hidden_files: list[Path] = []
     for path in _existing(SYSTEM_SECRETS):

@@ -52,6 +52,17 @@ def _git_pretty(value: str) -> str | None:
     )
 
 
+def _one_of(allowed: str, why: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value == allowed else f"only `{allowed}` is accepted: {why}"
+
+    return check
+
+
+# Any other value makes git run git in each submodule (`status`, `diff`, `log`), a repository
+# whose configuration the gate has not checked.
+_IN_SUBMODULES = "other values make git run git inside each submodule"
+
 CHECKS: dict[str, Callable[[str], str | None]] = {
     "sed": check_sed,
     "awk": check_awk,
@@ -61,6 +72,8 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "int": _int,
     "git_pretty": _git_pretty,
     "git_format": _git_format,
+    "git_ignore_submodules": _one_of("all", _IN_SUBMODULES),
+    "git_submodule_format": _one_of("short", _IN_SUBMODULES),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from plan_lsp.policy.sandbox import hardened_git_env
 from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.bash import shell_env
 from plan_lsp.tools.mcp.adapter import AdaptedTool, adapt_tools
@@ -43,10 +44,17 @@ class McpServerState(BaseModel):
     tools: list[str] = []
 
 
-def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What a server starts with: the environment shell commands get (no model keys, no
-    `PLAN_LSP_*`, hardened git); the server's own `env` is added on top."""
-    return shell_env(dict(os.environ if base is None else base))
+def server_env(
+    base: Mapping[str, str] | None = None, own: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What a server starts with: the environment build-mode commands get (no model keys,
+    no `PLAN_LSP_*`), the server's own `env` on top, then the git hardening of plan-mode
+    commands, in every mode (the git shim first on PATH and as git's exec path, the fixed
+    overrides in the environment): a server's git reads a hostile repository for a tool the
+    user marked read-only, so it runs none of the repository's hooks, filters, textconv
+    drivers or fsmonitor, whatever the mode."""
+    env = shell_env(dict(os.environ if base is None else base))
+    return hardened_git_env({**env, **(own or {})})
 
 
 class McpManager:
@@ -62,12 +70,11 @@ class McpManager:
         self.workspace = workspace
         self._notify_cb = notify
         self._listeners: list[Callable[[], None]] = []
-        base = server_env(environ)
         self._connections: dict[str, McpConnection] = {
             s.name: McpConnection(
                 s,
                 workspace,
-                {**base, **s.env},
+                server_env(environ, s.env),
                 on_change=self._changed,
                 notify=self._notify,
             )

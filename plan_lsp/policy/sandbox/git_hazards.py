@@ -1,0 +1,125 @@
+"""What in a repository's git setup the plan-mode git shim (`git.py`) cannot neutralise.
+
+`git_config_hazards(repo)` reads `git config --list --show-origin` for `repo`: a key whose
+last component names a program that no override covers, `core.worktree`, a git directory
+outside the repository (a `.git` file), `objects/info/alternates` outside it. A gate without
+a sandbox refuses git commands while the list is not empty.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from pathlib import Path
+
+from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
+from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, STATIC_OVERRIDES, real_git
+from plan_lsp.policy.sandbox.layout import plan_environment
+
+# Last components of keys that name a program somewhere in git; a key ending so that no
+# override covers is a hazard.
+PROGRAM_WORDS = frozenset({
+    "command", "cmd", "program", "helper", "textconv", "clean", "smudge", "process", "driver",
+    "uploadpack", "receivepack", "sshcommand", "gitproxy", "proxy", "hookspath", "fsmonitor",
+    "editor", "pager", "askpass", "external", "viewer", "browser", "sendmailcmd", "smtpserver",
+    "alternaterefscommand", "packobjectshook", "defaultkeycommand", "vcs", "difffilter",
+})  # fmt: skip
+
+
+def _covered(name: str) -> bool:
+    lowered = name.lower()
+    if any(lowered == key.lower() for key, _ in STATIC_OVERRIDES):
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern, _ in DYNAMIC_OVERRIDES)
+
+
+def _config_entries(repo: Path, git: str) -> list[tuple[str, str, str]] | None:
+    """(origin, name, value) for every configuration entry git reads in `repo`."""
+    env = plan_environment(home=os.environ.get("HOME", "/tmp") or "/tmp")
+    try:
+        proc = subprocess.run(
+            [git, "-C", str(repo), "config", "--list", "--show-origin", "-z"],
+            capture_output=True,
+            env=env,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    fields = proc.stdout.decode("utf-8", "replace").split("\0")
+    entries: list[tuple[str, str, str]] = []
+    for origin, item in zip(fields[0::2], fields[1::2], strict=False):
+        name, _, value = item.partition("\n")
+        entries.append((origin, name, value))
+    return entries
+
+
+def _git_dir(repo: Path, git: str) -> Path | None:
+    try:
+        proc = subprocess.run(
+            [git, "-C", str(repo), "rev-parse", "--absolute-git-dir"],
+            capture_output=True,
+            text=True,
+            env=plan_environment(),
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = proc.stdout.strip()
+    return Path(line) if proc.returncode == 0 and line else None
+
+
+def git_config_hazards(repo: Path) -> list[str]:
+    """What in `repo`'s git setup the shim cannot neutralise, one sentence per finding,
+    naming the key and the file it comes from. Empty when git runs safely there (or `repo`
+    is not a repository). A gate without a sandbox refuses git commands while this is
+    non-empty."""
+    git = real_git()
+    if git is None or not os.path.isdir(repo):
+        return []
+    repo = Path(os.path.realpath(repo))
+    entries = _config_entries(repo, git)
+    if entries is None:
+        return ["the git configuration could not be read, so it cannot be checked"]
+    hazards: list[str] = []
+    for origin, name, value in entries:
+        last = name.rsplit(".", 1)[-1].lower()
+        if name.lower() == "core.worktree":
+            hazards.append(
+                f"{name}={value} ({origin}) moves the work tree outside the checked paths"
+            )
+        elif last in PROGRAM_WORDS and not _covered(name):
+            hazards.append(f"{name} ({origin}) names a program git may run")
+    git_dir = _git_dir(repo, git)
+    if git_dir is not None and repo not in (git_dir, *git_dir.parents):
+        hazards.append(f"the git directory {git_dir} lies outside {repo}")
+    if git_dir is not None:
+        hazards.extend(_alternates(git_dir, repo))
+    return hazards
+
+
+def _alternates(git_dir: Path, repo: Path) -> list[str]:
+    path = git_dir / "objects" / "info" / "alternates"
+    try:
+        # As git reads it (through a link), but never blocked on (a FIFO) nor read unbounded.
+        data = read_file_bytes(path, max_bytes=1024 * 1024, follow_link=True)
+    except WriteRefused as exc:
+        return [f"objects/info/alternates cannot be checked: {exc}"]
+    except OSError:
+        return []
+    lines = [] if data is None else data.decode("utf-8", errors="replace").splitlines()
+    found = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        target = Path(os.path.realpath(git_dir / "objects" / line))
+        if repo not in (target, *target.parents):
+            found.append(f"objects/info/alternates reads objects from {target}, outside {repo}")
+    return found

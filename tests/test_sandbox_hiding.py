@@ -151,3 +151,28 @@ async def test_the_test_harness_servers_run_under_bubblewrap(tmp_path: Path) -> 
         state = await ed.state()
     assert state["sandbox"] == BUBBLEWRAP, state
     assert state["planShell"] == "sandboxed"
+
+
+@pytest.mark.parametrize("mechanism", [BUBBLEWRAP, LANDLOCK])
+@pytest.mark.parametrize("variable", ["XDG_STATE_HOME", "XDG_CONFIG_HOME"])
+def test_the_users_own_plan_lsp_folders_are_hidden_wherever_they_are(
+    mechanism: Mechanism, variable: str, tmp_path: Path
+) -> None:
+    """The state key (it seals every workspace's state.db) and the user configuration (MCP
+    servers, API keys) live in `$XDG_STATE_HOME/plan-lsp` and `$XDG_CONFIG_HOME/plan-lsp`,
+    which need not be under a home directory; made after the first command ran, too. (Here
+    inside the workspace, which the sandbox shows: outside it, /tmp is hidden anyway.)"""
+    require(mechanism)
+    ws = small_workspace(tmp_path, "visible\n")
+    base = ws / "xdg"
+    env = {**os.environ, variable: str(base)}
+    scratch = _scratch(tmp_path, mechanism)
+    first = run_in(mechanism, ws, "cat hello.txt", env=env, scratch=scratch)
+    assert first.stdout.split() == ["visible"], first.stderr
+    (base / "plan-lsp").mkdir(parents=True)
+    (base / "plan-lsp" / "state-key").write_text("SECRET\n")
+    proc = run_in(
+        mechanism, ws, f"cat hello.txt; cat {base}/plan-lsp/state-key; ls {base}/plan-lsp; echo end",
+        env=env, scratch=scratch,
+    )  # fmt: skip
+    assert proc.stdout.split() == ["visible", "end"], (proc.stdout, proc.stderr)

@@ -79,6 +79,10 @@ CREDENTIAL_VARIABLES = (
     "VAULT_CONFIG_PATH",
 )
 
+# Variables naming where the user's own plan-lsp folders live (`<value>/plan-lsp`: the user
+# configuration, with its MCP servers and keys, and the state key).
+USER_DIR_VARIABLES = ("XDG_CONFIG_HOME", "XDG_STATE_HOME")
+
 # Never hidden, whatever the environment names: the kernel's file systems (a device node or a
 # /proc entry holds no secret of its own, and binding over one breaks the sandbox:
 # `KUBECONFIG=/dev/null` would put the host's /dev/null read-only over the sandbox's), and the
@@ -103,6 +107,7 @@ HOME_SECRETS = (
     ".config/gcloud",
     ".config/gh",
     ".config/plan-lsp",
+    ".local/state/plan-lsp",
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".password-store",
@@ -263,12 +268,19 @@ class Layout:
 def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> Layout:
     """Computed once per distinct (roots, relevant environment): it runs on every command."""
     env = os.environ if env is None else env
-    names = ("HOME", "PATH", "XDG_CONFIG_HOME", *CREDENTIAL_VARIABLES)
+    names = ("HOME", "PATH", *CREDENTIAL_VARIABLES)
     key = (tuple(str(r) for r in roots), tuple(env.get(n) for n in names))
     layout = _plan_layout(key[0], key[1], names)
     # Not cached: a credentials file may appear at any time.
     named = [
         value for name in CREDENTIAL_VARIABLES for value in env.get(name, "").split(os.pathsep)
+    ]
+    # The user's configuration and state (the state key seals every workspace's state.db):
+    # named by XDG variables they may lie outside every home, and appear after start-up.
+    named += [
+        os.path.join(base, "plan-lsp")
+        for base in (env.get(v, "") for v in USER_DIR_VARIABLES)
+        if os.path.isabs(base)
     ]
     home = home_dir(env)
     if home is not None and any(_under(home, [r]) for r in layout.roots):
@@ -295,11 +307,6 @@ def _plan_layout(
     home = home_dir(env)
     if home is not None and hideable(home) is not None and not _under(home, hidden):
         hidden.append(home)
-    config_home = env.get("XDG_CONFIG_HOME")
-    if config_home and os.path.isabs(config_home):
-        config_dir = hideable(os.path.join(config_home, "plan-lsp"))
-        if config_dir is not None:
-            hidden.append(config_dir)
     hidden_dirs = [p for p in hidden if os.path.isdir(p)]
     hidden_files: list[Path] = []
     for path in _existing(SYSTEM_SECRETS):

@@ -171,8 +171,6 @@ def test_the_users_own_plan_lsp_folders_are_hidden_wherever_they_are(
     assert first.stdout.split() == ["visible"], first.stderr
     (base / "plan-lsp").mkdir(parents=True)
     (base / "plan-lsp" / "state-key").write_text("SECRET\n")
-    proc = run_in(
-        mechanism, ws, f"cat hello.txt; cat {base}/plan-lsp/state-key; ls {base}/plan-lsp; echo end",
-        env=env, scratch=scratch,
-    )  # fmt: skip
+    script = f"cat hello.txt; cat {base}/plan-lsp/state-key; ls {base}/plan-lsp; echo end"
+    proc = run_in(mechanism, ws, script, env=env, scratch=scratch)
     assert proc.stdout.split() == ["visible", "end"], (proc.stdout, proc.stderr)

@@ -323,14 +323,19 @@ async def running_server(
     try:
         yield editor
     finally:
-        server = client._server
-        if server is not None and server.returncode is None:
-            try:
-                await asyncio.wait_for(client.shutdown_session(), 15)
-            except Exception:
-                with contextlib.suppress(ProcessLookupError):
-                    server.kill()
-        await client.stop()
+        await stop_client(client)
+
+
+async def stop_client(client: LanguageClient) -> None:
+    """Shut the server down politely (15 s), else kill it; then stop the client."""
+    server = client._server
+    if server is not None and server.returncode is None:
+        try:
+            await asyncio.wait_for(client.shutdown_session(), 15)
+        except Exception:
+            with contextlib.suppress(ProcessLookupError):
+                server.kill()
+    await client.stop()
 
 
 async def kill_server(editor: Editor) -> None:

@@ -23,6 +23,8 @@ _GIT_ENV = {
     "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
     "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
+    # Long ago: relative dates ("25 years ago") read the same in runs seconds or minutes apart.
+    "GIT_AUTHOR_DATE": "2001-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2001-01-01T00:00:00+0000",
 }  # fmt: skip
 
 

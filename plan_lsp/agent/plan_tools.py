@@ -18,7 +18,7 @@ from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.policy.workspace_edit import apply_file_edit
+from plan_lsp.policy.workspace_edit import EditResult, apply_file_edit
 from plan_lsp.session import Actor, PermissionMode, Session, TransitionRefused, WorkMode
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 
@@ -114,6 +114,21 @@ def plan_tools(
         except ValueError:
             return str(path)
 
+    async def save_plan(path: Path, text: str, ctx: ToolContext) -> EditResult:
+        """Through the edit gate like every other change, as a plan file, to disk."""
+        try:
+            on_disk: str | None = read_text(session.workspace.resolve(), path)
+        except (OSError, UnicodeDecodeError):
+            on_disk = None
+        return await apply_file_edit(
+            FileEdit(path=path, new_text=text, old_text=on_disk),
+            session.mode,
+            ctx.plans_dir,
+            ctx.workspace_roots,
+            _DiskOnly(),
+            plan_file=True,
+        )
+
     async def plan_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         content = args["content"]
         if len(content) > MAX_PLAN_CHARS:
@@ -135,18 +150,7 @@ def plan_tools(
         except TransitionRefused as exc:
             return ToolResult.error("plan_write_refused", str(exc))
         await drafts.complete(path, content)
-        try:
-            previous = read_text(session.workspace.resolve(), path)
-        except (OSError, UnicodeDecodeError):
-            previous = None
-        result = await apply_file_edit(
-            FileEdit(path=path, new_text=content, old_text=previous),
-            session.mode,
-            ctx.plans_dir,
-            ctx.workspace_roots,
-            _DiskOnly(),
-            plan_file=True,
-        )
+        result = await save_plan(path, content, ctx)
         if not result.applied:
             return ToolResult.error("plan_write_refused", result.reason or "refused")
         if drafts.buffer_text(path) is None:
@@ -167,19 +171,7 @@ def plan_tools(
             target = Path(lexical.resolved)
             text = drafts.buffer_text(target)
             if text is not None and text.strip():
-                # Saved through the edit gate like every other change (as a plan file).
-                try:
-                    on_disk = read_text(workspace.resolve(), target)
-                except (OSError, UnicodeDecodeError):
-                    on_disk = None
-                saved = await apply_file_edit(
-                    FileEdit(path=target, new_text=text, old_text=on_disk),
-                    session.mode,
-                    ctx.plans_dir,
-                    ctx.workspace_roots,
-                    _DiskOnly(),
-                    plan_file=True,
-                )
+                saved = await save_plan(target, text, ctx)
                 if not saved.applied:
                     return ToolResult.error("invalid_plan", f"cannot save the plan: {saved.reason}")
         checked = validate_plan_path(ctx.plans_dir, name, must_exist=True, workspace=workspace)

@@ -17,7 +17,6 @@ including what lsprotocol would not produce (a `null` version)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -37,7 +36,7 @@ from pytest_lsp import LanguageClient
 from pytest_lsp.client import forward_stderr
 
 from plan_lsp.server.plain import to_plain
-from tests.lsp_harness import SERVER_CMD, Editor
+from tests.lsp_harness import SERVER_CMD, Editor, stop_client
 
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
@@ -594,14 +593,7 @@ async def quirky_server(
         yield ed
     finally:
         ed.released.set()
-        server = client._server
-        if server is not None and server.returncode is None:
-            try:
-                await asyncio.wait_for(client.shutdown_session(), 15)
-            except Exception:
-                with contextlib.suppress(ProcessLookupError):
-                    server.kill()
-        await client.stop()
+        await stop_client(client)
 
 
 def elapsed_since(start: float) -> float:

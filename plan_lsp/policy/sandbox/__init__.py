@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -50,6 +50,7 @@ __all__ = [
     "sandbox_argv",
     "sandbox_kind",
     "sandbox_status",
+    "start_probe",
     "unsandboxed_plan_env",
 ]
 
@@ -155,15 +156,29 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
     return SandboxStatus(None, detail, False, total_ms)
 
 
-@cache
+_status_lock = threading.Lock()
+_status: list[SandboxStatus] = []
+
+
 def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process."""
-    status = probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
-    if status.mechanism is None:
-        log.warning("shell sandbox: %s", status.detail)
-    else:
-        log.info("shell sandbox: %s", status.detail)
-    return status
+    """The mechanism proven to work on this machine; probed once per process (a caller that
+    comes while the probe runs, e.g. in `start_probe`'s thread, waits for its answer)."""
+    with _status_lock:
+        if not _status:
+            status = probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
+            if status.mechanism is None:
+                log.warning("shell sandbox: %s", status.detail)
+            else:
+                log.info("shell sandbox: %s", status.detail)
+            _status.append(status)
+        return _status[0]
+
+
+def start_probe() -> None:
+    """Probe in a background thread now, so that the answer is ready when the first
+    workspace needs it: the probe mostly waits for its sandboxed processes, which run on
+    another core while the server imports and initializes."""
+    threading.Thread(target=sandbox_status, name="sandbox-probe", daemon=True).start()
 
 
 def sandbox_kind() -> str | None:

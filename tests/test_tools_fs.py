@@ -294,6 +294,19 @@ async def test_grep_cap(ws: Path, ctx: ToolContext, grep_backend: str) -> None:
     assert "capped" in result.content
 
 
+async def test_grep_cap_with_much_more_output_waiting(ws: Path, ctx: ToolContext) -> None:
+    """Far more matches than the cap: ripgrep has filled the pipe (and asyncio's buffer, which
+    then pauses reading) by the time the tool stops reading and kills it. The call must still
+    end; it hung forever when it waited for the process before draining the pipe. (The bound
+    only turns a hang into a failure.)"""
+    need_program("rg", "the grep tool's fast path")
+    line = "hit " + "x" * 400 + "\n"
+    for n in range(40):
+        (ws / f"big{n}.txt").write_text(line * 500)  # ~8 MB of JSON from rg in all
+    result = await asyncio.wait_for(fs.grep({"pattern": "hit"}, ctx), 60)
+    assert len(_lines(result)) == fs.GREP_CAP and "capped" in result.content
+
+
 async def test_grep_bad_regex(ctx: ToolContext, grep_backend: str) -> None:
     assert _error(await fs.grep({"pattern": "(unclosed"}, ctx)) in (
         "invalid_pattern",

@@ -162,9 +162,12 @@ async def _ripgrep_run(
         if not read_all and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-        stderr = (await process.stderr.read()).decode("utf-8", "replace")
+        # Both pipes drained before waiting: asyncio's wait() returns only once every pipe
+        # is closed, and a stdout that stopped being read (the cap) is paused, full, and
+        # would never reach its end.
+        _, err = await asyncio.gather(process.stdout.read(), process.stderr.read())
+        stderr = err.decode("utf-8", "replace")
         code = await process.wait()
-        await process.stdout.read()  # drain and let the pipe close now, not at collection
     if code == 2 and not found:
         first = next((ln for ln in stderr.splitlines() if ln.strip()), "ripgrep failed")
         raise GrepFailed(first)

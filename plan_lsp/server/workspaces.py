@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config, load_config
-from plan_lsp.policy.execution import default_sandbox_probe
+from plan_lsp.policy.sandbox import sandbox_kind
 from plan_lsp.providers.base import Provider, ProviderError
 from plan_lsp.server.runs import RunManager
 from plan_lsp.session import Session, StateStore
@@ -60,7 +60,7 @@ def effective_plan_shell(config: Config) -> str:
         return "off"
     if configured == "classified":
         return "classified"
-    return "sandboxed" if default_sandbox_probe() else "classified"
+    return "sandboxed" if sandbox_kind() else "classified"
 
 
 def shell_protection_text(config: Config) -> str:
@@ -206,7 +206,7 @@ class WorkspaceContext:
         self.session.set_context(
             shellProtection=shell_protection_text(self.config),
             planShell=self.plan_shell,
-            sandbox=default_sandbox_probe() if self.plan_shell == "sandboxed" else None,
+            sandbox=sandbox_kind() if self.plan_shell == "sandboxed" else None,
             planNetwork=self.config.plan_network,
             provider=self.provider_info(),
             configWarnings=self.config_warnings,

@@ -150,20 +150,6 @@ async def measure(root: Path, rg: str, rounds: int) -> list[tuple[Search, dict[s
     return out
 
 
-def quiet_closed_loop_finalizers() -> None:
-    """When its results are capped the tool kills rg without closing the stdout pipe
-    transport; that transport is finalized after the loop closed and Python prints a
-    RuntimeError traceback for it. Known (see docs/benchmarks.md); keep it out of the table."""
-    default_hook = sys.unraisablehook
-
-    def hook(info: Any) -> None:
-        message = str(info.exc_value)
-        if not (isinstance(info.exc_value, RuntimeError) and "Event loop is closed" in message):
-            default_hook(info)
-
-    sys.unraisablehook = hook
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true", help="3 rounds")
@@ -177,7 +163,6 @@ def main(argv: list[str]) -> int:
     if rg is None:
         print("ripgrep (rg) is not installed; nothing to compare", file=sys.stderr)
         return 2
-    quiet_closed_loop_finalizers()
     work = Path(tempfile.mkdtemp(prefix="plan-lsp-bench-grep-"))
     try:
         started = time.perf_counter()

@@ -1,0 +1,67 @@
+"""Hiding (docs/security.md §2): the user's plan-lsp folders, `$XDG_CONFIG_HOME/plan-lsp`
+(MCP servers, API keys) and `$XDG_STATE_HOME/plan-lsp` (the state key that seals every
+workspace's `state.db`), are "hidden wherever they are, even inside a root".
+
+`layout.plan_layout` names them only from the XDG variables. When a variable is unset (the
+usual case) the folders are the platform defaults, `~/.config/plan-lsp` and
+`~/.local/state/plan-lsp`, hidden only by the home's tmpfs (bubblewrap) or the home's
+missing grant (Landlock), and re-hidden after the roots are bound back only when the whole
+home is inside a root (`HOME_SECRETS`). A workspace that is a folder *of* the home holding
+them (a dotfiles repository at `~/.config`, or `~/.local`) is bound back read-only with
+them inside."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scripts import write_script
+from tests.lsp_harness import running_server
+from tests.sandbox_support import require
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "landlock"])
+async def test_the_state_key_is_readable_from_a_workspace_inside_the_home(
+    sandbox: str, tmp_path: Path
+) -> None:
+    """Attacker: the user opens `~/.local` (or any folder holding `state/plan-lsp`, e.g. a
+    dotfiles checkout at `~/.config` holds `plan-lsp/config.toml`) as a workspace; the
+    injected model runs, in plan mode, `base64 -w0 state/plan-lsp/state-key`.
+
+    Should: the state key is hidden in every plan-mode command, wherever the workspace is
+    (the same list as for a workspace holding the whole home). Today: the server's real
+    state key comes back in the tool result, and with it the power to forge any
+    workspace's sealed `state.db` (trusted roots, approvals)."""
+    require(sandbox)  # type: ignore[arg-type]
+    home = tmp_path / "home"
+    ws = home / ".local"
+    ws.mkdir(parents=True)
+    (ws / "README.md").write_text("# local\n")
+    key = ws / "state" / "plan-lsp" / "state-key"
+    turns = [
+        {"tool_calls": [{"name": "bash",
+                         "arguments": {"command": "base64 -w0 state/plan-lsp/state-key"}}]},
+        {"text": "done"},
+    ]  # fmt: skip
+    script = write_script(tmp_path / "script.json", turns)
+    env = {
+        "HOME": str(home),
+        "XDG_STATE_HOME": "",
+        "XDG_CONFIG_HOME": "",
+        "PLAN_LSP_SANDBOX": sandbox,
+    }
+    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
+    async with running_server([ws], *args, env=env) as ed:
+        state = await ed.state()
+        assert state["mode"] == "plan"
+        assert key.is_file(), "the server made no state key where platformdirs says"
+        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
+        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
+    assert results, "the bash call did not run"
+    secret = base64.b64encode(key.read_bytes()).decode()
+    assert secret not in json.dumps(results), (
+        "a plan-mode command read the server's state key from a workspace inside the home"
+    )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,57 @@ async def test_the_state_key_is_readable_from_a_workspace_inside_the_home(
     assert secret not in json.dumps(results), (
         "a plan-mode command read the server's state key from a workspace inside the home"
     )
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "landlock"])
+async def test_the_state_key_behind_a_link_in_the_home_is_readable(
+    sandbox: str, tmp_path: Path
+) -> None:
+    """Attacker: the user keeps `~/.local/state/plan-lsp` as a symbolic link to a folder
+    outside every home (a dotfile manager, a synced or encrypted volume: here a folder
+    outside /tmp, /home and /root). `XDG_STATE_HOME` is unset, so the layout never names the
+    state folder; only the link inside the hidden home is hidden, not its target. The
+    injected model looks for `state-key` outside the homes and, in plan mode, runs
+    `base64 -w0 <target>/state-key`.
+
+    Should: the state folder the server really uses (resolved, as `hideable` does for the
+    XDG variables) is hidden in every plan-mode command. Today: the key comes back."""
+    require(sandbox)  # type: ignore[arg-type]
+    outside_root = Path(__file__).resolve().parents[2] / "build"
+    outside_root.mkdir(exist_ok=True)
+    outside = Path(tempfile.mkdtemp(prefix="redteam-keys-", dir=outside_root))
+    try:
+        home = tmp_path / "home"
+        (home / ".local" / "state").mkdir(parents=True)
+        (outside / "plan-lsp").mkdir(mode=0o700)
+        (home / ".local" / "state" / "plan-lsp").symlink_to(outside / "plan-lsp")
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "README.md").write_text("# ws\n")
+        key = outside / "plan-lsp" / "state-key"
+        turns = [
+            {"tool_calls": [{"name": "bash",
+                             "arguments": {"command": f"base64 -w0 {key}"}}]},
+            {"text": "done"},
+        ]  # fmt: skip
+        script = write_script(tmp_path / "script.json", turns)
+        env = {
+            "HOME": str(home),
+            "XDG_STATE_HOME": "",
+            "XDG_CONFIG_HOME": "",
+            "PLAN_LSP_SANDBOX": sandbox,
+        }
+        args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
+        async with running_server([ws], *args, env=env) as ed:
+            assert (await ed.state())["mode"] == "plan"
+            assert key.is_file(), "the server made no state key behind the link"
+            await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
+            results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
+        assert results, "the bash call did not run"
+        secret = base64.b64encode(key.read_bytes()).decode()
+        assert secret not in json.dumps(results), (
+            "a plan-mode command read the server's state key through the target of the "
+            "home's state-folder link"
+        )
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.scripts import sample_project, scripted_args
 from tests.lsp_harness import running_server
-from tests.redteam._repos import one_call_script
+from tests.redteam._repos import git, one_call_script
 
 README_READ_ONLY = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log",
                     "git_show"]  # fmt: skip
@@ -59,4 +59,48 @@ async def test_readme_git_mcp_server_imports_the_repositorys_python(
         await ed.request("planLsp/prompt", {"text": "what is the status?"}, timeout=120)
     assert not canary.exists(), (
         f"the repository's {shadowed}/ package ran as the MCP server's code in plan mode"
+    )
+
+
+async def test_readme_git_mcp_show_reads_a_repository_outside_the_workspace(
+    tmp_path: Path,
+) -> None:
+    """Attacker: the workspace is not a clone but an unpacked archive (a release tarball, a
+    package), so it can ship a `.git` *file*: `gitdir: <elsewhere>/private/.git`, another
+    repository of the user's that plan-mode commands cannot see (it lies in a hidden home;
+    here outside the workspace). The user configured `mcp-server-git` as the README shows;
+    in plan mode the injected model calls the read-only
+    `mcp__git__git_show(revision="HEAD:secret.txt")`.
+
+    Should: a read-only MCP tool reads the workspace's repository only; a git directory
+    outside the workspace (what `git_config_hazards` already reports for the shell) is
+    refused or the server is not run on it. Today: the other repository's file comes back
+    to the model."""
+    private = tmp_path / "private"
+    private.mkdir()
+    git(private, "init", "-q", "-b", "main", ".")
+    (private / "secret.txt").write_text("token=plan-lsp-private-7c1f\n")
+    git(private, "add", ".")
+    git(private, "commit", "-qm", "private")
+    ws = sample_project(tmp_path / "ws")
+    (ws / ".git").write_text(f"gitdir: {private / '.git'}\n")
+    config = tmp_path / "user.toml"
+    config.write_text(
+        "[[mcp.servers]]\n"
+        'name = "git"\n'
+        f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
+        f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
+    )
+    script = one_call_script(
+        tmp_path, "mcp__git__git_show", repo_path=str(ws), revision="HEAD:secret.txt"
+    )
+    async with running_server(
+        [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
+    ) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        await ed.request("planLsp/prompt", {"text": "show me HEAD"}, timeout=120)
+        results = [u for u in ed.updates_of("toolResult") if u["tool"].startswith("mcp__")]
+    assert results, "the MCP tool was not called"
+    assert "plan-lsp-private-7c1f" not in json.dumps(results), (
+        "a read-only MCP tool read a file of a repository outside the workspace"
     )

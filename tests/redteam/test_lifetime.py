@@ -28,7 +28,7 @@ from tests.sandbox_support import require
 # The writer is bounded (~20 s) so a failing run leaves nothing behind for long; its pid is
 # written to PIDFILE so the test can clean up.
 ZOMBIE_LEADER = r"""
-import ctypes, os, sys, threading, time
+import ctypes, os, platform, sys, threading, time
 notes, pidfile = sys.argv[1], sys.argv[2]
 os.setsid()
 open(pidfile, "w").write(str(os.getpid()))
@@ -40,7 +40,8 @@ def write():
     os._exit(0)
 threading.Thread(target=write).start()
 time.sleep(0.3)
-ctypes.CDLL(None).syscall(60, 0)  # SYS_exit on x86_64: this thread only, not the process
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}[platform.machine()]
+ctypes.CDLL(None).syscall(SYS_EXIT, 0)  # exit(2): this thread only, not the process
 """
 
 

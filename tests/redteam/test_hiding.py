@@ -20,9 +20,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.scripts import write_script
 from tests.lsp_harness import running_server
+from tests.redteam._repos import one_call_script
 from tests.sandbox_support import require
+
+
+async def _plan_bash(
+    tmp_path: Path, home: Path, ws: Path, command: str, sandbox: str, key: Path
+) -> str:
+    """Runs `command` through the server's plan-mode `bash` (sandbox forced, XDG variables
+    unset, `HOME=home`) and returns the tool results as JSON; `key` must exist by then."""
+    script = one_call_script(tmp_path, "bash", command=command)
+    env = {"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CONFIG_HOME": "",
+           "PLAN_LSP_SANDBOX": sandbox}  # fmt: skip
+    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
+    async with running_server([ws], *args, env=env) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        assert key.is_file(), "the server made no state key where platformdirs says"
+        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
+        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
+    assert results, "the bash call did not run"
+    return json.dumps(results)
 
 
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "landlock"])
@@ -43,28 +61,11 @@ async def test_the_state_key_is_readable_from_a_workspace_inside_the_home(
     ws.mkdir(parents=True)
     (ws / "README.md").write_text("# local\n")
     key = ws / "state" / "plan-lsp" / "state-key"
-    turns = [
-        {"tool_calls": [{"name": "bash",
-                         "arguments": {"command": "base64 -w0 state/plan-lsp/state-key"}}]},
-        {"text": "done"},
-    ]  # fmt: skip
-    script = write_script(tmp_path / "script.json", turns)
-    env = {
-        "HOME": str(home),
-        "XDG_STATE_HOME": "",
-        "XDG_CONFIG_HOME": "",
-        "PLAN_LSP_SANDBOX": sandbox,
-    }
-    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
-    async with running_server([ws], *args, env=env) as ed:
-        state = await ed.state()
-        assert state["mode"] == "plan"
-        assert key.is_file(), "the server made no state key where platformdirs says"
-        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
-        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
-    assert results, "the bash call did not run"
+    results = await _plan_bash(
+        tmp_path, home, ws, "base64 -w0 state/plan-lsp/state-key", sandbox, key
+    )
     secret = base64.b64encode(key.read_bytes()).decode()
-    assert secret not in json.dumps(results), (
+    assert secret not in results, (
         "a plan-mode command read the server's state key from a workspace inside the home"
     )
 
@@ -95,27 +96,9 @@ async def test_the_state_key_behind_a_link_in_the_home_is_readable(
         ws.mkdir()
         (ws / "README.md").write_text("# ws\n")
         key = outside / "plan-lsp" / "state-key"
-        turns = [
-            {"tool_calls": [{"name": "bash",
-                             "arguments": {"command": f"base64 -w0 {key}"}}]},
-            {"text": "done"},
-        ]  # fmt: skip
-        script = write_script(tmp_path / "script.json", turns)
-        env = {
-            "HOME": str(home),
-            "XDG_STATE_HOME": "",
-            "XDG_CONFIG_HOME": "",
-            "PLAN_LSP_SANDBOX": sandbox,
-        }
-        args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
-        async with running_server([ws], *args, env=env) as ed:
-            assert (await ed.state())["mode"] == "plan"
-            assert key.is_file(), "the server made no state key behind the link"
-            await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
-            results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
-        assert results, "the bash call did not run"
+        results = await _plan_bash(tmp_path, home, ws, f"base64 -w0 {key}", sandbox, key)
         secret = base64.b64encode(key.read_bytes()).decode()
-        assert secret not in json.dumps(results), (
+        assert secret not in results, (
             "a plan-mode command read the server's state key through the target of the "
             "home's state-folder link"
         )

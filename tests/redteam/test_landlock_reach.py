@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.scripts import sample_project
 from tests.lsp_harness import running_server
+from tests.redteam._repos import one_call_script
 from tests.sandbox_support import require
 
 # Walks up from the command to the first ancestor whose argv is `python -m plan_lsp serve …`
@@ -44,11 +45,7 @@ async def test_a_plan_mode_command_under_landlock_kills_the_server_with_prlimit(
     SIGKILL as soon as it runs again; the editor loses it mid-session."""
     require("landlock")
     ws = sample_project(tmp_path / "ws")
-    turns = [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": FIND_AND_LIMIT}}]},
-        {"text": "done"},
-    ]
-    script = write_script(tmp_path / "script.json", turns)
+    script = one_call_script(tmp_path, "bash", command=FIND_AND_LIMIT)
     args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
     async with running_server([ws], *args, env={"PLAN_LSP_SANDBOX": "landlock"}) as ed:
         state = await ed.state()

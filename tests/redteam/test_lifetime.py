@@ -10,11 +10,9 @@ launcher exits, the kernel hands it to init and it keeps running."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from tests.e2e.scripts import sample_project, scripted_args
 from tests.lsp_harness import running_server
 from tests.redteam._repos import one_call_script
+from tests.redteam.test_mode_switch import _wait_for
 from tests.sandbox_support import require
 
 # A process that leaves the session, starts a writer thread, then ends its main thread only.
@@ -43,16 +42,6 @@ time.sleep(0.3)
 SYS_EXIT = {"x86_64": 60, "aarch64": 93}[platform.machine()]
 ctypes.CDLL(None).syscall(SYS_EXIT, 0)  # exit(2): this thread only, not the process
 """
-
-
-async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.05)
-    return predicate()
 
 
 @pytest.mark.parametrize("sandbox", ["none", "landlock"])

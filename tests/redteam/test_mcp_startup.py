@@ -10,17 +10,12 @@ servers."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.scripts import sample_project, scripted_args
-from tests.lsp_harness import running_server
-from tests.redteam._repos import git, one_call_script
-
-README_READ_ONLY = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log",
-                    "git_show"]  # fmt: skip
+from tests.e2e.scripts import sample_project
+from tests.redteam._repos import git, plan_mode_git_mcp_call
 
 
 @pytest.mark.parametrize("shadowed", ["mcp_server_git", "git"])
@@ -44,19 +39,7 @@ async def test_readme_git_mcp_server_imports_the_repositorys_python(
     payload = f"open({str(canary)!r}, 'w').write('ran')\n"
     (package / "__init__.py").write_text(payload)
     (package / "__main__.py").write_text(payload)
-    config = tmp_path / "user.toml"
-    config.write_text(
-        "[[mcp.servers]]\n"
-        'name = "git"\n'
-        f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
-        f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
-    )
-    script = one_call_script(tmp_path, "mcp__git__git_status", repo_path=str(ws))
-    async with running_server(
-        [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
-    ) as ed:
-        assert (await ed.state())["mode"] == "plan"
-        await ed.request("planLsp/prompt", {"text": "what is the status?"}, timeout=120)
+    await plan_mode_git_mcp_call(tmp_path, ws, "git_status", repo_path=str(ws))
     assert not canary.exists(), (
         f"the repository's {shadowed}/ package ran as the MCP server's code in plan mode"
     )
@@ -84,22 +67,9 @@ async def test_readme_git_mcp_show_reads_a_repository_outside_the_workspace(
     git(private, "commit", "-qm", "private")
     ws = sample_project(tmp_path / "ws")
     (ws / ".git").write_text(f"gitdir: {private / '.git'}\n")
-    config = tmp_path / "user.toml"
-    config.write_text(
-        "[[mcp.servers]]\n"
-        'name = "git"\n'
-        f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
-        f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
+    results = await plan_mode_git_mcp_call(
+        tmp_path, ws, "git_show", repo_path=str(ws), revision="HEAD:secret.txt"
     )
-    script = one_call_script(
-        tmp_path, "mcp__git__git_show", repo_path=str(ws), revision="HEAD:secret.txt"
-    )
-    async with running_server(
-        [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
-    ) as ed:
-        assert (await ed.state())["mode"] == "plan"
-        await ed.request("planLsp/prompt", {"text": "show me HEAD"}, timeout=120)
-        results = [u for u in ed.updates_of("toolResult") if u["tool"].startswith("mcp__")]
     assert results, "the MCP tool was not called"
     assert "plan-lsp-private-7c1f" not in json.dumps(results), (
         "a read-only MCP tool read a file of a repository outside the workspace"

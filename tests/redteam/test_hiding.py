@@ -104,3 +104,32 @@ async def test_the_state_key_behind_a_link_in_the_home_is_readable(
         )
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+async def test_read_file_returns_the_state_key_kept_inside_the_workspace(tmp_path: Path) -> None:
+    """Attacker: the state folder lies inside the workspace: `XDG_STATE_HOME` names a folder
+    of it (e.g. the user opened `~/.local`, or keeps XDG folders in a synced project). The
+    shell sandbox hides `$XDG_STATE_HOME/plan-lsp` "wherever it is, even inside a root";
+    the injected model, in plan mode and even with `planShell = off`, calls the read-only
+    `read_file("state/plan-lsp/state-key")` instead.
+
+    Should: the same places the shell never sees (the state folder, the user configuration
+    folder, credential files) are refused by the file tools (`read_file`, `grep`, `glob`,
+    `list_dir`), naming why. Today: the key comes back as text."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# ws\n")
+    key = ws / "state" / "plan-lsp" / "state-key"
+    script = one_call_script(tmp_path, "read_file", path="state/plan-lsp/state-key")
+    env = {"XDG_STATE_HOME": str(ws / "state")}
+    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "off"]
+    async with running_server([ws], *args, env=env) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        assert key.is_file(), "the server made no state key under XDG_STATE_HOME"
+        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
+        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "read_file"]
+    assert results, "read_file was not called"
+    secret = key.read_text().strip()
+    assert secret not in json.dumps(results), (
+        "the read-only read_file tool returned the server's state key in plan mode"
+    )

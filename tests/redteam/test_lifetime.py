@@ -44,30 +44,17 @@ ctypes.CDLL(None).syscall(SYS_EXIT, 0)  # exit(2): this thread only, not the pro
 """
 
 
-@pytest.mark.parametrize("sandbox", ["none", "landlock"])
-async def test_a_process_whose_main_thread_ended_outlives_its_build_call(
-    sandbox: str, tmp_path: Path
-) -> None:
-    """Attacker: in build mode ("Allow always"; bubblewrap unavailable, so the command runs
-    under the subreaper launcher), the injected model starts a Python program that calls
-    `setsid()`, starts a thread appending to `notes.txt` in the workspace, and then ends its
-    main thread with the raw `exit` syscall. The command returns; the user switches to plan
-    mode.
-
-    Should: the process is killed when the call ends (the launcher is its subreaper), and
-    nothing changes in the workspace once `planLsp/setMode {mode: plan}` has answered.
-    Today: `descendants()` skips it because its stat state is `Z`, the launcher exits, the
-    process is re-parented to init, and the workspace keeps growing in plan mode."""
+async def _outlives_build_call(sandbox: str, tmp_path: Path, start: str) -> bool:
+    """A build-mode session ("Allow always") whose one `bash` call runs `start`, which must
+    leave a writer appending to `notes.txt` (its pid in `writer.pid`); then a switch to plan
+    mode. True when the workspace still grew after `planLsp/setMode` answered."""
     if sandbox != "none":
         require(sandbox)  # type: ignore[arg-type]
     ws = sample_project(tmp_path / "ws")
-    notes = ws / "notes.txt"
-    pidfile = tmp_path / "leader.pid"
-    program = tmp_path / "leader.py"
-    program.write_text(ZOMBIE_LEADER)
+    notes, pidfile = ws / "notes.txt", tmp_path / "writer.pid"
     command = (
-        f"python3 {program} {notes} {pidfile} </dev/null >/dev/null 2>&1 & "
-        f"i=0; until [ -s {notes} ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i+1)); done; "
+        start.format(notes=notes, pidfile=pidfile, tmp=tmp_path)
+        + f"\ni=0; until [ -s {notes} ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i+1)); done; "
         "sleep 0.5; echo started"
     )
     script = one_call_script(tmp_path, "bash", command=command)
@@ -83,11 +70,54 @@ async def test_a_process_whose_main_thread_ended_outlives_its_build_call(
             assert results and "started" in str(results[0]), results
             assert (await ed.request("planLsp/setMode", {"mode": "plan"}))["mode"] == "plan"
             size = notes.stat().st_size
-            grew = await _wait_for(lambda: notes.stat().st_size > size, 3)
-        assert not grew, (
-            "a process whose main thread had ended outlived its build-mode call and kept "
-            "writing to the workspace after planLsp/setMode {mode: plan} answered"
-        )
+            return await _wait_for(lambda: notes.stat().st_size > size, 3)
     finally:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sandbox", ["none", "landlock"])
+async def test_a_process_whose_main_thread_ended_outlives_its_build_call(
+    sandbox: str, tmp_path: Path
+) -> None:
+    """Attacker: in build mode ("Allow always"; bubblewrap unavailable, so the command runs
+    under the subreaper launcher), the injected model starts a Python program that calls
+    `setsid()`, starts a thread appending to `notes.txt` in the workspace, and then ends its
+    main thread with the raw `exit` syscall. The command returns; the user switches to plan
+    mode.
+
+    Should: the process is killed when the call ends (the launcher is its subreaper), and
+    nothing changes in the workspace once `planLsp/setMode {mode: plan}` has answered.
+    Today: `descendants()` skips it because its stat state is `Z`, the launcher exits, the
+    process is re-parented to init, and the workspace keeps growing in plan mode."""
+    program = tmp_path / "leader.py"
+    program.write_text(ZOMBIE_LEADER)
+    start = f"python3 {program} {{notes}} {{pidfile}} </dev/null >/dev/null 2>&1 &"
+    assert not await _outlives_build_call(sandbox, tmp_path, start), (
+        "a process whose main thread had ended outlived its build-mode call and kept "
+        "writing to the workspace after planLsp/setMode {mode: plan} answered"
+    )
+
+
+@pytest.mark.parametrize("sandbox", ["none", "landlock"])
+async def test_a_command_that_blinds_its_launcher_outlives_its_build_call(
+    sandbox: str, tmp_path: Path
+) -> None:
+    """Attacker: in build mode (as above), the command first lowers its own launcher's
+    open-file limit, `prlimit --pid $PPID --nofile=0:0` (the launcher is the shell's parent
+    and runs as the same user), then detaches a writer with `setsid -f`.
+
+    Should: the launcher still finds and kills the writer when the command ends. Today:
+    `subreaper.descendants()` cannot open /proc any more, takes the `OSError` for "nothing
+    left", the launcher exits, and the writer keeps appending in plan mode."""
+    writer = (
+        "echo $$ > {pidfile}; i=0; while [ $i -lt 200 ]; do echo tick >> {notes}; "
+        "i=$((i+1)); sleep 0.1; done"
+    )
+    start = (
+        f"prlimit --pid $PPID --nofile=0:0 && setsid -f sh -c '{writer}' </dev/null >/dev/null 2>&1"
+    )
+    assert not await _outlives_build_call(sandbox, tmp_path, start), (
+        "a writer detached after the command blinded its launcher kept writing to the "
+        "workspace after planLsp/setMode {mode: plan} answered"
+    )

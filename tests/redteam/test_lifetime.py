@@ -44,10 +44,11 @@ ctypes.CDLL(None).syscall(SYS_EXIT, 0)  # exit(2): this thread only, not the pro
 """
 
 
-async def _outlives_build_call(sandbox: str, tmp_path: Path, start: str) -> bool:
+async def _outlives_build_call(sandbox: str, tmp_path: Path, start: str, finish: str = "") -> bool:
     """A build-mode session ("Allow always") whose one `bash` call runs `start`, which must
-    leave a writer appending to `notes.txt` (its pid in `writer.pid`); then a switch to plan
-    mode. True when the workspace still grew after `planLsp/setMode` answered."""
+    leave a writer appending to `notes.txt` (its pid in `writer.pid`), then `finish`; then a
+    switch to plan mode. True when the workspace still grew after `planLsp/setMode`
+    answered."""
     if sandbox != "none":
         require(sandbox)  # type: ignore[arg-type]
     ws = sample_project(tmp_path / "ws")
@@ -55,7 +56,7 @@ async def _outlives_build_call(sandbox: str, tmp_path: Path, start: str) -> bool
     command = (
         start.format(notes=notes, pidfile=pidfile, tmp=tmp_path)
         + f"\ni=0; until [ -s {notes} ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i+1)); done; "
-        "sleep 0.5; echo started"
+        "sleep 0.5; echo started\n" + finish
     )
     script = one_call_script(tmp_path, "bash", command=command)
     user_config = tmp_path / "user.toml"
@@ -119,5 +120,30 @@ async def test_a_command_that_blinds_its_launcher_outlives_its_build_call(
     )
     assert not await _outlives_build_call(sandbox, tmp_path, start), (
         "a writer detached after the command blinded its launcher kept writing to the "
+        "workspace after planLsp/setMode {mode: plan} answered"
+    )
+
+
+WRITER = (
+    "echo $$ > {pidfile}; i=0; while [ $i -lt 200 ]; do echo tick >> {notes}; "
+    "i=$((i+1)); sleep 0.1; done"
+)
+
+
+@pytest.mark.parametrize("sandbox", ["none", "landlock"])
+async def test_a_command_that_kills_its_launcher_leaves_its_writer_running(
+    sandbox: str, tmp_path: Path
+) -> None:
+    """Attacker: in build mode (as above), the command detaches a writer with `setsid -f`
+    and, last, kills its own launcher: `kill -9 $PPID` (same user, its parent).
+
+    Should: what a command started is stopped with it however the launcher ends (the server
+    itself is no subreaper, so orphans of a dead launcher go to init). Today: the launcher
+    dies before it can sweep, the writer is re-parented to init, the server's kill looks
+    below a launcher that no longer exists and kills the process group the writer left, and
+    the writer keeps appending in plan mode."""
+    start = f"setsid -f sh -c '{WRITER}' </dev/null >/dev/null 2>&1"
+    assert not await _outlives_build_call(sandbox, tmp_path, start, finish="kill -9 $PPID"), (
+        "a writer detached by a command that then killed its launcher kept writing to the "
         "workspace after planLsp/setMode {mode: plan} answered"
     )

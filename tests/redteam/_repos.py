@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.scripts import write_script
+from tests.e2e.scripts import scripted_args, write_script
+from tests.lsp_harness import running_server
 from tests.needs import need_program
 
 _ENV = {
@@ -61,3 +64,35 @@ def one_call_script(tmp_path: Path, name: str, **arguments: Any) -> Path:
         {"text": "done"},
     ]
     return write_script(tmp_path / "script.json", turns)
+
+
+# README "MCP servers": the reference git server and the tools it lists as read-only.
+README_READ_ONLY = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log",
+                    "git_show"]  # fmt: skip
+
+
+def readme_git_mcp_config(path: Path) -> Path:
+    """A user configuration with `mcp-server-git` configured exactly as the README shows
+    (the interpreter running the tests instead of `python`)."""
+    path.write_text(
+        "[[mcp.servers]]\n"
+        'name = "git"\n'
+        f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
+        f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
+    )
+    return path
+
+
+async def plan_mode_git_mcp_call(
+    tmp_path: Path, ws: Path, tool: str, **arguments: Any
+) -> list[dict[str, Any]]:
+    """One plan-mode session on `ws` with the README's `mcp-server-git`, in which the model
+    calls `mcp__git__<tool>(**arguments)`; the MCP tool results."""
+    config = readme_git_mcp_config(tmp_path / "user.toml")
+    script = one_call_script(tmp_path, f"mcp__git__{tool}", **arguments)
+    async with running_server(
+        [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
+    ) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        await ed.request("planLsp/prompt", {"text": f"run {tool}"}, timeout=120)
+        return [u for u in ed.updates_of("toolResult") if u["tool"].startswith("mcp__")]

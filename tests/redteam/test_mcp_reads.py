@@ -7,16 +7,10 @@ workspace — and a hostile repository's `.git/config` makes git run its program
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-from tests.e2e.scripts import sample_project, scripted_args
-from tests.lsp_harness import running_server
-from tests.redteam._repos import git, one_call_script
-
-README_READ_ONLY = ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_log",
-                    "git_show"]  # fmt: skip
+from tests.e2e.scripts import sample_project
+from tests.redteam._repos import git, plan_mode_git_mcp_call
 
 
 async def test_readme_git_mcp_status_runs_the_repositorys_fsmonitor(tmp_path: Path) -> None:
@@ -35,20 +29,7 @@ async def test_readme_git_mcp_status_runs_the_repositorys_fsmonitor(tmp_path: Pa
     git(ws, "add", ".")
     git(ws, "commit", "-qm", "initial")
     git(ws, "config", "core.fsmonitor", f"sh -c 'touch {canary}; exit 1'")
-    config = tmp_path / "user.toml"
-    config.write_text(
-        "[[mcp.servers]]\n"
-        'name = "git"\n'
-        f"command = {json.dumps([sys.executable, '-m', 'mcp_server_git', '--repository', '.'])}\n"
-        f"read_only_tools = {json.dumps(README_READ_ONLY)}\n"
-    )
-    script = one_call_script(tmp_path, "mcp__git__git_status", repo_path=str(ws))
-    async with running_server(
-        [ws], *scripted_args(script), env={"PLAN_LSP_CONFIG": str(config)}
-    ) as ed:
-        assert (await ed.state())["mode"] == "plan"
-        await ed.request("planLsp/prompt", {"text": "what is the status?"}, timeout=120)
-        results = [u for u in ed.updates_of("toolResult") if u["tool"].startswith("mcp__")]
+    results = await plan_mode_git_mcp_call(tmp_path, ws, "git_status", repo_path=str(ws))
     assert results and not results[0]["isError"], results
     assert not canary.exists(), (
         "a program named by the repository's .git/config ran in plan mode through the "

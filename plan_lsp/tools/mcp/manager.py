@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from plan_lsp.policy.sandbox import hardened_git_env
+from plan_lsp.policy.safety import Safety
+from plan_lsp.policy.sandbox import git_config_hazards, hardened_git_env
 from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.bash import shell_env
 from plan_lsp.tools.mcp.adapter import AdaptedTool, adapt_tools
@@ -52,9 +53,14 @@ def server_env(
     commands, in every mode (the git shim first on PATH and as git's exec path, the fixed
     overrides in the environment): a server's git reads a hostile repository for a tool the
     user marked read-only, so it runs none of the repository's hooks, filters, textconv
-    drivers or fsmonitor, whatever the mode."""
+    drivers or fsmonitor, whatever the mode.
+
+    Servers start in the workspace folder, and `python -m server` would put that folder first
+    on `sys.path`: a repository shipping a package of the server's name (or of anything it
+    imports) would run as the server. `PYTHONSAFEPATH=1` keeps it off; a server's own `env`
+    may set it to "" for a script that imports modules beside it."""
     env = shell_env(dict(os.environ if base is None else base))
-    return hardened_git_env({**env, **(own or {})})
+    return hardened_git_env({**env, "PYTHONSAFEPATH": "1", **(own or {})})
 
 
 class McpManager:
@@ -197,6 +203,10 @@ class McpManager:
         qualified = adapted.definition.name
 
         async def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            if adapted.definition.safety == Safety.READ_ONLY:
+                refusal = await self._git_refusal(qualified)
+                if refusal is not None:
+                    return refusal
             # The call's cancel signal (the user cancelled, or switched to plan mode while a
             # side-effect call runs) abandons the request; the server is told to stop it.
             call = asyncio.ensure_future(connection.call(adapted.mcp_name, arguments))
@@ -223,6 +233,22 @@ class McpManager:
             return observation(qualified, result)
 
         return run
+
+    async def _git_refusal(self, qualified: str) -> ToolResult | None:
+        """A read-only tool runs unasked, unconfined, and its server's git reads the
+        workspace's repository: where that repository's setup is what the plan-mode shell
+        refuses git for (a git directory or object store outside the workspace, a program
+        the hardening cannot neutralise), it does not run."""
+        hazards = await asyncio.to_thread(git_config_hazards, self.workspace)
+        if not hazards:
+            return None
+        return ToolResult.error(
+            "git_hazard",
+            f"{qualified} was not run: it is run without asking because it is marked "
+            f"read-only, and this workspace's git setup is unsafe to read: "
+            f"{'; '.join(hazards)}",
+            tool=qualified,
+        )
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:

@@ -20,6 +20,7 @@ from plan_lsp.policy.sandbox.landlock_launch import (
     AUDIT_ARCHES,
     EACCES,
     HARMLESS_IOCTLS,
+    OWN_PROCESS_ONLY,
     SYSCALL_GROUPS,
     seccomp_bytes,
     seccomp_program,
@@ -28,7 +29,7 @@ from tests.sandbox_support import require, run_in
 from tests.test_shell_benign_exec import _quote, _repository, corpus_lines
 
 ALLOW, DENY, KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
-LANDLOCK_GROUPS = ["metadata", "keyrings", "ioctls", "sockets"]
+LANDLOCK_GROUPS = ["metadata", "keyrings", "ioctls", "other_processes", "sockets"]
 
 
 def run_bpf(program: list[tuple[int, int, int, int]], arch: int, nr: int, args: list[int]) -> int:
@@ -49,38 +50,46 @@ def run_bpf(program: list[tuple[int, int, int, int]], arch: int, nr: int, args: 
             raise AssertionError(f"unexpected instruction {code:#x}")
 
 
-def _expected(machine: str, groups: list[str], nr: int, request: int) -> int:
+def _expected(machine: str, groups: list[str], nr: int, args: list[int]) -> int:
     table = SYSCALL_GROUPS[machine]
     if nr >= 0x40000000:
         return DENY
-    if any(nr in table[g] for g in groups if g != "ioctls"):
+    if any(nr in table[g] for g in groups if g in table and g != "ioctls"):
         return DENY
     if "ioctls" in groups and nr == table["ioctls"][0]:
-        return ALLOW if request & 0xFFFFFFFF in HARMLESS_IOCTLS.values() else DENY
+        return ALLOW if args[1] & 0xFFFFFFFF in HARMLESS_IOCTLS.values() else DENY
+    own = OWN_PROCESS_ONLY[machine]
+    if "other_processes" in groups and nr in own:
+        return ALLOW if all(args[i] & 0xFFFFFFFF == v for i, v in own[nr]) else DENY
     return ALLOW
 
 
 @pytest.mark.parametrize("machine", sorted(AUDIT_ARCHES))
 @pytest.mark.parametrize(
-    "groups", [LANDLOCK_GROUPS, ["metadata", "keyrings", "ioctls"], ["keyrings"]]
+    "groups",
+    [LANDLOCK_GROUPS, ["metadata", "keyrings", "ioctls"], ["keyrings", "other_processes"]],
 )
 @given(
-    nr=st.one_of(st.integers(0, 600), st.sampled_from([16, 29, 0x40000010])),
+    nr=st.one_of(
+        st.integers(0, 600),
+        st.sampled_from([16, 29, 0x40000010, 302, 261, 141, 140, 251, 30, 203, 122]),
+    ),
+    first=st.one_of(st.sampled_from([0, 1, 2, 1 << 32, 4242]), st.integers(0, 2**64 - 1)),
     request=st.one_of(
         st.sampled_from(sorted(HARMLESS_IOCTLS.values())),
+        st.sampled_from([0, 1 << 32]),
         st.integers(0, 2**64 - 1),
         st.sampled_from([0x40086602, 0x401C5820, 0x40049409, 0xC0189436, 0x40806685]),
     ),
 )
 def test_every_syscall_gets_the_tables_verdict(
-    machine: str, groups: list[str], nr: int, request: int
+    machine: str, groups: list[str], nr: int, first: int, request: int
 ) -> None:
     program = seccomp_program(machine, groups)
     arch = AUDIT_ARCHES[machine]
-    assert run_bpf(program, arch, nr, [0, request, 0, 0, 0, 0]) == _expected(
-        machine, groups, nr, request
-    )
-    assert run_bpf(program, arch ^ 1, nr, [0, request, 0, 0, 0, 0]) == KILL
+    args = [first, request, 0, 0, 0, 0]
+    assert run_bpf(program, arch, nr, args) == _expected(machine, groups, nr, args)
+    assert run_bpf(program, arch ^ 1, nr, args) == KILL
 
 
 def test_the_high_word_of_a_request_changes_nothing() -> None:
@@ -90,6 +99,22 @@ def test_the_high_word_of_a_request_changes_nothing() -> None:
     tcgets, setflags = HARMLESS_IOCTLS["TCGETS"], 0x40086602
     assert run_bpf(program, arch, 16, [0, (1 << 32) | tcgets, 0, 0, 0, 0]) == ALLOW
     assert run_bpf(program, arch, 16, [0, (1 << 40) | setflags, 0, 0, 0, 0]) == DENY
+
+
+def test_another_processs_limits_and_scheduling_are_denied_its_own_allowed() -> None:
+    """prlimit64 on another pid (RLIMIT_CPU below its used time kills it), renice of
+    another process or of every process of the user: denied; on the caller itself (pid 0,
+    as `ulimit`, `nice`, `ionice`, `taskset CMD` call them): allowed."""
+    program = seccomp_program("x86_64", LANDLOCK_GROUPS)
+    arch = AUDIT_ARCHES["x86_64"]
+    prlimit64, setpriority, ioprio_set = 302, 141, 251
+    assert run_bpf(program, arch, prlimit64, [4242, 0, 0, 0, 0, 0]) == DENY
+    assert run_bpf(program, arch, prlimit64, [0, 7, 0, 0, 0, 0]) == ALLOW
+    assert run_bpf(program, arch, setpriority, [2, 0, 19, 0, 0, 0]) == DENY  # PRIO_USER
+    assert run_bpf(program, arch, setpriority, [0, 4242, 19, 0, 0, 0]) == DENY
+    assert run_bpf(program, arch, setpriority, [0, 0, 19, 0, 0, 0]) == ALLOW
+    assert run_bpf(program, arch, ioprio_set, [1, 0, 7, 0, 0, 0]) == ALLOW
+    assert run_bpf(program, arch, ioprio_set, [1, 4242, 7, 0, 0, 0]) == DENY
 
 
 def test_io_uring_is_denied_even_with_the_network() -> None:

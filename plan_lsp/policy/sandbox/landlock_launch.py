@@ -52,6 +52,7 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 #             devices only, and on a file opened read-only some change it (FS_IOC_SETFLAGS
 #             sets append-only, immutable, nodump; FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY,
 #             FIDEDUPERANGE, filesystem-specific requests)
+#   other_processes  (see OWN_PROCESS_ONLY)
 # New syscalls share one number on every architecture: io_uring_setup, fchmodat2,
 # setxattrat, removexattrat, file_setattr.
 _NEW_METADATA = (425, 452, 463, 466, 469)
@@ -81,6 +82,23 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
         "ioctls": (29,),
     },
 }
+# Syscalls that change another process of the same user, checked by the kernel on the user
+# id alone (Landlock scopes ptrace and signals, not these): allowed only when their
+# arguments name the calling process itself, `(argument index, value)` pairs; otherwise
+# EACCES. prlimit64 (another process's limits: RLIMIT_CPU below its used time kills it),
+# sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr (pid 0), setpriority
+# (PRIO_PROCESS, 0), ioprio_set (IOPRIO_WHO_PROCESS, 0).
+_SELF_PID = ((0, 0),)
+OWN_PROCESS_ONLY: dict[str, dict[int, tuple[tuple[int, int], ...]]] = {
+    "x86_64": {
+        302: _SELF_PID, 142: _SELF_PID, 144: _SELF_PID, 203: _SELF_PID, 314: _SELF_PID,
+        141: ((0, 0), (1, 0)), 251: ((0, 1), (1, 0)),
+    },
+    "aarch64": {
+        261: _SELF_PID, 118: _SELF_PID, 119: _SELF_PID, 122: _SELF_PID, 274: _SELF_PID,
+        140: ((0, 0), (1, 0)), 30: ((0, 1), (1, 0)),
+    },
+}  # fmt: skip
 # The ioctl requests a command may still make (the same numbers on x86_64 and aarch64): they
 # only read, or change the calling process's own file descriptor. Everything else fails.
 HARMLESS_IOCTLS: dict[str, int] = {
@@ -152,7 +170,7 @@ _LD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
 _ALLOW, _DENY, _KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
 # struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (the low word first on these
 # little-endian machines; the kernel reads an ioctl request as 32 bits).
-_NR, _ARCH, _IOCTL_REQUEST = 0, 4, 24
+_NR, _ARCH, _ARGS, _IOCTL_REQUEST = 0, 4, 16, 24
 Insn = tuple[int, "int | str", "int | str", int]
 
 
@@ -184,13 +202,15 @@ def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int
     if machine not in AUDIT_ARCHES:
         raise LaunchError(f"no seccomp filter for {machine}")
     table = SYSCALL_GROUPS[machine]
-    denied = [nr for group in groups if group != "ioctls" for nr in table[group]]
+    denied = [nr for group in groups if group in table and group != "ioctls" for nr in table[group]]
+    own = OWN_PROCESS_ONLY[machine] if "other_processes" in groups else {}
     code: list[Insn | str] = [
         (_LD, 0, 0, _ARCH),
         (_JEQ, 0, "kill", AUDIT_ARCHES[machine]),
         (_LD, 0, 0, _NR),
         (_JGE, "deny", 0, 0x40000000),  # the x32 ABI
         *((_JEQ, "deny", 0, nr) for nr in denied),
+        *((_JEQ, f"own{nr}", 0, nr) for nr in own),
     ]
     if "ioctls" in groups:
         code += [
@@ -199,6 +219,14 @@ def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int
             *((_JEQ, "allow", 0, request) for request in HARMLESS_IOCTLS.values()),
             (_RET, 0, 0, _DENY),
         ]
+    code.append((_RET, 0, 0, _ALLOW))
+    for nr, required in own.items():
+        code.append(f"own{nr}")
+        for n, (index, value) in enumerate(required):
+            # The low word: the kernel reads these arguments (pid_t, int) as 32 bits.
+            code.append((_LD, 0, 0, _ARGS + 8 * index))
+            last = n == len(required) - 1
+            code.append((_JEQ, "allow" if last else 0, "deny", value))
     code += ["allow", (_RET, 0, 0, _ALLOW), "deny", (_RET, 0, 0, _DENY)]
     code += ["kill", (_RET, 0, 0, _KILL)]
     return _assemble(code)
@@ -210,7 +238,8 @@ def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
 
 
 def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
-    groups = ["metadata", "keyrings", "ioctls", *([] if network else ["sockets"])]
+    groups = ["metadata", "keyrings", "ioctls", "other_processes"]
+    groups += [] if network else ["sockets"]
     raw = seccomp_bytes(os.uname().machine, groups)
     filters = ctypes.create_string_buffer(raw, len(raw))
     prog = struct.pack("=HxxxxxxQ", len(raw) // 8, ctypes.addressof(filters))

@@ -174,3 +174,20 @@ def test_the_users_own_plan_lsp_folders_are_hidden_wherever_they_are(
     script = f"cat hello.txt; cat {base}/plan-lsp/state-key; ls {base}/plan-lsp; echo end"
     proc = run_in(mechanism, ws, script, env=env, scratch=scratch)
     assert proc.stdout.split() == ["visible", "end"], (proc.stdout, proc.stderr)
+
+
+def test_home_credentials_shown_again_by_a_root_or_a_link_are_hidden(tmp_path: Path) -> None:
+    """The home's cover (a tmpfs, no Landlock grant) stops where a root shows part of the
+    home again, and at a link to a place outside it: those credentials are named."""
+    home = tmp_path / "home"
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text("token\n")
+    elsewhere = tmp_path / "vault" / "ssh"
+    elsewhere.mkdir(parents=True)
+    (home / ".ssh").symlink_to(elsewhere)
+    (home / ".aws").mkdir()  # inside the home, no root shows it: its cover holds
+    ws = home / ".config"
+    layout = plan_layout([ws], {"PATH": os.environ["PATH"], "HOME": str(home)})
+    assert (home / ".config" / "gh").resolve() in layout.credentials
+    assert elsewhere.resolve() in layout.credentials
+    assert (home / ".aws").resolve() not in layout.credentials

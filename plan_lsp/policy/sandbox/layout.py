@@ -79,9 +79,10 @@ CREDENTIAL_VARIABLES = (
     "VAULT_CONFIG_PATH",
 )
 
-# Variables naming where the user's own plan-lsp folders live (`<value>/plan-lsp`: the user
-# configuration, with its MCP servers and keys, and the state key).
-USER_DIR_VARIABLES = ("XDG_CONFIG_HOME", "XDG_STATE_HOME")
+# Where the user's own plan-lsp folders live (`<folder>/plan-lsp`: the user configuration,
+# with its MCP servers and keys; the state key): the variable's value, else the platform's
+# default inside the home (what the server itself uses, `config.py` and `session/trust.py`).
+USER_DIR_VARIABLES = {"XDG_CONFIG_HOME": ".config", "XDG_STATE_HOME": ".local/state"}
 
 # Never hidden, whatever the environment names: the kernel's file systems (a device node or a
 # /proc entry holds no secret of its own, and binding over one breaks the sandbox:
@@ -276,16 +277,26 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
         value for name in CREDENTIAL_VARIABLES for value in env.get(name, "").split(os.pathsep)
     ]
     # The user's configuration and state (the state key seals every workspace's state.db):
-    # named by XDG variables they may lie outside every home, and appear after start-up.
-    named += [
-        os.path.join(base, "plan-lsp")
-        for base in (env.get(v, "") for v in USER_DIR_VARIABLES)
-        if os.path.isabs(base)
-    ]
+    # wherever they are (a variable may name any folder; the default in the home may be a
+    # link to another place; a workspace may hold them), and they may appear after start-up.
     home = home_dir(env)
-    if home is not None and any(_under(home, [r]) for r in layout.roots):
-        named += [str(home / rel) for rel in HOME_SECRETS]
+    for variable, default in USER_DIR_VARIABLES.items():
+        base = env.get(variable, "")
+        if os.path.isabs(base):
+            named.append(os.path.join(base, "plan-lsp"))
+        elif home is not None:
+            named.append(str(home / default / "plan-lsp"))
     credentials = [p for p in map(hideable, named) if p is not None]
+    # The usual credentials of the home, where something shows them again: a workspace root
+    # holding the home (opening `~`) or inside it (`~/.config`, a dotfiles checkout), or a
+    # link in the home to a place outside it (the home's own cover stops at the link).
+    if home is not None:
+        real_home = Path(os.path.realpath(home))
+        found = (hideable(home / rel) for rel in HOME_SECRETS)
+        credentials += [
+            c for c in found
+            if c is not None and (_under(c, layout.roots) or not _under(c, [real_home]))
+        ]  # fmt: skip
     # A credentials directory holding a workspace root is hidden like a home: before the
     # roots are bound back (hiding it last would hide the workspace itself).
     holders = [c for c in credentials if c.is_dir() and any(_under(r, [c]) for r in layout.roots)]

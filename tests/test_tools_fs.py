@@ -422,3 +422,27 @@ async def test_grep_refuses_a_path_that_is_not_a_folder_or_a_regular_file(
         result = await asyncio.wait_for(fs.grep({"pattern": "x", "path": name}, ctx), 10)
         assert _error(result) == "not_a_regular_file"
         assert f"{name} is a" in result.content
+
+
+async def test_places_the_sandbox_hides_are_hidden_from_the_file_tools(
+    ws: Path, ctx: ToolContext, grep_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A credentials file named by the environment and the user's plan-lsp state folder
+    (the state key), both inside the workspace: not read, not found, not searched."""
+    (ws / "keys").mkdir()
+    (ws / "keys" / "gcp.json").write_text("needle-secret\n")
+    (ws / "xdg" / "plan-lsp").mkdir(parents=True)
+    (ws / "xdg" / "plan-lsp" / "state-key").write_text("needle-key\n")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(ws / "keys" / "gcp.json"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(ws / "xdg"))
+    for path in ("keys/gcp.json", "xdg/plan-lsp/state-key"):
+        result = await fs.read_file({"path": path}, ctx)
+        assert result.is_error and "hidden from the agent" in result.content, result.content
+    listed = await fs.list_dir({"path": "xdg/plan-lsp"}, ctx)
+    assert listed.is_error and "hidden" in listed.content
+    found = await fs.glob_tool({"pattern": "**/*"}, ctx)
+    assert "gcp.json" not in found.content and "state-key" not in found.content
+    searched = await fs.grep({"pattern": "needle-"}, ctx)
+    assert "needle-secret" not in searched.content and "needle-key" not in searched.content
+    (ws / "keys" / "other.txt").write_text("needle-visible\n")
+    assert "needle-visible" in (await fs.grep({"pattern": "needle-"}, ctx)).content

@@ -36,7 +36,14 @@ from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for ca
     open_workspace_folder,
 )
 from plan_lsp.tools.grep import grep
-from plan_lsp.tools.paths import PathRefused, display_path, is_in_workspace, resolve_path
+from plan_lsp.tools.paths import (
+    PathRefused,
+    display_path,
+    hidden_places,
+    inside_any,
+    is_in_workspace,
+    resolve_path,
+)
 
 
 def _select_lines(
@@ -195,9 +202,12 @@ def _list_names(path: Path, roots: list[Path]) -> list[str]:
 
 def _glob_files(base: Path, pattern: str, roots: list[Path], cap: int) -> tuple[list[Path], bool]:
     regex = glob_to_regex(pattern, path_mode=True)
+    hidden = hidden_places(roots)
     found: list[Path] = []
     for file in _walk_files(base):
         if not regex.match(file.relative_to(base).as_posix()):
+            continue
+        if hidden and inside_any(file.resolve(), hidden) is not None:
             continue
         if file.is_symlink() and not is_in_workspace(file.resolve(), roots):
             continue

@@ -34,7 +34,14 @@ from plan_lsp.tools.fs_common import (
     open_text,
     open_workspace_file,
 )
-from plan_lsp.tools.paths import PathRefused, display_path, is_in_workspace, resolve_path
+from plan_lsp.tools.paths import (
+    PathRefused,
+    display_path,
+    hidden_places,
+    inside_any,
+    is_in_workspace,
+    resolve_path,
+)
 
 # One hit: file, 1-based line number, line text.
 Match = tuple[Path, int, str]
@@ -211,6 +218,8 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     except GrepFailed as exc:
         return ToolResult.error("grep_failed", str(exc))
     found = _with_open_buffers(ctx, found, base, accept, regex)
+    hidden = hidden_places(ctx.workspace_roots)
+    found = [m for m in found if inside_any(m[0].resolve(), hidden) is None]
     capped = len(found) > GREP_CAP
     found = found[:GREP_CAP]
     lines = [_format_match(m, ctx.workspace_roots) for m in found]

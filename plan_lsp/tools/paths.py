@@ -11,6 +11,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
+from plan_lsp.policy.sandbox.layout import plan_layout
+
 
 class PathRefused(ValueError):
     """A path the file tools may not touch; the message says why."""
@@ -63,7 +65,26 @@ def resolve_path(raw: object, roots: Sequence[Path], *, default: str = ".") -> P
             f"{raw!r} is a symlink (or lies under one) that points to {resolved}, outside the "
             "workspace; it cannot be accessed"
         )
+    place = inside_any(resolved, hidden_places(roots))
+    if place is not None:
+        raise PathRefused(
+            f"{raw!r} lies in {place}, which is hidden from the agent in every mode: it holds "
+            "the user's credentials or plan-lsp's own configuration and keys (the shell "
+            "sandbox hides it too)"
+        )
     return resolved
+
+
+def hidden_places(roots: Sequence[Path]) -> tuple[Path, ...]:
+    """What the plan-mode sandbox hides even inside a workspace root (credential files and
+    folders named by the environment, the user's plan-lsp folders, the home's usual
+    credentials where a root shows them): the file tools never read, list or search them."""
+    return plan_layout(_resolved_roots(roots)).credentials
+
+
+def inside_any(path: Path, places: Sequence[Path]) -> Path | None:
+    """The first of `places` that `path` (resolved) is or lies in."""
+    return next((p for p in places if path == p or path.is_relative_to(p)), None)
 
 
 def is_in_workspace(path: Path, roots: Sequence[Path]) -> bool:

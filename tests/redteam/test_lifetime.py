@@ -100,6 +100,17 @@ async def test_a_process_whose_main_thread_ended_outlives_its_build_call(
     )
 
 
+# Known limit (docs/security.md §9): without bubblewrap a build-mode command runs with the
+# user's rights and can disarm the launcher that would stop what it leaves. Strict: once it
+# is closed, these fail until the mark is removed.
+UNCONFINED_BUILD_LIMIT = pytest.mark.xfail(
+    strict=True,
+    reason="docs/security.md §9: an unconfined build-mode command can blind or kill its "
+    "launcher (bubblewrap's build profile closes this)",
+)
+
+
+@UNCONFINED_BUILD_LIMIT
 @pytest.mark.parametrize("sandbox", ["none", "landlock"])
 async def test_a_command_that_blinds_its_launcher_outlives_its_build_call(
     sandbox: str, tmp_path: Path
@@ -130,6 +141,7 @@ WRITER = (
 )
 
 
+@UNCONFINED_BUILD_LIMIT
 @pytest.mark.parametrize("sandbox", ["none", "landlock"])
 async def test_a_command_that_kills_its_launcher_leaves_its_writer_running(
     sandbox: str, tmp_path: Path

@@ -46,8 +46,18 @@ def _stop(signum: int, _frame: object) -> None:
     raise Stop(signum)
 
 
+def _has_threads(pid: str) -> bool:
+    """A process shown as a zombie whose other threads still run: its main thread ended
+    with the raw `exit` syscall (`/proc` shows the leader's state) and it lives on."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
 def descendants(root: int) -> list[int]:
-    """Every living process below `root`, from /proc (zombies are left to the reaping)."""
+    """Every living process below `root`, from /proc (true zombies are left to the
+    reaping; a process whose main thread alone ended is living)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
@@ -63,7 +73,7 @@ def descendants(root: int) -> list[int]:
             continue
         # The command name may contain spaces and parentheses: parse after the last ')'.
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[0] not in (b"Z", b"X"):
+        if len(fields) > 1 and fields[0] != b"X" and (fields[0] != b"Z" or _has_threads(entry)):
             children.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     stack = [root]

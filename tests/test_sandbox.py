@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import plan_lsp
 from plan_lsp.policy import sandbox as sandbox_pkg
 from plan_lsp.policy.sandbox import (
     SandboxStatus,
@@ -30,6 +32,7 @@ from plan_lsp.policy.sandbox.layout import (
     home_dir,
     plan_environment,
     plan_layout,
+    runtime_path,
     safe_path_variable,
 )
 from plan_lsp.policy.sandbox.selftest import probe_plan
@@ -332,6 +335,38 @@ def test_build_profile_writes_everywhere_but_state(workdir: Path) -> None:
     assert "done" in proc.stdout
     assert (workdir / "new.txt").read_text() == "new\n"
     assert (workdir / ".plan-lsp" / "state.db").read_text() == "db"
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_build_profile_cannot_change_the_users_plan_lsp_folders_or_the_server(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build-mode command may write the workspace and the rest of the machine, but not
+    what would disarm later sessions: the user's configuration and state key, the server's
+    private directory (the git shim), its code (the launchers run fresh per command) and
+    its interpreter's libraries."""
+    config_home, state_home = tmp_path / "config", tmp_path / "state"
+    for base in (config_home, state_home):
+        (base / "plan-lsp").mkdir(parents=True)
+        (base / "plan-lsp" / "file").write_text("kept\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
+    package = Path(plan_lsp.__file__).resolve().parent
+    runtime = runtime_path("x").parent
+    targets = [
+        config_home / "plan-lsp" / "file",
+        state_home / "plan-lsp" / "file",
+        runtime / "planted",
+        package / "planted.py",
+        Path(sys.prefix) / "planted",
+    ]
+    writes = "; ".join(f"echo x > {t}" for t in targets)
+    proc = _run(workdir, f"{writes}; echo new > new.txt; echo done", profile="build")
+    assert "done" in proc.stdout and (workdir / "new.txt").read_text() == "new\n"
+    assert (config_home / "plan-lsp" / "file").read_text() == "kept\n"
+    assert (state_home / "plan-lsp" / "file").read_text() == "kept\n"
+    for planted in targets[2:]:
+        assert not planted.exists(), planted
 
 
 # -- the self-test ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from plan_lsp.policy.sandbox.layout import (
     SMALL_TMPFS_BYTES,
     TMPFS_BYTES,
     below,
+    own_places,
     plan_environment,
     plan_layout,
     runtime_file,
@@ -217,9 +218,12 @@ def build_argv(
         "--dev-bind", "/dev", "/dev",
         "--proc", "/proc",  # the namespace's own processes
     ]  # fmt: skip
-    for state in ensure_state_dirs(_all_roots(workdir, roots)):
+    all_roots = _all_roots(workdir, roots)
+    for state in ensure_state_dirs(all_roots):
         # A symlink is followed: its target becomes read-only, which only tightens.
         args += ["--ro-bind", str(state), str(state)]
+    for own in own_places(all_roots, os.environ):
+        args += ["--ro-bind", str(own), str(own)]
     args += [
         "--chdir", os.path.realpath(workdir),
         "--die-with-parent",

@@ -280,12 +280,7 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     # wherever they are (a variable may name any folder; the default in the home may be a
     # link to another place; a workspace may hold them), and they may appear after start-up.
     home = home_dir(env)
-    for variable, default in USER_DIR_VARIABLES.items():
-        base = env.get(variable, "")
-        if os.path.isabs(base):
-            named.append(os.path.join(base, "plan-lsp"))
-        elif home is not None:
-            named.append(str(home / default / "plan-lsp"))
+    named += user_plan_lsp_dirs(env)
     credentials = [p for p in map(hideable, named) if p is not None]
     # The usual credentials of the home, where something shows them again: a workspace root
     # holding the home (opening `~`) or inside it (`~/.config`, a dotfiles checkout), or a
@@ -305,6 +300,36 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
         hidden_dirs=tuple(dict.fromkeys([*layout.hidden_dirs, *holders])),
         credentials=tuple(dict.fromkeys(c for c in credentials if c not in holders)),
     )
+
+
+def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
+    """The user's own plan-lsp folders (configuration; state key), as the server finds them:
+    `$XDG_*_HOME/plan-lsp`, else the default inside the home. They may not exist."""
+    home = home_dir(env)
+    found: list[str] = []
+    for variable, default in USER_DIR_VARIABLES.items():
+        base = env.get(variable, "")
+        if os.path.isabs(base):
+            found.append(os.path.join(base, "plan-lsp"))
+        elif home is not None:
+            found.append(str(home / default / "plan-lsp"))
+    return found
+
+
+def own_places(roots: Sequence[Path], env: Mapping[str, str]) -> list[Path]:
+    """What a build-mode command may not change, besides every `<root>/.plan-lsp`: the user's
+    plan-lsp folders (a changed configuration or state key would disarm later sessions), this
+    process's private directory (the git shim), and the server's own code and interpreter
+    (the sandbox launchers run fresh for every command; a changed library runs at the next
+    start) unless a workspace root holds them (developing plan-lsp with plan-lsp)."""
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+    places = [p for p in map(hideable, user_plan_lsp_dirs(env)) if p is not None]
+    places.append(Path(os.path.realpath(_runtime_dir())))
+    for code in (Path(__file__).resolve().parents[2], Path(sys.prefix).resolve()):
+        inside_root = _under(code, real_roots) or any(_under(r, [code]) for r in real_roots)
+        if not inside_root and hideable(code) is not None:
+            places.append(code)
+    return [p for p in dict.fromkeys(places) if p.is_dir()]
 
 
 @lru_cache(maxsize=32)

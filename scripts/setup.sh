@@ -26,6 +26,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".[dev]"
+# Bytecode, as an installed wheel has it: an editable checkout gets none where
+# PYTHONDONTWRITEBYTECODE is set, and the server would compile every module at every start.
+.venv/bin/python -m compileall -q plan_lsp >/dev/null
 
 # Editor clients (their own scripts are idempotent and skip what is already there).
 if [ -x client-vscode/scripts/install-e2e.sh ] && [ "${PLAN_LSP_SKIP_VSCODE:-0}" != 1 ]; then

@@ -3,8 +3,9 @@
 its RSS right after (VmRSS from /proc), side by side in the same run, rounds interleaved in
 shuffled order:
 
-- plan-lsp (`.venv/bin/plan-lsp serve`, as an editor starts it): `planLsp/state` (it loads
-  the configuration, opens the state database and restores the session);
+- plan-lsp (`.venv/bin/plan-lsp serve`, as an editor starts it, its modules byte-compiled
+  as an install leaves them): `planLsp/state` (it loads the configuration, opens the state
+  database, restores the session and reports the proven sandbox);
 - a bare pygls server: a few lines that start `LanguageServer` with one echo request (the
   floor of this stack);
 - jedi-language-server and python-lsp-server, installed from PyPI into
@@ -272,7 +273,19 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def compile_package() -> None:
+    """Byte-compile plan-lsp's own modules, as installing it does (pip compiles a wheel's
+    modules; the peers and pygls were installed so): otherwise an editable checkout under
+    `PYTHONDONTWRITEBYTECODE=1` (set on some machines) compiles every module from source at
+    every start, which no installed server does."""
+    import plan_lsp
+
+    package = Path(plan_lsp.__file__).resolve().parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+
+
 def run(work: Path, rounds: int, peers: bool, report: bool) -> int:
+    compile_package()
     bare_file = work / "bare_pygls.py"
     bare_file.write_text(BARE_PYGLS)
     # Spawned as an editor spawns it: no user config of this machine leaks in.

@@ -343,8 +343,8 @@ def test_build_profile_cannot_change_the_users_plan_lsp_folders_or_the_server(
 ) -> None:
     """A build-mode command may write the workspace and the rest of the machine, but not
     what would disarm later sessions: the user's configuration and state key, the server's
-    private directory (the git shim), its code (the launchers run fresh per command) and
-    its interpreter's libraries."""
+    private directory (the git shim) and its code (the launchers run fresh per command).
+    The interpreter's environment stays writable (it may be the project's own)."""
     config_home, state_home = tmp_path / "config", tmp_path / "state"
     for base in (config_home, state_home):
         (base / "plan-lsp").mkdir(parents=True)
@@ -358,7 +358,6 @@ def test_build_profile_cannot_change_the_users_plan_lsp_folders_or_the_server(
         state_home / "plan-lsp" / "file",
         runtime / "planted",
         package / "planted.py",
-        Path(sys.prefix) / "planted",
     ]
     writes = "; ".join(f"echo x > {t}" for t in targets)
     proc = _run(workdir, f"{writes}; echo new > new.txt; echo done", profile="build")
@@ -367,6 +366,12 @@ def test_build_profile_cannot_change_the_users_plan_lsp_folders_or_the_server(
     assert (state_home / "plan-lsp" / "file").read_text() == "kept\n"
     for planted in targets[2:]:
         assert not planted.exists(), planted
+    venv_file = Path(sys.prefix) / f"planted-{os.getpid()}"
+    try:
+        _run(workdir, f"echo x > {venv_file}", profile="build")
+        assert venv_file.exists()
+    finally:
+        venv_file.unlink(missing_ok=True)
 
 
 # -- the self-test ------------------------------------------------------------------------

@@ -319,16 +319,17 @@ def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
 def own_places(roots: Sequence[Path], env: Mapping[str, str]) -> list[Path]:
     """What a build-mode command may not change, besides every `<root>/.plan-lsp`: the user's
     plan-lsp folders (a changed configuration or state key would disarm later sessions), this
-    process's private directory (the git shim), and the server's own code and interpreter
-    (the sandbox launchers run fresh for every command; a changed library runs at the next
-    start) unless a workspace root holds them (developing plan-lsp with plan-lsp)."""
+    process's private directory (the git shim), and the server's own package (the sandbox
+    launchers in it run fresh for every command) unless a workspace root holds it (developing
+    plan-lsp with plan-lsp). The interpreter's environment stays writable: it may be the
+    project's own, where build-mode commands install packages."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     places = [p for p in map(hideable, user_plan_lsp_dirs(env)) if p is not None]
     places.append(Path(os.path.realpath(_runtime_dir())))
-    for code in (Path(__file__).resolve().parents[2], Path(sys.prefix).resolve()):
-        inside_root = _under(code, real_roots) or any(_under(r, [code]) for r in real_roots)
-        if not inside_root and hideable(code) is not None:
-            places.append(code)
+    code = Path(__file__).resolve().parents[2]
+    inside_root = _under(code, real_roots) or any(_under(r, [code]) for r in real_roots)
+    if not inside_root and hideable(code) is not None:
+        places.append(code)
     return [p for p in dict.fromkeys(places) if p.is_dir()]
 
 

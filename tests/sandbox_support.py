@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from plan_lsp.policy.sandbox import Mechanism, SandboxStatus, probe_sandbox, sandbox_argv
-from tests.needs import process_alive
+from tests.needs import need, process_alive
 
 
 @cache
@@ -126,8 +126,8 @@ def session_key(secret: str) -> tuple[int, int]:
     import ctypes
 
     keyctl = KEYCTL.get(os.uname().machine)
-    if keyctl is None:
-        pytest.skip("no keyctl number for this architecture")
+    need(keyctl is not None, f"no keyctl number for {os.uname().machine}")
+    assert keyctl is not None
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     add_key = {"x86_64": 248, "aarch64": 217}[os.uname().machine]

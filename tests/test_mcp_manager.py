@@ -24,6 +24,7 @@ from plan_lsp.tools.mcp.manager import McpManager, server_env
 from plan_lsp.tools.registry import ToolRegistry
 from plan_lsp.tools.runner import ToolRunner
 from tests.mcp_servers import READ_ONLY_HINTS, fake_command, hang_started, tool
+from tests.needs import need
 from tests.shell_attacks.harness import build_template
 from tests.test_execution_gate import FakeEditor, FakePort
 
@@ -334,8 +335,8 @@ def test_a_servers_git_runs_no_program_of_the_repository(git: str, tmp_path: Pat
     `commit`) in a hostile repository, with the server's environment: by name through the
     shim nothing of the repository runs; a git named by its path still gets the fixed
     overrides (fsmonitor, hooks, pager), not the per-name ones (docs/security.md §6)."""
-    if not Path(git).exists() and git.startswith("/"):
-        pytest.skip(f"{git} does not exist here")
+    if git.startswith("/"):
+        need(Path(git).exists(), f"{git} does not exist here (Debian's git package)")
     canary = tmp_path / "canary"
     canary.mkdir()
     repo = tmp_path / "repo"

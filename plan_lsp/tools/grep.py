@@ -219,7 +219,8 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error("grep_failed", str(exc))
     found = _with_open_buffers(ctx, found, base, accept, regex)
     hidden = hidden_places(ctx.workspace_roots)
-    found = [m for m in found if inside_any(m[0].resolve(), hidden) is None]
+    if hidden:
+        found = [m for m in found if inside_any(m[0].resolve(), hidden) is None]
     capped = len(found) > GREP_CAP
     found = found[:GREP_CAP]
     lines = [_format_match(m, ctx.workspace_roots) for m in found]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.scripts import scripted_args, write_script
-from tests.lsp_harness import running_server
+from tests.lsp_harness import Editor, running_server
 from tests.needs import need_program
 
 _ENV = {
@@ -64,6 +66,21 @@ def one_call_script(tmp_path: Path, name: str, **arguments: Any) -> Path:
         {"text": "done"},
     ]
     return write_script(tmp_path / "script.json", turns)
+
+
+@asynccontextmanager
+async def build_mode_server(
+    tmp_path: Path, ws: Path, server_args: list[str], env: Mapping[str, str] | None = None
+) -> AsyncIterator[Editor]:
+    """A server whose user configuration opens it in build mode, with a user who answers
+    "Allow always" to every permission prompt."""
+    user_config = tmp_path / "user.toml"
+    user_config.write_text('mode = "build"\n')
+    env = {"PLAN_LSP_CONFIG": str(user_config), **(env or {})}
+    async with running_server([ws], *server_args, env=env) as ed:
+        ed.ed.answer_permission = lambda p: "allow_always"
+        ed.ed.answer_message = lambda p: "Allow always"
+        yield ed
 
 
 # README "MCP servers": the reference git server and the tools it lists as read-only.

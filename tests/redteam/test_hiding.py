@@ -25,22 +25,39 @@ from tests.redteam._repos import one_call_script
 from tests.sandbox_support import require
 
 
+async def _plan_call(
+    tmp_path: Path,
+    ws: Path,
+    tool: str,
+    arguments: dict[str, str],
+    *,
+    env: dict[str, str],
+    plan_shell: str,
+    key: Path,
+) -> str:
+    """Runs one call of `tool` in plan mode through the server and returns the tool's
+    results as JSON; `key` must exist by then (the server made its state key)."""
+    script = one_call_script(tmp_path, tool, **arguments)
+    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", plan_shell]
+    async with running_server([ws], *args, env=env) as ed:
+        assert (await ed.state())["mode"] == "plan"
+        assert key.is_file(), f"the server made no state key at {key}"
+        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
+        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == tool]
+    assert results, f"{tool} was not called"
+    return json.dumps(results)
+
+
 async def _plan_bash(
     tmp_path: Path, home: Path, ws: Path, command: str, sandbox: str, key: Path
 ) -> str:
-    """Runs `command` through the server's plan-mode `bash` (sandbox forced, XDG variables
-    unset, `HOME=home`) and returns the tool results as JSON; `key` must exist by then."""
-    script = one_call_script(tmp_path, "bash", command=command)
+    """`command` through the plan-mode `bash` (sandbox forced, XDG variables unset,
+    `HOME=home`, so the state key is where platformdirs says)."""
     env = {"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CONFIG_HOME": "",
            "PLAN_LSP_SANDBOX": sandbox}  # fmt: skip
-    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
-    async with running_server([ws], *args, env=env) as ed:
-        assert (await ed.state())["mode"] == "plan"
-        assert key.is_file(), "the server made no state key where platformdirs says"
-        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
-        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
-    assert results, "the bash call did not run"
-    return json.dumps(results)
+    return await _plan_call(
+        tmp_path, ws, "bash", {"command": command}, env=env, plan_shell="sandboxed", key=key
+    )
 
 
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "landlock"])
@@ -120,16 +137,11 @@ async def test_read_file_returns_the_state_key_kept_inside_the_workspace(tmp_pat
     ws.mkdir()
     (ws / "README.md").write_text("# ws\n")
     key = ws / "state" / "plan-lsp" / "state-key"
-    script = one_call_script(tmp_path, "read_file", path="state/plan-lsp/state-key")
-    env = {"XDG_STATE_HOME": str(ws / "state")}
-    args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "off"]
-    async with running_server([ws], *args, env=env) as ed:
-        assert (await ed.state())["mode"] == "plan"
-        assert key.is_file(), "the server made no state key under XDG_STATE_HOME"
-        await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
-        results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "read_file"]
-    assert results, "read_file was not called"
+    results = await _plan_call(
+        tmp_path, ws, "read_file", {"path": "state/plan-lsp/state-key"},
+        env={"XDG_STATE_HOME": str(ws / "state")}, plan_shell="off", key=key,
+    )  # fmt: skip
     secret = key.read_text().strip()
-    assert secret not in json.dumps(results), (
+    assert secret not in results, (
         "the read-only read_file tool returned the server's state key in plan mode"
     )

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.scripts import sample_project, scripted_args
-from tests.lsp_harness import running_server
-from tests.redteam._repos import one_call_script
+from tests.redteam._repos import build_mode_server, one_call_script
 from tests.redteam.test_mode_switch import _wait_for
 from tests.sandbox_support import require
 
@@ -59,13 +58,9 @@ async def _outlives_build_call(sandbox: str, tmp_path: Path, start: str, finish:
         "sleep 0.5; echo started\n" + finish
     )
     script = one_call_script(tmp_path, "bash", command=command)
-    user_config = tmp_path / "user.toml"
-    user_config.write_text('mode = "build"\n')
-    env = {"PLAN_LSP_CONFIG": str(user_config), "PLAN_LSP_SANDBOX": sandbox}
+    env = {"PLAN_LSP_SANDBOX": sandbox}
     try:
-        async with running_server([ws], *scripted_args(script), env=env) as ed:
-            ed.ed.answer_permission = lambda p: "allow_always"
-            ed.ed.answer_message = lambda p: "Allow always"
+        async with build_mode_server(tmp_path, ws, scripted_args(script), env) as ed:
             await ed.request("planLsp/prompt", {"text": "start the watcher"}, timeout=90)
             results = [u for u in ed.updates_of("toolResult") if u.get("tool") == "bash"]
             assert results and "started" in str(results[0]), results

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.e2e.scripts import sample_project
-from tests.lsp_harness import running_server
 from tests.needs import need_program
-from tests.redteam._repos import one_call_script
+from tests.redteam._repos import build_mode_server, one_call_script
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -57,16 +56,9 @@ async def test_switch_to_plan_mode_stops_a_daemonised_build_command(tmp_path: Pa
         "echo started"
     )
     script = one_call_script(tmp_path, "bash", command=command)
-    user_config = tmp_path / "user.toml"
-    user_config.write_text('mode = "build"\n')
+    args = ["--provider", "scripted", "--script", str(script)]
     try:
-        async with running_server(
-            [ws],
-            "--provider", "scripted", "--script", str(script),
-            env={"PLAN_LSP_CONFIG": str(user_config)},
-        ) as ed:  # fmt: skip
-            ed.ed.answer_permission = lambda p: "allow_always"
-            ed.ed.answer_message = lambda p: "Allow always"
+        async with build_mode_server(tmp_path, ws, args) as ed:
             assert (await ed.state())["mode"] == "build"
             await ed.request("planLsp/prompt", {"text": "set up the watcher"}, timeout=90)
             assert await _wait_for(notes.exists, 10), "the build-mode command did not start"

@@ -50,16 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from plan_lsp.policy import sandbox_probe
+
+    # Every workspace's state reports the sandbox, and build mode uses it too: prove it in a
+    # process of its own while this one imports and initializes (policy/sandbox_probe.py).
+    sandbox_probe.start()
     from plan_lsp.config import trusted_log_level
 
     # The command line wins; else the environment or the user's config file. A client's
     # `initializationOptions.logLevel` applies from `initialize` on.
     setup_logging(args.log_level or trusted_log_level() or "info", args.log_file)
-    from plan_lsp.policy.sandbox import start_probe
-
-    # Every workspace's state reports the sandbox, and build mode uses it too: prove it while
-    # the server imports and initializes, not after the first workspace asks.
-    start_probe()
     from plan_lsp.server import create_server
 
     overrides: dict[str, Any] = {

@@ -102,6 +102,17 @@ class Editor:
         result: dict[str, Any] = await self.request("planLsp/state", {})
         return result
 
+    async def settled_state(self) -> dict[str, Any]:
+        """`planLsp/state` once the sandbox self-test has answered: until then `planShell`
+        is null, and the server pushes the state when it knows."""
+        state = await self.state()
+        if state["planShell"] is None:
+            await self.wait_update(
+                lambda u: u.get("kind") == "state" and u["state"]["planShell"] is not None
+            )
+            state = await self.state()
+        return state
+
     # -- buffers ---------------------------------------------------------------------------
 
     def open(self, path: Path, text: str | None = None) -> Buffer:

@@ -148,7 +148,7 @@ async def test_the_test_harness_servers_run_under_bubblewrap(tmp_path: Path) -> 
     require(BUBBLEWRAP)
     ws = small_workspace(tmp_path, "x\n")
     async with running_server([ws], "--provider", "scripted") as ed:
-        state = await ed.state()
+        state = await ed.settled_state()
     assert state["sandbox"] == BUBBLEWRAP, state
     assert state["planShell"] == "sandboxed"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -16,13 +16,15 @@ from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
-from plan_lsp.providers.base import Provider
 from plan_lsp.server.client import ClientChannel, negotiated_encoding
 from plan_lsp.server.documents import DocumentStore
 from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
 from plan_lsp.server.plan_views import PlanViews
 from plan_lsp.server.plan_watch import PlanWatchers
 from plan_lsp.server.workspaces import WorkspaceContext, Workspaces
+
+if TYPE_CHECKING:
+    from plan_lsp.providers.base import Provider
 
 log = logging.getLogger(__name__)
 

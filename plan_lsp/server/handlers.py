@@ -82,6 +82,7 @@ def register(ls: PlanLanguageServer) -> None:
         options = to_plain(params.initialization_options) if params.initialization_options else {}
         ls.workspaces.init_options = options if isinstance(options, dict) else {}
         ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
+        ls.workspaces.follow_sandbox()
         ls.client.initialized(params)
         level = ls.workspaces.init_options.get("logLevel")
         if level in ("debug", "info", "warning", "error") and "log_level" not in ls.cli_overrides:

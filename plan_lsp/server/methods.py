@@ -29,9 +29,10 @@ CONNECTION_TEST_S = 20.0
 
 
 class WorkspaceParams(BaseModel):
-    """Every planLsp/* request may name its workspace folder; the first one by default."""
+    """Every planLsp/* request may name its workspace folder; the first one by default.
+    Each model is built when a request first needs it, not when the server starts."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     workspaceUri: str | None = None
 

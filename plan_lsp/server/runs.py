@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.policy.sandbox import sandbox_ready
 from plan_lsp.server.plan_drafts import LspPlanDrafts
 from plan_lsp.server.run_log import describe_update
-from plan_lsp.server.user_port import LspUserPort
 from plan_lsp.session import Actor, PlanStatus
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class RunManager:
             # The agent (and the providers, tools and policies behind it) load on first use.
             from plan_lsp.agent.loop import Agent, AgentPorts
             from plan_lsp.server.editor_port import LspEditorPort
+            from plan_lsp.server.user_port import LspUserPort
 
             self._agent = Agent(
                 self.ctx.session,
@@ -236,6 +237,8 @@ class RunManager:
         loop = asyncio.get_running_loop()
         timer = loop.call_later(self.ctx.config.run_timeout_s, self._time_out, handle)
         try:
+            # The tools offered and every shell command depend on the sandbox's status.
+            await sandbox_ready()
             result = await self.agent.run(
                 handle.run_id,
                 opening,

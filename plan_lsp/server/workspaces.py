@@ -4,6 +4,8 @@ the scripted provider alone is shared by the process, because the script belongs
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -11,13 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config, load_config
-from plan_lsp.policy.sandbox import sandbox_kind
-from plan_lsp.providers.base import Provider, ProviderError
+from plan_lsp.policy.sandbox import (
+    SandboxStatus,
+    on_sandbox_known,
+    sandbox_status,
+    sandbox_status_nowait,
+)
 from plan_lsp.server.runs import RunManager
 from plan_lsp.session import Session, StateStore
 from plan_lsp.session.model import McpServerStatus, ProviderInfo
 
 if TYPE_CHECKING:
+    from plan_lsp.providers.base import Provider, ProviderError
     from plan_lsp.server.app import PlanLanguageServer
     from plan_lsp.tools.mcp.manager import McpManager
 
@@ -52,32 +59,32 @@ def write_gitignore(server_dir: Path) -> None:
         out.write(GITIGNORE)
 
 
-def effective_plan_shell(config: Config) -> str:
+def effective_plan_shell(config: Config, status: SandboxStatus | None) -> str | None:
     """The plan-mode shell protection in force: the configured level, with "sandboxed" only
-    where a sandbox proved itself (else "classified")."""
+    where a sandbox proved itself (else "classified"); None while the self-test that
+    decides it still runs."""
     configured = config.plan_shell
-    if configured == "off":
-        return "off"
-    if configured == "classified":
-        return "classified"
-    return "sandboxed" if sandbox_kind() else "classified"
+    if configured in ("off", "classified"):
+        return configured
+    if status is None:
+        return None
+    return "sandboxed" if status.mechanism else "classified"
 
 
-def shell_protection_text(config: Config) -> str:
+def shell_protection_text(config: Config, status: SandboxStatus | None) -> str:
     """One line for humans: the level in force, what enforces it, and why a sandbox is not
     used when one was wanted (the self-test's own words)."""
-    from plan_lsp.policy.sandbox import sandbox_status
-
-    level = effective_plan_shell(config)
+    level = effective_plan_shell(config, status)
     if level == "off":
         return "off: no shell in plan mode"
-    status = sandbox_status()
+    if config.plan_shell == "classified":
+        return "classified: allow-list classifier only (set by the user)"
+    if status is None:
+        return "checking: the sandbox self-test is running; plan-mode commands wait for it"
     network = ", network allowed" if config.plan_network else ", no network"
     if level == "sandboxed":
         return f"sandboxed: {status.mechanism} (read-only{network}) + classifier"
-    if config.plan_shell in (None, "sandboxed"):
-        return f"classified: allow-list classifier only; no sandbox here ({status.detail})"
-    return "classified: allow-list classifier only (set by the user)"
+    return f"classified: allow-list classifier only; no sandbox here ({status.detail})"
 
 
 class _UnusableProvider:
@@ -111,10 +118,17 @@ class WorkspaceContext:
         self.store = store
         self.session = session
         self.config_warnings = warnings
-        self.plan_shell = effective_plan_shell(config)
         self._provider: Provider | None = None
         self.runs = RunManager(ls, self)
         self.mcp = self._make_mcp()
+
+    @property
+    def plan_shell(self) -> str:
+        """The protection in force; waits for the sandbox self-test if it still runs (runs
+        await `sandbox_ready()` first, so this never blocks the event loop there)."""
+        level = effective_plan_shell(self.config, sandbox_status())
+        assert level is not None
+        return level
 
     def _make_mcp(self) -> McpManager | None:
         """The workspace's MCP tool sources (user-level configuration only); their status is
@@ -149,6 +163,7 @@ class WorkspaceContext:
         cfg = self.config
         if cfg.provider == "scripted" and self.ls.shared_scripted is not None:
             return self.ls.shared_scripted
+        from plan_lsp.providers.base import ProviderError
         from plan_lsp.providers.factory import make_provider
 
         provider: Provider
@@ -203,10 +218,12 @@ class WorkspaceContext:
 
     def describe(self) -> None:
         """Tell the session what surrounds it; its listeners push the state."""
+        status = sandbox_status_nowait()
+        level = effective_plan_shell(self.config, status)
         self.session.set_context(
-            shellProtection=shell_protection_text(self.config),
-            planShell=self.plan_shell,
-            sandbox=sandbox_kind() if self.plan_shell == "sandboxed" else None,
+            shellProtection=shell_protection_text(self.config, status),
+            planShell=level,
+            sandbox=status.mechanism if status is not None and level == "sandboxed" else None,
             planNetwork=self.config.plan_network,
             provider=self.provider_info(),
             configWarnings=self.config_warnings,
@@ -251,6 +268,21 @@ class Workspaces:
             for hook in self.on_created:
                 hook(ctx)
         return ctx
+
+    def follow_sandbox(self) -> None:
+        """Describe every workspace again once the sandbox self-test answers (each pushes
+        its state); until then they report the shell protection as being checked."""
+        loop = asyncio.get_running_loop()
+
+        def known() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody to tell
+                loop.call_soon_threadsafe(self._sandbox_known)
+
+        on_sandbox_known(known)
+
+    def _sandbox_known(self) -> None:
+        for ctx in self._contexts.values():
+            ctx.describe()
 
     def created(self) -> list[WorkspaceContext]:
         return list(self._contexts.values())

@@ -39,7 +39,7 @@ async def test_plan_network_setting_reaches_sandboxed_commands(
             [ws], "--provider", "scripted", "--script", str(script),
             env={"PLAN_LSP_CONFIG": str(user)},
         ) as ed:  # fmt: skip
-            assert (await ed.state())["planShell"] == "sandboxed"
+            assert (await ed.settled_state())["planShell"] == "sandboxed"
             await ed.request("planLsp/prompt", {"text": "check the port"})
             result = next(u for u in ed.updates_of("toolResult") if u["tool"] == "bash")
     finally:

@@ -168,7 +168,7 @@ async def test_shell_protection_falls_back_visibly(tmp_path: Path) -> None:
     """Where no sandbox proves itself, the state says `classified` and why."""
     ws = sample_project(tmp_path / "ws")
     async with running_server([ws], env={"PLAN_LSP_SANDBOX": "none"}) as ed:
-        state = await ed.state()
+        state = await ed.settled_state()
     assert state["planShell"] == "classified" and state["sandbox"] is None
     assert "no sandbox here" in state["shellProtection"]
 

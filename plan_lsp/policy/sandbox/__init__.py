@@ -12,15 +12,17 @@ scrubbed environment, rlimits) or `build` (writable as the user, except every
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from plan_lsp.policy import sandbox_probe
 from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
 from plan_lsp.policy.sandbox.git import (
     git_shim,
@@ -44,13 +46,16 @@ __all__ = [
     "git_shim",
     "git_shim_dir",
     "hardened_git_env",
+    "on_sandbox_known",
     "plan_environment",
+    "probe_configured",
     "probe_sandbox",
     "reaped_argv",
     "sandbox_argv",
     "sandbox_kind",
+    "sandbox_ready",
     "sandbox_status",
-    "start_probe",
+    "sandbox_status_nowait",
     "unsandboxed_plan_env",
 ]
 
@@ -160,12 +165,31 @@ _status_lock = threading.Lock()
 _status: list[SandboxStatus] = []
 
 
+def probe_configured() -> SandboxStatus:
+    """Probe the mechanisms `PLAN_LSP_SANDBOX` allows, in order (uncached)."""
+    return probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
+
+
+def _from_process() -> SandboxStatus | None:
+    """The answer of the self-test process `plan-lsp serve` started
+    (`policy/sandbox_probe.py`), waiting for it; None when there is none or it failed."""
+    probe = sandbox_probe.current()
+    answer = probe.answer() if probe is not None else None
+    if answer is None:
+        return None
+    return SandboxStatus(
+        answer["mechanism"], answer["detail"], answer["build_profile"], answer["probe_ms"]
+    )
+
+
 def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process (a caller that
-    comes while the probe runs, e.g. in `start_probe`'s thread, waits for its answer)."""
+    """The mechanism proven to work on this machine; probed once per process (by the
+    self-test process when the server started one, else here). A caller that comes while
+    the probe runs waits for its answer: code on the event loop asks `sandbox_status_nowait`
+    or awaits `sandbox_ready` instead."""
     with _status_lock:
         if not _status:
-            status = probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
+            status = _from_process() or probe_configured()
             if status.mechanism is None:
                 log.warning("shell sandbox: %s", status.detail)
             else:
@@ -174,11 +198,29 @@ def sandbox_status() -> SandboxStatus:
         return _status[0]
 
 
-def start_probe() -> None:
-    """Probe in a background thread now, so that the answer is ready when the first
-    workspace needs it: the probe mostly waits for its sandboxed processes, which run on
-    another core while the server imports and initializes."""
-    threading.Thread(target=sandbox_status, name="sandbox-probe", daemon=True).start()
+def sandbox_status_nowait() -> SandboxStatus | None:
+    """The status if known without waiting for the self-test process, else None."""
+    probe = sandbox_probe.current()
+    if not _status and probe is not None and not probe.done():
+        return None
+    return sandbox_status()
+
+
+async def sandbox_ready() -> SandboxStatus:
+    """The status, waited for off the event loop."""
+    status = sandbox_status_nowait()
+    if status is not None:
+        return status
+    return await asyncio.to_thread(sandbox_status)
+
+
+def on_sandbox_known(listener: Callable[[], None]) -> None:
+    """`listener()` once the self-test process has answered (from its thread), or now."""
+    probe = sandbox_probe.current()
+    if probe is None:
+        listener()
+    else:
+        probe.on_done(listener)
 
 
 def sandbox_kind() -> str | None:

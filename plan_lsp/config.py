@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -224,6 +223,8 @@ def _toml_layer(
 ) -> dict[str, Any]:
     """The TOML table in `path` (read by `read`, default: the user's own file), {} if there
     is none; a file that cannot be read or parsed is reported in `warnings` and ignored."""
+    import tomllib  # only when there is a file to parse
+
     try:
         data = read() if read is not None else _read_user_file(path)
         return {} if data is None else tomllib.loads(data.decode("utf-8"))

@@ -1,16 +1,17 @@
-"""The sandbox self-test in a process of its own, started first thing by `plan-lsp serve`.
+"""The sandbox's status: which mechanism proved itself here, known without waiting.
 
-The self-test (`policy/sandbox/selftest.py`) runs two sandboxed shells and takes a few
-hundred milliseconds. In a thread of the server it competed with the server's own start-up
-for the interpreter lock (about 90 ms later to the first answer, measured with
-`tests/bench/bench_startup.py`); in its own process it runs on another core. The process is
-this package's own code (`python -m plan_lsp.policy.sandbox.probe_main`, started from `/`
-with the current directory left off `sys.path`), so nothing in a workspace takes part.
+`plan-lsp serve` starts the self-test (`policy/sandbox/selftest.py`: two sandboxed shells, a
+few hundred milliseconds) first thing, in a process of its own. In a thread of the server it
+competed with the server's start-up for the interpreter lock (about 90 ms later to the first
+answer, measured with `tests/bench/bench_startup.py`); in its own process it runs on another
+core. The process is this package's own code (`python -m plan_lsp.policy.sandbox.probe_main`,
+started from `/` with the current directory left off `sys.path`), so nothing in a workspace
+takes part. Where no process was started (the CLI, tests) or it failed in any way, the probe
+runs in this process (deny by default: only a probe that held proves a sandbox).
 
-This module is deliberately small (standard library only): it is imported before the rest
-of the server. `policy/sandbox/__init__.py` turns the answer into a `SandboxStatus`; when
-the process fails in any way the probe runs in the server instead (deny by default: only a
-probe that held proves a sandbox).
+This module is small and loads with the server; the sandbox itself
+(`policy/sandbox/`) loads when a command first needs it. Code on the event loop asks
+`sandbox_status_nowait()` (None while the self-test runs) or awaits `sandbox_ready()`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,30 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-log = logging.getLogger(__name__)
+# The status is logged under the sandbox's name.
+log = logging.getLogger("plan_lsp.policy.sandbox")
+
+BUBBLEWRAP: Literal["bubblewrap"] = "bubblewrap"
+LANDLOCK: Literal["landlock"] = "landlock"
+Mechanism = Literal["bubblewrap", "landlock"]
+# Orders or restricts the mechanisms tried, e.g. `landlock` or `none` (server environment).
+ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
 
 PROBE_MODULE = "plan_lsp.policy.sandbox.probe_main"
 # The self-test bounds each of its sandboxed shells; this bounds the whole process.
 PROCESS_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    mechanism: Mechanism | None
+    detail: str
+    # Build-mode commands run with `.plan-lsp` read-only (bubblewrap only).
+    build_profile: bool = False
+    probe_ms: float = 0.0
 
 
 class BackgroundProbe:
@@ -109,7 +127,7 @@ def parse_answer(out: bytes, err: bytes, returncode: int) -> dict[str, Any] | No
         returncode == 0
         and isinstance(answer, dict)
         and all(isinstance(answer.get(k), t) for k, t in fields.items())
-        and answer["mechanism"] in (None, "bubblewrap", "landlock")
+        and answer["mechanism"] in (None, BUBBLEWRAP, LANDLOCK)
     ):
         return answer
     reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit {returncode}"]
@@ -131,3 +149,64 @@ def start() -> None:
 
 def current() -> BackgroundProbe | None:
     return _current[0] if _current else None
+
+
+_status_lock = threading.Lock()
+_status: list[SandboxStatus] = []
+
+
+def _from_process() -> SandboxStatus | None:
+    """The self-test process's answer, waiting for it; None when there is none or it failed."""
+    probe = current()
+    answer = probe.answer() if probe is not None else None
+    if answer is None:
+        return None
+    return SandboxStatus(
+        answer["mechanism"], answer["detail"], answer["build_profile"], answer["probe_ms"]
+    )
+
+
+def sandbox_status() -> SandboxStatus:
+    """The mechanism proven to work on this machine; probed once per process (by the
+    self-test process when the server started one, else here). A caller that comes while
+    the probe runs waits for its answer."""
+    with _status_lock:
+        if not _status:
+            status = _from_process()
+            if status is None:
+                from plan_lsp.policy.sandbox import probe_configured
+
+                status = probe_configured()
+            if status.mechanism is None:
+                log.warning("shell sandbox: %s", status.detail)
+            else:
+                log.info("shell sandbox: %s", status.detail)
+            _status.append(status)
+        return _status[0]
+
+
+def sandbox_status_nowait() -> SandboxStatus | None:
+    """The status if known without waiting for the self-test process, else None."""
+    probe = current()
+    if not _status and probe is not None and not probe.done():
+        return None
+    return sandbox_status()
+
+
+async def sandbox_ready() -> SandboxStatus:
+    """The status, waited for off the event loop."""
+    import asyncio  # loaded by the server anyway; not before the self-test has started
+
+    status = sandbox_status_nowait()
+    if status is not None:
+        return status
+    return await asyncio.to_thread(sandbox_status)
+
+
+def on_sandbox_known(listener: Callable[[], None]) -> None:
+    """`listener()` once the self-test process has answered (from its thread), or now."""
+    probe = current()
+    if probe is None:
+        listener()
+    else:
+        probe.on_done(listener)

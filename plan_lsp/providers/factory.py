@@ -6,9 +6,7 @@ import os
 from pathlib import Path
 
 from plan_lsp.providers.base import Provider, ProviderError
-
-PROVIDER_NAMES = ("scripted", "openai", "anthropic")
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+from plan_lsp.providers.defaults import DEFAULT_MODELS, PROVIDER_NAMES
 
 
 def make_provider(

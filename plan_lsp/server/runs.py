@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
-from plan_lsp.policy.sandbox import sandbox_ready
+from plan_lsp.policy.sandbox_probe import sandbox_ready
 from plan_lsp.server.plan_drafts import LspPlanDrafts
 from plan_lsp.server.run_log import describe_update
 from plan_lsp.session import Actor, PlanStatus

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config, load_config
-from plan_lsp.policy.sandbox import (
+from plan_lsp.policy.sandbox_probe import (
     SandboxStatus,
     on_sandbox_known,
     sandbox_status,
@@ -188,7 +188,7 @@ class WorkspaceContext:
     def provider_info(self, environ: dict[str, str] | None = None) -> ProviderInfo:
         """What the model back end is and what keeps it from working, without contacting it
         (the connection test does that)."""
-        from plan_lsp.providers.factory import DEFAULT_MODELS
+        from plan_lsp.providers.defaults import DEFAULT_MODELS
 
         env = os.environ if environ is None else environ
         cfg = self.config

@@ -12,17 +12,13 @@ scrubbed environment, rlimits) or `build` (writable as the user, except every
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy import sandbox_probe
 from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
 from plan_lsp.policy.sandbox.git import (
     git_shim,
@@ -34,6 +30,17 @@ from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
 from plan_lsp.policy.sandbox.landlock import landlock_abi, landlock_argv, seccomp_available
 from plan_lsp.policy.sandbox.layout import plan_environment
 from plan_lsp.policy.sandbox.selftest import ProbeResult, probe_build, probe_plan, timed
+from plan_lsp.policy.sandbox_probe import (
+    BUBBLEWRAP,
+    LANDLOCK,
+    ORDER_VARIABLE,
+    Mechanism,
+    SandboxStatus,
+    on_sandbox_known,
+    sandbox_ready,
+    sandbox_status,
+    sandbox_status_nowait,
+)
 
 __all__ = [
     "BUBBLEWRAP",
@@ -61,22 +68,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BUBBLEWRAP: Literal["bubblewrap"] = "bubblewrap"
-LANDLOCK: Literal["landlock"] = "landlock"
-Mechanism = Literal["bubblewrap", "landlock"]
 Profile = Literal["plan", "build"]
 MECHANISMS: tuple[Mechanism, ...] = (BUBBLEWRAP, LANDLOCK)
-ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
 SUBREAPER = Path(__file__).with_name("subreaper.py")
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    mechanism: Mechanism | None
-    detail: str
-    # Build-mode commands run with `.plan-lsp` read-only (bubblewrap only).
-    build_profile: bool = False
-    probe_ms: float = 0.0
 
 
 class SandboxUnavailable(RuntimeError):
@@ -161,66 +155,9 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
     return SandboxStatus(None, detail, False, total_ms)
 
 
-_status_lock = threading.Lock()
-_status: list[SandboxStatus] = []
-
-
 def probe_configured() -> SandboxStatus:
     """Probe the mechanisms `PLAN_LSP_SANDBOX` allows, in order (uncached)."""
     return probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
-
-
-def _from_process() -> SandboxStatus | None:
-    """The answer of the self-test process `plan-lsp serve` started
-    (`policy/sandbox_probe.py`), waiting for it; None when there is none or it failed."""
-    probe = sandbox_probe.current()
-    answer = probe.answer() if probe is not None else None
-    if answer is None:
-        return None
-    return SandboxStatus(
-        answer["mechanism"], answer["detail"], answer["build_profile"], answer["probe_ms"]
-    )
-
-
-def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process (by the
-    self-test process when the server started one, else here). A caller that comes while
-    the probe runs waits for its answer: code on the event loop asks `sandbox_status_nowait`
-    or awaits `sandbox_ready` instead."""
-    with _status_lock:
-        if not _status:
-            status = _from_process() or probe_configured()
-            if status.mechanism is None:
-                log.warning("shell sandbox: %s", status.detail)
-            else:
-                log.info("shell sandbox: %s", status.detail)
-            _status.append(status)
-        return _status[0]
-
-
-def sandbox_status_nowait() -> SandboxStatus | None:
-    """The status if known without waiting for the self-test process, else None."""
-    probe = sandbox_probe.current()
-    if not _status and probe is not None and not probe.done():
-        return None
-    return sandbox_status()
-
-
-async def sandbox_ready() -> SandboxStatus:
-    """The status, waited for off the event loop."""
-    status = sandbox_status_nowait()
-    if status is not None:
-        return status
-    return await asyncio.to_thread(sandbox_status)
-
-
-def on_sandbox_known(listener: Callable[[], None]) -> None:
-    """`listener()` once the self-test process has answered (from its thread), or now."""
-    probe = sandbox_probe.current()
-    if probe is None:
-        listener()
-    else:
-        probe.on_done(listener)
 
 
 def sandbox_kind() -> str | None:

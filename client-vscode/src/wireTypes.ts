@@ -61,7 +61,8 @@ export interface SessionState {
   runId?: string | null;
   approvedPlan?: ApprovedPlan | null;
   shellProtection?: string | null;
-  planShell?: PlanShell;
+  /** null while the server's sandbox self-test runs (the state is pushed when it answers). */
+  planShell?: PlanShell | null;
   sandbox?: 'bubblewrap' | 'landlock' | null;
   planNetwork?: boolean;
   provider?: ProviderStatus;

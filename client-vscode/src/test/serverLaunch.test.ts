@@ -134,4 +134,11 @@ test('status bar: mode, permission mode and, in plan mode, the shell protection'
   assert.match(tooltip, /Plan-mode shell: sandboxed \(landlock\)/);
   assert.match(tooltip, /network/);
   assert.match(statusBarTooltip({ mode: 'build', permissionMode: 'yolo', planStatus: 'approved', running: true }), /agent running/);
+  // While the server's sandbox self-test runs: no shield yet, the tooltip says so.
+  const checking = { mode: 'plan' as const, permissionMode: 'ask' as const, planShell: null, sandbox: null };
+  assert.equal(statusBarText(checking), '$(eye) Plan · ask');
+  assert.match(
+    statusBarTooltip({ ...checking, planStatus: 'none', running: false, shellProtection: 'checking: the sandbox self-test is running' }),
+    /Plan-mode shell: checking: the sandbox self-test is running/,
+  );
 });

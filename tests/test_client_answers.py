@@ -1,7 +1,6 @@
 """Answers to the server's requests (`ClientChannel.request`): a typed answer comes back as
-plain JSON through the protocol's own converter, never by building a new lsprotocol
-converter per answer (that took milliseconds of the event loop for every `applyEdit` answer
-while a plan streamed)."""
+plain JSON, never by building a new lsprotocol converter per answer (that took
+milliseconds of the event loop for every `applyEdit` answer while a plan streamed)."""
 
 from __future__ import annotations
 
@@ -13,17 +12,18 @@ from unittest import mock
 from lsprotocol import converters, types
 
 from plan_lsp.server.client import ClientChannel, ClientSupport
+from plan_lsp.server.plain import to_plain
 
 
 def _channel(answer: Any) -> ClientChannel:
-    converter = converters.get_converter()
+    to_plain(types.Position(line=0, character=0))  # the one converter this process builds
 
     def send_request_async(method: str, params: Any) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.set_result(answer)
         return future
 
-    protocol = SimpleNamespace(_converter=converter, send_request_async=send_request_async)
+    protocol = SimpleNamespace(send_request_async=send_request_async)
     channel = ClientChannel(SimpleNamespace(protocol=protocol))  # type: ignore[arg-type]
     channel.support = ClientSupport(apply_edit=True)
     return channel

@@ -327,11 +327,6 @@ class ClientChannel:
         except Exception as exc:
             log.info("%s failed: %s", method, exc)
             return False, None
-        if hasattr(result, "__attrs_attrs__"):
-            # A typed answer (`ApplyWorkspaceEditResult`, say) goes back to JSON through the
-            # converter that built it: `to_plain` would build a whole new lsprotocol converter
-            # (~4 ms of the event loop) for every answer.
-            return True, self.ls.protocol._converter.unstructure(result)
         return True, to_plain(result)
 
     async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> bool:

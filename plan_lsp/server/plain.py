@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 
+@cache
+def _converter() -> Any:
+    """lsprotocol's converter, built once: building one registers every hook (~4 ms of the
+    event loop, and garbage), which every `applyEdit` answer used to pay while a plan
+    streamed (tests/bench/bench_responsiveness.py)."""
+    from lsprotocol import converters
+
+    return converters.get_converter()
+
+
 def to_plain(obj: Any) -> Any:
-    """pygls hands custom-method params over as nested namedtuples; get plain JSON back."""
+    """pygls hands custom-method params over as nested namedtuples and answers to the
+    server's requests as lsprotocol (attrs) objects; get plain JSON back."""
     if hasattr(obj, "_asdict"):
         return {k: to_plain(v) for k, v in obj._asdict().items()}
     if isinstance(obj, dict):
@@ -14,7 +26,5 @@ def to_plain(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [to_plain(v) for v in obj]
     if hasattr(obj, "__attrs_attrs__"):
-        from lsprotocol import converters
-
-        return converters.get_converter().unstructure(obj)
+        return _converter().unstructure(obj)
     return obj

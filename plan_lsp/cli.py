@@ -50,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from plan_lsp import startup
     from plan_lsp.policy import sandbox_probe
+
+    startup.begin()
 
     # Every workspace's state reports the sandbox, and build mode uses it too: prove it in a
     # process of its own while this one imports and initializes (policy/sandbox_probe.py).

@@ -11,6 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from plan_lsp import startup
 from plan_lsp.server import methods
 from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_from
 from plan_lsp.server.plain import to_plain
@@ -18,6 +19,8 @@ from plan_lsp.server.plain import to_plain
 Handler = Callable[[PlanLanguageServer, Any], Any]
 
 WATCH_DELAY_S = 0.5
+# Start-up ends with the first workspaces up, or this long after `initialize` at the latest.
+SETTLE_LATEST_S = 10.0
 
 # Custom requests: answered in message order when synchronous (a didChange is applied before
 # the request that follows it), awaited when asynchronous.
@@ -83,6 +86,7 @@ def register(ls: PlanLanguageServer) -> None:
         ls.workspaces.init_options = options if isinstance(options, dict) else {}
         ls.workspaces.set_roots(workspace_roots_from(params, ls.default_root))
         ls.workspaces.follow_sandbox()
+        asyncio.get_running_loop().call_later(SETTLE_LATEST_S, startup.settle)
         ls.client.initialized(params)
         level = ls.workspaces.init_options.get("logLevel")
         if level in ("debug", "info", "warning", "error") and "log_level" not in ls.cli_overrides:
@@ -98,6 +102,7 @@ def register(ls: PlanLanguageServer) -> None:
         # Watching plan files on disk can wait a moment: its imports would otherwise delay
         # the client's first requests (tests/bench/bench_startup.py).
         asyncio.get_running_loop().call_later(WATCH_DELAY_S, ls.watchers.start, contexts)
+        startup.settle()
 
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(ls: PlanLanguageServer, params: Any) -> None:

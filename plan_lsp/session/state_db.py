@@ -196,11 +196,13 @@ def _check_sessions(conn: sqlite3.Connection, key: StateKey, db_id: str) -> None
 def _fresh(conn: sqlite3.Connection, key: StateKey) -> Opened:
     """Give the new, empty database `conn` the schema and a sealed identity."""
     db_id = secrets.token_hex(16)
-    conn.executescript(SCHEMA)
+    # One transaction: one durable commit instead of one per statement (~20 → ~4 ms here).
+    conn.executescript("BEGIN;\n" + SCHEMA)
     conn.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?)",
         [("schema", str(SCHEMA_VERSION)), ("id", db_id), ("seal", identity_seal(key, db_id))],
     )
+    conn.execute("COMMIT")
     conn.set_authorizer(authorizer)
     return Opened(conn, db_id)
 

@@ -16,8 +16,10 @@ This module is small and loads with the server; the sandbox itself
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -37,6 +39,7 @@ ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
 PROBE_MODULE = "plan_lsp.policy.sandbox.probe_main"
 # The self-test bounds each of its sandboxed shells; this bounds the whole process.
 PROCESS_TIMEOUT_S = 60.0
+PROBE_NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ class BackgroundProbe:
             log.warning("sandbox self-test process could not start: %s", exc)
             self._finish(None)
             return
+        # Background work: where cores are scarce (an editor starting too), the server's
+        # own start-up goes first; the first answer does not wait for the self-test.
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, PROBE_NICENESS)
         threading.Thread(
             target=self._wait, args=(process,), name="sandbox-probe", daemon=True
         ).start()

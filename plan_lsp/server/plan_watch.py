@@ -9,7 +9,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plan_lsp.policy.safe_fs import TEMP_PREFIX
+from plan_lsp.plan.checklist import without_checklist_marks
+from plan_lsp.policy.safe_fs import TEMP_PREFIX, disk_text
 from plan_lsp.session import PlanStatus
 
 if TYPE_CHECKING:
@@ -50,10 +51,22 @@ class PlanWatchers:
         except OSError as exc:
             log.warning("plan changes on disk will not be noticed: %s", exc)
             return
+        caught_up = False
         try:
+            # The first yield comes once the watch is in place (changes, or a quiet timeout):
+            # a change made before that — watching begins a moment after start-up — is
+            # looked for then, so none is missed.
             async for changes in awatch(
-                plans, debounce=50, step=10, stop_event=self._stop, recursive=False
+                plans,
+                debounce=50,
+                step=10,
+                stop_event=self._stop,
+                recursive=False,
+                yield_on_timeout=True,
             ):
+                if not caught_up:
+                    caught_up = True
+                    self.catch_up(ctx)
                 for _change, raw in changes:
                     path = Path(raw)
                     if path.name.startswith((".", TEMP_PREFIX)) or path.suffix != ".md":
@@ -61,6 +74,22 @@ class PlanWatchers:
                     self.on_disk_change(ctx, path)
         except Exception:
             log.exception("watching %s failed; plan changes on disk will not be noticed", plans)
+
+    def catch_up(self, ctx: WorkspaceContext) -> None:
+        """An approved plan whose file no longer holds the approved text changed before
+        watching began (a draft has nothing to compare with: its file is the plan)."""
+        session = ctx.session
+        approved = session.approved
+        path = session.main_plan_path
+        if session.plan_status is not PlanStatus.APPROVED or approved is None:
+            return
+        if self.ls.documents.get(path) is not None:
+            return  # open in the editor: the buffer is the truth
+        text = disk_text(path)
+        if text is None or without_checklist_marks(text) != without_checklist_marks(
+            approved.text
+        ):
+            self.on_disk_change(ctx, path)
 
     def on_disk_change(self, ctx: WorkspaceContext, path: Path) -> None:
         session = ctx.session

@@ -282,6 +282,25 @@ async def test_plan_changed_on_disk_by_another_program_is_reflected(tmp_path: Pa
         assert (await ed.state())["planStatus"] == "drafting"
 
 
+async def test_an_approved_plan_changed_while_no_server_watched_is_noticed(
+    tmp_path: Path,
+) -> None:
+    """Changed on disk while the editor was closed (or before watching began): the next
+    server finds the approved plan no longer holds the approved text."""
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
+    async with cm as ed:
+        await ed.request("planLsp/prompt", {"text": "plan it"})
+        state = await ed.command("planLsp.approvePlan", {"execute": False})
+        assert state["planStatus"] == "approved"
+    plan_path(ws).write_text(LONG_PLAN + "- [ ] A step added while no server watched.\n")
+    async with running_server([ws], "--plan-shell", "classified") as ed:
+        assert (await ed.state())["planStatus"] == "approved"  # restored as it was left
+        await ed.wait_update(
+            lambda u: u["kind"] == "planDraft" and u.get("status") == "changedOnDisk"
+        )
+        assert (await ed.state())["planStatus"] == "drafting"
+
+
 async def test_a_revised_plan_overwrites_the_previous_one_without_an_open_buffer(
     tmp_path: Path,
 ) -> None:

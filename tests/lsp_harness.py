@@ -73,6 +73,9 @@ class EditorState:
     answer_permission: Callable[[dict[str, Any]], str] = lambda p: "reject_once"
     answer_questions: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: None
     update_event: asyncio.Event = field(default_factory=asyncio.Event)
+    # every publishDiagnostics: (uri, version)
+    published: list[tuple[str, int | None]] = field(default_factory=list)
+    published_event: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Editor:
@@ -309,11 +312,17 @@ async def running_server(
     declare_plan_lsp: bool = True,
 ) -> AsyncIterator[Editor]:
     client = LanguageClient(converter_factory=default_converter)
-    register_lsp_features(
-        client,
-        {m: f for m, f in DEFAULT_CLIENT_FEATURES.items() if m != types.WINDOW_SHOW_DOCUMENT},
-    )
     state = EditorState()
+    features = {m: f for m, f in DEFAULT_CLIENT_FEATURES.items() if m != types.WINDOW_SHOW_DOCUMENT}
+    keep_diagnostics = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def publish_diagnostics(client: LanguageClient, params: types.PublishDiagnosticsParams) -> Any:
+        state.published.append((params.uri, params.version))
+        state.published_event.set()
+        return keep_diagnostics(client, params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish_diagnostics
+    register_lsp_features(client, features)
     _register(client, state)
     # The machine's own user config never leaks into a test (a test may name one).
     full_env = {**os.environ, "PLAN_LSP_CONFIG": os.devnull, **(env or {})}

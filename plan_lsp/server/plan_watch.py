@@ -86,9 +86,7 @@ class PlanWatchers:
         if self.ls.documents.get(path) is not None:
             return  # open in the editor: the buffer is the truth
         text = disk_text(path)
-        if text is None or without_checklist_marks(text) != without_checklist_marks(
-            approved.text
-        ):
+        if text is None or without_checklist_marks(text) != without_checklist_marks(approved.text):
             self.on_disk_change(ctx, path)
 
     def on_disk_change(self, ctx: WorkspaceContext, path: Path) -> None:

@@ -140,6 +140,33 @@ async def test_user_edits_are_what_gets_approved(tmp_path: Path) -> None:
         assert any(d.code == "changed-after-approval" for d in diags)
 
 
+async def test_diagnostics_follow_a_burst_of_changes_once(tmp_path: Path) -> None:
+    """A plan changed many times in a row (as while it streams) is checked for the latest
+    text, not once per change."""
+    ws, _t, cm = start(tmp_path, plan_turns(LONG_PLAN))
+    async with cm as ed:
+        await ed.request("planLsp/prompt", {"text": "plan it"})
+        path = plan_path(ws)
+        uri = path.as_uri()
+        text = LONG_PLAN
+        before = len(ed.ed.published)
+        for i in range(30):
+            text += f"- [ ] Step {i} typed in a burst (TODO).\n"
+            ed.type_into(path, text)
+        await ed.state()  # every change is in before this answers
+        final = ed.ed.buffers[uri].version
+
+        async def latest_checked() -> None:
+            while (uri, final) not in ed.ed.published:
+                ed.ed.published_event.clear()
+                await ed.ed.published_event.wait()
+
+        await asyncio.wait_for(latest_checked(), 30)
+        burst = [v for u, v in ed.ed.published[before:] if u == uri]
+        assert len(burst) < 10, burst  # one per change without coalescing: 30
+        assert any("TODO" in d.message for d in ed.client.diagnostics[uri])
+
+
 async def test_approve_with_fresh_context_carries_task_and_plan_only(tmp_path: Path) -> None:
     ws, transcript, cm = start(tmp_path, plan_turns(LONG_PLAN) + do_turns())
     async with cm as ed:

@@ -9,7 +9,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plan_lsp.plan.checklist import without_checklist_marks
 from plan_lsp.policy.safe_fs import TEMP_PREFIX, disk_text
 from plan_lsp.session import PlanStatus
 
@@ -78,16 +77,12 @@ class PlanWatchers:
     def catch_up(self, ctx: WorkspaceContext) -> None:
         """An approved plan whose file no longer holds the approved text changed before
         watching began (a draft has nothing to compare with: its file is the plan)."""
-        session = ctx.session
-        approved = session.approved
-        path = session.main_plan_path
-        if session.plan_status is not PlanStatus.APPROVED or approved is None:
+        path = ctx.session.main_plan_path
+        if ctx.session.plan_status is not PlanStatus.APPROVED:
             return
-        if self.ls.documents.get(path) is not None:
-            return  # open in the editor: the buffer is the truth
         text = disk_text(path)
-        if text is None or without_checklist_marks(text) != without_checklist_marks(approved.text):
-            self.on_disk_change(ctx, path)
+        if text is None or ctx.runs.differs_from_approved(text):
+            self.on_disk_change(ctx, path)  # which leaves a plan open in the editor alone
 
     def on_disk_change(self, ctx: WorkspaceContext, path: Path) -> None:
         session = ctx.session

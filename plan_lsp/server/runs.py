@@ -344,15 +344,18 @@ class RunManager:
         else:
             self.ls.write_file(path, mirrored)
 
-    def approved_text_changed(self, text: str) -> None:
-        """The user changed the plan after approval. Checklist progress (the server's own
-        mirroring of todos, or the user ticking a box) is not a change of the plan."""
+    def differs_from_approved(self, text: str) -> bool:
+        """`text` is not the approved plan. Checklist progress (the server's own mirroring
+        of todos, or the user ticking a box) is not a change of the plan."""
         approved = self.ctx.session.approved
-        if approved is None or without_checklist_marks(text) == without_checklist_marks(
+        return approved is not None and without_checklist_marks(text) != without_checklist_marks(
             approved.text
-        ):
-            return
-        self.ctx.session.approved_text_changed(text)
+        )
+
+    def approved_text_changed(self, text: str) -> None:
+        """The user changed the plan after approval."""
+        if self.differs_from_approved(text):
+            self.ctx.session.approved_text_changed(text)
 
     async def close(self) -> None:
         await self.cancel(None)

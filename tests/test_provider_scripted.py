@@ -230,3 +230,58 @@ def test_importing_providers_does_not_import_sdks() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == ""
+
+
+# -- model-speed streaming ---------------------------------------------------------------
+
+
+def test_a_pace_streams_the_whole_text_in_deltas_of_its_sizes_at_its_speed() -> None:
+    import random
+
+    from plan_lsp.providers.scripted import Pace
+
+    pace = Pace(chars_per_second=1000, chunk=(2, 9), jitter=0.5,
+                pause_every_chars=(100, 200), pause_ms=(400, 900), seed=3)  # fmt: skip
+    text = "x" * 5000
+    pieces = list(pace.pieces(text, random.Random("3:1")))
+    assert "".join(p for _, p in pieces) == text
+    assert all(2 <= len(p) for _, p in pieces[:-1]) and all(len(p) <= 9 for _, p in pieces)
+    waits = [w for w, _ in pieces]
+    pauses = [w for w in waits if w >= 0.4]
+    # a pause after every 100-200 characters, each longer than any editor's debounce
+    assert 5000 // 200 - 1 <= len(pauses) <= 5000 // 100 + 1
+    streaming = sum(w for w in waits if w < 0.4)
+    # about 1000 characters a second between the pauses (±jitter averages out)
+    assert 4.0 < streaming < 6.0
+    # the same seed streams the same way
+    assert pieces == list(pace.pieces(text, random.Random("3:1")))
+
+
+async def test_a_paced_turn_records_its_timeline_and_a_turn_can_opt_out(tmp_path: Path) -> None:
+    timeline = tmp_path / "timeline.jsonl"
+    args = {"content": "# Plan\n" + "step\n" * 20}
+    script = {
+        "pace": {"chars_per_second": 20000, "chunk": [3, 7], "pause_every_chars": [50, 60],
+                 "pause_ms": [1, 2]},
+        "timeline": str(timeline),
+        "turns": [
+            {"text": "Planning.", "tool_calls": [{"name": "plan_write", "arguments": args}]},
+            {"text": "fast turn", "pace": None},
+        ],
+    }  # fmt: skip
+    provider = ScriptedProvider(write_script(tmp_path, script))
+    first = await collect(provider.stream(request()))
+    deltas = [e.delta for e in first.events if isinstance(e, ToolCallArgsDelta)]
+    assert "".join(deltas) == json.dumps(args)
+    assert all(3 <= len(d) <= 7 for d in deltas[:-1])
+    lines = [json.loads(line) for line in timeline.read_text().splitlines()]
+    calls = [line for line in lines if line["kind"] == "args"]
+    assert [c["sent"] for c in calls] == [
+        sum(len(d) for d in deltas[: i + 1]) for i in range(len(deltas))
+    ]
+    assert all(c["turn"] == 1 and c["call"] == 0 for c in calls)
+    assert [c["t"] for c in calls] == sorted(c["t"] for c in calls)
+
+    second = await collect(provider.stream(request()))
+    texts = [e.text for e in second.events if isinstance(e, TextDelta)]
+    assert texts == ["fast turn"]  # the script's chunk of 16: no pace

@@ -7,10 +7,29 @@ calls are made. Past the last turn the model answers `(end of script)`.
 Script format::
 
     {"chunk": 16,
+     "pace"?: Pace,
+     "timeline"?: str,
      "turns": [{"text"?: str,
                 "tool_calls"?: [{"name": str, "arguments": object | str}],
                 "delay_ms"?: int,
+                "pace"?: Pace | null,
                 "error"?: {"kind": str, "message": str, "retry_after"?: float}}]}
+
+    Pace = {"chars_per_second": float, "chunk": [min, max], "jitter": float,
+            "pause_every_chars": [min, max], "pause_ms": [min, max], "seed": int}
+
+Without a pace, text and arguments stream in `chunk`-character deltas as fast as they are
+read (optionally `delay_ms` apart): the fast mode for unit tests. With a pace (the script's,
+or a turn's own, which wins; `"pace": null` turns it off for one turn) the turn streams like a
+hosted or local model: deltas of a random size in `chunk`, at about `chars_per_second` with
+each gap varied by ±`jitter` (a fraction), and a pause of `pause_ms` after every
+`pause_every_chars` characters — pauses longer than an editor's debounce. The randomness is
+seeded (`seed`, then the turn's number), so a script streams the same way every time.
+
+`timeline`: a file the provider appends one JSON line to per delta,
+`{"t": wall-clock seconds, "turn": n, "call": index | null, "kind": "text" | "args",
+"sent": characters of that text or call's arguments sent so far}` — what a test compares with
+what an editor showed, and when.
 
 Tool arguments given as an object are sent as `json.dumps(arguments)`; given as a string
 they are sent verbatim (so a script can send broken JSON). A turn with `error` streams
@@ -21,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -61,12 +82,51 @@ class ScriptedError(BaseModel):
     retry_after: float | None = None
 
 
+def _range(bounds: tuple[int, int]) -> tuple[int, int]:
+    low, high = bounds
+    return (low, high) if low <= high else (high, low)
+
+
+class Pace(BaseModel):
+    """How a model streams: speed, delta sizes, jitter and pauses (see the module's doc)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chars_per_second: float = Field(default=1000.0, gt=0)
+    chunk: tuple[int, int] = (1, 40)
+    jitter: float = Field(default=0.5, ge=0, le=1)
+    pause_every_chars: tuple[int, int] = (300, 700)
+    pause_ms: tuple[int, int] = (400, 1200)
+    seed: int = 1
+
+    def pieces(self, text: str, rng: random.Random) -> Iterator[tuple[float, str]]:
+        """`(seconds to wait before it, delta)` for each delta of `text`."""
+        low, high = _range(self.chunk)
+        every_low, every_high = _range(self.pause_every_chars)
+        pause_low, pause_high = _range(self.pause_ms)
+        until_pause = rng.randint(max(1, every_low), max(1, every_high))
+        start = 0
+        while start < len(text):
+            size = rng.randint(max(1, low), max(1, high))
+            piece = text[start : start + size]
+            start += len(piece)
+            wait = len(piece) / self.chars_per_second
+            wait *= 1 + rng.uniform(-self.jitter, self.jitter)
+            until_pause -= len(piece)
+            if until_pause <= 0:
+                wait += rng.uniform(pause_low, pause_high) / 1000.0
+                until_pause = rng.randint(max(1, every_low), max(1, every_high))
+            yield max(0.0, wait), piece
+
+
 class ScriptedTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
     delay_ms: int = Field(default=0, ge=0)
+    # Unset: the script's pace; null: this turn streams in the fast mode.
+    pace: Pace | None = Field(default=None)
     error: ScriptedError | None = None
 
 
@@ -74,6 +134,8 @@ class Script(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     chunk: int = Field(default=16, ge=1)
+    pace: Pace | None = None
+    timeline: str | None = None
     turns: list[ScriptedTurn]
 
 
@@ -133,6 +195,22 @@ class ScriptedProvider:
         turn = turns[turn_number - 1] if turn_number <= len(turns) else None
         return self._play(turn_number, turn)
 
+    def _pace_of(self, turn: ScriptedTurn) -> Pace | None:
+        if "pace" in turn.model_fields_set:
+            return turn.pace
+        return self.script.pace
+
+    def _record(self, turn: int, call: int | None, kind: str, sent: int) -> None:
+        if self.script.timeline is None:
+            return
+        line = json.dumps({"t": time.time(), "turn": turn, "call": call, "kind": kind,
+                           "sent": sent})  # fmt: skip
+        try:
+            with open(self.script.timeline, "a", encoding="utf-8") as out:
+                out.write(line + "\n")
+        except OSError:
+            pass  # a test's record, never a reason to stop the model
+
     async def _play(
         self, turn_number: int, turn: ScriptedTurn | None
     ) -> AsyncIterator[StreamEvent]:
@@ -143,24 +221,39 @@ class ScriptedProvider:
             yield Finish("stop")
             return
 
+        pace = self._pace_of(turn)
+        rng = random.Random(f"{pace.seed}:{turn_number}") if pace is not None else None
         delay = turn.delay_ms / 1000.0
         first = True
 
-        async def pause() -> None:
-            # Sleep between deltas (not before the first) to simulate a slow model.
+        def pieces(text: str) -> Iterator[tuple[float, str]]:
             nonlocal first
+            if pace is not None and rng is not None:
+                yield from pace.pieces(text, rng)
+                return
+            for piece in _chunks(text, size):
+                # Between deltas (not before the first) to simulate a slow model.
+                yield (delay if delay and not first else 0.0), piece
+                first = False
+
+        sent = 0
+        for wait, piece in pieces(turn.text or ""):
+            if wait:
+                await asyncio.sleep(wait)
+            sent += len(piece)
+            self._record(turn_number, None, "text", sent)
+            yield TextDelta(piece)
+        for index, call in enumerate(turn.tool_calls):
             if delay and not first:
                 await asyncio.sleep(delay)
             first = False
-
-        for piece in _chunks(turn.text or "", size):
-            await pause()
-            yield TextDelta(piece)
-        for index, call in enumerate(turn.tool_calls):
-            await pause()
             yield ToolCallStart(index=index, id=f"call_{turn_number}_{index}", name=call.name)
-            for piece in _chunks(call.argument_text(), size):
-                await pause()
+            sent = 0
+            for wait, piece in pieces(call.argument_text()):
+                if wait:
+                    await asyncio.sleep(wait)
+                sent += len(piece)
+                self._record(turn_number, index, "args", sent)
                 yield ToolCallArgsDelta(index=index, delta=piece)
         if turn.error is not None:
             raise ProviderError(

@@ -11,9 +11,11 @@ How the plan reaches the editor depends on what the client can do:
   `window/showMessage` names the file; whenever the client opens it, the rest of the draft
   streams there, and until then it goes to disk when complete.
 
-The plan file is created (empty, filled by edits) once the draft has content under a name
-that passed validation; if the model then names another file (or the call is dropped), the
-file the server created is removed again, so no wrong or empty plan is ever left behind.
+The plan file is created (empty, filled by edits) when the draft begins under a name that
+passed validation, before the client hears of the draft: whatever shows it (the client on the
+"drafting" update, or `window/showDocument`) opens a file that exists. If the model then names
+another file (or the call is dropped), the file the server created is removed again, so no
+wrong or empty plan is ever left behind.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class LspPlanDrafts:
             current = _read(path) or ""
         stream = _Stream(run_id, path, DraftTarget(), current)
         self._streams[path] = stream
+        self._create(stream)  # before the "drafting" update: a client may show it on that
         stream.pump = asyncio.create_task(self._pump(stream))
         self.notify(
             {
@@ -115,11 +118,7 @@ class LspPlanDrafts:
         path = stream.path
         if documents.get(path) is not None:
             return True
-        if not path.exists():
-            # The editor shows files: an empty one under the validated name, filled by edits
-            # (removed again if the draft is abandoned).
-            self.ls.write_file(path, "")
-            stream.created = True
+        self._create(stream)
         uri = uri_of(path)
         if await client.show_document(uri, take_focus=False):
             return await self._wait_open(path)  # the draft streams from its start
@@ -134,6 +133,18 @@ class LspPlanDrafts:
             self._named_to_user.add(path)
             client.show(f"plan-lsp is writing the plan to {path}")
         return documents.get(path) is not None
+
+    def _create(self, stream: _Stream) -> None:
+        """Editors show files: an empty one under the validated name, filled by edits
+        (removed again if the draft is abandoned)."""
+        if stream.path.exists():
+            return
+        try:
+            self.ls.write_file(stream.path, "")
+        except OSError as exc:
+            log.warning("cannot create %s for the draft: %s", stream.path, exc)
+            return
+        stream.created = True
 
     async def _wait_open(self, path: Path, timeout: float = OPEN_WAIT_S) -> bool:
         documents = self.ls.documents

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.policy.sandbox_probe import sandbox_ready
+from plan_lsp.server.documents import BufferEdit
 from plan_lsp.server.plan_drafts import LspPlanDrafts
 from plan_lsp.server.run_log import describe_update
 from plan_lsp.session import Actor, PlanStatus
@@ -29,6 +30,9 @@ log = logging.getLogger(__name__)
 TEXT_BATCH_S = 0.016
 # How many conversation updates a session keeps for re-rendering.
 HISTORY_KEEP = 2000
+# How long the end of a run waits for the last checklist edit to be confirmed by the client
+# and saved; after that the disk gets the checklist from the server and the run ends.
+CHECKLIST_SETTLE_S = 10.0
 
 
 @dataclass
@@ -59,6 +63,11 @@ class RunManager:
         self._text_parts: list[str] = []
         self._text_run: str | None = None
         self._text_timer: asyncio.TimerHandle | None = None
+        # The todo list mirrored into the approved plan: one worker at a time, always
+        # towards the latest list; what its last edit came to.
+        self._checklist_task: asyncio.Task[None] | None = None
+        self._checklist_stale = False
+        self._checklist_outcome: BufferEdit | None = None
         ctx.session.add_listener(self._on_session_change)
 
     @property
@@ -179,7 +188,7 @@ class RunManager:
             # Whoever switched (the user, the model): nothing may change from now on.
             self._spawn(self.stop_side_effects("the session switched to plan mode"))
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
-            self._spawn(self._mirror_checklist())
+            self._checklist_changed()
         self.push_state()
         if kind != "context":
             self.ls.plan_views.refresh(self.ctx)
@@ -251,8 +260,13 @@ class RunManager:
             result = RunResult(handle.run_id, "cancelled")
         finally:
             timer.cancel()
-            self.current = None
-            session.set_running(False)
+            try:
+                # The run is over when its last checklist state is in the buffer and on
+                # disk: nothing the client is told from here on runs ahead of it.
+                await self.settle_checklist()
+            finally:
+                self.current = None
+                session.set_running(False)
         if handle.timed_out and result.stop_reason == "cancelled":
             result.stop_reason = "timeout"
         deviations: list[str] = []
@@ -330,19 +344,85 @@ class RunManager:
             return text
         return disk_text(path) or ""  # never through a link, never blocked on, bounded
 
-    async def _mirror_checklist(self) -> None:
+    def _checklist_changed(self) -> None:
+        """The todo list changed: mirror it into the plan. One worker at a time, each pass
+        computed from the buffer as the previous edit left it and from the latest list, so
+        marks never arrive out of order and the last list is always the one that lands."""
+        self._checklist_stale = True
+        if self._checklist_task is None or self._checklist_task.done():
+            self._checklist_task = asyncio.ensure_future(self._mirror_until_current())
+
+    async def _mirror_until_current(self) -> None:
+        while self._checklist_stale:
+            self._checklist_stale = False
+            try:
+                self._checklist_outcome = await self._mirror_checklist()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("could not mirror the todo list into the plan")
+                self._checklist_outcome = BufferEdit(False, reason=str(exc))
+
+    async def _mirror_checklist(self) -> BufferEdit | None:
+        """Make the plan show the todo list; None when it already did."""
         session = self.ctx.session
         if session.approved is None:
-            return
+            return None
         path = Path(session.approved.path)
         current = self.plan_text(path)
         mirrored = mirror_todos(current, [(t.content, t.status) for t in session.todos])
         if mirrored == current:
-            return
+            return None
         if self.ls.documents.get(path) is not None:
-            await self.ls.documents.edit_and_save(path, mirrored, "plan-lsp: checklist")
-        else:
+            return await self.ls.documents.edit_and_save(path, mirrored, "plan-lsp: checklist")
+        self.ls.write_file(path, mirrored)
+        return BufferEdit(True, on_disk=True)
+
+    async def settle_checklist(self) -> None:
+        """Wait until the todo list's last state is in the plan's buffer (the client
+        confirmed the edit) and on disk, at most CHECKLIST_SETTLE_S: a client that never
+        answers delays the end of a run by that much, not forever. Whatever did not reach
+        the buffer by then, the disk gets from the server (logged)."""
+        task = self._checklist_task
+        if task is None:
+            return
+        reason = ""
+        try:
+            if not task.done():
+                await asyncio.wait_for(asyncio.shield(task), CHECKLIST_SETTLE_S)
+            outcome = self._checklist_outcome
+            if outcome is None or (outcome.applied and outcome.on_disk):
+                return
+            if outcome.applied and outcome.reason:
+                # In the buffer, with the user's unsaved changes: they save it with them.
+                return
+            reason = outcome.reason or "the buffer could not be saved"
+        except TimeoutError:
+            reason = f"the editor did not confirm it within {CHECKLIST_SETTLE_S:g} s"
+        except asyncio.CancelledError:
+            return  # the run itself is being stopped
+        self._checklist_to_disk(reason)
+
+    def _checklist_to_disk(self, reason: str) -> None:
+        """The todo list's marks in the plan file, written by the server."""
+        session = self.ctx.session
+        if session.approved is None:
+            return
+        path = Path(session.approved.path)
+        disk = disk_text(path)
+        if disk is None:
+            return
+        mirrored = mirror_todos(disk, [(t.content, t.status) for t in session.todos])
+        if mirrored == disk:
+            return
+        try:
             self.ls.write_file(path, mirrored)
+        except OSError as exc:
+            log.warning(
+                "the checklist reached neither the buffer nor %s: %s (%s)", path, exc, reason
+            )
+            return
+        log.warning("the checklist reached %s on disk only: %s", path, reason)
 
     def differs_from_approved(self, text: str) -> bool:
         """`text` is not the approved plan. Checklist progress (the server's own mirroring
@@ -361,3 +441,5 @@ class RunManager:
         await self.cancel(None)
         for task in list(self._background):
             task.cancel()
+        if self._checklist_task is not None:
+            self._checklist_task.cancel()

@@ -12,7 +12,10 @@ At the end the buffer, the plan and the approved text are one string, and Emacs 
 user nothing ("changed on disk", edit confirmations, ...). PLAN.md not open: no buffer holds
 it before the user opens it (neither client has window/showDocument), and a message names
 it. The Do edit reaches its buffer within seconds of the approval (nothing lost or left
-unread behind the answer to the approving request).
+unread behind the answer to the approving request). The Do run marks the plan's steps with
+todo_write as it goes (in progress, then completed; its last todo_write, right before its
+final text, completes every step): when Emacs handles the log line that says the run
+finished, PLAN.md's buffer and file both hold the full checklist and the buffer is saved.
 
 The configurations declare `experimental.planLsp.saveDocuments`, so Emacs saves the buffers
 the server changed (`planLsp/saveDocument`): right after the Do run hello.py's and PLAN.md's
@@ -67,6 +70,8 @@ USER_LINE = "- Also: keep the file's trailing newline ✍.\n"
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
 APPROVE = "Approve (auto-accept edits)"
 HELLO_AFTER = "print('hello, world')\n"
+# The Do run's todos: the plan's two steps, in the model's words.
+STEPS = ("Change the greeting in hello.py", "Keep 👍🏽 and 👨‍👩‍👧 exactly as they are")
 DO_EDIT_WITHIN_S = 10
 
 
@@ -86,7 +91,33 @@ def session_turns(review: bool) -> list[dict[str, Any]]:
         },
     }
     revision = plan(PLAN_V2) if review else []
-    return plan(PLAN_V1) + revision + [{"tool_calls": [do]}, {"text": "Done."}]
+    return plan(PLAN_V1) + revision + do_turns(do)
+
+
+def todos(*statuses: str) -> dict[str, Any]:
+    """A todo_write of the plan's two steps with these statuses."""
+    items = [{"content": c, "status": s} for c, s in zip(STEPS, statuses, strict=True)]
+    return {"name": "todo_write", "arguments": {"todos": items}}
+
+
+def do_turns(edit: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Do run marks each step in progress, then completed, as it goes; its last
+    todo_write marks every step completed right before its final text."""
+    return [
+        {"tool_calls": [todos("in_progress", "pending")]},
+        {"tool_calls": [edit]},
+        {"tool_calls": [todos("completed", "in_progress")]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
+        {"tool_calls": [todos("completed", "completed")]},
+        {"text": "Done."},
+    ]
+
+
+def checked(plan: str) -> str:
+    """`plan` with both steps marked completed, as the Do run leaves it."""
+    for number in ("1", "2"):
+        plan = plan.replace(f"\n{number}. ", f"\n{number}. [x] ", 1)
+    return plan
 
 
 def emacs_binary() -> str:
@@ -264,7 +295,18 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 f"approved text:\n    expected {final!r}\n"
                 f"    actual   {state.get('approvedText')!r}"
             )
-        same("plan_buffer_after_do", final, "PLAN.md buffer after the Do run")
+        # The Do run ticked every step: the buffer and the file hold the full checklist
+        # when the client learns that the run ended, not some time later.
+        same("plan_buffer_after_do", checked(final), "PLAN.md buffer after the Do run")
+        end = result.get("do_run_end") or {}
+        for key, what in (("buffer", "PLAN.md buffer"), ("disk", "PLAN.md on disk")):
+            if end.get(key) != checked(final):
+                out.append(
+                    f"{what} when the client saw the Do run end ({end.get('line')!r}):\n"
+                    f"    expected {checked(final)!r}\n    actual   {end.get(key)!r}"
+                )
+        if end.get("modified") is not False:
+            out.append(f"PLAN.md's buffer is modified when the Do run ended: {end}")
         # The server asked Emacs to save each buffer it changed (planLsp/saveDocument), so
         # none is left modified with a stale visited-file modtime.
         for key, name in (("hello_modified", "hello.py"), ("plan_modified", "PLAN.md")):

@@ -86,6 +86,24 @@ notification\", ...). Left out: the native compiler's notes on the packages' own
 (add-hook 'before-save-hook #'e2e--user-save-hook)
 (add-hook 'after-save-hook #'e2e--user-save-hook)
 
+;; -- the run's end, as the client sees it ---------------------------------------------------
+
+;; Both configurations render no planLsp/update (`updates' false): a run's end reaches the
+;; client as the log line "plan-lsp: run finished (...)" (window/logMessage, handled in
+;; order with every applyEdit and saveDocument before it). The client files call
+;; `e2e-on-log-line' for each such line; what PLAN.md's buffer and file hold at that moment
+;; is recorded.
+(defvar e2e-run-ends nil "(buffer disk modified) of PLAN.md at each run's end, latest first.")
+
+(defun e2e-on-log-line (message)
+  (when (and (stringp message) (string-prefix-p "plan-lsp: run finished" message))
+    (let ((plan (e2e-param "plan_path")))
+      (push (list (cons "line" message)
+                  (cons "buffer" (e2e-text plan))
+                  (cons "disk" (and (file-exists-p plan) (e2e-disk plan)))
+                  (cons "modified" (e2e-modified plan)))
+            e2e-run-ends))))
+
 ;; -- waiting ---------------------------------------------------------------------------------
 
 (defun e2e-wait (what pred &optional seconds)
@@ -254,12 +272,16 @@ its file hold afterwards under \"after_save\"."
       (goto-char (point-min))
       (e2e-client-approve (e2e-param "approve_title")))
     (e2e-put "approve_titles" e2e-offered)
+    (setq e2e-run-ends nil)
     ;; Only the buffer is watched here (no request to the server that would make Emacs read
     ;; again): an edit the client lost or left unread after the approval's answer shows.
     (let ((started (float-time)))
       (e2e-soft-wait (lambda () (equal (e2e-text hello) (e2e-param "hello_after"))) 20)
       (e2e-put "do_edit_seconds" (- (float-time) started)))
     (e2e-wait-run-end "the Do run")
+    ;; The run's end as the client saw it (the log line comes after the state says so).
+    (e2e-soft-wait (lambda () e2e-run-ends) 10)
+    (e2e-put "do_run_end" (car e2e-run-ends))
     (e2e-idle 0.7)
     (e2e-put "hello_buffer" (e2e-text hello))
     (e2e-put "hello_modified" (e2e-modified hello))

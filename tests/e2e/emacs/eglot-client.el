@@ -5,6 +5,11 @@
 
 (defun e2e-client-prepare (_root) nil)
 
+;; eglot 1.9 handles window/logMessage by doing nothing (the events buffer keeps it).
+(cl-defmethod eglot-handle-notification :before
+  (_server (_method (eql window/logMessage)) &key message &allow-other-keys)
+  (e2e-on-log-line message))
+
 (defun e2e--server ()
   (or (cl-some (lambda (buf) (with-current-buffer buf (eglot-current-server))) (buffer-list))
       (error "No eglot server")))

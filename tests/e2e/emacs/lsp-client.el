@@ -6,6 +6,10 @@
 (when (getenv "PLAN_LSP_E2E_LOG_IO")
   (setq lsp-log-io t))
 
+;; Every window/logMessage, as lsp-mode handles it (into *lsp-log*).
+(advice-add 'lsp--window-log-message :before
+            (lambda (_workspace params) (e2e-on-log-line (lsp-get params :message))))
+
 (defun e2e-client-name () (format "lsp-mode %s" (or (bound-and-true-p lsp-version) "8.0")))
 
 (defun e2e-client-prepare (root)

@@ -3,7 +3,9 @@
 Runs only after the work-mode safety check: nothing here can let a call run that the
 mode refuses. Rules read `tool` or `tool(pattern)`, e.g. `bash(git log *)`,
 `write_file(src/**)`, `read_file`; the pattern is matched with glob semantics against the
-tool's primary argument (the command for `bash`, the path for file tools).
+tool's primary argument (the command for `bash`, the path for file tools), by the
+linear-time matcher of `glob_match` (rules may come from a repository: no pattern can make
+a match slow), within its limits on a pattern's size and wildcards.
 
 Precedence: a deny rule in any scope wins; otherwise the first scope (session, project,
 user) with a matching ask/allow rule decides (ask beats allow inside a scope); otherwise the
@@ -17,10 +19,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from plan_lsp.policy.glob_match import Glob, compile_glob
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.ports import PermissionAnswer
 from plan_lsp.policy.safety import Safety, ToolDefinition
@@ -75,51 +77,12 @@ _SHELL_COMPOUND = re.compile(r"[;&|`\n\r<>]|\$\(")
 _RULE_SYNTAX = re.compile(r"(?P<tool>[A-Za-z0-9_.:*?\-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
 
 
-@lru_cache(maxsize=2048)
-def glob_to_regex(pattern: str, *, path_mode: bool = True) -> re.Pattern[str]:
-    """Compile a glob. Path mode: `*`/`?` stay inside one segment, `**` crosses segments
-    (`**/` also matches no directory). Command mode: `*` matches anything, and a trailing
-    ` *` also matches the bare command (`git log *` matches `git log`)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    tail = ""
-    if not path_mode and pattern.endswith(" *"):
-        pattern, n, tail = pattern[:-2], n - 2, "(?: .*)?"
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if path_mode and pattern.startswith("**", i):
-                i += 2
-                if i < n and pattern[i] == "/":
-                    out.append("(?:.*/)?")
-                    i += 1
-                else:
-                    out.append(".*")
-                continue
-            out.append("[^/]*" if path_mode else ".*")
-        elif c == "?":
-            out.append("[^/]" if path_mode else ".")
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                body = body.replace("\\", "\\\\")
-                out.append(f"[{'^' if negate else ''}{body}]")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + tail + r"\Z", re.DOTALL)
+def glob_to_regex(pattern: str, *, path_mode: bool = True) -> Glob:
+    """The compiled glob (`glob_match.compile_glob`): matched in linear time, no regular
+    expression. Path mode: `*`/`?` stay inside one segment, `**` crosses segments (`**/`
+    also matches no directory). Command mode: `*` matches anything, and a trailing ` *` also
+    matches the bare command (`git log *` matches `git log`)."""
+    return compile_glob(pattern, path_mode=path_mode)
 
 
 def escape_glob(text: str) -> str:
@@ -151,10 +114,21 @@ class Rule:
                 f"bad permission rule {text!r}: the pattern in parentheses is empty; "
                 f"write {match.group('tool')!r} alone to match every call"
             )
-        return cls(stripped, match.group("tool"), pattern.strip() if pattern else None)
+        tool = match.group("tool")
+        pattern = pattern.strip() if pattern else None
+        try:
+            compile_glob(tool, path_mode=False)
+            if pattern is not None:
+                # The mode depends on the tool the pattern meets: check both.
+                compile_glob(pattern, path_mode=False)
+                compile_glob(pattern, path_mode=True)
+        except ValueError as exc:
+            shown = stripped if len(stripped) <= 80 else stripped[:80] + "..."
+            raise ValueError(f"bad permission rule {shown!r}: {exc}") from None
+        return cls(stripped, tool, pattern)
 
     def matches_tool(self, name: str) -> bool:
-        return glob_to_regex(self.tool, path_mode=False).match(name) is not None
+        return compile_glob(self.tool, path_mode=False).match(name)
 
 
 @dataclass(frozen=True)
@@ -257,6 +231,12 @@ class PermissionEngine:
         if answer not in ("allow_always", "reject_always"):
             return None
         text = self.exact_rule(definition, arguments)
+        try:
+            Rule.parse(text)
+        except ValueError:
+            # Too long to keep as a rule (a pattern has a size limit): the answer holds for
+            # this call only.
+            return None
         if answer == "allow_always":
             # An approval is only valid in the work mode it was given in.
             self.add_rules(RuleScope.SESSION, allow=[text], mode=mode)
@@ -343,11 +323,11 @@ class PermissionEngine:
         if view.kind == "command":
             if not restrictive and _SHELL_COMPOUND.search(view.command):
                 return False
-            return glob_to_regex(rule.pattern, path_mode=False).match(view.command) is not None
+            return compile_glob(rule.pattern, path_mode=False).match(view.command)
         if view.kind == "path":
-            regex = glob_to_regex(rule.pattern, path_mode=True)
-            lexical = any(regex.match(f) for f in view.lexical)
-            resolved = any(regex.match(f) for f in view.resolved)
+            glob = compile_glob(rule.pattern, path_mode=True)
+            lexical = any(glob.match(f) for f in view.lexical)
+            resolved = any(glob.match(f) for f in view.resolved)
             return (lexical or resolved) if restrictive else (lexical and resolved)
         return False
 

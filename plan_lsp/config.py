@@ -146,22 +146,86 @@ def _key(name: str) -> str:
     return to_snake(name.replace("-", "_"))
 
 
+def _short(text: object, limit: int = 80) -> str:
+    """`text` for a message: at most `limit` characters."""
+    value = str(text)
+    return value if len(value) <= limit else value[:limit] + "..."
+
+
 def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, raw in values.items():
         key = _key(str(raw_key))
         if key not in Config.model_fields:
-            warnings.append(f"{source}: unknown setting '{raw_key}' was ignored")
+            warnings.append(f"{source}: unknown setting '{_short(raw_key)}' was ignored")
             continue
         try:
+            if key == "permissions":
+                rules = _permission_rules(raw, source, warnings)
+                if rules is not None:
+                    out[key] = rules
+                continue
             # Every field has a default, so validating one key alone checks just that value.
             out[key] = getattr(Config.model_validate({key: raw}), key)
         except ValidationError as exc:
             first = exc.errors()[0]
             warnings.append(
-                f"{source}: invalid value for '{key}' ({first['msg']}); the default is used"
+                f"{source}: invalid value for '{key}' ({_short(first['msg'], 300)}); "
+                "the default is used"
+            )
+        except Exception as exc:  # a value that breaks validation itself
+            warnings.append(
+                f"{source}: invalid value for '{key}' ({_why(exc)}); the default is used"
             )
     return out
+
+
+_VERDICTS = ("allow", "ask", "deny")
+
+
+def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionRules | None:
+    """The `permissions` table rule by rule: a rule that is not a string, does not parse or
+    is over the pattern limits (`glob_match`: size, wildcards) is ignored with a warning
+    naming it; the others are kept. None when the value is not a table at all."""
+    if not isinstance(raw, Mapping):
+        warnings.append(
+            f"{source}: invalid value for 'permissions' (must be a table with allow, ask and "
+            "deny lists); the default is used"
+        )
+        return None
+    from plan_lsp.policy.permissions import Rule  # only when there are rules to check
+
+    kept: dict[str, list[str]] = {}
+    for verdict, texts in raw.items():
+        if verdict not in _VERDICTS:
+            warnings.append(
+                f"{source}: unknown setting 'permissions.{_short(verdict)}' was ignored "
+                "(allow, ask and deny are known)"
+            )
+            continue
+        if not isinstance(texts, list):
+            warnings.append(
+                f"{source}: invalid value for 'permissions.{verdict}' (must be a list of "
+                "rules); ignored"
+            )
+            continue
+        kept[verdict] = []
+        for text in texts:
+            if not isinstance(text, str):
+                warnings.append(
+                    f"{source}: a permissions.{verdict} rule that is not a string "
+                    f"({_short(text)}) was ignored"
+                )
+                continue
+            try:
+                Rule.parse(text)
+            except ValueError as exc:
+                warnings.append(
+                    f"{source}: permissions.{verdict}: {_short(exc, 300)}; the rule was ignored"
+                )
+                continue
+            kept[verdict].append(text)
+    return PermissionRules(**kept)
 
 
 # Fields whose environment value is JSON (objects, lists).
@@ -179,9 +243,11 @@ def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> 
         if name in _STRUCTURED:
             try:
                 out[name] = json.loads(raw)
-            except json.JSONDecodeError as exc:
+            except Exception as exc:  # bad JSON, or nested too deeply
                 if warnings is not None:
-                    warnings.append(f"environment: invalid value for '{name}' ({exc}); ignored")
+                    warnings.append(
+                        f"environment: invalid value for '{name}' ({_why(exc)}); ignored"
+                    )
             continue
         out[name] = raw
     return out
@@ -228,9 +294,21 @@ def _toml_layer(
     try:
         data = read() if read is not None else _read_user_file(path)
         return {} if data is None else tomllib.loads(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        warnings.append(f"{label} ({path}) could not be read ({exc}); its settings were ignored")
+    except Exception as exc:  # any failure: reported and ignored
+        warnings.append(
+            f"{label} ({path}) could not be read ({_why(exc)}); its settings were ignored"
+        )
         return {}
+
+
+def _why(exc: BaseException) -> str:
+    """A short reason for a source that could not be read or parsed."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, MemoryError):
+        return "too large to parse"
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def workspace_config_path(workspace: Path) -> Path:
@@ -307,13 +385,48 @@ def _untrusted(
 Reader = Callable[[Path, str, list[str]], dict[str, Any]]
 
 
+# Warnings kept from one load (each is shown to the user): a file of a thousand unknown keys
+# is one problem, not a thousand messages.
+MAX_WARNINGS = 20
+
+
 def load_config(
     workspace: Path | None,
     init_options: Mapping[str, Any] | None = None,
     cli: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[Config, list[str]]:
-    """Merge every source; returns the config and human-readable warnings."""
+    """Merge every source; returns the config and human-readable warnings. Never raises for
+    what a source holds: a source that cannot be read, parsed or validated is reported in
+    the warnings and ignored (a value at a time where possible, else the whole file)."""
+    try:
+        config, warnings = _load_config(workspace, init_options, cli, environ)
+    except Exception as exc:  # a source broke the loader itself
+        warnings = [
+            f"the configuration could not be loaded ({_why(exc)}); the workspace's "
+            f"{WORKSPACE_CONFIG} was ignored"
+        ]
+        try:
+            config, more = _load_config(None, init_options, cli, environ)
+            warnings += more
+        except Exception as again:
+            warnings.append(
+                f"the trusted configuration could not be loaded either ({_why(again)}); "
+                "the defaults are used"
+            )
+            config = Config()
+    if len(warnings) > MAX_WARNINGS:
+        left = len(warnings) - MAX_WARNINGS + 1
+        warnings = [*warnings[: MAX_WARNINGS - 1], f"... and {left} more configuration problems"]
+    return config, warnings
+
+
+def _load_config(
+    workspace: Path | None,
+    init_options: Mapping[str, Any] | None,
+    cli: Mapping[str, Any] | None,
+    environ: Mapping[str, str] | None,
+) -> tuple[Config, list[str]]:
     env = os.environ if environ is None else environ
     warnings: list[str] = []
     env_values = _validated_layer(env_layer(env, warnings), "environment", warnings)

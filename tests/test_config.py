@@ -11,12 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_lsp.config import (
+    MAX_WARNINGS,
     NEVER_FROM_WORKSPACE,
+    WORKSPACE_CONFIG,
     Config,
     load_config,
     normalise_plans_dir,
     user_config_path,
 )
+from plan_lsp.policy.glob_match import MAX_WILDCARDS
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 
 STRICTNESS = {"yolo": 0, "auto_edit": 1, "ask": 2, "strict": 3}
@@ -278,3 +281,83 @@ def test_the_user_config_follows_a_link_but_reads_only_a_regular_file(
     else:
         assert loaded.max_steps == 50
         assert any("user config" in w and "could not be read" in w for w in warnings)
+
+
+# -- nothing a config file holds fails the load -------------------------------------------------
+
+NESTED = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (NESTED.encode(), "nested too deeply"),
+        (b"x = " + b"{ y = " * 5000 + b"1" + b" }" * 5000, "nested too deeply"),
+        (b"max_steps = 7\n\xff\xfe", "utf-8"),
+        (b"max_steps = [[[", "could not be read"),
+    ],
+)
+def test_a_config_file_that_cannot_be_parsed_is_reported_and_ignored(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".plan-lsp").mkdir(parents=True)
+    (ws / ".plan-lsp" / "config.toml").write_bytes(content)
+    user = tmp_path / "user.toml"
+    user.write_bytes(content)
+    good_user = tmp_path / "good.toml"
+    good_user.write_text("max_steps = 9\n")
+    # the workspace file broken, the user's file good: the user's settings hold
+    config, warnings = load_config(ws, environ={"PLAN_LSP_CONFIG": str(good_user)})
+    assert config.max_steps == 9
+    assert any(str(WORKSPACE_CONFIG) in w and said in w for w in warnings), warnings
+    # the user's file broken too: defaults, both reported
+    config, warnings = load_config(ws, environ={"PLAN_LSP_CONFIG": str(user)})
+    assert config.max_steps == 50
+    assert any("user config" in w and said in w for w in warnings), warnings
+
+
+def test_a_structured_environment_value_nested_too_deeply_is_reported() -> None:
+    config, warnings = _load(None, env={"PLAN_LSP_PERMISSIONS": "[" * 100_000})
+    assert config.permissions.deny == []
+    assert any("permissions" in w and "nested too deeply" in w for w in warnings), warnings
+
+
+def test_rules_over_the_pattern_limits_are_ignored_one_by_one_with_a_named_warning(
+    tmp_path: Path,
+) -> None:
+    many = "bash(" + "**/" * (MAX_WILDCARDS + 1) + "x)"
+    ws = _workspace(
+        tmp_path / "ws",
+        "[permissions]\n"
+        f'deny = ["read_file(secrets/**)", "{many}", "write_file({"a" * 5000})", 5, '
+        '"bash([z-a])", "bash(' + "**/" * 20 + 'x)"]\n'
+        'ask = "bash"\n',
+    )
+    config, warnings = _load(ws)
+    assert config.permissions.deny == ["read_file(secrets/**)", "bash(" + "**/" * 20 + "x)"]
+    joined = "\n".join(warnings)
+    assert "too_many_wildcards" in joined and "pattern_too_long" in joined
+    assert "runs backwards" in joined and "not a string" in joined
+    assert "permissions.ask" in joined
+    assert all(len(w) < 1000 for w in warnings)
+
+
+def test_a_thousand_problems_are_a_few_warnings(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws", "\n".join(f"unknown_{i} = 1" for i in range(1000)))
+    _config, warnings = _load(ws)
+    assert len(warnings) <= MAX_WARNINGS
+    assert warnings[-1].startswith("... and ") and "more configuration problems" in warnings[-1]
+
+
+@given(st.binary(max_size=300) | st.text(st.sampled_from(list('[]{}=".,\n abmx1')), max_size=300))
+def test_no_workspace_file_makes_the_load_fail(data: bytes | str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        (ws / ".plan-lsp").mkdir()
+        raw = data.encode() if isinstance(data, str) else data
+        (ws / ".plan-lsp" / "config.toml").write_bytes(raw)
+        config, _warnings = _load(ws)
+        assert config.provider == "openai"  # a workspace never sets it

@@ -1,21 +1,25 @@
 """Real Emacs (Debian's emacs-nox 28.2) with eglot 1.9 and with lsp-mode 8.0, configured as
 the README's "Emacs" section says, against the real server with the scripted provider.
 
-Per client, two sessions. Both: the prompt's plan (emoji, multi-line Markdown) streams into
-PLAN.md; the plan is approved (code action in eglot, code lens in lsp-mode) and the Do run's
-edit lands in hello.py's open buffer and on disk. PLAN.md open before the prompt: the user
-adds a line to the plan and approves (the server has Emacs save the modified buffer while
-Emacs waits for the approval's answer). PLAN.md not open: the user opens it after the run (a
-message names it), then a review note and the code action "Reject with feedback from review
-notes" start a revision, and "Compare with previous revision" answers, before the approval.
-At the end the buffer, the plan and the approved text are one string, and Emacs asked the
-user nothing ("changed on disk", edit confirmations, ...). PLAN.md not open: no buffer holds
-it before the user opens it (neither client has window/showDocument), and a message names
-it. The Do edit reaches its buffer within seconds of the approval (nothing lost or left
-unread behind the answer to the approving request). The Do run marks the plan's steps with
-todo_write as it goes (in progress, then completed; its last todo_write, right before its
-final text, completes every step): when Emacs handles the log line that says the run
-finished, PLAN.md's buffer and file both hold the full checklist and the buffer is saved.
+Per client, two sessions, PLAN.md open before the prompt or not. The plan (multi-line
+Markdown, emoji) and its revision stream at a model's pace (`model_speed.MODEL_PACE`): every
+change of PLAN.md's buffer is recorded (`after-change-functions`, with `float-time`), and
+each plan that streamed into the open buffer grew there visibly, everything the model
+streamed showing up (`model_speed.stream_report`; the longest stall is printed, not
+asserted). PLAN.md not open: no buffer holds it during the first run (neither client has
+window/showDocument), a message names it, and the user opens it after the run. Then a review
+note and the code action "Reject with feedback from review notes" start the revision,
+"Compare with previous revision" answers, the user types a line into PLAN.md and approves
+right away (code action in eglot, code lens in lsp-mode; the server has Emacs save the
+modified buffer while Emacs waits for the approval's answer): the approved text and its
+sha256 are what the buffer held. The Do edit reaches hello.py's buffer within seconds of the
+approval (nothing lost or left unread behind the answer to the approving request) and its
+file. The Do run marks the plan's steps with todo_write as it goes (in progress, then
+completed; its last todo_write, right before its final text, completes every step): when
+Emacs handles the log line that says the run finished, PLAN.md's buffer and file both hold
+the full checklist and the buffer is saved; afterwards buffer and file are one text, no file
+changed behind its buffer, and Emacs asked the user nothing ("changed on disk", edit
+confirmations, ...).
 
 The configurations declare `experimental.planLsp.saveDocuments`, so Emacs saves the buffers
 the server changed (`planLsp/saveDocument`): right after the Do run hello.py's and PLAN.md's
@@ -30,9 +34,11 @@ writes what it saw as JSON. Install with tests/e2e/emacs/install.sh (scripts/set
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +48,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import sample_project, write_script
+from tests.e2e.model_speed import LONG_PLAN, LONG_REVISED_PLAN, stream_report, write_paced_script
+from tests.e2e.scripts import sample_project
 from tests.needs import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,31 +61,33 @@ CLIENTS = {
 }
 _daemon_names = itertools.count()
 
-PLAN_V1 = (
-    "# Plan: ship the 🚀 edition\n\n"
-    "1. Change the greeting in `hello.py` from `hi` to `hello, world` 🎉.\n"
-    "2. Keep 👍🏽 and 👨‍👩‍👧 exactly as they are.\n\n"
-    "## Notes\n\n"
-    "- Nothing else changes; the 🚀 edition is one line.\n"
-)
-PLAN_V2 = PLAN_V1.replace("## Notes", "## Notes (revised)").replace(
-    "one line.\n", "one line.\n- Every other file stays as it is ✓.\n"
-)
+# The plans stream at a model's pace (model_speed.MODEL_PACE); emoji lines keep lsp-mode 8's
+# columns (characters, not UTF-16 units) in play.
+EMOJI_NOTE = "- Keep 👍🏽 and 👨‍👩‍👧 exactly as they are: the 🚀 edition 🎉.\n"
+PLAN_V1 = LONG_PLAN.replace("## Notes\n\n", "## Notes\n\n" + EMOJI_NOTE, 1)
+PLAN_V2 = LONG_REVISED_PLAN.replace("## Notes\n\n", "## Notes\n\n" + EMOJI_NOTE, 1)
 FEEDBACK = "say that every other file stays as it is"
-# What the user adds to the plan before approving it (when there is no review round).
+# What the user types into the plan just before approving it.
 USER_LINE = "- Also: keep the file's trailing newline ✍.\n"
+APPROVED = PLAN_V2 + USER_LINE
 REJECT_ACTION = "Reject with feedback from review notes (> feedback: …)"
 APPROVE = "Approve (auto-accept edits)"
 HELLO_AFTER = "print('hello, world')\n"
-# The Do run's todos: the plan's two steps, in the model's words.
-STEPS = ("Change the greeting in hello.py", "Keep 👍🏽 and 👨‍👩‍👧 exactly as they are")
+# The Do run's todos: the plan's numbered steps, as the model words them.
+STEPS = tuple(
+    m.group(1).replace("`", "") for m in re.finditer(r"^\d+\. (.+)$", PLAN_V2, re.MULTILINE)
+)
 DO_EDIT_WITHIN_S = 10
+# A plan that streamed into an open buffer showed at least this many growing states.
+GROWING_STATES_AT_LEAST = 5
 
 
-def session_turns(review: bool) -> list[dict[str, Any]]:
+def session_turns() -> list[dict[str, Any]]:
+    """The plan, its revision after the review note, and the Do run."""
+
     def plan(text: str) -> list[dict[str, Any]]:
         return [
-            {"delay_ms": 2, "tool_calls": [{"name": "plan_write", "arguments": {"content": text}}]},
+            {"tool_calls": [{"name": "plan_write", "arguments": {"content": text}}]},
             {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
         ]
 
@@ -90,13 +99,16 @@ def session_turns(review: bool) -> list[dict[str, Any]]:
             "new_text": HELLO_AFTER.strip(),
         },
     }
-    revision = plan(PLAN_V2) if review else []
-    return plan(PLAN_V1) + revision + do_turns(do)
+    return plan(PLAN_V1) + plan(PLAN_V2) + do_turns(do)
 
 
-def todos(*statuses: str) -> dict[str, Any]:
-    """A todo_write of the plan's two steps with these statuses."""
-    items = [{"content": c, "status": s} for c, s in zip(STEPS, statuses, strict=True)]
+def todos(done: int) -> dict[str, Any]:
+    """A todo_write of the plan's steps: the first `done` completed, the next in progress."""
+
+    def status(n: int) -> str:
+        return "completed" if n < done else "in_progress" if n == done else "pending"
+
+    items = [{"content": step, "status": status(n)} for n, step in enumerate(STEPS)]
     return {"name": "todo_write", "arguments": {"todos": items}}
 
 
@@ -104,20 +116,23 @@ def do_turns(edit: dict[str, Any]) -> list[dict[str, Any]]:
     """The Do run marks each step in progress, then completed, as it goes; its last
     todo_write marks every step completed right before its final text."""
     return [
-        {"tool_calls": [todos("in_progress", "pending")]},
+        {"tool_calls": [todos(0)]},
         {"tool_calls": [edit]},
-        {"tool_calls": [todos("completed", "in_progress")]},
+        {"tool_calls": [todos(2)]},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
-        {"tool_calls": [todos("completed", "completed")]},
+        {"tool_calls": [todos(4)]},
+        {"tool_calls": [todos(len(STEPS))]},
         {"text": "Done."},
     ]
 
 
 def checked(plan: str) -> str:
-    """`plan` with both steps marked completed, as the Do run leaves it."""
-    for number in ("1", "2"):
-        plan = plan.replace(f"\n{number}. ", f"\n{number}. [x] ", 1)
-    return plan
+    """`plan` with every numbered step ticked, as the Do run leaves it."""
+    return re.sub(r"^(\d+)\. ", r"\1. [x] ", plan, flags=re.MULTILINE)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def emacs_binary() -> str:
@@ -155,10 +170,8 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
     if plan_open_before:
         plan_path.parent.mkdir(parents=True)
         plan_path.write_text("")
-    # The review round (reject with a note, revision, compare) runs when PLAN.md was not
-    # open before the prompt; the session that had it open adds a line and approves.
-    review = not plan_open_before
-    script = write_script(tmp_path / "script.json", session_turns(review), chunk=16)
+    timeline = tmp_path / "timeline.jsonl"
+    script = write_paced_script(tmp_path / "script.json", session_turns(), timeline)
     server_log = tmp_path / "server.log"
     server_wrapper(tmp_path / "bin", script, tmp_path / "transcript.jsonl", server_log)
     home = tmp_path / "home"
@@ -171,7 +184,6 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         "workspace": str(ws),
         "plan_path": str(plan_path),
         "plan_open_before": plan_open_before,
-        "review": review,
         "result_path": str(result_path),
         "client_log_path": str(tmp_path / "client.log"),
         "prompt": "Make the greeting polite",
@@ -181,7 +193,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         "reject_action": REJECT_ACTION,
         "approve_title": APPROVE,
         "hello_after": HELLO_AFTER,
-        "user_line": None if review else USER_LINE,
+        "user_line": USER_LINE,
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -218,7 +230,8 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
     result["_plan_disk"] = plan_path.read_text(encoding="utf-8") if plan_path.exists() else None
     result["_hello_disk"] = (ws / "hello.py").read_text(encoding="utf-8")
     result["_returncode"] = proc.returncode
-    result["review"] = review
+    result["_timeline"] = timeline
+    result["_script"] = script
     return result
 
 
@@ -264,8 +277,19 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
             "_stderr", ""
         ):
             out.append("Emacs showed no message naming the plan file")
-    final = PLAN_V2 if result.get("review") else PLAN_V1 + USER_LINE
+    final = APPROVED
     same("plan_buffer_v1", PLAN_V1, "PLAN.md buffer after the stream")
+    # At a model's pace, each plan that streamed into an open buffer grew there visibly, and
+    # every character the model streamed showed up.
+    report = result.get("_stream_report")
+    if report is not None:
+        streamed_open = [PLAN_V1, PLAN_V2] if plan_open_before else [PLAN_V2]
+        for plan in streamed_open:
+            growing = report.growing_states.get(plan[:40], 0)
+            if growing < GROWING_STATES_AT_LEAST:
+                out.append(f"{plan[:40]!r} showed {growing} growing states in the buffer")
+            if report.never_shown.get(plan[:40]):
+                out.append(f"{plan[:40]!r} never showed all it streamed: {report}")
     if "rejected" in result.get("steps", []):
         same("plan_buffer_v2", PLAN_V2, "PLAN.md buffer after the revision")
         if REJECT_ACTION not in (result.get("code_action_titles") or []):
@@ -290,10 +314,12 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 f"the Do edit is not on disk (buffer modified: {result.get('hello_modified')}): "
                 f"{result.get('_hello_disk')!r}"
             )
-        if state.get("approvedText") != final:
+        # What was approved is what the buffer held, the user's line included.
+        same("plan_buffer_approved", final, "PLAN.md buffer when approved")
+        if state.get("approvedText") != final or state.get("approvedSha256") != sha(final):
             out.append(
-                f"approved text:\n    expected {final!r}\n"
-                f"    actual   {state.get('approvedText')!r}"
+                f"approved text:\n    expected {final!r} ({sha(final)})\n"
+                f"    actual   {state.get('approvedText')!r} ({state.get('approvedSha256')})"
             )
         # The Do run ticked every step: the buffer and the file hold the full checklist
         # when the client learns that the run ended, not some time later.
@@ -307,6 +333,16 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 )
         if end.get("modified") is not False:
             out.append(f"PLAN.md's buffer is modified when the Do run ended: {end}")
+        # ... and still after the run: buffer and file one text, no change on disk behind
+        # the buffer (Emacs would ask at the next edit or save).
+        after = result.get("plan_buffer_after_do")
+        if not isinstance(after, str) or sha(after) != sha(result.get("plan_disk_after_do") or ""):
+            out.append(
+                f"PLAN.md buffer and file differ after the Do run:\n    buffer {after!r}\n"
+                f"    file   {result.get('plan_disk_after_do')!r}"
+            )
+        if result.get("plan_modtime_ok") is not True:
+            out.append("PLAN.md changed on disk behind its buffer after the Do run")
         # The server asked Emacs to save each buffer it changed (planLsp/saveDocument), so
         # none is left modified with a stale visited-file modtime.
         for key, name in (("hello_modified", "hello.py"), ("plan_modified", "PLAN.md")):
@@ -331,6 +367,11 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 def test_emacs_plan_session(client: str, plan_open_before: bool, tmp_path: Path) -> None:
     result = run_emacs(client, tmp_path, plan_open_before)
+    events = [(float(t), str(text)) for t, text in result.get("buffer_events") or []]
+    result["_stream_report"] = report = stream_report(
+        events, result["_timeline"], result["_script"]
+    )
+    print(f"stream report ({client}): {report}")
     problems = problems_of(result, client, plan_open_before)
     assert not problems, (
         f"{client}, PLAN.md {'open' if plan_open_before else 'not open'} before the prompt:\n- "

@@ -104,6 +104,24 @@ notification\", ...). Left out: the native compiler's notes on the packages' own
                   (cons "modified" (e2e-modified plan)))
             e2e-run-ends))))
 
+;; -- the plan buffer as it changes --------------------------------------------------------
+
+;; Every change of PLAN.md's buffer, as [float-time text] (newest first): what the user saw
+;; while the model streamed, for model_speed.stream_report.
+(defvar e2e-buffer-events nil)
+
+(defun e2e--record-plan-change (&rest _)
+  (push (vector (float-time)
+                (save-restriction (widen)
+                                  (buffer-substring-no-properties (point-min) (point-max))))
+        e2e-buffer-events))
+
+(defun e2e-watch-plan-buffer (path)
+  "Record PATH's buffer now and on every change from now on."
+  (with-current-buffer (find-buffer-visiting path)
+    (e2e--record-plan-change)
+    (add-hook 'after-change-functions #'e2e--record-plan-change nil t)))
+
 ;; -- waiting ---------------------------------------------------------------------------------
 
 (defun e2e-wait (what pred &optional seconds)
@@ -161,7 +179,8 @@ notification\", ...). Left out: the native compiler's notes on the packages' own
                        (cons "planStatus" (e2e-get state "planStatus"))
                        (cons "permissionMode" (e2e-get state "permissionMode"))
                        (cons "outcome" (e2e-get state "outcome"))
-                       (cons "approvedText" (e2e-get state "approvedPlan" "text"))))))
+                       (cons "approvedText" (e2e-get state "approvedPlan" "text"))
+                       (cons "approvedSha256" (e2e-get state "approvedPlan" "sha256"))))))
 
 (defun e2e-prompt (text)
   "planLsp/prompt; returns the answer when the run ended."
@@ -243,7 +262,8 @@ its file hold afterwards under \"after_save\"."
     (e2e-wait "the server to manage hello.py" (lambda () (e2e-client-managed-p hello)) 30)
     (when open-first
       (e2e-visit plan)
-      (e2e-wait "the server to manage PLAN.md" (lambda () (e2e-client-managed-p plan)) 30))
+      (e2e-wait "the server to manage PLAN.md" (lambda () (e2e-client-managed-p plan)) 30)
+      (e2e-watch-plan-buffer plan))
     (e2e-step "attached")
 
     ;; 1. prompt: the plan streams into PLAN.md
@@ -254,21 +274,22 @@ its file hold afterwards under \"after_save\"."
     (unless (find-buffer-visiting plan)
       ;; The user opens it (the server said where it is).
       (e2e-visit plan)
-      (e2e-wait "PLAN.md to be managed" (lambda () (e2e-client-managed-p plan)) 20))
+      (e2e-wait "PLAN.md to be managed" (lambda () (e2e-client-managed-p plan)) 20)
+      (e2e-watch-plan-buffer plan))
     (e2e-settle-plan "plan_buffer_v1" plan (e2e-param "plan_v1"))
     (e2e-step "planned")
 
-    (when (eq (e2e-param "review") t)
-      (e2e-review plan))
+    (e2e-review plan)
 
-    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands. A user
-    ;; who added a line of their own first has a modified buffer: the server asks Emacs to
-    ;; save it while Emacs waits for the answer to the approving request.
+    ;; 4. approve (code action for eglot, code lens for lsp-mode); the Do edit lands. The
+    ;; user added a line of their own just before: the buffer is modified, and the server
+    ;; asks Emacs to save it while Emacs waits for the answer to the approving request.
     (with-current-buffer (find-buffer-visiting plan)
       (when-let ((line (e2e-param "user_line")))
         (goto-char (point-max))
         (insert line)
         (e2e-idle 0.7))
+      (e2e-put "plan_buffer_approved" (e2e-text plan))
       (goto-char (point-min))
       (e2e-client-approve (e2e-param "approve_title")))
     (e2e-put "approve_titles" e2e-offered)
@@ -287,7 +308,9 @@ its file hold afterwards under \"after_save\"."
     (e2e-put "hello_modified" (e2e-modified hello))
     (e2e-put "hello_disk" (e2e-disk hello))
     (e2e-put "plan_buffer_after_do" (e2e-text plan))
+    (e2e-put "plan_disk_after_do" (e2e-disk plan))
     (e2e-put "plan_modified" (e2e-modified plan))
+    (e2e-put "plan_modtime_ok" (e2e-bool (verify-visited-file-modtime (find-buffer-visiting plan))))
     (e2e-put "save_hook_runs" (reverse e2e-save-hook-runs))
     (e2e-record-state "state_after_do")
     (e2e-step "approved")
@@ -314,6 +337,7 @@ its file hold afterwards under \"after_save\"."
              (message "e2e: failed: %s" (error-message-string err))))
     (e2e-put "ok" (e2e-bool ok))
     (e2e-put "prompts" (reverse e2e-prompts))
+    (e2e-put "buffer_events" (vconcat (reverse e2e-buffer-events)))
     (e2e-put "warnings" (e2e-warnings))
     (condition-case err
         (let ((coding-system-for-write 'utf-8))

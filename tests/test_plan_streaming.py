@@ -132,6 +132,9 @@ _TEXTS = st.text(alphabet=st.sampled_from(list("ab\n\r 計😀é#-[]x1.")), max_
 @example(old="a\r\nb", new="a\r")
 @example(old="\r\n\r\n", new="\r\n")
 @example(old="x\r\n", new="\n")
+@example(old="a\n", new="a\nb\n")
+@example(old="a\r\n", new="a\r\nb\r\n")
+@example(old="\n", new="# P\n")
 def test_compute_edit_turns_old_into_new_by_positions(old: str, new: str) -> None:
     change = compute_edit(old, new)
     if old == new:
@@ -146,6 +149,11 @@ def test_compute_edit_turns_old_into_new_by_positions(old: str, new: str) -> Non
         (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
         min(len(old), len(new)),
     )
+    # ... and never past a final line break both texts end with (line-based editors)
+    final = "\r\n" if old.endswith("\r\n") else old[-1:] if old.endswith(("\n", "\r")) else ""
+    if final and new.endswith(final):
+        prefix = min(prefix, len(old) - len(final))
+        assert change.start_offset <= len(old) - len(final)
     assert change.start_offset in (prefix, prefix - 1)
     if change.start_offset == prefix - 1:
         assert old[prefix - 1 : prefix + 1] == "\r\n"
@@ -161,6 +169,21 @@ def test_compute_edit_turns_old_into_new_by_positions(old: str, new: str) -> Non
     assert suffix in (longest, longest - 1)
     if suffix == longest - 1:
         assert old[change.end_offset - 2 : change.end_offset] == "\r\n"
+
+
+def test_an_insertion_at_the_end_stays_before_the_final_line_break() -> None:
+    """Neovim appends an insertion past its last line as lines, final line break included:
+    an edit that grows a text ending in a line break is placed before that line break."""
+    change = compute_edit("# Plan\n", "# Plan\n\n## Steps\n")
+    assert change is not None
+    assert (change.start, change.end, change.text) == (
+        Position(0, 6),
+        Position(0, 6),
+        "\n\n## Steps",
+    )
+    change = compute_edit("\n", "# P\n")  # Vim's empty buffer, a first delta cut mid-line
+    assert change is not None
+    assert (change.start, change.end, change.text) == (Position(0, 0), Position(0, 0), "# P")
 
 
 # -- PartialArgumentsReader -------------------------------------------------------------------

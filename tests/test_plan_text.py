@@ -15,7 +15,10 @@ from plan_lsp.plan.text import (
     LineIndex,
     Position,
     apply_changes,
+    as_lines,
+    only_line_break,
     units,
+    with_line_breaks,
 )
 
 # Text that exercises every way positions go wrong: astral characters (2 UTF-16 units, 4
@@ -138,3 +141,39 @@ def test_content_changes_apply_in_order(text: str, data: st.DataObject) -> None:
         )
         expected = expected[:a] + insert + expected[b:]
     assert apply_changes(text, changes, encoding) == expected
+
+
+# -- line models -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "style", "held"),
+    [
+        ("", None, ""),
+        ("# P", None, "# P\n"),
+        ("# P\n", None, "# P\n"),
+        ("a\r\nb", None, "a\r\nb\r\n"),
+        ("a\nb", "\r\n", "a\r\nb\r\n"),
+        ("a\r\nb\n", "\n", "a\nb\n"),
+        ("a\rb", None, "a\rb\r"),
+    ],
+)
+def test_as_lines(text: str, style: str | None, held: str) -> None:
+    assert as_lines(text, style) == held
+
+
+@pytest.mark.parametrize(
+    ("text", "only"),
+    [("", None), ("a", None), ("a\n", "\n"), ("a\r\nb\r\n", "\r\n"), ("a\r\nb\n", None)],
+)
+def test_only_line_break(text: str, only: str | None) -> None:
+    assert only_line_break(text) == only
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab\r\n é")), max_size=30))
+def test_as_lines_is_whole_lines_and_idempotent(text: str) -> None:
+    held = as_lines(text, "\n")
+    assert held == as_lines(held, "\n")
+    assert held == "" or held.endswith("\n")
+    assert only_line_break(held) in (None, "\n")
+    assert with_line_breaks(held, "\r\n").replace("\r\n", "\n") == held

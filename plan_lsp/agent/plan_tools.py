@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from plan_lsp.plan.document import MAX_PLAN_CHARS
+from plan_lsp.plan.text import as_lines, only_line_break
 from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safe_fs import read_text
@@ -45,6 +46,20 @@ class PlanDraftPort(Protocol):
 
     def buffer_text(self, path: Path) -> str | None:
         """The open buffer's text (the truth while open), or None."""
+
+
+def _as_plan_file(content: str, buffer: str | None, workspace: Path, path: Path) -> str:
+    """The plan as its file holds it: whole lines (every editor then shows, saves and
+    approves the same bytes; Vim and Neovim add a missing final line break), with the line
+    breaks the open buffer or the existing file uses throughout (CRLF stays CRLF)."""
+    existing = buffer
+    if existing is None:
+        try:
+            existing = read_text(workspace.resolve(), path)
+        except (OSError, UnicodeDecodeError):
+            existing = None
+    style = only_line_break(existing) if existing else None
+    return as_lines(content, style if style == "\r\n" else "\n")
 
 
 class _DiskOnly:
@@ -149,6 +164,7 @@ def plan_tools(
             session.plan_drafting(path, Actor.MODEL)
         except TransitionRefused as exc:
             return ToolResult.error("plan_write_refused", str(exc))
+        content = _as_plan_file(content, drafts.buffer_text(path), session.workspace, path)
         await drafts.complete(path, content)
         result = await save_plan(path, content, ctx)
         if not result.applied:

@@ -85,6 +85,13 @@ def compute_edit(
     if old == new:
         return None
     prefix = _common_prefix_len(old, new)
+    # When both texts end with the same line break, the change stays before it: an insertion
+    # after a document's final line break lands past its last line, which line-based editors
+    # (Neovim appends the inserted lines, its final line break included) do not apply as
+    # the protocol says; before the final line break every editor agrees.
+    final = _final_line_break(old)
+    if final and new.endswith(final) and prefix > len(old) - len(final):
+        prefix = len(old) - len(final)
     suffix = _common_suffix_len(old, new, min(len(old), len(new)) - prefix)
     if 0 < prefix < len(old) and old[prefix - 1] == "\r" and old[prefix] == "\n":
         prefix -= 1
@@ -111,6 +118,12 @@ def compute_edit(
         start_offset=prefix,
         end_offset=end,
     )
+
+
+def _final_line_break(text: str) -> str:
+    if text.endswith("\r\n"):
+        return "\r\n"
+    return text[-1:] if text.endswith(("\n", "\r")) else ""
 
 
 def apply_change(text: str, change: TextChange) -> str:

@@ -145,3 +145,45 @@ def line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     if end_line + 1 < index.line_count:
         return line_start, index.starts[end_line + 1]
     return line_start, len(text)
+
+
+# -- line models ---------------------------------------------------------------------------
+#
+# Editors hold text as lines. Vim and Neovim keep a final line break on every buffer (an
+# empty file is "\n", and a text that ends mid-line is shown and written with one), and a
+# buffer whose file uses CRLF reports and saves CRLF whatever line breaks an edit carried.
+# Text the server puts into a buffer is first given the buffer's own line model, so what
+# the editor holds is exactly what the server expects.
+
+
+def line_break_of(text: str) -> str | None:
+    """The text's first line break (`"\\r\\n"`, `"\\n"` or `"\\r"`), or None."""
+    found = _BREAK.search(text)
+    return found.group() if found else None
+
+
+def only_line_break(text: str) -> str | None:
+    """The one line break every line of `text` ends with, or None (none, or mixed)."""
+    found = set(_BREAK.findall(text))
+    return found.pop() if len(found) == 1 else None
+
+
+def ends_with_line_break(text: str) -> bool:
+    return text.endswith(("\n", "\r"))
+
+
+def with_line_breaks(text: str, style: str | None) -> str:
+    """`text` with every line break written as `style` (unchanged when `style` is None)."""
+    if style is None:
+        return text
+    return _BREAK.sub(lambda _match: style, text)
+
+
+def as_lines(text: str, style: str | None = None) -> str:
+    """`text` as a line-based editor holds it: every line ended by a line break (`style`,
+    else the text's own, else `"\\n"`); the empty text stays empty."""
+    style = style or line_break_of(text) or "\n"
+    text = with_line_breaks(text, style)
+    if text and not ends_with_line_break(text):
+        text += style
+    return text

@@ -37,7 +37,16 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from plan_lsp.plan.streaming import TextChange, compute_edit
-from plan_lsp.plan.text import ContentChange, Encoding, LineIndex, Position, apply_changes
+from plan_lsp.plan.text import (
+    ContentChange,
+    Encoding,
+    LineIndex,
+    Position,
+    apply_changes,
+    ends_with_line_break,
+    only_line_break,
+    with_line_breaks,
+)
 from plan_lsp.policy.safe_fs import disk_text
 
 if TYPE_CHECKING:
@@ -71,6 +80,19 @@ class OpenDocument:
     # An applied edit was never reported back: the copy cannot be trusted for edits.
     unconfirmed: bool = False
     closed: bool = False
+    # The editor keeps a line break at the end of this buffer whatever an edit leaves there
+    # (Vim, Neovim): learnt from its report of the first edit that ended mid-line.
+    keeps_final_line_break: bool = False
+
+    def as_held(self, text: str) -> str:
+        """`text` as this buffer's editor holds it: CRLF where every line break of the
+        buffer is CRLF (editors keep one style per buffer), and the final line break the
+        editor keeps."""
+        if only_line_break(self.text) == "\r\n":
+            text = with_line_breaks(text, "\r\n")
+        if self.keeps_final_line_break and text and not ends_with_line_break(text):
+            text += "\r\n" if "\r\n" in self.text else "\n"
+        return text
 
     def bump(self) -> None:
         self.generation += 1
@@ -107,6 +129,9 @@ class DocumentStore:
     def __init__(self, client: ClientChannel, write_disk: DiskWriter) -> None:
         self.client = client
         self.encoding: Encoding = "utf-16"
+        # Times a healthy client should never cause: edits fell back to whole-document
+        # replacements, or a document stopped taking edits. Each is logged as a defect.
+        self.fallbacks = 0
         self._write_disk = write_disk
         self._by_uri: dict[str, OpenDocument] = {}
         self._by_path: dict[Path, OpenDocument] = {}
@@ -223,12 +248,13 @@ class DocumentStore:
             if doc.closed or doc.unconfirmed:
                 return False
             current = doc.text
-            change = compute_edit(current, target, self.encoding)
+            held = doc.as_held(target)
+            change = compute_edit(current, held, self.encoding)
             if change is None:
                 return True
             if doc.whole_lines:
-                change = _whole_document(current, target)
-                doc.pending_full = target
+                change = _whole_document(current, held)
+                doc.pending_full = held
             expected = current[: change.start_offset] + change.text + current[change.end_offset :]
             mark = doc.generation
             edit = _edit_for(doc, change, self.client.support.document_changes)
@@ -238,17 +264,21 @@ class DocumentStore:
                 # Refused (the client is ahead of the copy, or declines): let it catch up.
                 await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
-            if await doc.wait_for(lambda e=expected: doc.text == e, CONFIRM_WAIT_S):  # type: ignore[misc]
+            if await doc.wait_for(lambda e=expected: _as_expected(doc, e), CONFIRM_WAIT_S):  # type: ignore[misc]
                 continue
             if doc.generation == mark:
-                log.warning("%s: the client applied an edit but never reported it", doc.uri)
+                self._defect(doc, "the client applied an edit but never reported it")
                 doc.unconfirmed = True
                 return False
             # The copy settled elsewhere: a client counting columns its own way, or typing.
             if not doc.whole_lines:
-                log.info("%s: edits now replace the whole document (the copy differed)", doc.uri)
+                self._defect(doc, "edits now replace the whole document (the copy differed)")
             doc.whole_lines = True
-        return doc.text == target
+        return doc.text == doc.as_held(target)
+
+    def _defect(self, doc: OpenDocument, what: str) -> None:
+        self.fallbacks += 1
+        log.warning("document model defect: %s: %s", doc.uri, what)
 
     async def edit_and_save(self, path: Path, target: str, label: str) -> BufferEdit:
         """Change an open buffer to `target`, then make the disk agree if the buffer held
@@ -288,6 +318,21 @@ class DocumentStore:
             log.warning("could not write %s: %s", path, exc)
             return False
         return True
+
+
+def _as_expected(doc: OpenDocument, expected: str) -> bool:
+    """The copy holds `expected`, or `expected` with the final line break its editor added
+    (which teaches the document that its editor keeps one)."""
+    if doc.text == expected:
+        return True
+    if ends_with_line_break(expected) or doc.text[: len(expected)] != expected:
+        return False
+    if doc.text[len(expected) :] in ("\n", "\r\n"):
+        if not doc.keeps_final_line_break:
+            log.info("%s: the editor keeps a final line break", doc.uri)
+        doc.keeps_final_line_break = True
+        return True
+    return False
 
 
 def _path_of(uri: str) -> Path | None:

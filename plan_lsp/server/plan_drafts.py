@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from plan_lsp.plan.coalescer import DraftTarget
+from plan_lsp.plan.text import as_lines
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.server.documents import OpenDocument, uri_of
 
@@ -106,8 +107,12 @@ class LspPlanDrafts:
                 doc = documents.get(stream.path)
                 if doc is None or doc is stream.refused_by:
                     continue
-                if not await documents.replace(stream.path, text, "plan-lsp: draft"):
-                    log.info("%s: the draft continues on disk only", stream.path)
+                # Whole lines, as line-based editors hold them: a draft that ends mid-line
+                # is shown with a line break after it (Vim and Neovim would add one anyway).
+                if not await documents.replace(stream.path, as_lines(text), "plan-lsp: draft"):
+                    documents.fallbacks += 1
+                    log.warning("document model defect: %s: the draft continues on disk only",
+                                stream.path)  # fmt: skip
                     stream.refused_by = doc
         except Exception:
             log.exception("plan draft stream for %s failed", stream.path)

@@ -121,6 +121,14 @@ class Quirks:
     # Reads the server's output in chunks like Emacs; what follows an answer in the same
     # chunk is "drop"ped (lsp-mode) or "strand"ed until the next chunk (eglot 1.9).
     after_answer: Literal["drop", "strand"] | None = None
+    # How the buffer holds text: "text" (VS Code, Emacs: exactly the characters) or "lines"
+    # (Vim, Neovim: a list of lines, always written and reported with a final line break, so
+    # an empty file is "\n"; edits applied as Neovim's `apply_text_edits` does, including its
+    # handling of a range past the last line).
+    line_model: Literal["text", "lines"] = "text"
+    # The buffer keeps one line-break style: text an edit inserts gets the buffer's (VS Code's
+    # model EOL, Vim's 'fileformat').
+    one_line_break: bool = False
 
 
 @dataclass
@@ -169,6 +177,8 @@ class QuirkyEditor:
         self.init_result: types.InitializeResult | None = None
         self.hidden: dict[str, HiddenBuffer] = {}
         self.questions: list[str] = []  # what the editor would have asked the user
+        # Every text each buffer held, with the wall-clock time it changed: what a user saw.
+        self.history: dict[str, list[tuple[float, str]]] = {}
 
     # -- what the client counts in -------------------------------------------------------
 
@@ -200,7 +210,9 @@ class QuirkyEditor:
                 self.questions.append(f"{path.name} changed on disk; really edit the buffer?")
             text = hidden.text
         if text is None:
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            text = path.read_bytes().decode("utf-8") if path.exists() else ""
+        if self.quirks.line_model == "lines" and not text.endswith("\n"):
+            text += "\n"  # the final line break Vim and Neovim keep ("\n" for an empty file)
         buf = ClientBuffer(uri, text, 1)
         self.buffers[uri] = buf
         version = self._wire_version(buf)
@@ -228,6 +240,7 @@ class QuirkyEditor:
             "text": new,
         }
         buf.text = old[:start] + new + old[end:]
+        self.history.setdefault(buf.uri, []).append((time.time(), buf.text))
         self._bump(buf)
         buf.pending.append(change)
         if self.quirks.debounce_s is None:
@@ -349,9 +362,81 @@ class QuirkyEditor:
                 ),
                 reverse=True,
             )
+            if self.quirks.line_model == "lines":
+                self._apply_as_lines(buf, edits)
+                continue
             for start, end, new in spans:
+                if self.quirks.one_line_break:
+                    new = _with_break(new, _break_of(buf.text))
                 self._record_change(buf, start, end, new)
         return {"applied": True}
+
+    def _apply_as_lines(self, buf: ClientBuffer, edits: list[types.TextEdit]) -> None:
+        """Neovim's `vim.lsp.util.apply_text_edits` on a buffer of lines with 'eol' set,
+        reported as one change (Neovim reports what changed, not the edit it was sent)."""
+        crlf = buf.text.endswith("\r\n")
+        eol = "\r\n" if crlf else "\n"
+        lines = buf.text[: -len(eol)].split(eol)
+        has_eol_edit = False
+        for e in sorted(
+            edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+        ):
+            new = re.sub("\r\n?", "\n", e.new_text).split("\n")
+            start_row, end_row = e.range.start.line, e.range.end.line
+            start_col = _column(lines, start_row, e.range.start.character, self.units)
+            end_col = _column(lines, end_row, e.range.end.character, self.units)
+            count = len(lines)
+            if count <= start_row:
+                lines[count:count] = new  # appended as lines, its final "" included
+                continue
+            if count <= end_row:
+                end_row, end_col, has_eol_edit = count - 1, len(lines[count - 1]), True
+            elif (
+                end_col >= len(lines[end_row])
+                and e.range.end.character > end_col
+                and e.new_text.endswith("\n")
+            ):
+                new.pop()
+            end_col = min(len(lines[end_row]), end_col)
+            head, tail = lines[start_row][:start_col], lines[end_row][end_col:]
+            new[0] = head + new[0]
+            new[-1] += tail
+            lines[start_row : end_row + 1] = new
+        if has_eol_edit and len(lines) > 1 and lines[-1] == "":
+            lines.pop()
+        text = eol.join(lines) + eol
+        old = buf.text
+        prefix = 0
+        while prefix < min(len(old), len(text)) and old[prefix] == text[prefix]:
+            prefix += 1
+        suffix = 0
+        while (
+            suffix < min(len(old), len(text)) - prefix
+            and old[len(old) - 1 - suffix] == text[len(text) - 1 - suffix]
+        ):
+            suffix += 1
+        if old != text:
+            self._record_change(buf, prefix, len(old) - suffix, text[prefix : len(text) - suffix])
+
+
+def _column(lines: list[str], row: int, units: int, encoding: Encoding) -> int:
+    """The str index in line `row` of a column counted in `encoding` (past the end: its end)."""
+    if row >= len(lines):
+        return 0
+    line, index, counted = lines[row], 0, 0
+    while index < len(line) and counted < units:
+        counted += char_units(line[index], encoding)
+        index += 1
+    return index
+
+
+def _break_of(text: str) -> str:
+    found = re.search("\r\n|\r|\n", text)
+    return found.group() if found else "\n"
+
+
+def _with_break(text: str, style: str) -> str:
+    return re.sub("\r\n|\r|\n", lambda _m: style, text)
 
 
 def _disk(path: Path) -> str | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from _bench_util import RESULT_PREFIX, Result, fmt, print_table
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["classify", "streaming", "responsiveness", "harness", "startup", "grep"]
+BENCHMARKS = ["classify", "streaming", "responsiveness", "harness", "startup", "grep", "plan_stall"]
 TIMEOUT_S = 600
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.needs import need_program
 
 RUN_ALL = Path(__file__).resolve().parent / "run_all.py"
-EXPECTED = {"classify", "streaming", "responsiveness", "harness", "startup", "grep"}
+EXPECTED = {"classify", "streaming", "responsiveness", "harness", "startup", "grep", "plan_stall"}
 
 
 def test_every_benchmark_runs_and_reports_numbers(tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ def test_every_benchmark_runs_and_reports_numbers(tmp_path: Path) -> None:
         [sys.executable, str(RUN_ALL), "--quick", "--smoke", "--json", str(summary)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=400,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(summary.read_text())

@@ -390,7 +390,9 @@ class RunManager:
         try:
             if not task.done():
                 await asyncio.wait_for(asyncio.shield(task), CHECKLIST_SETTLE_S)
-            outcome = self._checklist_outcome
+            # Settled: the next run's end has nothing of this one's to wait for.
+            self._checklist_task = None
+            outcome, self._checklist_outcome = self._checklist_outcome, None
             if outcome is None or (outcome.applied and outcome.on_disk):
                 return
             if outcome.applied and outcome.reason:
@@ -406,7 +408,7 @@ class RunManager:
     def _checklist_to_disk(self, reason: str) -> None:
         """The todo list's marks in the plan file, written by the server."""
         session = self.ctx.session
-        if session.approved is None:
+        if session.approved is None or session.plan_status is not PlanStatus.APPROVED:
             return
         path = Path(session.approved.path)
         disk = disk_text(path)

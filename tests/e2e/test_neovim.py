@@ -5,8 +5,11 @@ the scripted provider, in two scenarios per version:
   prompt, the draft streams into PLAN.md, reject with a review note through the code action,
   the revised plan arrives, approve through the code lens, the Do edit lands in hello.py's
   buffer, a build-mode shell command asks through showMessageRequest + vim.ui.select;
-- with no plugin at all (tests/e2e/nvim/minimal_config.lua, the README's configuration):
-  approval needs nothing but standard LSP.
+- with no plugin at all (tests/e2e/nvim/minimal_config.lua, client-nvim/README.md's
+  configuration for 0.7 to 0.10): approval needs nothing but standard LSP;
+- Neovim 0.11 only, the README's "Neovim 0.11+ (native)" configuration as the user's
+  init.lua (tests/e2e/nvim/native_session.lua), plans streamed at a model's speed: see
+  `test_native_configuration_at_model_speed`.
 
 The Lua side drives the editor and writes what it saw as JSON; this side builds the
 workspace and the script and asserts on that JSON and on the server's transcript. Install
@@ -14,8 +17,10 @@ both editors with client-nvim/scripts/install-e2e.sh."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,12 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.model_speed import (
+    LONG_PLAN,
+    LONG_REVISED_PLAN,
+    stream_report,
+    write_paced_script,
+)
 from tests.e2e.scripts import PLAN_TEXT, plan_then_do_turns, sample_project, write_script
 from tests.needs import need
 
@@ -320,3 +331,208 @@ def test_approval_needs_only_standard_lsp(version: str, tmp_path: Path) -> None:
     assert state["running"] is False and state["outcome"] == "completed"
     assert_same_text(state["approvedPlan"]["text"], PLAN_TEXT, "approved text")
     assert_same_text(result["plan_buffer_after_do"], PLAN_TEXT, "PLAN.md buffer after the Do run")
+
+
+# -- Neovim 0.11+ with the README's native configuration -------------------------------------
+
+README = REPO / "README.md"
+NATIVE_MARKER = "-- plan-lsp with Neovim 0.11's own LSP client"
+# A model-speed session takes a while: two ~2 KB plans at ~1 KB/s with pauses, and a Do run.
+NATIVE_KILL_AFTER_S = 240
+NATIVE_ELAPSED_BOUND_S = 180
+COMPARE_LENS = "Compare with previous revision"
+USER_LINE = "Added by the user: keep the file's trailing newline ✍."
+# The Do run's todos: the revised plan's five steps, as the model words them.
+PLAN_STEPS = [
+    m.group(1) for m in re.finditer(r"^\d+\. (.+)$", LONG_REVISED_PLAN, flags=re.MULTILINE)
+]
+
+
+def readme_native_config() -> str:
+    """The Lua block of the README's "Neovim 0.11+ (native)" section, exactly as written."""
+    readme = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"```lua\n(.*?)```", readme, flags=re.DOTALL)
+    found = [b for b in blocks if b.startswith(NATIVE_MARKER)]
+    assert len(found) == 1, f"README.md has {len(found)} Lua blocks starting {NATIVE_MARKER!r}"
+    return found[0]
+
+
+def native_turns() -> list[dict[str, Any]]:
+    """Plan, revision after the review note, then a Do run that ticks the plan's steps."""
+
+    def todos(done: int) -> dict[str, Any]:
+        """The first `done` steps completed, the next in progress, the rest pending."""
+
+        def status(n: int) -> str:
+            return "completed" if n < done else "in_progress" if n == done else "pending"
+
+        items = [{"content": step, "status": status(n)} for n, step in enumerate(PLAN_STEPS)]
+        return {"name": "todo_write", "arguments": {"todos": items}}
+
+    def plan(text: str) -> list[dict[str, Any]]:
+        return [
+            {"tool_calls": [{"name": "plan_write", "arguments": {"content": text}}]},
+            {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+        ]
+
+    edit = {
+        "name": "edit_file",
+        "arguments": {
+            "path": "hello.py",
+            "old_text": "print('hi')",
+            "new_text": "print('hello, world')",
+        },
+    }
+    do = [
+        {"tool_calls": [todos(0)]},
+        {"tool_calls": [edit]},
+        {"tool_calls": [todos(2)]},
+        {"tool_calls": [todos(len(PLAN_STEPS))]},
+        {"text": "Done: the greeting is polite."},
+    ]
+    return plan(LONG_PLAN) + plan(LONG_REVISED_PLAN) + do
+
+
+def checked(plan: str) -> str:
+    """`plan` with every numbered step ticked, as the Do run leaves it."""
+    return re.sub(r"^(\d+)\. ", r"\1. [x] ", plan, flags=re.MULTILINE)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
+    """The README's "Neovim 0.11+ (native)" block is the user's init.lua (vim.lsp.config +
+    vim.lsp.enable, no plugin, every other setting Neovim's default) and `plan-lsp` is on PATH.
+    The user opens hello.py and runs :PlanPrompt. The plan and its revision stream at a
+    model's pace into the PLAN.md the server opened, growing visibly; the Approve lens shows
+    by itself once each is submitted (the driver never calls vim.lsp.codelens.refresh()); a
+    review note and the code action start the revision; the user types a line into the plan
+    and approves with the lens. At the end the approved text is what the buffer held, the
+    Do edit is in hello.py's buffer and file, the plan's checklist is fully ticked in buffer
+    and file, no buffer the agent touched is left modified, no file changed behind a buffer
+    (Neovim's :checktime finds nothing) and nothing asked the user anything."""
+    nvim = nvim_binary("0.11")
+    ws = sample_project(tmp_path / "ws")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
+    plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    timeline = tmp_path / "timeline.jsonl"
+    script = write_paced_script(tmp_path / "script.json", native_turns(), timeline)
+    transcript = tmp_path / "transcript.jsonl"
+    server_log = tmp_path / "server.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "plan-lsp"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'exec {sys.executable} -m plan_lsp "$@" --provider scripted --script {script} '
+        f"--transcript {transcript} --plan-shell classified --log-file {server_log}\n"
+    )
+    wrapper.chmod(0o755)
+    config_home = tmp_path / "xdg-config"
+    (config_home / "nvim").mkdir(parents=True)
+    (config_home / "nvim" / "init.lua").write_text(readme_native_config(), encoding="utf-8")
+    result_path = tmp_path / "result.json"
+    hello_after = "print('hello, world')\n"
+    params = {
+        "workspace": str(ws),
+        "plan_path": str(plan_path),
+        "result_path": str(result_path),
+        "prompt": PROMPT,
+        "feedback": FEEDBACK,
+        "reject_action": REJECT_ACTION,
+        "approve_lens": APPROVE_LENS,
+        "compare_lens": COMPARE_LENS,
+        "user_line": USER_LINE,
+        "hello_after": hello_after,
+    }
+    params_path = tmp_path / "params.json"
+    params_path.write_text(json.dumps(params))
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "PLAN_LSP_E2E_PARAMS": str(params_path),
+        "XDG_CONFIG_HOME": str(config_home),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+    }
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            "timeout",
+            "-s",
+            "KILL",
+            str(NATIVE_KILL_AFTER_S),
+            nvim,
+            "--headless",
+            "-c",
+            f"luafile {LUA_DIR / 'native_session.lua'}",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=NATIVE_KILL_AFTER_S + 30,
+    )
+    elapsed = time.monotonic() - started
+    diagnostics = (
+        f"exit {proc.returncode} after {elapsed:.1f}s\nstderr:\n{proc.stderr[-3000:]}\n"
+        f"server log:\n{server_log.read_text()[-3000:] if server_log.exists() else '(none)'}"
+    )
+    assert result_path.exists(), f"no result written\n{diagnostics}"
+    result = json.loads(result_path.read_text())
+    assert result["ok"], f"{result.get('error')}\nsteps: {result['steps']}\n{diagnostics}"
+    assert proc.returncode == 0, diagnostics
+    assert result["nvim"].startswith("0.11.")
+    assert elapsed < NATIVE_ELAPSED_BOUND_S, f"the Neovim run took {elapsed:.1f}s"
+    assert Path(result["root_dir"]).resolve() == ws.resolve()
+
+    # the plan streamed into the buffer the server opened, growing while the model wrote it
+    assert result["plan_shown_in_window"] is True
+    assert_same_text(result["plan_buffer_v1"], LONG_PLAN, "PLAN.md buffer after the stream")
+    assert_same_text(result["plan_buffer_v2"], LONG_REVISED_PLAN, "PLAN.md after the revision")
+    events = [(float(t), str(text)) for t, text in result["buffer_events"]]
+    report = stream_report(events, timeline, script)
+    print(f"stream report: {report}")
+    for plan in (LONG_PLAN, LONG_REVISED_PLAN):
+        assert report.never_shown[plan[:40]] == 0, report
+        assert report.growing_states[plan[:40]] >= 5, report
+
+    # the lenses came by themselves: Approve after each submission, Compare after the revision
+    assert APPROVE_LENS in result["lens_titles_v1"]
+    assert APPROVE_LENS in result["lens_text_v1"], result["lens_text_v1"]
+    assert COMPARE_LENS in result["lens_titles_v2"]
+    assert REJECT_ACTION in result["code_action_titles"]
+    assert APPROVE_LENS in result["code_lens_titles"]
+    # each finished draft was saved by Neovim: the buffer is not left modified
+    assert result["plan_modified_v1"] is False
+    assert result["plan_modified_v2"] is False
+
+    # what the user approved is what the buffer held, the line typed at the end included
+    approved_text = LONG_REVISED_PLAN + USER_LINE + "\n"
+    assert_same_text(result["plan_buffer_approved"], approved_text, "PLAN.md when approved")
+    state = result["state"]
+    assert state["mode"] == "build" and state["planStatus"] == "approved", state
+    assert state["running"] is False and state["outcome"] == "completed", state
+    assert state["approvedPlan"]["sha256"] == sha(approved_text)
+    assert_same_text(state["approvedPlan"]["text"], approved_text, "approved text")
+
+    # the Do run: its edit in the buffer and on disk, every step ticked in buffer and file
+    assert result["hello_buffer"] == hello_after
+    assert (ws / "hello.py").read_text() == hello_after
+    final_plan = checked(approved_text)
+    assert_same_text(result["plan_buffer_after_do"], final_plan, "PLAN.md buffer after the Do")
+    assert sha(result["plan_buffer_after_do"]) == sha(plan_path.read_text(encoding="utf-8"))
+    assert "Plan approved ✓" in result["lens_titles_after"]
+
+    # nothing left behind: no buffer modified, no file changed behind a buffer, no question
+    assert result["hello_modified"] is False
+    assert result["plan_modified"] is False
+    assert result["file_changed"] == []
+    assert "WARNING" not in result["messages"] and "W1" not in result["messages"], result[
+        "messages"
+    ]
+    assert not result["unexpected_prompts"]

@@ -68,6 +68,9 @@ class ClientSupport:
     # What arrives in the same read as the answer to one of the client's synchronous
     # requests is lost (lsp-mode) or left unread until more arrives (eglot): `ReadBarrier`.
     needs_read_barrier: bool = False
+    # Neovim prints "Workspace edit <label>" for every workspace/applyEdit with a label:
+    # a streaming plan would fill its message area and :messages with one line per edit.
+    edit_labels: bool = True
 
     @classmethod
     def from_capabilities(
@@ -112,6 +115,7 @@ class ClientSupport:
             opens_on_edit=window is not None and not eglot and not lsp_mode,
             needs_read_barrier=(lsp_mode or eglot)
             and bool(workspace and workspace.workspace_folders),
+            edit_labels=name != "neovim",
         )
 
 
@@ -332,7 +336,8 @@ class ClientChannel:
     async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> bool:
         if not self.support.apply_edit:
             return False
-        params = types.ApplyWorkspaceEditParams(edit=edit, label=label)
+        shown = label if self.support.edit_labels else None
+        params = types.ApplyWorkspaceEditParams(edit=edit, label=shown)
         answered, result = await self.request(types.WORKSPACE_APPLY_EDIT, params)
         return answered and isinstance(result, dict) and result.get("applied") is True
 

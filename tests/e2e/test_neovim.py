@@ -532,6 +532,8 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     assert result["hello_modified"] is False
     assert result["plan_modified"] is False
     assert result["file_changed"] == []
+    # Neovim prints the label of every workspace/applyEdit: the server sends it none
+    assert "Workspace edit" not in result["messages"], result["messages"]
     assert "WARNING" not in result["messages"] and "W1" not in result["messages"], result[
         "messages"
     ]

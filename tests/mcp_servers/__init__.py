@@ -1,5 +1,5 @@
-"""MCP servers for tests: `fake_server.py` (misbehaving on purpose) and helpers to
-configure it or the real `mcp-server-git`."""
+"""MCP servers for tests: `fake_server.py` (misbehaving on purpose), `sdk_server.py` (the
+official SDK's server) and helpers to configure them or the real `mcp-server-git`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Any
 
 FAKE_SERVER = Path(__file__).with_name("fake_server.py")
+SDK_SERVER = Path(__file__).with_name("sdk_server.py")
+
+
+def sdk_command() -> list[str]:
+    """argv that starts the official-SDK server (`big`, `echo`)."""
+    return [sys.executable, str(SDK_SERVER)]
 
 
 def fake_command(spec: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from pydantic.alias_generators import to_camel
 SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?=[A-Za-z0-9-]))*")
 MAX_SERVER_NAME = 24
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFAULT_MAX_MESSAGE_BYTES = 8 << 20
 
 
 class McpServerConfig(BaseModel):
@@ -41,6 +42,9 @@ class McpServerConfig(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     # Starting the server and listing its tools must finish within this.
     startup_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    # The largest message (one line of JSON-RPC) read from the server, in bytes; a longer
+    # answer becomes a tool error naming its size, unread (tools/mcp/capped_stdout.py).
+    max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=65536, le=256 << 20)
 
     @field_validator("name")
     @classmethod

@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +40,9 @@ MAX_TOOLS = 500
 STOP_TIMEOUT_S = 10.0
 
 _SDK_MODULES = ("mcp.client.session", "mcp.client.stdio", "mcp_types")
+# Runs the server with each message it writes capped in bytes before the SDK reads it.
+CAPPED_STDOUT = Path(__file__).with_name("capped_stdout.py")
+TOO_LARGE = "message_too_large"  # `error.data.planLsp` of a capped answer
 
 
 class ServerStatus(StrEnum):
@@ -112,6 +116,10 @@ class StderrTail:
     def text(self) -> str:
         lines = self._data.decode("utf-8", "replace").strip().splitlines()
         return " | ".join(line.strip() for line in lines if line.strip())[-self._cap :]
+
+
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else "?"
 
 
 def _describe(exc: BaseException) -> str:
@@ -225,6 +233,15 @@ class McpConnection:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
+            data = exc.data
+            if isinstance(data, dict) and data.get("planLsp") == TOO_LARGE:
+                size, limit = (_count(data.get(k)) for k in ("bytes", "limit"))
+                raise McpCallError(
+                    "mcp_result_too_large",
+                    f"MCP server '{self.name}' answered {tool} with {size} bytes, more than "
+                    f"the limit of {limit} bytes for one answer (max_message_bytes); the "
+                    "answer was dropped unread",
+                ) from None
             if exc.code == REQUEST_TIMEOUT:
                 raise McpCallError(
                     "timeout",
@@ -291,8 +308,14 @@ class McpConnection:
         from mcp_types import Implementation
 
         command = self.config.command
+        # The server runs below the capping relay: no message over max_message_bytes
+        # reaches the SDK, which reads a message whole (and slowly) before any limit.
+        relay = ["-I", "-S", str(CAPPED_STDOUT), str(self.config.max_message_bytes), "--"]
         params = StdioServerParameters(
-            command=command[0], args=command[1:], env=self.env, cwd=str(self.workspace)
+            command=os.path.realpath(sys.executable),
+            args=[*relay, *command],
+            env=self.env,
+            cwd=str(self.workspace),
         )
         self._lost = False
         self._relist = False

@@ -30,6 +30,7 @@ from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.sandbox import (
     LANDLOCK,
     SandboxUnavailable,
+    memory_limited,
     plan_environment,
     reaped_argv,
     sandbox_argv,
@@ -134,7 +135,8 @@ def _launch(
         )
         return launch
     if profile == "plan":
-        return _Launch(reaped_argv(argv), unsandboxed_plan_env())
+        # No sandbox: the classifier was the wall; the memory limit holds all the same.
+        return _Launch(reaped_argv(memory_limited(argv)), unsandboxed_plan_env())
     if status is not None and status.build_profile:
         # The namespace dies with bwrap, but the kernel ends its processes only once its
         # init runs again: the subreaper kills them itself before the call returns.

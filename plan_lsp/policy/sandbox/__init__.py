@@ -19,7 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path, missing_features, plan_argv
+from plan_lsp.policy.sandbox.bwrap import (
+    build_argv,
+    bwrap_path,
+    memory_limited,
+    missing_features,
+    plan_argv,
+)
 from plan_lsp.policy.sandbox.git import (
     git_shim,
     git_shim_dir,
@@ -53,6 +59,7 @@ __all__ = [
     "git_shim",
     "git_shim_dir",
     "hardened_git_env",
+    "memory_limited",
     "on_sandbox_known",
     "plan_environment",
     "probe_configured",

@@ -26,6 +26,7 @@ from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
+    DATA_KIB,
     FILE_SIZE_KIB,
     MAX_PROCESSES,
     NOBODY,
@@ -45,8 +46,11 @@ STATE_DIR_NAME = ".plan-lsp"
 LIMITS_SCRIPT = (
     f"ulimit -c 0 2>/dev/null; ulimit -t {CPU_SECONDS} 2>/dev/null; "
     f"ulimit -f {FILE_SIZE_KIB} 2>/dev/null; ulimit -u {MAX_PROCESSES} 2>/dev/null; "
+    f"ulimit -d {DATA_KIB} 2>/dev/null; "
     'exec "$@"'
 )
+# The memory limit alone, for plan-mode commands that run without a sandbox.
+MEMORY_LIMIT_SCRIPT = f'ulimit -d {DATA_KIB} 2>/dev/null; exec "$@"'
 
 
 def bwrap_path() -> str | None:
@@ -90,6 +94,11 @@ def _program(name: str) -> str:
 def limited(argv: Sequence[str]) -> list[str]:
     """`argv` run under the sandbox's resource limits."""
     return [_program("bash"), "-c", LIMITS_SCRIPT, "plan-lsp-limits", *argv]
+
+
+def memory_limited(argv: Sequence[str]) -> list[str]:
+    """`argv` run under the plan-mode memory limit (DATA_KIB) only."""
+    return [_program("bash"), "-c", MEMORY_LIMIT_SCRIPT, "plan-lsp-limits", *argv]
 
 
 def _env_prefix(env: Mapping[str, str]) -> list[str]:

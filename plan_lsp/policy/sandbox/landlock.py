@@ -28,6 +28,7 @@ from plan_lsp.policy.sandbox.git import git_shim
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
+    DATA_KIB,
     FILE_SIZE_KIB,
     MAX_PROCESSES,
     below,
@@ -123,7 +124,12 @@ def landlock_options(
             options += ["--device", device]
     if network:
         options.append("--network")
-    limits = {"--cpu": CPU_SECONDS, "--fsize": FILE_SIZE_KIB * 1024, "--nproc": MAX_PROCESSES}
+    limits = {
+        "--cpu": CPU_SECONDS,
+        "--fsize": FILE_SIZE_KIB * 1024,
+        "--nproc": MAX_PROCESSES,
+        "--data": DATA_KIB * 1024,
+    }
     for flag, value in limits.items():
         options += [flag, str(value)]
     return options

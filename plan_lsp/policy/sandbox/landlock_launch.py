@@ -13,7 +13,7 @@ OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv wor
                   changes, io_uring and every ioctl request not known to be harmless, which
                   Landlock does not cover, and the kernel keyring calls.
   --chdir PATH    the working directory
-  --cpu S --fsize BYTES --nproc N   resource limits
+  --cpu S --fsize BYTES --nproc N --data BYTES   resource limits
 
 Any failure exits 126 without running the command. Capabilities are dropped (a root
 server's child would otherwise keep CAP_SYS_PTRACE and read other processes' memory).
@@ -258,7 +258,12 @@ class Options:
 
 
 _PATH_OPTIONS = {"--read": "read", "--write": "write", "--device": "devices"}
-_LIMIT_OPTIONS = {"--cpu": "RLIMIT_CPU", "--fsize": "RLIMIT_FSIZE", "--nproc": "RLIMIT_NPROC"}
+_LIMIT_OPTIONS = {
+    "--cpu": "RLIMIT_CPU",
+    "--fsize": "RLIMIT_FSIZE",
+    "--nproc": "RLIMIT_NPROC",
+    "--data": "RLIMIT_DATA",
+}
 
 
 def parse(args: list[str]) -> tuple[Options, list[str]]:

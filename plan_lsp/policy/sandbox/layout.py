@@ -141,6 +141,11 @@ HOME_TOOLCHAINS = (
 CPU_SECONDS = 600
 FILE_SIZE_KIB = 1024 * 1024
 MAX_PROCESSES = 1024
+# Memory of each plan-mode process (RLIMIT_DATA, KiB), under every protection (bubblewrap,
+# Landlock, the classifier alone). RLIMIT_DATA counts private writable memory (heap, and
+# anonymous mappings since Linux 4.7), not address space: runtimes that reserve large
+# inaccessible ranges (V8, Go, the JVM) start as usual, where RLIMIT_AS would break them.
+DATA_KIB = 4 * 1024 * 1024
 TMPFS_BYTES = 512 * 1024 * 1024
 SMALL_TMPFS_BYTES = 16 * 1024 * 1024
 NOBODY = 65534

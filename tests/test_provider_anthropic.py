@@ -206,7 +206,7 @@ async def test_request_maps_system_tools_and_tool_results(
                     "type": "tool_use",
                     "id": "toolu_2",
                     "name": "read_file",
-                    "input": {"raw_arguments": '{"path": "b'},
+                    "input": {},
                 },
             ],
         },

@@ -261,7 +261,11 @@ class Agent:
             assistant = ChatMessage(
                 role="assistant",
                 content=text,
-                tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
+                # A cut-off call is kept as a call without arguments: replayed as it came,
+                # it would make every later request of the conversation fail.
+                tool_calls=[
+                    ToolCall(c.id, c.name, "{}" if c.cut_off else c.arguments) for c in calls
+                ],
             )
             self._append(conv, run_id, messages, assistant)
             result.answered = True
@@ -280,6 +284,9 @@ class Agent:
                         tool=call.name,
                     )
                     emit("error", {"message": observation.data["message"]})  # type: ignore[index]
+                elif call.cut_off:
+                    observation = _cut_off(call)
+                    emit("error", {"message": f"{call.name}: {observation.data['message']}"})  # type: ignore[index]
                 else:
                     ran = await until_cancelled(
                         self._run_tool(run_id, call, cancel, allow_names, emit), cancel
@@ -373,3 +380,20 @@ class Agent:
             emit("todos", {"todos": [t.model_dump() for t in todos]})
 
         return set_todos
+
+
+def _cut_off(call: StreamingCall) -> ToolResult:
+    """The observation for a call whose arguments never became a JSON object."""
+    if call.truncated:
+        return ToolResult.error(
+            "arguments_cut_off",
+            f"the call of {call.name} was cut off at the response's token limit before its "
+            "arguments were complete; it was not run. Call it again with shorter arguments "
+            "(for a long file or plan, write less per call).",
+            tool=call.name,
+        )
+    return ToolResult.error(
+        "invalid_arguments",
+        f"the arguments of {call.name} are not a JSON object; it was not run",
+        tool=call.name,
+    )

@@ -21,6 +21,7 @@ from plan_lsp.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
+    is_json_object,
 )
 from plan_lsp.session import Session, WorkMode
 
@@ -63,6 +64,12 @@ class StreamingCall:
     reader: PartialArgumentsReader | None = None
     draft_path: Path | None = None
     oversized: bool = False
+    # The model stopped before the call's arguments were complete (its token limit: finish
+    # reason "length"), or they are not a JSON object: the call is never run, and its
+    # arguments are never replayed to the model (servers refuse a history holding them).
+    cut_off: bool = False
+    # ... and the reason was the token limit.
+    truncated: bool = False
 
 
 class ModelStream:
@@ -93,6 +100,7 @@ class ModelStream:
         text_parts: list[str] = []
         text_chars = 0
         calls: dict[int, StreamingCall] = {}
+        finish: str | None = None
         stream = self.provider.stream(request)
         try:
             async for event in stream:
@@ -129,11 +137,19 @@ class ModelStream:
                     target.arguments += event.delta
                     await self._feed_draft(target, event.delta)
                 elif isinstance(event, Finish):
+                    finish = event.reason
                     break
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+        for call in calls.values():
+            if not call.oversized and (finish == "length" or not is_json_object(call.arguments)):
+                call.cut_off = True
+                call.truncated = finish == "length"
+                if call.draft_path is not None:
+                    await self.drafts.abandon(call.draft_path)
+                    call.draft_path = None
         return "".join(text_parts), [calls[i] for i in sorted(calls)]
 
     # -- live plan drafts ---------------------------------------------------------------------

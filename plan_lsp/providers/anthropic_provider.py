@@ -19,6 +19,7 @@ from plan_lsp.providers.base import (
     ToolCallArgsDelta,
     ToolCallStart,
     Usage,
+    replayable_arguments,
 )
 from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
@@ -59,14 +60,10 @@ _STOP_REASONS = {
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
-    """A past tool call's input object; invalid JSON is kept visible rather than dropped."""
-    if not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError:
-        return {"raw_arguments": arguments}
-    return value if isinstance(value, dict) else {"value": value}
+    """A past tool call's input object; arguments that were cut off or are not an object are
+    replayed as `{}` (the call's tool result says what happened)."""
+    value: dict[str, Any] = json.loads(replayable_arguments(arguments))
+    return value
 
 
 def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:

@@ -7,6 +7,7 @@ with a kind the agent can act on; nothing else escapes a provider.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -111,6 +112,24 @@ class Finish:
 
 
 StreamEvent = TextDelta | ToolCallStart | ToolCallArgsDelta | Finish
+
+
+def is_json_object(arguments: str) -> bool:
+    """Whether tool-call arguments are a JSON object (empty arguments count as `{}`)."""
+    if not arguments.strip():
+        return True
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def replayable_arguments(arguments: str) -> str:
+    """Tool-call arguments as they may be sent back in a conversation: a call whose
+    arguments were cut off or are not a JSON object is replayed as `{}` (its tool result says
+    what happened) — model servers answer every later request with an error otherwise."""
+    return arguments if arguments.strip() and is_json_object(arguments) else "{}"
+
 
 ProviderErrorKind = Literal[
     "connection", "auth", "rate_limit", "bad_request", "server", "malformed_stream", "config"

@@ -21,6 +21,7 @@ from plan_lsp.providers.base import (
     ToolCallArgsDelta,
     ToolCallStart,
     Usage,
+    replayable_arguments,
 )
 from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
@@ -56,7 +57,10 @@ def openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
                         {
                             "id": call.id,
                             "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments},
+                            "function": {
+                                "name": call.name,
+                                "arguments": replayable_arguments(call.arguments),
+                            },
                         }
                         for call in message.tool_calls
                     ],

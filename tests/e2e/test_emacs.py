@@ -363,6 +363,20 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
     return out
 
 
+def last_marks_to_end(result: dict[str, Any]) -> float:
+    """Seconds from the model's last todo_write (its last delta) to Emacs handling the log
+    line that says the Do run finished: what the run's end waits for the marks (reported,
+    never asserted)."""
+    turn = len(session_turns()) - 1  # 1-based: the todo_write right before the final text
+    times = [
+        event["t"]
+        for line in Path(result["_timeline"]).read_text().splitlines()
+        if (event := json.loads(line))["turn"] == turn
+    ]
+    end = (result.get("do_run_end") or {}).get("t")
+    return float(end) - max(times) if times and end is not None else float("nan")
+
+
 @pytest.mark.parametrize("plan_open_before", [True, False], ids=["plan-open", "plan-not-open"])
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 def test_emacs_plan_session(client: str, plan_open_before: bool, tmp_path: Path) -> None:
@@ -372,6 +386,7 @@ def test_emacs_plan_session(client: str, plan_open_before: bool, tmp_path: Path)
         events, result["_timeline"], result["_script"]
     )
     print(f"stream report ({client}): {report}")
+    print(f"Do run end seen {last_marks_to_end(result):.2f} s after the model's last todo_write")
     problems = problems_of(result, client, plan_open_before)
     assert not problems, (
         f"{client}, PLAN.md {'open' if plan_open_before else 'not open'} before the prompt:\n- "

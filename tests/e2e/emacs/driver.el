@@ -99,6 +99,7 @@ notification\", ...). Left out: the native compiler's notes on the packages' own
   (when (and (stringp message) (string-prefix-p "plan-lsp: run finished" message))
     (let ((plan (e2e-param "plan_path")))
       (push (list (cons "line" message)
+                  (cons "t" (float-time))
                   (cons "buffer" (e2e-text plan))
                   (cons "disk" (and (file-exists-p plan) (e2e-disk plan)))
                   (cons "modified" (e2e-modified plan)))

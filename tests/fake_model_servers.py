@@ -148,6 +148,34 @@ def openai_sse_events(reply: ModelReply, model: str, include_usage: bool) -> lis
     return [f"data: {e}\n\n" for e in events]
 
 
+def openai_completion(reply: ModelReply, model: str) -> dict[str, Any]:
+    """A non-streamed chat completion (what `stream: false` asks for)."""
+    calls = [
+        {
+            "id": call.id or f"call_fake_{i}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments_text(call)},
+        }
+        for i, call in enumerate(reply.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if calls:
+        message["tool_calls"] = calls
+    finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
 def anthropic_sse_events(reply: ModelReply, model: str) -> list[str]:
     """The `event:`/`data:` records of a Messages stream."""
     events: list[tuple[str, dict[str, Any]]] = []
@@ -296,6 +324,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         else:
             model = str(body.get("model", "fake-model")) if isinstance(body, dict) else "fake-model"
+            if api == "openai" and isinstance(body, dict) and body.get("stream") is False:
+                self._send_json(200, json.dumps(openai_completion(reply, model)))
+                return
             if api == "openai":
                 options = body.get("stream_options") if isinstance(body, dict) else None
                 include_usage = isinstance(options, dict) and bool(options.get("include_usage"))

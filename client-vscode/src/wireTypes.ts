@@ -76,6 +76,7 @@ export type ErrorCode =
   | 'provider_unreachable'
   | 'provider_auth'
   | 'provider_model'
+  | 'provider_no_tools'
   | 'provider_rate_limited'
   | 'provider_failed';
 

@@ -132,7 +132,16 @@ def replayable_arguments(arguments: str) -> str:
 
 
 ProviderErrorKind = Literal[
-    "connection", "auth", "rate_limit", "bad_request", "server", "malformed_stream", "config"
+    "connection",
+    "auth",
+    "rate_limit",
+    "bad_request",
+    "server",
+    "malformed_stream",
+    "config",
+    # The server answers, but ignores the tools it is offered (a model or chat template
+    # without tool support): an agent cannot work with it.
+    "no_tools",
 ]
 
 
@@ -156,6 +165,7 @@ _FIXES: dict[str, tuple[str, str | None]] = {
     "bad_request": ("provider_failed", None),
     "server": ("provider_failed", None),
     "malformed_stream": ("provider_failed", None),
+    "no_tools": ("provider_no_tools", "model"),
 }
 
 

@@ -71,6 +71,13 @@ def openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     return out
 
 
+_PING_TOOL: dict[str, Any] = {
+    "name": "ping",
+    "description": "Answers pong. Call it when asked to.",
+    "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+}
+
+
 @dataclass
 class _PendingCall:
     """A streamed tool call; `index` is ours (-1 until the name is known and it started)."""
@@ -157,7 +164,49 @@ class OpenAIProvider:
 
         server = f"the model server at {self.endpoint}"
         served = await served_models(openai, self._client, server)
-        return served_model_sentence(server, self.model, served)
+        sentence = served_model_sentence(server, self.model, served)
+        await self._check_tool_calls(server)
+        return f"{sentence}, and it calls tools"
+
+    async def _check_tool_calls(self, server: str) -> None:
+        """One tiny request offering one tool the model must call: a server whose model or
+        chat template has no tool support ignores `tools` and answers plain text (llama.cpp
+        without `--jinja`, say) — the agent could not work, so the test says so."""
+        import openai
+
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "Call the tool `ping` now."}],
+            "tools": [{"type": "function", "function": _PING_TOOL}],
+            "tool_choice": "required",
+            "max_tokens": 64,
+            "stream": False,
+        }
+        try:
+            try:
+                answer = await self._client.chat.completions.create(**params)
+            except openai.BadRequestError:
+                params["tool_choice"] = "auto"  # a server that knows no "required"
+                answer = await self._client.chat.completions.create(**params)
+        except openai.APITimeoutError as exc:
+            raise ProviderError("connection", f"{server} timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise connection_error(server, False, exc.__cause__ or exc) from exc
+        except openai.APIStatusError as exc:
+            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
+        except openai.OpenAIError as exc:
+            raise ProviderError("server", f"{server} failed: {exc}") from exc
+        choices = getattr(answer, "choices", None) or []
+        message = getattr(choices[0], "message", None) if choices else None
+        if not getattr(message, "tool_calls", None):
+            raise ProviderError(
+                "no_tools",
+                f"{server} answers, but the model {self.model!r} ignored the tool it was "
+                "offered and answered in plain text: its model or chat template has no tool "
+                "support, and plan-lsp works through tool calls. Use a model with tool "
+                "calling, or a chat template with tools (llama.cpp: start llama-server with "
+                "--jinja; Ollama: a model tagged 'tools').",
+            )
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import openai

@@ -17,7 +17,7 @@ from tests.e2e.scripts import (
     scripted_args,
     write_script,
 )
-from tests.fake_model_servers import ErrorReply, FakeModelServer, ModelReply
+from tests.fake_model_servers import ErrorReply, FakeModelServer, ModelReply, ReplyToolCall
 from tests.lsp_harness import running_server
 
 
@@ -111,8 +111,18 @@ async def test_connection_test_names_what_to_fix(tmp_path: Path) -> None:
             result = await ed.request("planLsp/testConnection", {})
             assert result["ok"] is False and result["fix"] == {"setting": "model"}
         async with running_server([ws], *args, "--model", "llama3") as ed:
+            # The model calls the tool it is offered (the test's one tiny request).
+            server.enqueue(ModelReply(tool_calls=[ReplyToolCall("ping", {})]))
             result = await ed.request("planLsp/testConnection", {})
-            assert result["ok"] is True and "llama3" in result["message"]
+            assert result["ok"] is True and "llama3" in result["message"], result
+            probe = server.requests[-1].body
+            assert probe["tools"][0]["function"]["name"] == "ping" and probe["stream"] is False
+            # A server that ignores tools (a chat template without tool support) answers
+            # plain text: connected, but an agent could not work with it.
+            server.enqueue(ModelReply(text="pong"))
+            result = await ed.request("planLsp/testConnection", {})
+            assert result["ok"] is False and result["code"] == "provider_no_tools", result
+            assert "--jinja" in result["message"] and result["fix"] == {"setting": "model"}
         async with running_server([ws], *args, "--model", "gpt-9") as ed:
             result = await ed.request("planLsp/testConnection", {})
             assert result["ok"] is False and result["code"] == "provider_model"

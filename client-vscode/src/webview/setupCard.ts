@@ -73,6 +73,7 @@ function settingForCode(code: string | null | undefined): string | undefined {
     case 'provider_auth':
       return 'apiKey';
     case 'provider_model':
+    case 'provider_no_tools':
       return 'model';
     default:
       return undefined;

@@ -23,7 +23,21 @@ Arity = Literal["none", "required", "pair", "optional", "attached"]
 ValueKind = Literal["text", "path", "chdir"]
 
 ROLE_NAMES = frozenset(
-    {"text", "path", "file", "rev", "command", "duration", "datefmt", "sed", "awk", "jq", "find"}
+    {
+        "text",
+        "path",
+        "file",
+        "rev",
+        "command",
+        "duration",
+        "datefmt",
+        "sed",
+        "awk",
+        "jq",
+        "find",
+        "yq",
+        "number",
+    }
 )
 _ROLE = re.compile(r"([a-z]+)([*+?]?)\Z")
 _OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9-]*\Z|-[A-Za-z][A-Za-z0-9-]+\Z")
@@ -86,6 +100,17 @@ class ProgramData(OptionSet):
     exact_only: bool = False
     subcommands: dict[str, ProgramData] = Field(default_factory=dict)
     sub_required: bool = False
+    # Programs it starts by name through PATH (`tar` runs `gzip`, `zgrep` runs `grep`): each
+    # is checked like the program itself (not from a folder the workspace controls).
+    runs: list[str] = Field(default_factory=list)
+    # Words starting with one of these are refused wherever they appear (binutils read
+    # `@FILE` as more options from FILE).
+    refuse_prefixes: list[str] = Field(default_factory=list)
+    # The first word may be a bundle of option letters without a dash (`tar tzf A`): its
+    # letters are options, and those taking a value take the next words in order.
+    old_style: bool = False
+    # A check of the whole command once options and operands are read (`verify.py`).
+    verify: str | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> ProgramData:
@@ -158,6 +183,10 @@ class Program:
     exact_only: bool
     subcommands: dict[str, Program]
     sub_required: bool
+    runs: tuple[str, ...] = ()
+    refuse_prefixes: tuple[str, ...] = ()
+    old_style: bool = False
+    verify: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +233,10 @@ def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program
         exact_only=data.exact_only,
         subcommands=subs,
         sub_required=data.sub_required,
+        runs=tuple(data.runs),
+        refuse_prefixes=tuple(data.refuse_prefixes),
+        old_style=data.old_style,
+        verify=data.verify,
     )
 
 
@@ -215,7 +248,9 @@ def load_allowlist(text: str) -> AllowList:
             programs[name] = _build(name, prog, data.option_sets)
     for name, prog in data.programs.items():
         if prog.alias_of is not None:
-            programs[name] = replace(programs[prog.alias_of], label=name)
+            base = programs[prog.alias_of]
+            runs = tuple(prog.runs) or base.runs
+            programs[name] = replace(base, label=name, runs=runs)
     return AllowList(
         programs,
         frozenset(data.harmless_paths),

@@ -91,6 +91,8 @@ class _Program:
         self.base = base
         # Options seen so far, the parent command's included (`pip --flag list`).
         self.seen: set[str] = set(seen)
+        # Option values given, by option name (for `verify` checks).
+        self.values: dict[str, list[str]] = {}
 
     def refuse(self, reason: str) -> _Refused:
         self.f.unproven(reason)
@@ -99,6 +101,10 @@ class _Program:
     def run(self) -> None:
         prog = self.prog
         self.f.programs.add(prog.label)
+        for other in prog.runs:
+            self.o._hijack(other)
+        if prog.old_style and self.args and not self.args[0].value.startswith("-"):
+            self.args = self.unbundle(self.args)
         if prog.exact and all(not a.glob for a in self.args):
             if tuple(a.value for a in self.args) in prog.exact:
                 self.f.add(prog.caps, f"`{prog.label} {_join(self.args)}` only prints information")
@@ -119,7 +125,71 @@ class _Program:
         self.f.add(
             prog.caps, f"`{prog.label}` {prog.why} ({caps_text(prog.caps) or 'no capabilities'})"
         )
+        for word in operands:
+            self.prefix_check(word, "as an operand")
         self.operands(operands)
+        if prog.verify is not None:
+            from plan_lsp.policy.shell.verify import verify_command
+
+            problem = verify_command(
+                prog.verify, self.o.policy, self.base, self.seen, self.values, operands
+            )
+            if problem is not None:
+                raise self.refuse(problem)
+
+    def unbundle(self, args: list[SWord]) -> list[SWord]:
+        """`tar tzf A B` is `tar -t -z -f A B`: each letter of the first word is an option,
+        and the letters that take a value take the next words, in order."""
+        from plan_lsp.policy.shell.lexer import SWord
+
+        bundle = args[0]
+        if bundle.glob:
+            self.unexpanded(bundle, "as a bundle of options")
+        out: list[SWord] = []
+        k = 1
+        for letter in bundle.value:
+            name = "-" + letter
+            opt = self.prog.options.get(name)
+            if opt is None:
+                raise self.refuse(self.unknown(name, bundle.value))
+            out.append(SWord(name, bundle.start, bundle.end, name))
+            if opt.arity in ("required", "pair"):
+                take = 1 if opt.arity == "required" else 2
+                if k + take > len(args):
+                    raise self.refuse(f"`{name}` in `{bundle.text}` has no value after it")
+                for nxt in args[k : k + take]:
+                    if nxt.value.startswith("-"):
+                        raise self.refuse(
+                            f"`{nxt.text}`: the value of `{name}` in `{bundle.text}` looks "
+                            "like an option"
+                        )
+                    out.append(nxt)
+                k += take
+            elif opt.arity != "none":
+                raise self.refuse(
+                    f"`{name}` in `{bundle.text}` takes an optional value, which a bundle "
+                    "cannot give"
+                )
+        return out + args[k:]
+
+    def prefix_check(self, word: SWord, where: str) -> None:
+        """Words the program reads as something else (`@FILE`: more options from FILE)."""
+        prefixes = self.prog.refuse_prefixes
+        if not prefixes:
+            return
+        if word.value.startswith(prefixes):
+            raise self.refuse(
+                f"`{word.text}` {where}: `{self.prog.label}` reads a word starting with "
+                f"`{word.value[0]}` as something other than a file name"
+            )
+        if word.glob:
+            matches = self.o.policy.expand(word.pattern, self.base)
+            for shown, _ in matches or []:
+                if shown.startswith(prefixes):
+                    raise self.refuse(
+                        f"`{word.text}` matches `{shown}`, which `{self.prog.label}` would "
+                        "not read as a file name"
+                    )
 
     # -- options ---------------------------------------------------------------------------
     def options(self) -> tuple[list[SWord], int | None]:
@@ -227,6 +297,12 @@ class _Program:
                 f"`{name}` of `{self.prog.label}` needs its value attached (`{name}=…`)"
             )
         if value is not None:
+            self.values.setdefault(name, []).append(value)
+            if self.prog.refuse_prefixes and value.startswith(self.prog.refuse_prefixes):
+                raise self.refuse(
+                    f"`{word} {value}`: `{self.prog.label}` reads a value starting with "
+                    f"`{value[0]}` as something else"
+                )
             self.option_value(name, opt, value)
         return i
 

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from plan_lsp.policy.shell.paths import PathPolicy
 
 # bash runs these itself; PATH is not searched.
-BASH_BUILTINS = frozenset({"echo", "pwd", "type", "command", "true", "false"})
+BASH_BUILTINS = frozenset(
+    {"echo", "pwd", "type", "command", "true", "false", "printf", "cd", "test", "["}
+)
 
 
 def program_problem(name: str, policy: PathPolicy) -> str | None:

@@ -52,6 +52,42 @@ def _git_pretty(value: str) -> str | None:
     )
 
 
+_NUMBER = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
+# A character set name (`UTF-8`, `latin1//TRANSLIT`): never a path to a conversion module.
+_CHARSET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*(//[A-Za-z]*)*\Z")
+# yq: Python's yq hands its program to jq, mikefarah's yq has its own language with
+# `load`, `env`, `eval`, ...; what both read the same way and that only selects from the
+# input is a plain path expression: `.`, `.a.b`, `.a[0]`, `.a[]`, `."k"`, `.["k"]`, joined
+# by `|` or `,`, and `keys`, `length`, `type`.
+_YQ_SEG = r'(?:\.[A-Za-z_][A-Za-z0-9_]*|\."[^"\\$]*"|\.?\[(?:-?[0-9]+|"[^"\\$]*")?\])'
+_YQ_TERM = rf"(?:(?:\.|{_YQ_SEG})(?:{_YQ_SEG}\??)*|keys|length|type)"
+_YQ = re.compile(rf"\s*{_YQ_TERM}\s*(?:[|,]\s*{_YQ_TERM}\s*)*\Z")
+
+
+def _number(value: str) -> str | None:
+    return None if _NUMBER.match(value) else "is not a number"
+
+
+def _charset(value: str) -> str | None:
+    return None if _CHARSET.match(value) else "is not a character set name"
+
+
+def _yq(value: str) -> str | None:
+    if _YQ.match(value):
+        return None
+    return (
+        "is not a plain path expression (`.a.b`, `.a[0]`, `.a[]`, joined by `|` or `,`, and "
+        "`keys`, `length`, `type`): the yq versions differ in what other expressions read "
+        "(files, the environment)"
+    )
+
+
+def _tar_archive(value: str) -> str | None:
+    if ":" in value:
+        return "names a remote archive (`HOST:FILE`), which tar reaches by running a remote shell"
+    return None
+
+
 def _one_of(allowed: str, why: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         return None if value == allowed else f"only `{allowed}` is accepted: {why}"
@@ -74,6 +110,10 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "git_format": _git_format,
     "git_ignore_submodules": _one_of("all", _IN_SUBMODULES),
     "git_submodule_format": _one_of("short", _IN_SUBMODULES),
+    "number": _number,
+    "charset": _charset,
+    "yq": _yq,
+    "tar_archive": _tar_archive,
 }
 
 

@@ -1,0 +1,199 @@
+"""Checks of a whole command, once its options and operands are read (`verify = "…"` in
+`allowlist.toml`): what depends on several options at once, or on a file the command will
+read its own instructions from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from plan_lsp.policy.shell.lexer import SWord
+    from plan_lsp.policy.shell.paths import PathPolicy
+
+# A checksum list is read before the command runs; a larger one is refused.
+MAX_CHECK_LIST_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    policy: PathPolicy
+    # The directory relative paths start from.
+    base: str
+    seen: frozenset[str]
+    values: dict[str, list[str]]
+    operands: Sequence[SWord]
+
+
+# -- checksum lists ------------------------------------------------------------------------
+# `md5sum -c LIST` opens every file LIST names, and LIST comes from the workspace: each name
+# must be a file the command could read directly.
+_GNU_LINE = re.compile(r"([0-9A-Fa-f]+) [ *](.*)\Z", re.S)
+_BSD_LINE = re.compile(r"([A-Za-z0-9-]+) ?\((.*)\) ?= ?([0-9A-Za-z+/=]+)\Z", re.S)
+
+
+def _unescape(name: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(name):
+        if name[i] == "\\" and i + 1 < len(name):
+            nxt = name[i + 1]
+            out.append({"n": "\n", "\\": "\\", "r": "\r"}.get(nxt, "\\" + nxt))
+            i += 2
+        else:
+            out.append(name[i])
+            i += 1
+    return "".join(out)
+
+
+def _checksum_list(ctx: Context) -> str | None:
+    if not ctx.seen & {"-c", "--check"}:
+        return None
+    from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
+
+    if not ctx.operands:
+        return (
+            "`--check` without a file reads the list of files to open from standard input, "
+            "which cannot be checked beforehand"
+        )
+    for word in ctx.operands:
+        if word.glob or word.value == "-":
+            return (
+                f"`{word.text}`: with `--check` each list must be named as one file, so "
+                "that the files it names can be checked beforehand"
+            )
+        full = Path(ctx.policy.resolve(word.value, ctx.base))
+        try:
+            data = read_file_bytes(full, max_bytes=MAX_CHECK_LIST_BYTES, follow_link=True)
+        except (WriteRefused, OSError) as exc:
+            return f"`{word.text}`: the checksum list cannot be read beforehand ({exc})"
+        if data is None:
+            continue  # the program reports the missing file itself
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"`{word.text}`: the checksum list is not UTF-8 text"
+        for number, line in enumerate(text.split("\n"), 1):
+            line = line.removesuffix("\r")
+            if not line:
+                continue
+            escaped = line.startswith("\\")
+            body = line[1:] if escaped else line
+            m = _BSD_LINE.match(body)
+            name = m.group(2) if m is not None else None
+            if name is None:
+                g = _GNU_LINE.match(body)
+                name = g.group(2) if g is not None else None
+            if name is None:
+                return (
+                    f"`{word.text}` line {number} is not a checksum line this check can read, "
+                    "so the file it names is unknown"
+                )
+            if escaped:
+                name = _unescape(name)
+            problem = ctx.policy.read_problem(name, ctx.base)
+            if problem is not None:
+                return f"`{word.text}` line {number} names a file to read: {problem}"
+    return None
+
+
+# -- unzip --------------------------------------------------------------------------------
+def _unzip(ctx: Context) -> str | None:
+    if ctx.operands and any(c in ctx.operands[0].value for c in "*?["):
+        return (
+            f"`{ctx.operands[0].text}`: unzip expands wildcards in the archive name itself, "
+            "beyond what this check sees; name one archive"
+        )
+    return None
+
+
+# -- git config -----------------------------------------------------------------------------
+_GIT_CONFIG_SCOPES = frozenset({"--local", "--worktree", "--file", "-f", "--blob"})
+_GIT_CONFIG_LISTS = frozenset({"--list", "-l", "--get-regexp"})
+# Subcommand names of newer git (`git config set`): never an operand here.
+_GIT_CONFIG_SUBCOMMANDS = frozenset(
+    {"get", "set", "unset", "list", "edit", "rename-section", "remove-section"}
+)
+# Keys whose values say how a repository is set up, and never hold credentials: the only
+# ones read without `--local` (without a scope git reads every configuration file, the
+# user's own and every file a repository's `include.path` names, e.g. a credentials file in
+# INI syntax).
+_GIT_CONFIG_KEYS = re.compile(
+    r"(core\.[A-Za-z]+|user\.(name|email)|init\.defaultbranch"
+    r"|remote\.[^\s]+\.(url|pushurl|fetch|push|tagopt)|branch\.[^\s]+\.(remote|merge|rebase)"
+    r"|(pull|push|fetch|merge|rebase|diff|log|status|commit|tag|color|advice|help|blame"
+    r"|column|format|gc|pack|index|feature|protocol|submodule|lfs)\.[A-Za-z.\-_/]+)\Z",
+    re.I,
+)
+_SECRETISH = re.compile(r"token|pass|secret|auth|key|cred|cookie|header", re.I)
+
+
+def _git_config(ctx: Context) -> str | None:
+    for word in ctx.operands:
+        if word.value in _GIT_CONFIG_SUBCOMMANDS:
+            return (
+                f"`{word.text}` names a `git config` subcommand of newer git versions, which "
+                "may change the configuration"
+            )
+    scoped = bool(ctx.seen & _GIT_CONFIG_SCOPES)
+    if scoped:
+        return None
+    listing = ctx.seen & _GIT_CONFIG_LISTS
+    if listing:
+        option = sorted(listing)[0]
+        return (
+            f"`{option}` without `--local` (or `--file FILE` in the workspace) prints every "
+            "configuration file git reads: the user's own, outside the workspace, and any "
+            "file a repository's `include.path` names (a credentials file in INI syntax)"
+        )
+    key = ctx.operands[0].value if ctx.operands else ""
+    if not _GIT_CONFIG_KEYS.match(key) or _SECRETISH.search(key):
+        return (
+            f"`{key}`: without `--local` git reads this key from every configuration file, "
+            "also outside the workspace (the user's own, files a repository includes); only "
+            "keys that describe the repository's setup are read that way, add `--local`"
+        )
+    return None
+
+
+# -- git var ---------------------------------------------------------------------------------
+_GIT_VARS = frozenset(
+    {
+        "GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+        "GIT_PAGER", "GIT_DEFAULT_BRANCH", "GIT_SHELL_PATH", "GIT_ATTR_SYSTEM",
+        "GIT_ATTR_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL",
+    }
+)  # fmt: skip
+
+
+def _git_var(ctx: Context) -> str | None:
+    for word in ctx.operands:
+        if word.value not in _GIT_VARS:
+            known = ", ".join(sorted(_GIT_VARS))
+            return f"`{word.text}` is not a variable `git var` prints ({known})"
+    return None
+
+
+VERIFIERS: dict[str, Callable[[Context], str | None]] = {
+    "checksum_list": _checksum_list,
+    "unzip": _unzip,
+    "git_config": _git_config,
+    "git_var": _git_var,
+}
+
+
+def verify_command(
+    name: str,
+    policy: PathPolicy,
+    base: str,
+    seen: set[str],
+    values: dict[str, list[str]],
+    operands: Sequence[SWord],
+) -> str | None:
+    check = VERIFIERS.get(name)
+    if check is None:
+        return f"has no whole-command check `{name}`"
+    return check(Context(policy, base, frozenset(seen), values, operands))

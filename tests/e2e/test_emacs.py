@@ -363,6 +363,21 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
     return out
 
 
+def only_streamed_into_buffer(timeline: Path, out: Path) -> Path:
+    """`timeline` without the deltas of the first plan's plan_write."""
+    turns = session_turns()
+
+    def first_plan(event: dict[str, Any]) -> bool:
+        calls = turns[event["turn"] - 1].get("tool_calls") or []
+        index = event.get("call")
+        call = calls[index] if isinstance(index, int) and index < len(calls) else {}
+        return bool(call.get("arguments", {}).get("content") == PLAN_V1)
+
+    lines = timeline.read_text().splitlines()
+    out.write_text("".join(line + "\n" for line in lines if not first_plan(json.loads(line))))
+    return out
+
+
 def last_marks_to_end(result: dict[str, Any]) -> float:
     """Seconds from the model's last todo_write (its last delta) to Emacs handling the log
     line that says the Do run finished: what the run's end waits for the marks (reported,
@@ -382,9 +397,12 @@ def last_marks_to_end(result: dict[str, Any]) -> float:
 def test_emacs_plan_session(client: str, plan_open_before: bool, tmp_path: Path) -> None:
     result = run_emacs(client, tmp_path, plan_open_before)
     events = [(float(t), str(text)) for t, text in result.get("buffer_events") or []]
-    result["_stream_report"] = report = stream_report(
-        events, result["_timeline"], result["_script"]
-    )
+    timeline = result["_timeline"]
+    if not plan_open_before:
+        # The first plan streamed to disk only (no buffer to watch until the user opened it
+        # after the run): what the user saw stream is the revision.
+        timeline = only_streamed_into_buffer(timeline, tmp_path / "timeline-revision.jsonl")
+    result["_stream_report"] = report = stream_report(events, timeline, result["_script"])
     print(f"stream report ({client}): {report}")
     print(f"Do run end seen {last_marks_to_end(result):.2f} s after the model's last todo_write")
     problems = problems_of(result, client, plan_open_before)

@@ -7,9 +7,12 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { CodeLensRequest, LanguageClient, LanguageClientOptions, State, StaticFeature } from 'vscode-languageclient/node';
+import {
+  CancellationToken, CodeLensRequest, LanguageClient, LanguageClientOptions, ResponseError, State, StaticFeature,
+} from 'vscode-languageclient/node';
 import { StartError, resolveServerPython } from './bootstrap';
 import { ChatViewProvider } from './chatView';
+import { DocumentLog } from './documentLog';
 import { EditPreviews } from './editPreviews';
 import {
   PlanLspSession,
@@ -70,6 +73,7 @@ export class Controller implements vscode.Disposable {
   readonly previews: EditPreviews;
   readonly requests: UserRequests;
   readonly actions: SessionActions;
+  private readonly documentLog = DocumentLog.fromEnvironment();
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
@@ -110,10 +114,14 @@ export class Controller implements vscode.Disposable {
       this.previews.callEnded(runId, update.tool);
     } else if (update.kind === 'planDraft' && typeof update.uri === 'string') {
       // A new draft brings the plan to the front, without taking the focus from typing.
+      // The server creates the file before it says "drafting"; one that does so only later
+      // (an older server) gets the reveal again with the next update.
       const key = `${runId}\u0000${update.uri}`;
       if (!this.draftsSeen.has(key)) {
         this.draftsSeen.add(key);
-        void this.revealPlan(update.uri);
+        void this.revealPlan(update.uri).then((shown) => {
+          if (!shown) this.draftsSeen.delete(key);
+        });
       }
     } else if (update.kind === 'error') {
       const code = typeof update.code === 'string' ? ` (${update.code})` : '';
@@ -125,6 +133,7 @@ export class Controller implements vscode.Disposable {
   private onState(state: SessionState): void {
     const previous = this.lastState;
     this.lastState = state;
+    this.documentLog?.state(state);
     this.statusBar.show(state);
     this.chat.dispatch({ type: 'state', state });
     const provider = state.provider;
@@ -168,16 +177,20 @@ export class Controller implements vscode.Disposable {
     }
   }
 
-  /** Brings PLAN.md to the front of the group that has it (or the active one), keeping focus. */
-  async revealPlan(uri: string): Promise<void> {
+  /** Brings PLAN.md to the front of the group that has it (or the active one) without taking
+   * the focus (typing in the chat goes on) and pinned (not a preview that the next file opened
+   * would replace while the plan streams into it). False when it could not be shown. */
+  async revealPlan(uri: string): Promise<boolean> {
     const target = vscode.Uri.parse(uri);
     const group = vscode.window.tabGroups.all.find((g) =>
       g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === target.toString()),
     );
     try {
       await vscode.window.showTextDocument(target, { preserveFocus: true, preview: false, viewColumn: group?.viewColumn });
+      return true;
     } catch (err) {
       this.output.appendLine(`could not show ${uri}: ${errorMessage(err)}`);
+      return false;
     }
   }
 
@@ -245,6 +258,17 @@ export class Controller implements vscode.Disposable {
       outputChannel: this.output,
       initializationOptions: initializationOptions(settings, apiKey),
       middleware: {
+        window: {
+          // The server shows the plan it drafts (takeFocus false) the way the drafting update
+          // does: pinned, in the group that has it, the focus left where it is.
+          showDocument: async (params, next) => {
+            if (params.external || params.takeFocus === true || params.selection) {
+              const result = await next(params, CancellationToken.None);
+              return result instanceof ResponseError ? { success: false } : result;
+            }
+            return { success: await this.revealPlan(params.uri) };
+          },
+        },
         executeCommand: async (command, commandArgs, next) => {
           const result: unknown = await next(command, commandArgs);
           if (command === SHOW_PREVIOUS_REVISION) await this.actions.diffWithPrevious(result);
@@ -403,6 +427,7 @@ export class Controller implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.documentLog?.dispose();
     this.chat.dispose();
     this.statusBar.dispose();
     this.output.dispose();

@@ -4,19 +4,22 @@
 // extensions directories, no plan-lsp setting, a hostile workspace, a loopback
 // OpenAI-compatible model server. The extension must install its server into a private venv
 // (from the wheel the vsix carries), show what it is doing, guide the setup through its own
-// UI, and take the user to an approved plan whose edit is on disk. Screenshots per step go to
-// test-artifacts/vscode/, with results.json.
+// UI, and take the user to an approved plan whose edit is on disk. Both plans stream at a
+// model's speed (tests/e2e/model_speed.py); the extension records every change of PLAN.md
+// (PLAN_LSP_DOCUMENT_LOG). Screenshots per step go to test-artifacts/vscode/, with
+// results.json, the model's timeline and script, and the PLAN.md record (for stream_report).
 //
 // Environment: E2E_ARTIFACTS (screenshot folder), E2E_REUSE_VSIX=1 (skip `npm run package`
 // when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM.
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
-import { PLAN_TEXT, PROMPT, SECOND_PLAN_TEXT, TURNS, hostileProject } from './session-script.mjs';
+import { PROMPT, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
   freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
@@ -29,6 +32,40 @@ const ARTIFACTS = resolve(process.env.E2E_ARTIFACTS ?? join(REPO, 'test-artifact
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const API_KEY = 'sk-e2e-4f1d9c0b7a';
 const MODEL = 'e2e-model';
+// What the user types into PLAN.md before approving it.
+const TYPED_LINE = 'Reviewed: one line changes, nothing else.';
+
+const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** The extension's record of PLAN.md (PLAN_LSP_DOCUMENT_LOG): open/change events and approvals. */
+function planRecord(file) {
+  if (!existsSync(file)) return { events: [], approved: [] };
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return {
+    events: lines.filter((l) => (l.event === 'open' || l.event === 'change') && /[\\/]\.plan-lsp[\\/]plans[\\/]PLAN\.md$/.test(l.path)),
+    approved: lines.filter((l) => l.event === 'approved'),
+  };
+}
+
+/** How much of `plan`'s beginning `text` shows (as model_speed.py's `_shown`). */
+function shown(text, plan) {
+  let i = 0;
+  while (i < text.length && i < plan.length && text[i] === plan[i]) i++;
+  return i;
+}
+
+/** Whether `text` shows part of `plan`, not all of it: the plan still streaming. */
+const partOf = (text, plan) => shown(text, plan) > 0 && shown(text, plan) < plan.length;
+
+/** Distinct texts PLAN.md held since `since` that showed a growing, incomplete part of `plan`
+ * (as model_speed.py's `stream_report` counts them). */
+function growingStates(events, plan, since) {
+  return new Set(events.filter((e) => e.t >= since && partOf(e.text, plan)).map((e) => e.text)).size;
+}
+
+async function chatHasFocus(chat) {
+  return chat.locator('[data-testid=prompt]').evaluate((el) => document.activeElement === el && document.hasFocus());
+}
 
 async function main() {
   if (!existsSync(CODE_SERVER)) throw new Error(`code-server missing: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
@@ -47,7 +84,16 @@ async function main() {
   const extDir = join(tmp, 'extensions');
   const markers = join(tmp, 'markers');
   const ws = hostileProject(join(tmp, 'ws'), markers);
-  const model = new FakeOpenAI({ key: API_KEY, model: MODEL, turns: TURNS });
+  const planFile = join(ws, '.plan-lsp', 'plans', 'PLAN.md');
+  const speed = modelSpeed(REPO);
+  const PLAN_TEXT = speed.plan;
+  const SECOND_PLAN_TEXT = speed.revisedPlan;
+  const documentLog = join(ARTIFACTS, 'plan-documents.jsonl');
+  const model = new FakeOpenAI({
+    key: API_KEY, model: MODEL, turns: sessionTurns({ plan: PLAN_TEXT, secondPlan: SECOND_PLAN_TEXT, pace: speed.pace }),
+    timeline: join(ARTIFACTS, 'model-timeline.jsonl'),
+  });
+  writeFileSync(join(ARTIFACTS, 'model-script.json'), JSON.stringify(model.scriptFor(), null, 2));
   const baseUrl = await model.listen();
   mkdirSync(join(userDir, 'User'), { recursive: true });
   // A new user's settings: nothing of plan-lsp, the desktop default of no auto-save.
@@ -83,7 +129,10 @@ async function main() {
     CODE_SERVER,
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
       '--disable-workspace-trust', '--user-data-dir', userDir, '--extensions-dir', extDir, ws],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } },
+    {
+      detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', PLAN_LSP_DOCUMENT_LOG: documentLog },
+    },
   );
   cs.stdout.on('data', (d) => out.push(d));
   cs.stderr.on('data', (d) => out.push(d));
@@ -164,17 +213,41 @@ async function main() {
       await shot(page, '06-connected');
     });
 
-    await check(page, 'plan mode: blocked calls, PLAN.md revealed, a Markdown plan card, cards per run and call', async () => {
+    // The first plan of the workspace: PLAN.md does not exist before the prompt. While the
+    // model streams it, what the user sees is sampled: the active tab, and whether the chat
+    // input still has the focus.
+    await check(page, 'plan mode: blocked calls; the first plan streams into PLAN.md from its first line, shown while the chat keeps the focus', async () => {
+      ensure(!existsSync(planFile), 'PLAN.md exists before the first plan');
+      const since = Date.now() / 1000;
       await sendPrompt(chat, PROMPT);
-      await waitFor('two blocked tool cards (write_file, bash)', async () =>
-        (await chat.locator('[data-testid=tool-card][data-status=blocked]').count()) >= 2);
-      await waitFor('PLAN.md to be the active editor', async () => (await activeTabTitle(page)) === 'PLAN.md');
-      await waitFor('plan status "submitted"', async () => /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
-      const text = await activeEditorText(page);
-      for (const line of PLAN_TEXT.trim().split('\n').filter(Boolean)) ensure(text.includes(line), `editor lacks plan line ${line}`);
+      const samples = [];
+      await waitFor('plan status "submitted"', async () => {
+        samples.push({ t: Date.now() / 1000, tab: await activeTabTitle(page), focused: await chatHasFocus(chat).catch(() => false) });
+        // allInnerTexts: no waiting for a status that is not there yet (sampling goes on).
+        return /submitted/.test((await chat.locator('[data-testid=plan-status]').allInnerTexts()).join(' '));
+      }, 2 * STEP_MS);
+      writeFileSync(join(ARTIFACTS, 'first-plan-samples.json'), JSON.stringify(samples, null, 2));
       const tools = await chat.locator('[data-testid=tool-card]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
       ensure(JSON.stringify(tools) === JSON.stringify(['read_file:done', 'write_file:blocked', 'bash:blocked', 'plan_write:done', 'exit_plan_mode:done']),
         `tool cards (every response numbers its calls from call_0): ${JSON.stringify(tools)}`);
+      const { events } = planRecord(documentLog);
+      const mine = events.filter((e) => e.t >= since);
+      ensure(mine.length > 0, 'the editor never opened PLAN.md');
+      ensure(mine[0].event === 'open' && mine[0].text.length < PLAN_TEXT.length / 10,
+        `PLAN.md was opened only with ${mine[0].text.length} of the plan's ${PLAN_TEXT.length} characters`);
+      const complete = mine.find((e) => e.text === PLAN_TEXT);
+      ensure(complete, 'PLAN.md never held the whole plan');
+      const growing = growingStates(mine, PLAN_TEXT, since);
+      ensure(growing >= 10, `PLAN.md showed ${growing} growing beginnings of the plan (want 10 or more)`);
+      ensure(mine.some((e) => e.visible && e.t < complete.t && partOf(e.text, PLAN_TEXT)),
+        'no editor on screen showed PLAN.md while the plan streamed');
+      ensure(samples.some((x) => x.tab === 'PLAN.md' && x.focused && x.t < complete.t),
+        `PLAN.md was never the front tab beside a focused chat while it streamed: ${JSON.stringify(samples.slice(0, 40))}`);
+      const lost = samples.filter((x) => !x.focused);
+      ensure(lost.length === 0, `the chat input lost the focus at ${lost.map((x) => (x.t - since).toFixed(2)).join(', ')} s`);
+      ensure(await activeTabTitle(page) === 'PLAN.md', `the front tab is ${await activeTabTitle(page)}`);
+      const logText = outputLog(userDir);
+      ensure(!/could not show/.test(logText), `the extension could not show the plan:\n${logText.slice(-2000)}`);
       const heading = await chat.locator('[data-testid=plan-markdown] h1').innerText();
       ensure(heading === 'Plan: greet politely', `the plan card does not render the plan's Markdown: ${heading}`);
       const first = model.agentRequests.find((r) => r.authorized);
@@ -183,9 +256,21 @@ async function main() {
       await shot(page, '07-plan-submitted');
     });
 
-    await check(page, 'approve from the sidebar; the edit shows as a diff before it is allowed', async () => {
+    await check(page, 'a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan agree; the edit shows as a diff before it is allowed', async () => {
+      const expected = `${PLAN_TEXT}${TYPED_LINE}\n`;
+      await page.locator('.editor-group-container.active .monaco-editor .view-lines').click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.type(TYPED_LINE);
+      await page.keyboard.press('Enter');
+      await waitFor('the typed line in the PLAN.md document', async () => planRecord(documentLog).events.at(-1)?.text === expected);
       await chat.locator('[data-testid=approve]').click();
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
+      await waitFor('the approved plan', async () => planRecord(documentLog).approved.length > 0);
+      const approved = planRecord(documentLog).approved.at(-1);
+      ensure(approved.text === expected, `the approved plan is not what the editor held: ${JSON.stringify(approved.text.slice(-80))}`);
+      ensure(approved.sha256 === sha256(expected), 'the approved sha256 is not that of the text');
+      ensure(planRecord(documentLog).events.at(-1).text === expected, 'the editor no longer holds the approved plan');
+      await waitFor('PLAN.md on disk to be the approved plan', async () => readFileSync(planFile, 'utf8') === expected, 10000);
       await chat.locator('[data-testid=permission-card] [data-testid=show-proposal]').waitFor({ timeout: STEP_MS });
       await waitFor('the proposal diff editor', async () =>
         (await activeTabTitle(page)).includes('proposed') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
@@ -219,6 +304,8 @@ async function main() {
 
     await check(page, 'lenses on PLAN.md no longer offer Approve once approved', async () => {
       await quickOpen(page, 'PLAN.md');
+      // The lenses sit on the first line; the cursor is still after the line typed at the end.
+      await page.keyboard.press('Control+Home');
       const lenses = page.locator('.editor-group-container.active .codelens-decoration');
       await waitFor('the "Plan approved" lens and no Approve lens', async () =>
         (await lenses.filter({ hasText: /Plan approved/ }).count()) > 0 && (await lenses.filter({ hasText: /Approve \(/ }).count()) === 0, STEP_MS);
@@ -257,13 +344,22 @@ async function main() {
       await shot(page, '12-new-session');
     });
 
-    await check(page, 'a new draft brings PLAN.md to the front without taking the focus from the chat', async () => {
+    await check(page, 'a new draft streams into PLAN.md, brought to the front without taking the focus from the chat', async () => {
       await quickOpen(page, 'hello.py');
+      const since = Date.now() / 1000;
       await sendPrompt(chat, 'Plan a farewell');
       await waitFor('PLAN.md to come to the front', async () => (await activeTabTitle(page)) === 'PLAN.md');
-      await waitFor('the second plan in the editor', async () => (await activeEditorText(page)).includes(SECOND_PLAN_TEXT.split('\n')[0]));
-      const focused = await chat.locator('[data-testid=prompt]').evaluate((el) => document.activeElement === el && document.hasFocus());
-      ensure(focused, 'the chat input lost the focus');
+      await waitFor('the second plan streaming into PLAN.md', async () => planRecord(documentLog).events.some((e) => e.t >= since && partOf(e.text, SECOND_PLAN_TEXT)));
+      ensure(await chatHasFocus(chat), 'the chat input lost the focus');
+      await waitFor('plan status "submitted"', async () => /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
+      // The editor follows the text to its end: the plan's last line is on screen.
+      const lastLine = SECOND_PLAN_TEXT.trimEnd().split('\n').at(-1);
+      await waitFor('the second plan\'s last line on screen', async () => (await activeEditorText(page)).includes(lastLine));
+      const { events } = planRecord(documentLog);
+      const growing = growingStates(events, SECOND_PLAN_TEXT, since);
+      ensure(growing >= 10, `PLAN.md showed ${growing} growing beginnings of the second plan (want 10 or more)`);
+      ensure(events.at(-1).text === SECOND_PLAN_TEXT, 'PLAN.md does not hold the second plan');
+      ensure(await chatHasFocus(chat), 'the chat input lost the focus');
       await shot(page, '13-second-draft-revealed');
     });
 

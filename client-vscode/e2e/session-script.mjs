@@ -2,40 +2,50 @@
 //
 // Model turns (each agent request takes the next; tool-call ids restart at call_0 in every
 // response): read, two side-effect calls that plan mode blocks, the plan, exit_plan_mode; the
-// Do run's edit and its summary; after "New session", a greeting, then a second plan.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+// Do run's edit and its summary; after "New session", a greeting, then a second plan. Both
+// plans stream at a model's speed (`pace`, tests/e2e/model_speed.py's MODEL_PACE).
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-
-export const PLAN_TEXT =
-  '# Plan: greet politely\n\n' +
-  "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n" +
-  '2. Run nothing else; the change is one line.\n';
-
-export const SECOND_PLAN_TEXT = '# Plan: add a farewell\n\n1. Add `print(\'bye\')` to `hello.py`.\n';
 
 export const PROMPT = 'Make the greeting polite';
 
-export const TURNS = [
-  { text: 'Reading first.', tool_calls: [{ name: 'read_file', arguments: { path: 'hello.py' } }] },
-  {
-    text: 'Let me just fix it now.',
-    tool_calls: [
-      { name: 'write_file', arguments: { path: 'hello.py', content: 'oops' } },
-      { name: 'bash', arguments: { command: 'rm -rf .' } },
-    ],
-  },
-  { tool_calls: [{ name: 'plan_write', arguments: { content: PLAN_TEXT } }] },
-  { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
-  {
-    tool_calls: [
-      { name: 'edit_file', arguments: { path: 'hello.py', old_text: "print('hi')", new_text: "print('hello, world')" } },
-    ],
-  },
-  { text: 'Done: the greeting is updated.' },
-  { text: 'Hello again: a fresh session.' },
-  { tool_calls: [{ name: 'plan_write', arguments: { content: SECOND_PLAN_TEXT } }] },
-  { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
-];
+/** MODEL_PACE, LONG_PLAN and LONG_REVISED_PLAN from tests/e2e/model_speed.py (the streaming
+ * every editor's e2e uses), through the checkout's Python (E2E_PYTHON, else .venv, else
+ * python3). */
+export function modelSpeed(repo) {
+  const venv = join(repo, '.venv', 'bin', 'python');
+  const python = process.env.E2E_PYTHON ?? (existsSync(venv) ? venv : 'python3');
+  const code = 'import json, sys\nfrom tests.e2e.model_speed import MODEL_PACE, LONG_PLAN, LONG_REVISED_PLAN\n'
+    + 'json.dump({"pace": MODEL_PACE, "plan": LONG_PLAN, "revisedPlan": LONG_REVISED_PLAN}, sys.stdout)';
+  return JSON.parse(execFileSync(python, ['-c', code], { cwd: repo, encoding: 'utf8' }));
+}
+
+/** The model's turns for the story, with `plan` first and `secondPlan` after "New session",
+ * both streamed at `pace`. */
+export function sessionTurns({ plan, secondPlan, pace }) {
+  return [
+    { text: 'Reading first.', tool_calls: [{ name: 'read_file', arguments: { path: 'hello.py' } }] },
+    {
+      text: 'Let me just fix it now.',
+      tool_calls: [
+        { name: 'write_file', arguments: { path: 'hello.py', content: 'oops' } },
+        { name: 'bash', arguments: { command: 'rm -rf .' } },
+      ],
+    },
+    { pace, tool_calls: [{ name: 'plan_write', arguments: { content: plan } }] },
+    { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
+    {
+      tool_calls: [
+        { name: 'edit_file', arguments: { path: 'hello.py', old_text: "print('hi')", new_text: "print('hello, world')" } },
+      ],
+    },
+    { text: 'Done: the greeting is updated.' },
+    { text: 'Hello again: a fresh session.' },
+    { pace, tool_calls: [{ name: 'plan_write', arguments: { content: secondPlan } }] },
+    { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
+  ];
+}
 
 /**
  * A workspace that tries to configure the client and to run code when the server starts:

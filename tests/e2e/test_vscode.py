@@ -8,7 +8,11 @@ naming its own interpreter, server arguments and model endpoint) next to a loopb
 OpenAI-compatible model server. The extension installs its server into a private venv (pip
 reaches only the package registry), and the user goes through the setup card, a failed
 prompt, a plan, approval from the sidebar with the edit shown as a diff, a window reload and a
-new session. Screenshots per step and results.json go to `test-artifacts/vscode/`. The tools
+new session. Both plans stream at a model's speed (`model_speed.MODEL_PACE`): the first one of
+the workspace (no PLAN.md before it) must appear in the editor from its first line and grow
+there while the chat keeps the focus; the extension records PLAN.md on every change
+(`PLAN_LSP_DOCUMENT_LOG`), and `stream_report` compares that with the model's timeline.
+Screenshots per step, results.json and those records go to `test-artifacts/vscode/`. The tools
 come from `client-vscode/scripts/install-e2e.sh` (a missing one fails the test under CI).
 """
 
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.model_speed import LONG_PLAN, LONG_REVISED_PLAN, stream_report
 from tests.needs import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,15 +41,17 @@ STEPS = [
     "configured through the UI: the vLLM preset writes user settings; the test names the key",
     "a prompt the model server rejects is marked failed, with the fix beside it",
     "Set API Key from the error; the connection then works",
-    "plan mode: blocked calls, PLAN.md revealed, a Markdown plan card, cards per run and call",
-    "approve from the sidebar; the edit shows as a diff before it is allowed",
+    "plan mode: blocked calls; the first plan streams into PLAN.md from its first line, "
+    "shown while the chat keeps the focus",
+    "a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan "
+    "agree; the edit shows as a diff before it is allowed",
     "the Do run ends; its file card diffs what the run changed",
     "the Do edit is on disk with auto-save off",
     "lenses on PLAN.md no longer offer Approve once approved",
     "after a window reload the conversation is still shown, the failed prompt still marked",
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
-    "a new draft brings PLAN.md to the front without taking the focus from the chat",
+    "a new draft streams into PLAN.md, brought to the front without taking the focus from the chat",
     "the status bar toggles Plan → Build → Plan, and the chat follows",
     "nothing the workspace ships ran; the API key is in no log",
 ]
@@ -86,3 +93,17 @@ def test_vscode_first_run_to_approved_plan() -> None:
         f"\n--- stderr\n{proc.stderr[-4000:]}"
     )
     assert [r["name"] for r in results] == STEPS
+
+    # What the editor showed of each plan against when the model streamed it.
+    buffer_events = [
+        (event["t"], event["text"])
+        for event in map(json.loads, (ARTIFACTS / "plan-documents.jsonl").read_text().splitlines())
+        if event["event"] in ("open", "change") and event["path"].endswith("PLAN.md")
+    ]
+    report = stream_report(
+        buffer_events, ARTIFACTS / "model-timeline.jsonl", ARTIFACTS / "model-script.json"
+    )
+    print(f"VS Code stream report: {report}")
+    for plan in (LONG_PLAN, LONG_REVISED_PLAN):
+        assert report.growing_states[plan[:40]] >= 10, report
+        assert report.never_shown[plan[:40]] == 0, report

@@ -129,8 +129,14 @@ def plan_tools(
         except ValueError:
             return str(path)
 
-    async def save_plan(path: Path, text: str, ctx: ToolContext) -> EditResult:
-        """Through the edit gate like every other change, as a plan file, to disk."""
+    async def save_plan(
+        path: Path, text: str, ctx: ToolContext, in_buffer: bool = False
+    ) -> EditResult:
+        """Through the edit gate like every other change, as a plan file, to disk — or, when
+        the open buffer already holds `text` (`in_buffer`), through the gate only: the
+        buffer's disk was made to agree as its editor allows (saved by the client, written
+        by the server, or left to the user's own save where the editor would ask about a
+        file written behind its buffer)."""
         try:
             on_disk: str | None = read_text(session.workspace.resolve(), path)
         except (OSError, UnicodeDecodeError):
@@ -140,7 +146,7 @@ def plan_tools(
             session.mode,
             ctx.plans_dir,
             ctx.workspace_roots,
-            _DiskOnly(),
+            ctx.editor if in_buffer else _DiskOnly(),
             plan_file=True,
         )
 
@@ -166,7 +172,7 @@ def plan_tools(
             return ToolResult.error("plan_write_refused", str(exc))
         content = _as_plan_file(content, drafts.buffer_text(path), session.workspace, path)
         await drafts.complete(path, content)
-        result = await save_plan(path, content, ctx)
+        result = await save_plan(path, content, ctx, drafts.buffer_text(path) == content)
         if not result.applied:
             return ToolResult.error("plan_write_refused", result.reason or "refused")
         if drafts.buffer_text(path) is None:
@@ -182,15 +188,24 @@ def plan_tools(
         name = args.get("plan_filename")
         workspace = session.workspace
         lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False, workspace=workspace)
+        # A plan open in a buffer is checked there: an editor that saves only when the user
+        # does (coc.nvim) may still have an empty file on disk.
+        in_buffer = False
         if lexical.ok and lexical.resolved is not None:
             # The open buffer is the truth: the user may have edited it.
             target = Path(lexical.resolved)
             text = drafts.buffer_text(target)
             if text is not None and text.strip():
-                saved = await save_plan(target, text, ctx)
+                # The disk agrees as the editor allows (its own save, the server's write, or
+                # the user's save later), then the gate checks the buffer's text.
+                await drafts.complete(target, text)
+                saved = await save_plan(target, text, ctx, in_buffer=True)
                 if not saved.applied:
                     return ToolResult.error("invalid_plan", f"cannot save the plan: {saved.reason}")
-        checked = validate_plan_path(ctx.plans_dir, name, must_exist=True, workspace=workspace)
+                in_buffer = True
+        checked = validate_plan_path(
+            ctx.plans_dir, name, must_exist=not in_buffer, workspace=workspace
+        )
         if not checked.ok or checked.resolved is None:
             return ToolResult.error("invalid_plan", checked.error or "invalid plan")
         path = Path(checked.resolved)

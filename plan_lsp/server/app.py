@@ -16,7 +16,7 @@ from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
-from plan_lsp.server.client import ClientChannel, negotiated_encoding
+from plan_lsp.server.client import ClientChannel, HeldByEditor, negotiated_encoding
 from plan_lsp.server.documents import DocumentStore
 from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
 from plan_lsp.server.plan_views import PlanViews
@@ -151,6 +151,10 @@ class PlanLanguageServer(LanguageServer):
         ctx = self.workspaces.find_for_path(path)
         if ctx is None:
             raise WriteRefused(f"{path} is outside every workspace folder")
+        if self.client.support.user_saves and self.documents.get(path) is not None:
+            # Vim (coc.nvim) would ask about a file written behind a buffer it holds (W11,
+            # W12, and `:w` asks again): the buffer goes to disk when the user saves it.
+            raise HeldByEditor(f"{path} is open in the editor: it is written when you save it")
         if path.parent == ctx.plans_dir or ctx.plans_dir in path.parents:
             write_plan_file(ctx.plans_dir, path, text, workspace=ctx.root)
             return

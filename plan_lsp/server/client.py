@@ -71,6 +71,14 @@ class ClientSupport:
     # Neovim prints "Workspace edit <label>" for every workspace/applyEdit with a label:
     # a streaming plan would fill its message area and :messages with one line per edit.
     edit_labels: bool = True
+    # The client saves a buffer only when the user does (coc.nvim: "the buffers aren't
+    # saved after applying workspace edits; use :wa"), and its editor asks about a file
+    # written behind a buffer it holds (Vim's W11/W12/W13). The server never writes a file
+    # the client has open: the user's `:w` writes exactly the buffer.
+    user_saves: bool = False
+    # The code actions' kind: None for clients that list only unkinded, quickfix and
+    # refactor actions by default (coc.nvim hides `source` actions unless asked for them).
+    code_action_kind: str | None = types.CodeActionKind.Source
 
     @classmethod
     def from_capabilities(
@@ -91,6 +99,7 @@ class ClientSupport:
         # capabilities (a minimal client), later eglot names itself "Eglot".
         lsp_mode = name == "emacs"
         eglot = name == "eglot" or (not name and window is None)
+        coc = name == "coc.nvim"
         return cls(
             # `experimental.planLsp.updates: false`: a client that declares planLsp for its
             # requests (saveDocuments, say) but renders no updates gets the standard ones.
@@ -116,7 +125,14 @@ class ClientSupport:
             needs_read_barrier=(lsp_mode or eglot)
             and bool(workspace and workspace.workspace_folders),
             edit_labels=name != "neovim",
+            user_saves=coc and not options.get("saveDocuments"),
+            code_action_kind=None if coc else types.CodeActionKind.Source,
         )
+
+
+class HeldByEditor(OSError):
+    """The file is open in an editor that saves its buffers only when the user does
+    (`ClientSupport.user_saves`): the server does not write it behind that buffer."""
 
 
 def negotiated_encoding(server_encoding: Any) -> Encoding:

@@ -4,6 +4,7 @@ docs/architecture.md): each takes the server and the raw params and returns plai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from pygls.uris import to_fs_path
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
+from plan_lsp.server.client import HeldByEditor
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy
 from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode, sha256_text
@@ -202,9 +204,11 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     if approved is None:
         ls.client.show("This plan is already approved and unchanged; nothing to do.")
         return state_json(ctx)
-    # What was approved is on disk too (the buffer saved by the client, or written).
+    # What was approved is on disk too (the buffer saved by the client, or written), or,
+    # in an editor that saves only when the user does, in the buffer the user saves.
     if not await ls.documents.save(path):
-        ls.write_file(path, text)
+        with contextlib.suppress(HeldByEditor):
+            ls.write_file(path, text)
     if p.execute:
         _start_do_run(ctx, p.clearContext)
     return state_json(ctx)

@@ -115,9 +115,11 @@ class PlanViews:
         found = self.plan_context(params.text_document.uri)
         if found is None:
             return []
+        # `source` where clients list it; none for coc.nvim, whose code-action menus
+        # (`<Plug>(coc-codeaction)`, `-cursor`, `-line`) leave `source` actions out.
+        kind = self.ls.client.support.code_action_kind
         return [
-            types.CodeAction(title=c.title, kind=types.CodeActionKind.Source, command=c)
-            for c in action_commands(*found)
+            types.CodeAction(title=c.title, kind=kind, command=c) for c in action_commands(*found)
         ]
 
     def diagnostics(self, ctx: WorkspaceContext, path: Path, text: str) -> list[types.Diagnostic]:

@@ -30,7 +30,7 @@ _MARKERS = {
 _SLOW_FILES = {"test_shell_attacks.py", "test_mcp_manager.py"}
 # Real editors: run on their own, not beside other tests (scripts/test.sh), so their timings
 # are an editor's, not a crowded machine's.
-_EDITOR_FILES = {"test_vscode.py", "test_emacs.py", "test_neovim.py"}
+_EDITOR_FILES = {"test_vscode.py", "test_emacs.py", "test_neovim.py", "test_vim_coc.py"}
 
 
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:

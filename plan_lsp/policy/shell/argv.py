@@ -72,6 +72,15 @@ class _Apply:
         positionals: list[Word] = []
         end = False
         i = 0
+        first = args[0] if args else None
+        if prof.old_style and first is not None and first.value and not first.glob:
+            if not first.value.startswith("-"):
+                # `tar tzf A`: the letters are flags; those taking a value take the next words.
+                i = 1
+                for letter in first.value:
+                    i = self.flag("-" + letter, None, i)
+                    if i < 0:
+                        return None
         while i < len(args):
             a = args[i]
             i += 1

@@ -125,6 +125,9 @@ class PathPolicy:
                         entries = os.listdir(where)
                     except OSError:
                         continue
+                    if part.startswith("."):
+                        # bash before 5.2 lets `.*` (and `.?`) match `.` and `..` too.
+                        entries = [".", "..", *entries]
                     for entry in entries:
                         if fnmatch.fnmatchcase(entry, part):
                             full = os.path.join(where, entry)

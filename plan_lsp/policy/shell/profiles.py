@@ -95,6 +95,8 @@ class Profile(BaseModel):
     assigns_names: bool = False
     # Positionals that are URLs must use one of these schemes.
     url_schemes: list[str] = Field(default_factory=list)
+    # A first word without a dash is a bundle of short flags (`tar tzf A`).
+    old_style: bool = False
 
     _risky: bool = PrivateAttr(default=False)
     _long: tuple[str, ...] = PrivateAttr(default=())

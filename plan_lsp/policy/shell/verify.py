@@ -110,6 +110,20 @@ def _unzip(ctx: Context) -> str | None:
     return None
 
 
+# -- programs that open URLs ----------------------------------------------------------------
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _no_urls(ctx: Context) -> str | None:
+    for word in ctx.operands:
+        if _URL.match(word.value):
+            return (
+                f"`{word.text}` looks like a URL, which the program fetches over the network "
+                "(or from another file)"
+            )
+    return None
+
+
 # -- git config -----------------------------------------------------------------------------
 _GIT_CONFIG_SCOPES = frozenset({"--local", "--worktree", "--file", "-f", "--blob"})
 _GIT_CONFIG_LISTS = frozenset({"--list", "-l", "--get-regexp"})
@@ -180,6 +194,7 @@ def _git_var(ctx: Context) -> str | None:
 VERIFIERS: dict[str, Callable[[Context], str | None]] = {
     "checksum_list": _checksum_list,
     "unzip": _unzip,
+    "no_urls": _no_urls,
     "git_config": _git_config,
     "git_var": _git_var,
 }

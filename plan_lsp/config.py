@@ -181,6 +181,9 @@ def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]
 
 
 _VERDICTS = ("allow", "ask", "deny")
+# Permission rules one source may hold (a real file has a few dozen): every rule's pattern
+# is matched on each call, so their number bounds what a decision costs.
+MAX_RULES_PER_SOURCE = 100
 
 
 def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionRules | None:
@@ -196,6 +199,7 @@ def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionR
     from plan_lsp.policy.permissions import Rule  # only when there are rules to check
 
     kept: dict[str, list[str]] = {}
+    count = 0
     for verdict, texts in raw.items():
         if verdict not in _VERDICTS:
             warnings.append(
@@ -224,7 +228,16 @@ def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionR
                     f"{source}: permissions.{verdict}: {_short(exc, 300)}; the rule was ignored"
                 )
                 continue
+            count += 1
+            if count > MAX_RULES_PER_SOURCE:
+                continue
             kept[verdict].append(text)
+    if count > MAX_RULES_PER_SOURCE:
+        warnings.append(
+            f"{source}: {count} permission rules, more than the limit of "
+            f"{MAX_RULES_PER_SOURCE} (too_many_rules); the last {count - MAX_RULES_PER_SOURCE} "
+            "were ignored"
+        )
     return PermissionRules(**kept)
 
 

@@ -361,3 +361,15 @@ def test_no_workspace_file_makes_the_load_fail(data: bytes | str) -> None:
         (ws / ".plan-lsp" / "config.toml").write_bytes(raw)
         config, _warnings = _load(ws)
         assert config.provider == "openai"  # a workspace never sets it
+
+
+def test_a_source_holds_at_most_a_hundred_rules(tmp_path: Path) -> None:
+    rules = ", ".join(f'"bash(tool{i} *)"' for i in range(150))
+    ws = _workspace(tmp_path / "ws", f'[permissions]\nask = ["read_file"]\ndeny = [{rules}]\n')
+    config, warnings = _load(ws)
+    assert config.permissions.ask == ["read_file"]
+    assert config.permissions.deny == [f"bash(tool{i} *)" for i in range(99)]
+    assert [w for w in warnings if "too_many_rules" in w] == [
+        f"{WORKSPACE_CONFIG}: 151 permission rules, more than the limit of 100 "
+        "(too_many_rules); the last 51 were ignored"
+    ]

@@ -16,6 +16,7 @@ from plan_lsp.policy.glob_match import (
     MAX_WILDCARDS,
     BadGlob,
     Glob,
+    GlobSet,
     GlobTooComplex,
     compile_glob,
     glob_problem,
@@ -209,3 +210,32 @@ def test_a_megabyte_subject_is_one_pass() -> None:
     glob = Glob("*rm -rf*", path_mode=False)
     assert glob.match("echo " + "x" * 1_000_000 + " && rm -rf /")
     assert not glob.match("echo " + "x" * 1_000_000)
+
+
+@given(_patterns(), st.text(_TEXT_CHARS, min_size=256, max_size=400), st.booleans())
+def test_the_literal_prefilter_never_changes_an_answer(
+    pattern: str, text: str, path_mode: bool
+) -> None:
+    try:
+        glob = Glob(pattern, path_mode=path_mode)
+    except BadGlob:
+        return
+    assert glob.match(text) is bool(glob._run(text) & glob._accepts[0])
+
+
+@given(
+    st.lists(_patterns(), min_size=1, max_size=6),
+    st.text(_TEXT_CHARS, max_size=10) | st.text(_TEXT_CHARS, min_size=256, max_size=300),
+    st.booleans(),
+)
+def test_a_set_answers_as_its_globs_one_by_one(
+    patterns: list[str], text: str, path_mode: bool
+) -> None:
+    globs = []
+    for pattern in patterns:
+        try:
+            globs.append(Glob(pattern, path_mode=path_mode))
+        except BadGlob:
+            continue
+    expected = frozenset(i for i, g in enumerate(globs) if g.match(text))
+    assert GlobSet(globs).matching(text) == expected

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Literal
 
 # A pattern longer than this is refused (a real one is a few dozen characters).
-MAX_PATTERN_CHARS = 4096
+MAX_PATTERN_CHARS = 1024
 # Wildcards (`*`, `**`, `?`, classes of more than one character) a pattern may hold.
 MAX_WILDCARDS = 32
 # Remembered steps per compiled pattern; past this the table starts again (bounded memory).
@@ -172,11 +172,36 @@ def _wildcards(tokens: list[_Token]) -> int:
     return sum(1 for t in tokens if t.kind not in ("lit", "nop"))
 
 
-class Glob:
-    """A compiled glob; `match(text)` says whether all of `text` matches."""
+def _required(tokens: list[_Token]) -> tuple[str, ...]:
+    """Runs of literal tokens every match contains (outside optional groups): a text
+    lacking one cannot match, which `str.__contains__` finds at C speed."""
+    runs: list[str] = []
+    run: list[str] = []
+    optional_until = -1
+    for i, token in enumerate(tokens):
+        if token.skip:
+            optional_until = max(optional_until, i + token.skip - 1)
+        if token.kind == "lit" and i > optional_until:
+            run.append(token.char)
+            continue
+        if run:
+            runs.append("".join(run))
+            run = []
+    if run:
+        runs.append("".join(run))
+    return tuple(r for r in runs if r)
+
+
+# Texts at least this long are checked for a pattern's required literals first.
+_PREFILTER_CHARS = 256
+
+
+class _Nfa:
+    """The NFA of one or more token lists side by side: list k occupies states
+    [offset_k, offset_k + len_k], the last being its accepting state (no edges out)."""
 
     __slots__ = (
-        "_accept",
+        "_accepts",
         "_eps1",
         "_eps2",
         "_eps3",
@@ -187,50 +212,40 @@ class Glob:
         "_star_seg",
         "_start",
         "_steps",
-        "path_mode",
-        "pattern",
     )
 
-    def __init__(self, pattern: str, *, path_mode: bool = True) -> None:
-        check_glob(pattern)
-        tokens = _tokens(pattern, path_mode)
-        count = _wildcards(tokens)
-        if count > MAX_WILDCARDS:
-            raise GlobTooComplex(
-                f"the pattern has {count} wildcards, more than the limit of "
-                f"{MAX_WILDCARDS} (too_many_wildcards)"
-            )
-        self.pattern = pattern
-        self.path_mode = path_mode
-        # State i: the first i tokens are matched; state len(tokens) accepts.
-        self._accept = 1 << len(tokens)
+    def __init__(self, token_lists: list[list[_Token]]) -> None:
         self._lit: dict[str, int] = {}
         self._others: list[tuple[int, _Token]] = []
         self._star_any = self._star_seg = self._eps1 = self._eps2 = self._eps3 = 0
-        for i, token in enumerate(tokens):
-            bit = 1 << i
-            if token.kind == "lit":
-                self._lit[token.char] = self._lit.get(token.char, 0) | bit
-            elif token.kind == "star_any":
-                self._star_any |= bit
-                self._eps1 |= bit
-            elif token.kind == "star_seg":
-                self._star_seg |= bit
-                self._eps1 |= bit
-            elif token.kind == "nop":
-                self._eps1 |= bit
-            else:
-                self._others.append((bit, token))
-            if token.skip == 2:
-                self._eps2 |= bit
-            elif token.skip == 3:
-                self._eps3 |= bit
-        self._start = self._close(1)
+        self._accepts: list[int] = []
+        starts = 0
+        offset = 0
+        for tokens in token_lists:
+            for i, token in enumerate(tokens):
+                bit = 1 << (offset + i)
+                if token.kind == "lit":
+                    self._lit[token.char] = self._lit.get(token.char, 0) | bit
+                elif token.kind == "star_any":
+                    self._star_any |= bit
+                    self._eps1 |= bit
+                elif token.kind == "star_seg":
+                    self._star_seg |= bit
+                    self._eps1 |= bit
+                elif token.kind == "nop":
+                    self._eps1 |= bit
+                else:
+                    self._others.append((bit, token))
+                if token.skip == 2:
+                    self._eps2 |= bit
+                elif token.skip == 3:
+                    self._eps3 |= bit
+            starts |= 1 << offset
+            self._accepts.append(1 << (offset + len(tokens)))
+            offset += len(tokens) + 1
+        self._start = self._close(starts)
         self._steps: dict[tuple[int, str], int] = {}
         self._masks: dict[str, tuple[int, int]] = {}
-
-    def __repr__(self) -> str:
-        return f"Glob({self.pattern!r}, path_mode={self.path_mode})"
 
     def _close(self, states: int) -> int:
         """Add every state reachable without consuming a character (edges go forward)."""
@@ -263,7 +278,8 @@ class Glob:
         consume, loop = self._char_masks(c)
         return self._close(((states & consume) << 1) | (states & loop))
 
-    def match(self, text: str) -> bool:
+    def _run(self, text: str) -> int:
+        """The set of states after all of `text` (0 once nothing can match any more)."""
         states = self._start
         steps = self._steps
         for c in text:
@@ -276,8 +292,66 @@ class Glob:
                 steps[key] = nxt
             states = nxt
             if not states:
-                return False
-        return bool(states & self._accept)
+                return 0
+        return states
+
+
+class Glob(_Nfa):
+    """A compiled glob; `match(text)` says whether all of `text` matches."""
+
+    __slots__ = ("path_mode", "pattern", "required", "tokens")
+
+    def __init__(self, pattern: str, *, path_mode: bool = True) -> None:
+        check_glob(pattern)
+        tokens = _tokens(pattern, path_mode)
+        count = _wildcards(tokens)
+        if count > MAX_WILDCARDS:
+            raise GlobTooComplex(
+                f"the pattern has {count} wildcards, more than the limit of "
+                f"{MAX_WILDCARDS} (too_many_wildcards)"
+            )
+        self.pattern = pattern
+        self.path_mode = path_mode
+        self.tokens = tokens
+        self.required = _required(tokens)
+        super().__init__([tokens])
+
+    def __repr__(self) -> str:
+        return f"Glob({self.pattern!r}, path_mode={self.path_mode})"
+
+    def possible(self, text: str) -> bool:
+        """False when `text` lacks a literal every match holds (a quick, exact rejection)."""
+        return len(text) < _PREFILTER_CHARS or all(r in text for r in self.required)
+
+    def match(self, text: str) -> bool:
+        if not self.possible(text):
+            return False
+        return bool(self._run(text) & self._accepts[0])
+
+
+class GlobSet:
+    """Several globs matched in one pass over a text: `matching(text)` is the set of the
+    indices of those that match all of it. The cost is one pass whatever their number
+    (each step works on a bit set of all their states), so a repository's many rules
+    cannot multiply the time a long command takes."""
+
+    def __init__(self, globs: list[Glob]) -> None:
+        self.globs = globs
+        self._sets: dict[tuple[int, ...], _Nfa] = {}
+
+    def matching(self, text: str) -> frozenset[int]:
+        chosen = tuple(i for i, g in enumerate(self.globs) if g.possible(text))
+        if not chosen:
+            return frozenset()
+        nfa = self._sets.get(chosen)
+        if nfa is None:
+            if len(self._sets) >= 64:
+                self._sets.clear()
+            nfa = self._sets[chosen] = _Nfa([self.globs[i].tokens for i in chosen])
+        states = nfa._run(text)
+        if not states:
+            return frozenset()
+        return frozenset(i for i, bit in zip(chosen, nfa._accepts, strict=True) if states & bit)
 
 
 @lru_cache(maxsize=2048)
@@ -285,6 +359,12 @@ def compile_glob(pattern: str, *, path_mode: bool = True) -> Glob:
     """The compiled glob (cached). GlobTooComplex over the limits, BadGlob for a backwards
     character range; both are ValueError."""
     return Glob(pattern, path_mode=path_mode)
+
+
+@lru_cache(maxsize=256)
+def compile_glob_set(patterns: tuple[str, ...], *, path_mode: bool) -> GlobSet:
+    """The patterns as one GlobSet (cached); ValueError as `compile_glob`."""
+    return GlobSet([compile_glob(p, path_mode=path_mode) for p in patterns])
 
 
 def glob_problem(pattern: str, *, path_mode: bool = True) -> str | None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from plan_lsp.policy.glob_match import Glob, compile_glob
+from plan_lsp.policy.glob_match import Glob, compile_glob, compile_glob_set
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.ports import PermissionAnswer
 from plan_lsp.policy.safety import Safety, ToolDefinition
@@ -157,6 +157,18 @@ class _CallView:
     # Path forms: (relative, absolute) lexically and after resolving symlinks.
     lexical: tuple[str, ...] = ()
     resolved: tuple[str, ...] = ()
+    # pattern -> whether it matches each form (the command, or lexical then resolved).
+    hits: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
+    # The length of a form longer than MAX_MATCHED_CHARS (no pattern is matched then), or 0.
+    too_long: int = 0
+
+    def matched(self, pattern: str) -> tuple[bool, ...]:
+        found = self.hits.get(pattern)
+        if found is not None:
+            return found
+        glob = compile_glob(pattern, path_mode=self.kind == "path")
+        forms = (*self.lexical, *self.resolved) if self.kind == "path" else (self.command,)
+        return tuple(glob.match(f) for f in forms)
 
 
 def _parse_all(texts: Iterable[str]) -> list[Rule]:
@@ -262,11 +274,12 @@ class PermissionEngine:
             for r in self._rules
             if (r.mode is None or r.mode is work_mode) and r.rule.matches_tool(definition.name)
         ]
+        view = self._with_hits(view, applicable)
         for r in applicable:
             if r.verdict == "deny" and self._matches(r.rule, view, restrictive=True):
                 return PermissionDecision(
                     "deny",
-                    f"denied by the {r.scope.value} rule '{r.rule.text}'",
+                    f"denied by the {r.scope.value} rule '{r.rule.text}'{_long_note(view, r)}",
                     r.rule.text,
                     r.scope,
                 )
@@ -283,7 +296,7 @@ class PermissionEngine:
                         )
                     return PermissionDecision(
                         verdict,
-                        f"{verdict} by the {scope.value} rule '{r.rule.text}'",
+                        f"{verdict} by the {scope.value} rule '{r.rule.text}'{_long_note(view, r)}",
                         r.rule.text,
                         scope,
                     )
@@ -315,19 +328,39 @@ class PermissionEngine:
 
     # -- matching --------------------------------------------------------------------------
 
+    @staticmethod
+    def _with_hits(view: _CallView, rules: Sequence[_ScopedRule]) -> _CallView:
+        """`view` with the patterns of `rules` matched against each of its forms, all the
+        patterns in one pass per form (`GlobSet`): many rules cost what one does."""
+        if view.kind == "none" or view.too_long:
+            return view
+        patterns = tuple(dict.fromkeys(r.rule.pattern for r in rules if r.rule.pattern))
+        if not patterns:
+            return view
+        path_mode = view.kind == "path"
+        globs = compile_glob_set(patterns, path_mode=path_mode)
+        forms = (*view.lexical, *view.resolved) if path_mode else (view.command,)
+        hits = [globs.matching(form) for form in forms]
+        return replace(
+            view,
+            hits={p: tuple(i in h for h in hits) for i, p in enumerate(patterns)},
+        )
+
     def _matches(self, rule: Rule, view: _CallView, *, restrictive: bool) -> bool:
         """Restrictive rules (deny, ask) match if any form of the argument matches; allow
         rules only if the path matches both before and after resolving symlinks."""
         if rule.pattern is None:
             return True
+        if view.too_long and view.kind != "none":
+            return restrictive  # not matched: deny and ask rules apply, allow rules do not
         if view.kind == "command":
             if not restrictive and _SHELL_COMPOUND.search(view.command):
                 return False
-            return compile_glob(rule.pattern, path_mode=False).match(view.command)
+            return view.matched(rule.pattern)[0]
         if view.kind == "path":
-            glob = compile_glob(rule.pattern, path_mode=True)
-            lexical = any(glob.match(f) for f in view.lexical)
-            resolved = any(glob.match(f) for f in view.resolved)
+            matched = view.matched(rule.pattern)
+            lexical = any(matched[: len(view.lexical)])
+            resolved = any(matched[len(view.lexical) :])
             return (lexical or resolved) if restrictive else (lexical and resolved)
         return False
 
@@ -338,11 +371,14 @@ class PermissionEngine:
         key, kind = spec
         value = arguments.get(key)
         if kind == "command":
-            return _CallView("command", command=value.strip() if isinstance(value, str) else "")
+            command = value.strip() if isinstance(value, str) else ""
+            return _CallView("command", command=command, too_long=_over_limit(command))
         raw = value if isinstance(value, str) and value else "."
-        return _CallView(
-            "path", lexical=self._lexical_forms(raw), resolved=self._resolved_forms(raw)
-        )
+        if len(raw) > MAX_MATCHED_CHARS:
+            return _CallView("path", lexical=(raw,), too_long=len(raw))
+        lexical, resolved = self._lexical_forms(raw), self._resolved_forms(raw)
+        too_long = max((_over_limit(f) for f in (*lexical, *resolved)), default=0)
+        return _CallView("path", lexical=lexical, resolved=resolved, too_long=too_long)
 
     def _base(self) -> Path:
         return self.workspace_roots[0] if self.workspace_roots else Path.cwd()
@@ -378,6 +414,27 @@ class PermissionEngine:
             return any(resolved.is_relative_to(r.resolve()) for r in self.workspace_roots)
         except (OSError, RuntimeError, ValueError):
             return False
+
+
+# Rule patterns are matched against at most this many characters of an argument; a longer
+# one (a command near the 1 M-character argument cap) is matched by no pattern: deny and ask
+# rules with a pattern apply to it, allow rules do not. This bounds what many rules can cost
+# a decision on the event loop.
+MAX_MATCHED_CHARS = 65536
+
+
+def _over_limit(form: str) -> int:
+    return len(form) if len(form) > MAX_MATCHED_CHARS else 0
+
+
+def _long_note(view: _CallView, rule: _ScopedRule) -> str:
+    if not view.too_long or rule.rule.pattern is None:
+        return ""
+    return (
+        f" (its argument is {view.too_long:,} characters, longer than the "
+        f"{MAX_MATCHED_CHARS:,} rule patterns are matched against: deny and ask rules apply "
+        "to it)"
+    )
 
 
 _VERBS: dict[Verdict, str] = {"allow": "allows", "ask": "asks before", "deny": "denies"}

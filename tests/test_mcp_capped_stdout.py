@@ -133,3 +133,22 @@ def test_the_relay_runs_a_server_and_reports_a_server_it_cannot_start(tmp_path: 
     )
     assert missing.returncode == 127
     assert b"could not run '/nonexistent/x'" in missing.stderr
+
+
+def test_the_end_of_the_servers_output_is_passed_on_at_once(tmp_path: Path) -> None:
+    """A server that closes its stdout and lingers: the client sees the end (and restarts
+    it), as it would without the relay."""
+    linger = [sys.executable, "-c", "import os, time; os.close(1); time.sleep(60)"]
+    relay = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(CAPPED_STDOUT), str(LIMIT), "--", *linger],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert relay.stdout is not None
+        assert relay.stdout.read() == b""  # EOF while the server still runs
+        assert relay.poll() is None
+    finally:
+        os.killpg(relay.pid, signal.SIGKILL)
+        relay.wait()

@@ -193,6 +193,9 @@ def main(args: list[str]) -> int:
         except OSError:
             pass
     os.close(source)
+    # The server's stdout ended: so does ours at once (the client sees the end, as it would
+    # without the relay), even if the server itself lingers.
+    os.close(1)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code

@@ -312,7 +312,9 @@ end
 
 --- `planLsp/saveDocument {uri}`: write that buffer (it held no unsaved change of the user's
 --- before the server's edit; autocommands are skipped so a format-on-save does not change
---- the text the server put there).
+--- the text the server put there; `write!` because a file whose time changed since Neovim
+--- read it would make `:write` wait for an answer to "changed since reading it" — on 0.8+,
+--- 0.7 asks even then).
 local function save_document(_, params)
   local uri = type(params) == "table" and params.uri or nil
   if type(uri) ~= "string" then
@@ -323,7 +325,7 @@ local function save_document(_, params)
     return { saved = false }
   end
   local ok = pcall(vim.api.nvim_buf_call, bufnr, function()
-    vim.cmd("silent noautocmd write")
+    vim.cmd("silent noautocmd write!")
   end)
   return { saved = ok and not vim.bo[bufnr].modified }
 end

@@ -189,7 +189,11 @@ local function run()
   result.lens_titles_v2 = lens_titles(plan_buf)
   table.insert(result.steps, "revised")
 
-  -- 4. the user adds a line to the plan and approves it with the code lens
+  -- 4. a tool touches hello.py (same text, a newer time: a checkout, a build): Neovim's
+  -- buffer is unmodified and stale only by its time. Then the user adds a line to the plan
+  -- and approves it with the code lens.
+  local later = os.time() + 2
+  check(uv.fs_utime(params.workspace .. "/hello.py", later, later), "cannot touch hello.py")
   vim.api.nvim_buf_set_lines(plan_buf, -1, -1, false, { params.user_line })
   result.plan_buffer_approved = buffer_text(plan_buf)
   vim.api.nvim_set_current_win(win)

@@ -7,6 +7,7 @@ the agent runs can change the tree between that moment and the run.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import os
 import stat
@@ -34,6 +35,12 @@ class PathPolicy:
         self.harmless = harmless
         # The PATH programs are looked up in (checked for directories the workspace controls).
         self.path_variable = os.environ.get("PATH", "")
+
+    def moved(self, cwd: str) -> PathPolicy:
+        """The same policy where relative paths start from `cwd` (real) instead."""
+        other = copy.copy(self)
+        other.cwd = cwd
+        return other
 
     def inside(self, real: str) -> bool:
         return real in self.roots or real.startswith(self.prefixes)

@@ -12,10 +12,12 @@ every part of it is understood.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argcheck import ArgCheck
-from plan_lsp.policy.shell.lexer import LexError, Redirect, Token, lex_with_tokens
+from plan_lsp.policy.shell.compound import FlowError, flatten, needs_flow
+from plan_lsp.policy.shell.lexer import LexError, Redirect, SWord, Token, lex_with_tokens
 from plan_lsp.policy.shell.model import Findings
 from plan_lsp.policy.shell.parser import parse, snippet_of_error
 from plan_lsp.policy.shell.programs import program_problem
@@ -37,7 +39,11 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     try:
         commands, tokens = lex_with_tokens(cmd)
     except LexError as exc:
-        findings.unproven(exc.reason)
+        root = parse(cmd)
+        if not root.has_error and needs_flow(root):
+            _classify_flow(cmd, root, findings, policy)
+        else:
+            findings.unproven(exc.reason)
         return
     if not commands:
         findings.unproven("the command line has no command in it")
@@ -50,6 +56,9 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     if disagreement is not None:
         findings.unproven(disagreement)
         return
+    if needs_flow(root):
+        _classify_flow(cmd, root, findings, policy)
+        return
     problem = policy.cwd_problem()
     if problem is not None:
         findings.unproven(problem)
@@ -59,6 +68,126 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
         for redirect in command.redirects:
             _redirect(redirect, findings, policy)
         check.simple(command.words)
+
+
+# `cd` may lead to this many different directories in one command line.
+MAX_DIRECTORIES = 16
+
+
+def _classify_flow(cmd: str, root: Node, findings: Findings, policy: PathPolicy) -> None:
+    """Loops, conditionals, groups, `[ ]`, here-documents, `cd` (`compound.py`): every simple
+    command that may run is checked alone, from every directory it may run in."""
+    if root.has_error:
+        findings.unproven(f"the command does not parse as complete bash{snippet_of_error(root)}")
+        return
+    problem = policy.cwd_problem()
+    if problem is not None:
+        findings.unproven(problem)
+        return
+
+    def expand(pattern: str) -> list[str] | None:
+        found = policy.expand(pattern)
+        return None if found is None else [shown for shown, _ in found]
+
+    try:
+        pieces = flatten(cmd, root, expand)
+    except FlowError as exc:
+        findings.unproven(exc.reason)
+        return
+    if not pieces:
+        findings.unproven("the command line has no command in it")
+        return
+    places = [policy]
+    for piece in pieces:
+        moved: list[PathPolicy] = []
+        for place in places:
+            target = _piece(piece.text, findings, place)
+            if target is None:
+                continue
+            if piece.repeated:
+                findings.unproven(
+                    f"`{piece.text}` inside a `while`/`until` loop may change the directory "
+                    "any number of times"
+                )
+                return
+            if piece.lasting and all(p.cwd != target for p in [*places, *moved]):
+                moved.append(place.moved(target))
+        # `cd` may fail (or the branch may not run): the old directories stay possible.
+        places.extend(moved)
+        if len(places) > MAX_DIRECTORIES:
+            findings.unproven(
+                f"the command may run in more than {MAX_DIRECTORIES} directories; too many to check"
+            )
+            return
+
+
+def _piece(text: str, findings: Findings, policy: PathPolicy) -> str | None:
+    """Check one simple command; for a `cd`, the directory it leads to."""
+    try:
+        commands, tokens = lex_with_tokens(text)
+    except LexError as exc:
+        findings.unproven(exc.reason)
+        return None
+    root = parse(text)
+    if root.has_error or len(commands) != 1:
+        findings.unproven(f"`{text[:60]}` does not read as one simple command")
+        return None
+    disagreement = _cross_check(root, tokens)
+    if disagreement is not None:
+        findings.unproven(disagreement)
+        return None
+    command = commands[0]
+    for redirect in command.redirects:
+        _redirect(redirect, findings, policy)
+    if command.words[0].value == "cd" and not command.words[0].glob:
+        return _cd(command.words, findings, policy)
+    ArgCheck(findings, policy, program_problem).simple(command.words)
+    return None
+
+
+_CD_FLAGS = frozenset({"-L", "-P", "-e", "-@"})
+
+
+def _cd(words: list[SWord], findings: Findings, policy: PathPolicy) -> str | None:
+    """`cd DIR`: where it leads, or None (refused, with the reason)."""
+    args = [w for w in words[1:]]
+    while args and args[0].value in _CD_FLAGS | {"--"}:
+        done = args.pop(0).value == "--"
+        if done:
+            break
+    if len(args) != 1:
+        findings.unproven(
+            "`cd` needs exactly one directory (without one it goes to the home directory)"
+        )
+        return None
+    word = args[0]
+    raw = word.value
+    if word.glob and policy.glob_matches(word.pattern):
+        findings.unproven(f"`cd {word.text}`: a glob as the directory; write the name")
+        return None
+    if raw == "-" or raw.startswith("-"):
+        findings.unproven(f"`cd {word.text}`: an option or the previous directory")
+        return None
+    parts = raw.split("/")
+    if ".." in parts:
+        findings.unproven(
+            f"`cd {word.text}`: `..` is taken from the path bash remembers, which may differ "
+            "from where the directory really is; name the directory from the workspace"
+        )
+        return None
+    if os.environ.get("CDPATH") and not raw.startswith(("/", "./")) and raw != ".":
+        findings.unproven(
+            f"`cd {word.text}`: CDPATH is set, so bash may look for `{raw}` elsewhere; "
+            f"write `./{raw}`"
+        )
+        return None
+    problem = policy.read_problem(raw)
+    if problem is not None:
+        findings.unproven(f"`cd {word.text}`: {problem}")
+        return None
+    target = policy.resolve(raw)
+    findings.add(frozenset(), f"`cd {word.text}` moves into {target}, inside the workspace")
+    return target
 
 
 def _redirect(r: Redirect, findings: Findings, policy: PathPolicy) -> None:
@@ -131,6 +260,15 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
                     return f"`{_text(node)}` contains `{_text(part)}`, which is not a static word"
             out.append(("word", node.start_byte, node.end_byte))
             continue
+        if kind == "test_command":
+            # `[ EXPR ]`: bash reads `[`, every operator and operand, and `]` as words.
+            if _text(node).startswith("[["):
+                return f"`{_text(node)[:40]}`: `[[ ]]` is not in the allow-list's bash subset"
+            out.append(("command", node.start_byte, node.start_byte))
+            problem = _test_words(node, out)
+            if problem is not None:
+                return problem
+            continue
         if kind == "command":
             out.append(("command", node.start_byte, node.start_byte))
         if kind in _CONTAINERS or kind == "command_name":
@@ -142,6 +280,22 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
             continue
         else:
             return f"`{_text(node)[:40]}` ({kind}) is not in the allow-list's small bash subset"
+    return None
+
+
+def _test_words(node: Node, out: list[Token]) -> str | None:
+    for child in node.children:
+        if child.type in _WORD_NODES:
+            for part in _descendants(child):
+                if part.type not in _WORD_PARTS:
+                    return f"`{_text(child)}` contains `{_text(part)}`, which is not a static word"
+            out.append(("word", child.start_byte, child.end_byte))
+        elif child.type == "test_operator" or child.child_count == 0:
+            out.append(("word", child.start_byte, child.end_byte))
+        else:
+            problem = _test_words(child, out)
+            if problem is not None:
+                return problem
     return None
 
 

@@ -110,6 +110,31 @@ def _unzip(ctx: Context) -> str | None:
     return None
 
 
+# -- test -----------------------------------------------------------------------------------
+_TEST_FILE_UNARY = frozenset("-a -b -c -d -e -f -g -h -k -p -r -s -u -w -x -G -L -N -O -S".split())
+_TEST_FILE_BINARY = frozenset({"-nt", "-ot", "-ef"})
+
+
+def _test_expr(ctx: Context) -> str | None:
+    words = [w.value for w in ctx.operands]
+    for k, value in enumerate(words):
+        if value in ("-v", "-R"):
+            return (
+                f"`test` with `{value}` looks up a variable, and bash evaluates an array "
+                "subscript in its name as arithmetic, which can run commands"
+            )
+        files: list[str] = []
+        if value in _TEST_FILE_UNARY and k + 1 < len(words):
+            files.append(words[k + 1])
+        if value in _TEST_FILE_BINARY:
+            files += words[max(k - 1, 0) : k] + words[k + 1 : k + 2]
+        for name in files:
+            problem = ctx.policy.read_problem(name, ctx.base)
+            if problem is not None:
+                return f"`test {value} {name}`: {problem}"
+    return None
+
+
 # -- programs that open URLs ----------------------------------------------------------------
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -195,6 +220,7 @@ VERIFIERS: dict[str, Callable[[Context], str | None]] = {
     "checksum_list": _checksum_list,
     "unzip": _unzip,
     "no_urls": _no_urls,
+    "test_expr": _test_expr,
     "git_config": _git_config,
     "git_var": _git_var,
 }

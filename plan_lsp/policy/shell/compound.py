@@ -1,0 +1,478 @@
+"""Control flow for `classified`: loops, conditionals, groups, `[ ]`, here-documents and
+`cd`, reduced to the simple commands they may run.
+
+A command line with any of these is read by tree-sitter-bash and turned into *pieces*: the
+text of every simple command (with its redirections) that could run, in order. Each piece is
+then checked alone by the strict rules (lexer, cross-check, allow-list), so nothing here
+decides that a command is harmless; it only decides which commands to ask about:
+
+- `if`/`elif`/`else`, `while`/`until`, `case`, `{ }`, `( )`, `!`, pipelines and lists: every
+  condition and every body, whichever branch bash would take.
+- `for VAR in WORDS`: the words must be static (a glob is expanded here as bash would,
+  `.*` including `.` and `..`; with no match the pattern stays) and the body is checked once
+  per value with `$VAR`, `${VAR}` and `"$VAR"` replaced by that value, quoted; an unquoted
+  `$VAR` whose value bash would split or glob again is refused.
+- `[ EXPR ]` is checked as `test EXPR`; `[[ ]]` is not accepted (its arithmetic evaluates
+  subscripts).
+- here-documents: data on standard input. The delimiter must be a plain name, quoted or not;
+  where bash ends the body (a line that is exactly the delimiter, after leading tabs for
+  `<<-`) must be where tree-sitter ends it; an unquoted body must not contain `$`, `` ` ``
+  or `\\` (bash expands those). Here-strings: static words only.
+- a redirection on a compound command is checked as `true REDIRECTION`.
+- `cd DIR` moves where the following pieces' relative paths start (`strict.py`).
+
+Anything else that is not a simple command (assignments, functions, arithmetic, `[[ ]]`,
+`select`, C-style `for`, coprocesses, substitutions) is refused with its name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+# More pieces than this (loops over many files) are not checked one by one.
+MAX_PIECES = 2000
+_FLOW = frozenset(
+    {
+        "for_statement", "while_statement", "if_statement", "case_statement",
+        "compound_statement", "subshell", "test_command", "heredoc_redirect",
+        "herestring_redirect", "negated_command",
+    }
+)  # fmt: skip
+_STATIC_PARTS = frozenset({"word", "string", "raw_string", "string_content", "number", '"'})
+_WORDISH = frozenset({"word", "string", "raw_string", "concatenation", "number"})
+_DELIMITER = re.compile(r"""(['"]?)([A-Za-z_][A-Za-z0-9_]*)\1\Z""")
+_IFS_OR_GLOB = re.compile(r"[ \t\n*?\[]")
+_LOOP_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
+# Loops, conditionals and groups nest at most this deep.
+MAX_DEPTH = 64
+
+
+class FlowError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A simple command (with its redirections) that may run."""
+
+    text: str
+    # Its `cd` (if it is one) changes the directory of the commands after it: false inside
+    # a pipeline or subshell.
+    lasting: bool = True
+    # Inside a loop whose body runs any number of times (`while`, `until`).
+    repeated: bool = False
+
+
+def needs_flow(root: Node) -> bool:
+    """Whether the tree has a construct beyond simple commands, or a `cd`."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _FLOW:
+            return True
+        if node.type == "command_name" and _text(node) == "cd":
+            return True
+        stack.extend(node.children)
+    return False
+
+
+# Expands a glob as bash would, for `for` loops: (matches, or None when there are too many).
+Expand = Callable[[str], "list[str] | None"]
+
+
+class _Flatten:
+    def __init__(self, src: str, expand: Expand) -> None:
+        self.src = src
+        self.raw = src.encode("utf-8")
+        self.expand = expand
+        self.pieces: list[Piece] = []
+        self.depth = 0
+
+    def text(self, node: Node) -> str:
+        return self.raw[node.start_byte : node.end_byte].decode("utf-8")
+
+    def add(self, text: str, lasting: bool, repeated: bool) -> None:
+        if len(self.pieces) >= MAX_PIECES:
+            raise FlowError(f"the command would run more than {MAX_PIECES} commands to check")
+        self.pieces.append(Piece(text, lasting, repeated))
+
+    # -- walking ---------------------------------------------------------------------------
+    def walk(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise FlowError(f"the command is nested more than {MAX_DEPTH} levels deep")
+            self.step(node, env, lasting, repeated)
+        finally:
+            self.depth -= 1
+
+    def step(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        kind = node.type
+        if kind in ("program", "list", "compound_statement", "do_group"):
+            for child in node.children:
+                self.child(child, env, lasting, repeated)
+        elif kind == "pipeline":
+            named = [c for c in node.children if c.is_named]
+            for child in node.children:
+                self.child(child, env, lasting and len(named) < 2, repeated)
+        elif kind == "subshell":
+            for child in node.children:
+                self.child(child, env, False, repeated)
+        elif kind == "negated_command":
+            for child in node.children:
+                self.child(child, env, lasting, repeated)
+        elif kind == "command":
+            self.add(self.command(node, env, []), lasting, repeated)
+        elif kind == "test_command":
+            self.add(self.test_command(node, env), lasting, repeated)
+        elif kind == "redirected_statement":
+            self.redirected(node, env, lasting, repeated)
+        elif kind == "for_statement":
+            self.for_loop(node, env, lasting, repeated)
+        elif kind in ("while_statement", "until_statement"):
+            for child in node.children:
+                self.child(child, env, lasting, True)
+        elif kind in ("if_statement", "elif_clause", "else_clause"):
+            for child in node.children:
+                self.child(child, env, lasting, repeated)
+        elif kind == "case_statement":
+            self.case(node, env, lasting, repeated)
+        else:
+            raise FlowError(
+                f"`{self.text(node)[:40]}` ({kind}) is not in the allow-list's small bash subset"
+            )
+
+    def child(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        if node.type == "comment":
+            return
+        if not node.is_named:
+            if node.type == "&":
+                raise FlowError("`&` runs a command in the background (write:process)")
+            return
+        self.walk(node, env, lasting, repeated)
+
+    # -- simple commands -------------------------------------------------------------------
+    def command(self, node: Node, env: dict[str, str], extra: list[str]) -> str:
+        """The command's text with loop variables replaced, here-strings left out (they only
+        feed standard input), and `extra` redirections appended."""
+        parts: list[str] = []
+        for child in node.children:
+            if child.type == "herestring_redirect":
+                for word in child.children:
+                    if word.is_named:
+                        self.static(word, "a here-string")
+                continue
+            if child.type == "variable_assignment":
+                raise FlowError(f"`{self.text(child)}` assigns a variable (modify:environment)")
+            parts.append(self.substituted(child, env))
+        return " ".join([*parts, *extra])
+
+    def substituted(self, node: Node, env: dict[str, str]) -> str:
+        """The source of `node` with `$VAR`/`${VAR}` of loop variables replaced."""
+        out: list[str] = []
+        pos = node.start_byte
+        if node.type in ("simple_expansion", "expansion"):
+            found = [(node, False)]
+        else:
+            found = self.expansions(node, node.type == "string")
+        for exp, quoted in found:
+            name = self.plain_variable(exp)
+            if name is None or name not in env:
+                continue  # left as written: the strict rules refuse it with their reason
+            value = env[name]
+            out.append(self.raw[pos : exp.start_byte].decode("utf-8"))
+            if quoted:
+                out.append(re.sub(r'([$`"\\])', r"\\\1", value))
+            else:
+                if _IFS_OR_GLOB.search(value) or value == "":
+                    raise FlowError(
+                        f"`{self.text(exp)}` is unquoted and its value `{value}` would be split "
+                        'or expanded again by bash; write `"{0}"`'.replace("{0}", self.text(exp))
+                    )
+                out.append("'" + value.replace("'", "'\\''") + "'")
+            pos = exp.end_byte
+        out.append(self.raw[pos : node.end_byte].decode("utf-8"))
+        return "".join(out)
+
+    def expansions(self, node: Node, quoted: bool) -> list[tuple[Node, bool]]:
+        found: list[tuple[Node, bool]] = []
+        for child in node.children:
+            if child.type in ("simple_expansion", "expansion"):
+                found.append((child, quoted))
+            else:
+                found.extend(self.expansions(child, quoted or child.type == "string"))
+        return found
+
+    def plain_variable(self, exp: Node) -> str | None:
+        """`$NAME` or `${NAME}` (nothing else inside), or None."""
+        text = self.text(exp)
+        m = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text)
+        if m is None:
+            return None
+        return m.group(1) or m.group(2)
+
+    def test_command(self, node: Node, env: dict[str, str]) -> str:
+        text = self.text(node)
+        if not (text.startswith("[") and not text.startswith("[[") and text.endswith("]")):
+            raise FlowError(
+                f"`{text[:40]}`: `[[ ]]` evaluates arithmetic in array subscripts; use `[ ]` or "
+                "`test`"
+            )
+        inner = self.substituted(node, env)
+        # `[ EXPR ]` is `test EXPR`: the same words without the brackets.
+        return "test " + inner[1:-1].strip()
+
+    def static(self, node: Node, what: str) -> str:
+        for part in [node, *_descendants(node)]:
+            if part.type not in _STATIC_PARTS and part.type != "concatenation":
+                raise FlowError(f"`{self.text(node)}` in {what} is not a static word")
+        return self.text(node)
+
+    # -- redirections and here-documents --------------------------------------------------------
+    def redirected(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        bodies = [c for c in node.children if c.is_named and not c.type.endswith("_redirect")]
+        if len(bodies) != 1:
+            raise FlowError(f"`{self.text(node)[:40]}`: a redirection this check cannot follow")
+        body = bodies[0]
+        redirects: list[str] = []
+        after: list[Node] = []
+        for child in node.children:
+            if child is body or child == body or not child.is_named:
+                continue
+            if child.type == "file_redirect":
+                redirects.append(self.substituted(child, env))
+            elif child.type == "heredoc_redirect":
+                inner_redirects, rest = self.heredoc(child)
+                redirects.extend(self.substituted(r, env) for r in inner_redirects)
+                after.extend(rest)
+            elif child.type == "herestring_redirect":
+                for word in child.children:
+                    if word.is_named:
+                        self.static(word, "a here-string")
+            else:
+                raise FlowError(f"`{self.text(child)[:40]}` ({child.type}) is not allowed here")
+        pipe_after = any(n.type == "pipeline" for n in after)
+        if body.type == "command":
+            self.add(self.command(body, env, redirects), lasting and not pipe_after, repeated)
+        elif body.type == "test_command":
+            text = self.test_command(body, env)
+            self.add(" ".join([text, *redirects]), lasting and not pipe_after, repeated)
+        else:
+            self.walk(body, env, lasting and not pipe_after, repeated)
+            if redirects:
+                self.add("true " + " ".join(redirects), lasting, repeated)
+        for tail in after:
+            # A pipeline or list after the here-document's start (`cat <<EOF | grep x`).
+            for child in tail.children:
+                self.child(child, env, lasting and tail.type != "pipeline", repeated)
+
+    def heredoc(self, node: Node) -> tuple[list[Node], list[Node]]:
+        """Check a here-document; returns its redirections and the commands after its start."""
+        op = start = body = end = None
+        redirects: list[Node] = []
+        rest: list[Node] = []
+        for child in node.children:
+            kind = child.type
+            if kind in ("<<", "<<-"):
+                op = kind
+            elif kind == "heredoc_start":
+                start = child
+            elif kind == "heredoc_body":
+                body = child
+            elif kind == "heredoc_end":
+                end = child
+            elif kind == "file_redirect":
+                redirects.append(child)
+            elif kind in ("pipeline", "list"):
+                rest.append(child)
+            elif child.is_named:
+                raise FlowError(
+                    f"`{self.text(child)[:40]}` ({kind}) after a here-document is not allowed"
+                )
+        if op is None or start is None or end is None:
+            raise FlowError("a here-document this check cannot read")
+        m = _DELIMITER.match(self.text(start))
+        if m is None:
+            raise FlowError(
+                f"`{self.text(start)}`: a here-document delimiter must be a plain name, "
+                "quoted as a whole or not at all"
+            )
+        quoted, delimiter = bool(m.group(1)), m.group(2)
+        # Where bash ends the body: the first line after the command line's end that is the
+        # delimiter (tabs stripped for `<<-`).
+        line_end = self.raw.find(b"\n", start.end_byte)
+        if line_end < 0:
+            raise FlowError("a here-document without a body")
+        cut = line_end + 1
+        first = cut
+        if op == "<<-":
+            while self.raw[first : first + 1] == b"\t":
+                first += 1
+        if body is not None and not cut <= body.start_byte <= first:
+            raise FlowError(
+                "the here-document's body does not start on the next line (two here-documents "
+                "or a continued line), which this check does not follow"
+            )
+        pos = cut
+        while True:
+            nl = self.raw.find(b"\n", pos)
+            line = self.raw[pos : nl if nl >= 0 else len(self.raw)]
+            if op == "<<-":
+                line = line.lstrip(b"\t")
+            if line == delimiter.encode():
+                break
+            if nl < 0:
+                raise FlowError(f"the here-document is never closed by `{delimiter}`")
+            pos = nl + 1
+        # bash: the body ends where the delimiter line starts; tree-sitter must agree.
+        ts_end = end.start_byte
+        if op == "<<-":
+            while ts_end > 0 and self.raw[ts_end - 1 : ts_end] == b"\t":
+                ts_end -= 1
+        if ts_end != pos:
+            raise FlowError(
+                f"bash and tree-sitter-bash disagree about where the here-document `{delimiter}` "
+                "ends, so it is refused"
+            )
+        if not quoted:
+            text = self.raw[cut:pos].decode("utf-8")
+            bad = re.search(r"[$`\\]", text)
+            if bad is not None:
+                raise FlowError(
+                    f"the here-document `{delimiter}` has `{bad.group(0)}` in its body, which "
+                    f"bash expands because the delimiter is unquoted; write <<'{delimiter}'"
+                )
+        return redirects, rest
+
+    # -- loops and case -------------------------------------------------------------------------
+    def for_loop(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        var: str | None = None
+        values: list[str] = []
+        saw_in = False
+        body: Node | None = None
+        for child in node.children:
+            kind = child.type
+            if kind == "select":
+                raise FlowError("`select` waits for an answer on standard input")
+            if kind == "variable_name":
+                var = self.text(child)
+                problem = _loop_variable_problem(var)
+                if problem is not None:
+                    raise FlowError(problem)
+            elif kind == "in":
+                saw_in = True
+            elif kind == "do_group":
+                body = child
+            elif kind in _WORDISH and saw_in:
+                values.extend(self.loop_values(child, env))
+            elif child.is_named and kind != "comment":
+                raise FlowError(f"`{self.text(child)[:40]}` ({kind}) in a `for` list")
+        if var is None or body is None or not saw_in:
+            raise FlowError("a `for` loop without `in WORDS` iterates over the arguments")
+        for value in values:
+            self.walk(body, {**env, var: value}, lasting, repeated)
+
+    def loop_values(self, word: Node, env: dict[str, str]) -> list[str]:
+        """The values bash gives the loop variable for one word of the list."""
+        for part in [word, *_descendants(word)]:
+            if part.type in ("simple_expansion", "expansion"):
+                name = self.plain_variable(part)
+                if name is None or name not in env:
+                    raise FlowError(
+                        f"`{self.text(word)}` in a `for` list is only known at run time"
+                    )
+            elif part.type not in _STATIC_PARTS and part.type != "concatenation":
+                if part.is_named:
+                    raise FlowError(
+                        f"`{self.text(word)}` in a `for` list is only known at run time"
+                    )
+        from plan_lsp.policy.shell.lexer import LexError, lex
+
+        try:
+            commands = lex("true " + self.substituted(word, env))
+        except LexError as exc:
+            raise FlowError(f"`{self.text(word)}` in a `for` list: {exc.reason}") from None
+        values: list[str] = []
+        for sword in commands[0].words[1:]:
+            if sword.glob:
+                matches = self.expand(sword.pattern)
+                if matches is None:
+                    raise FlowError(f"`{sword.text}` matches too many files to check")
+                values.extend(matches or [sword.value])
+            else:
+                values.append(sword.value)
+        return values
+
+    def case(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        subject_seen = False
+        for child in node.children:
+            kind = child.type
+            if kind == "case_item":
+                self.case_item(child, env, lasting, repeated)
+            elif kind in _WORDISH and not subject_seen:
+                subject_seen = True
+                self.static(child, "a `case` subject")
+            elif child.is_named and kind != "comment":
+                raise FlowError(f"`{self.text(child)[:40]}` ({kind}) in a `case` statement")
+
+    def case_item(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
+        in_body = False
+        for child in node.children:
+            kind = child.type
+            if kind == ")":
+                in_body = True
+            elif not in_body:
+                if child.is_named:
+                    self.static_pattern(child)
+            else:
+                self.child(child, env, lasting, repeated)
+
+    def static_pattern(self, node: Node) -> None:
+        for part in [node, *_descendants(node)]:
+            if part.type in ("simple_expansion", "expansion", "command_substitution",
+                             "arithmetic_expansion", "process_substitution"):  # fmt: skip
+                raise FlowError(f"`{self.text(node)}`: a `case` pattern is expanded at run time")
+
+
+def _loop_variable_problem(name: str) -> str | None:
+    """A loop variable is assigned like any variable: it must not be one bash or the
+    programs it runs read (`PATH`, `IFS`, `BASH_ENV`, `GIT_DIR`, a proxy, ...)."""
+    if not _LOOP_VARIABLE.match(name):
+        return (
+            f"`for {name}` assigns `{name}`; loop variables must be lower-case names "
+            "(upper-case names include the variables bash and programs read, like `PATH`)"
+        )
+    if name in os.environ:
+        return f"`for {name}` assigns `{name}`, a variable in the environment programs read"
+    return None
+
+
+def _descendants(node: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(child.children)
+    return found
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+def flatten(src: str, root: Node, expand: Expand) -> list[Piece]:
+    """The simple commands `src` may run, or FlowError naming what is not followed."""
+    flat = _Flatten(src, expand)
+    flat.walk(root, {}, True, False)
+    return flat.pieces

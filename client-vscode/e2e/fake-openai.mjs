@@ -3,8 +3,9 @@
 // (or plain JSON when `stream` is false), GET /v1/models lists one model. It needs
 // `Authorization: Bearer <key>` (401 otherwise, like a real service).
 //
-// Agent requests (those offering tools) take the next scripted turn; any other request (a
-// connection test) gets a one-word answer and takes nothing. Tool-call ids are numbered from
+// Agent requests (streamed, offering tools) take the next scripted turn; any other request (a
+// connection test) takes nothing: a non-streamed one offering tools (the test that the model
+// calls tools) gets a call of the first tool offered, else a one-word answer. Tool-call ids are numbered from
 // zero in every response, as several real providers do. Every request is recorded.
 //
 // A turn with a `pace` (the scripted provider's: chars_per_second, chunk, jitter,
@@ -180,7 +181,8 @@ export class FakeOpenAI {
         /* recorded as null */
       }
       const authorized = req.headers.authorization === `Bearer ${this.key}`;
-      const agent = Array.isArray(json?.tools) && json.tools.length > 0;
+      const tools = Array.isArray(json?.tools) ? json.tools : [];
+      const agent = tools.length > 0 && json?.stream === true;
       this.requests.push({ method: req.method, path: req.url, authorized, agent, body: json });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json' });
@@ -212,10 +214,14 @@ export class FakeOpenAI {
         sse(res, turnChunks(turn, this.model));
         return;
       }
+      const offered = tools[0]?.function?.name;
+      const message = offered
+        ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: offered, arguments: '{}' } }] }
+        : { role: 'assistant', content: turn.text ?? '' };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({
         id: 'chatcmpl-e2e', object: 'chat.completion', created: 0, model: this.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: turn.text ?? '' }, finish_reason: 'stop' }],
+        choices: [{ index: 0, message, finish_reason: offered ? 'tool_calls' : 'stop' }],
         usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
       }));
     });

@@ -33,8 +33,11 @@ from typing import Literal
 MAX_PATTERN_CHARS = 1024
 # Wildcards (`*`, `**`, `?`, classes of more than one character) a pattern may hold.
 MAX_WILDCARDS = 32
-# Remembered steps per compiled pattern; past this the table starts again (bounded memory).
-_STEP_CACHE = 4096
+# Remembered steps (and per-character masks) per compiled pattern, at most; past this the
+# table starts again. Fewer for a large NFA: a table holds at most about 256 KiB of state
+# sets, so the caches of every compiled pattern stay bounded (tens of MB at worst).
+_STEP_CACHE = 1024
+_STEP_CACHE_BYTES = 1 << 18
 
 _Kind = Literal["lit", "any", "seg", "class", "star_any", "star_seg", "nop"]
 
@@ -205,6 +208,7 @@ class _Nfa:
         "_eps1",
         "_eps2",
         "_eps3",
+        "_limit",
         "_lit",
         "_masks",
         "_others",
@@ -244,6 +248,7 @@ class _Nfa:
             self._accepts.append(1 << (offset + len(tokens)))
             offset += len(tokens) + 1
         self._start = self._close(starts)
+        self._limit = max(64, min(_STEP_CACHE, _STEP_CACHE_BYTES // (offset // 8 + 64)))
         self._steps: dict[tuple[int, str], int] = {}
         self._masks: dict[str, tuple[int, int]] = {}
 
@@ -270,7 +275,7 @@ class _Nfa:
                     consume |= bit
             loop = self._star_any | (self._star_seg if c != "/" else 0)
             masks = (consume, loop)
-            if len(self._masks) < _STEP_CACHE:
+            if len(self._masks) < self._limit:
                 self._masks[c] = masks
         return masks
 
@@ -287,7 +292,7 @@ class _Nfa:
             nxt = steps.get(key)
             if nxt is None:
                 nxt = self._step(states, c)
-                if len(steps) >= _STEP_CACHE:
+                if len(steps) >= self._limit:
                     steps.clear()
                 steps[key] = nxt
             states = nxt
@@ -345,7 +350,7 @@ class GlobSet:
             return frozenset()
         nfa = self._sets.get(chosen)
         if nfa is None:
-            if len(self._sets) >= 64:
+            if len(self._sets) >= 4:
                 self._sets.clear()
             nfa = self._sets[chosen] = _Nfa([self.globs[i].tokens for i in chosen])
         states = nfa._run(text)
@@ -354,14 +359,14 @@ class GlobSet:
         return frozenset(i for i, bit in zip(chosen, nfa._accepts, strict=True) if states & bit)
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=256)
 def compile_glob(pattern: str, *, path_mode: bool = True) -> Glob:
     """The compiled glob (cached). GlobTooComplex over the limits, BadGlob for a backwards
     character range; both are ValueError."""
     return Glob(pattern, path_mode=path_mode)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=16)
 def compile_glob_set(patterns: tuple[str, ...], *, path_mode: bool) -> GlobSet:
     """The patterns as one GlobSet (cached); ValueError as `compile_glob`."""
     return GlobSet([compile_glob(p, path_mode=path_mode) for p in patterns])

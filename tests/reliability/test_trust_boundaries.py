@@ -74,7 +74,8 @@ async def test_a_pathological_deny_rule_is_matched_without_freezing_the_server(
     transcript = tmp_path / "t.jsonl"
     async with running_server([ws], *scripted_args(script, transcript)) as ed:
         assert (await ed.state())["configWarnings"] == []  # the rule is within the limits
-        result, answered = await _answers_while(
+        # every state request asked while the rule is matched must be answered
+        result, _answered = await _answers_while(
             ed, ed.request("planLsp/prompt", {"text": "look"}, timeout=120)
         )
         assert result["stopReason"] == "end_turn"
@@ -84,7 +85,6 @@ async def test_a_pathological_deny_rule_is_matched_without_freezing_the_server(
     assert echoed.startswith("exit code: 0") and LONG_PATH in echoed
     assert "denied" not in read
     assert "denied by the project rule" in denied and PATHOLOGICAL in denied
-    assert answered >= 0  # every state request during the run was answered
 
 
 async def test_a_rule_over_the_limits_is_refused_by_name_and_the_rest_apply(

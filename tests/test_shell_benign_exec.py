@@ -62,9 +62,9 @@ def _repository(root: Path, home: Path) -> Path:
 
 
 def corpus_lines() -> list[str]:
-    """The benign commands, without blank lines and comments."""
+    """The benign commands, without blank lines and comments (`{NL}`: a line break)."""
     return [
-        line
+        line.replace("{NL}", "\n").replace("{TAB}", "\t")
         for line in CORPUS.read_text("utf-8").splitlines()
         if line.strip() and not line.startswith("#")
     ]

@@ -13,8 +13,13 @@ CORPUS = Path(__file__).parent / "shell_corpus"
 
 
 def _lines(name: str) -> list[str]:
+    """One command a line; `{NL}` and `{TAB}` stand for a line break and a tab (here-documents)."""
     text = (CORPUS / name).read_text("utf-8")
-    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        line.replace("{NL}", "\n").replace("{TAB}", "\t")
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
 
 BENIGN = _lines("benign.txt")

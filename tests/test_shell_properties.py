@@ -49,7 +49,7 @@ FORBIDDEN_FRAGMENTS = [
     ">> out.txt",
     "2> err.txt",
     "&> all.txt",
-    "<<< word",
+    "<<< $(id)",
     "{a,b}",
     "~/x",
     "--output=x",

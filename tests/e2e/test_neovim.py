@@ -2,9 +2,11 @@
 the scripted provider, in two scenarios per version:
 
 - with the client-nvim plugin (tests/e2e/nvim/plan_session.lua): toggle and set the mode,
-  prompt, the draft streams into PLAN.md, reject with a review note through the code action,
-  the revised plan arrives, approve through the code lens, the Do edit lands in hello.py's
-  buffer, a build-mode shell command asks through showMessageRequest + vim.ui.select;
+  prompt, the draft streams into PLAN.md at a model's pace (growing visibly: every buffer
+  change is recorded for `model_speed.stream_report`), reject with a review note through the
+  code action, the revised plan arrives the same way, a tool touches hello.py, approve
+  through the code lens, the Do edit lands in hello.py's buffer and the plugin saves it, a
+  build-mode shell command asks through showMessageRequest + vim.ui.select;
 - with no plugin at all (tests/e2e/nvim/minimal_config.lua, client-nvim/README.md's
   configuration for 0.7 to 0.10): approval needs nothing but standard LSP;
 - Neovim 0.11 only, the README's "Neovim 0.11+ (native)" configuration as the user's
@@ -43,8 +45,10 @@ from tests.needs import need
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPO / "client-nvim"
 LUA_DIR = Path(__file__).resolve().parent / "nvim"
-# A hard ceiling: a wedged editor is killed, never waited for.
-NVIM_KILL_AFTER_S = 90
+# A hard ceiling: a wedged editor is killed, never waited for. The plugin's session streams
+# its plan and revision at a model's pace.
+NVIM_KILL_AFTER_S = 180
+NVIM_ELAPSED_BOUND_S = 120
 
 NVIM_BINARIES = {
     "0.7": os.environ.get("PLAN_LSP_NVIM_07", "/usr/bin/nvim"),
@@ -64,12 +68,13 @@ APPROVE_LENS = "Approve (auto-accept edits)"
 
 
 def session_turns() -> list[dict[str, Any]]:
-    """The shared plan → Do session with a feedback round after the first plan."""
-    turns = plan_then_do_turns()
+    """The shared plan → Do session with a feedback round after the first plan, both plans
+    long enough to stream for seconds at a model's pace."""
+    turns = plan_then_do_turns(LONG_PLAN)
     revision: list[dict[str, Any]] = [
         {
             "text": "Revising the plan.",
-            "tool_calls": [{"name": "plan_write", "arguments": {"content": REVISED_PLAN}}],
+            "tool_calls": [{"name": "plan_write", "arguments": {"content": LONG_REVISED_PLAN}}],
         },
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
     ]
@@ -105,6 +110,8 @@ class NvimRun:
     elapsed: float
     ws: Path
     transcript: Path
+    script: Path
+    timeline: Path | None
 
 
 def run_nvim(
@@ -113,8 +120,11 @@ def run_nvim(
     turns: list[dict[str, Any]],
     tmp_path: Path,
     plans_dir: str | None = None,
+    paced: bool = False,
+    plans: tuple[str, str] = (PLAN_TEXT, REVISED_PLAN),
 ) -> NvimRun:
-    """One headless Neovim running `lua_script` against a fresh workspace and server."""
+    """One headless Neovim running `lua_script` against a fresh workspace and server; with
+    `paced`, the model streams at `MODEL_PACE` and says when in a timeline."""
     nvim = nvim_binary(version)
     reported = subprocess.run(
         [nvim, "--version"], capture_output=True, text=True, timeout=30, check=True
@@ -125,7 +135,11 @@ def run_nvim(
     plan_path = ws / (plans_dir or ".plan-lsp/plans") / "PLAN.md"
     plan_path.parent.mkdir(parents=True)
     plan_path.write_text("")
-    script = write_script(tmp_path / "script.json", turns)
+    timeline = tmp_path / "timeline.jsonl" if paced else None
+    if timeline is not None:
+        script = write_paced_script(tmp_path / "script.json", turns, timeline)
+    else:
+        script = write_script(tmp_path / "script.json", turns)
     transcript = tmp_path / "transcript.jsonl"
     result_path = tmp_path / "result.json"
     server_log = tmp_path / "server.log"
@@ -154,8 +168,8 @@ def run_nvim(
         "prompt": PROMPT,
         "shell_prompt": "Leave a marker file",
         "feedback": FEEDBACK,
-        "plan_v1": PLAN_TEXT,
-        "plan_v2": REVISED_PLAN,
+        "plan_v1": plans[0],
+        "plan_v2": plans[1],
         "reject_action": REJECT_ACTION,
         "approve_lens": APPROVE_LENS,
         "hello_after": "print('hello, world')\n",
@@ -204,8 +218,8 @@ def run_nvim(
     assert result["ok"], f"{result.get('error')}\nsteps: {result['steps']}\n{diagnostics}"
     assert proc.returncode == 0, diagnostics
     assert result["nvim"].startswith(version + ".")
-    assert elapsed < 60, f"the Neovim run took {elapsed:.1f}s"
-    return NvimRun(result, elapsed, ws, transcript)
+    assert elapsed < NVIM_ELAPSED_BOUND_S, f"the Neovim run took {elapsed:.1f}s"
+    return NvimRun(result, elapsed, ws, transcript, script, timeline)
 
 
 def assert_same_text(actual: str, expected: str, what: str) -> None:
@@ -227,7 +241,15 @@ VERSIONS = pytest.mark.parametrize("version", sorted(NVIM_BINARIES), ids=lambda 
 def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_path: Path) -> None:
     """The plugin renders the state the server pushes (mode, running, the plan's uri, the
     shell protection) and follows a configured plans folder."""
-    run = run_nvim(version, LUA_DIR / "plan_session.lua", session_turns(), tmp_path, plans_dir)
+    run = run_nvim(
+        version,
+        LUA_DIR / "plan_session.lua",
+        session_turns(),
+        tmp_path,
+        plans_dir,
+        paced=True,
+        plans=(LONG_PLAN, LONG_REVISED_PLAN),
+    )
     result, transcript = run.result, run.transcript
     # (actual, plan, what): compared last, so one run checks everything else too
     texts: list[tuple[str, str, str]] = []
@@ -241,7 +263,7 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
 
     # the prompt's run drafted the plan into the PLAN.md buffer through applyEdit
     assert result["prompt_run"]["stopReason"] == "plan_submitted"
-    texts.append((result["plan_buffer_v1"], PLAN_TEXT, "PLAN.md buffer after the first stream"))
+    texts.append((result["plan_buffer_v1"], LONG_PLAN, "PLAN.md buffer after the first stream"))
     assert result["apply_edits"].get("PLAN.md", 0) >= 1
     assert result["state_after_prompt"]["planStatus"] == "submitted"
     assert result["state_after_prompt"]["mode"] == "plan"
@@ -258,7 +280,15 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     for name in ("prompt_run", "feedback_run"):
         write = writes[result[name]["runId"]]
         assert write["isError"] is False, f"plan_write in the {name}: {write['content']}"
-    texts.append((result["plan_buffer_v2"], REVISED_PLAN, "PLAN.md buffer after the revision"))
+    texts.append((result["plan_buffer_v2"], LONG_REVISED_PLAN, "PLAN.md buffer after the revision"))
+    # both plans grew visibly in the buffer while the model streamed them
+    assert run.timeline is not None
+    events = [(float(t), str(text)) for t, text in result["buffer_events"]]
+    report = stream_report(events, run.timeline, run.script)
+    print(f"stream report: {report}")
+    for plan in (LONG_PLAN, LONG_REVISED_PLAN):
+        assert report.never_shown[plan[:40]] == 0, report
+        assert report.growing_states[plan[:40]] >= 5, report
     assert result["state_after_reject"]["planStatus"] == "submitted"
     assert result["state_after_reject"]["mode"] == "plan"
 
@@ -275,8 +305,10 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     after = result["state_after_do"]
     assert after["mode"] == "build" and after["planStatus"] == "approved"
     assert after["permissionMode"] == "auto_edit"
-    texts.append((after["approvedPlan"]["text"], REVISED_PLAN, "approved text"))
-    texts.append((result["plan_buffer_after_do"], REVISED_PLAN, "PLAN.md buffer after the Do run"))
+    texts.append((after["approvedPlan"]["text"], LONG_REVISED_PLAN, "approved text"))
+    texts.append(
+        (result["plan_buffer_after_do"], LONG_REVISED_PLAN, "PLAN.md buffer after the Do run")
+    )
     assert after["outcome"] == "completed"
     assert any("approved" in t for t in result["lens_titles_after"])
     assert not result["unexpected_prompts"]
@@ -310,7 +342,7 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     assert any(FEEDBACK in json.dumps(r["messages"]) for r in feedback_requests)
     do_requests = by_run[result["do_run"]["runId"]]
     assert do_requests and all(r["mode"] == "build" for r in do_requests)
-    assert REVISED_PLAN in "\n".join(m["content"] for m in do_requests[0]["messages"])
+    assert LONG_REVISED_PLAN in "\n".join(m["content"] for m in do_requests[0]["messages"])
 
     # the buffer is the truth: PLAN.md held exactly each plan, and the approved text is it
     for actual, expected, what in texts:

@@ -156,9 +156,17 @@ local function run()
   end
   step("toggled")
 
-  -- 3. prompt; the plan draft streams into the open PLAN.md buffer
+  -- 3. prompt; the plan draft streams into the open PLAN.md buffer, every change of which
+  -- is recorded with its wall-clock time (as Python's time.time())
   vim.cmd("edit " .. vim.fn.fnameescape(params.plan_path))
   local plan_buf = vim.api.nvim_get_current_buf()
+  result.buffer_events = {}
+  local function record_plan_buffer()
+    local seconds, micros = vim.loop.gettimeofday()
+    table.insert(result.buffer_events, { seconds + micros / 1e6, buffer_text(plan_buf) })
+  end
+  record_plan_buffer()
+  vim.api.nvim_buf_attach(plan_buf, false, { on_lines = record_plan_buffer, on_reload = record_plan_buffer })
   check(vim.lsp.buf_is_attached(plan_buf, client.id), "PLAN.md is not attached")
   local seen_runs = {}
   vim.cmd("PlanPrompt " .. params.prompt)

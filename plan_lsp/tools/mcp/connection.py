@@ -240,7 +240,7 @@ class McpConnection:
                     "mcp_result_too_large",
                     f"MCP server '{self.name}' answered {tool} with {size} bytes, more than "
                     f"the limit of {limit} bytes for one answer (max_message_bytes); the "
-                    "answer was dropped unread",
+                    "answer was discarded before it was parsed",
                 ) from None
             if exc.code == REQUEST_TIMEOUT:
                 raise McpCallError(

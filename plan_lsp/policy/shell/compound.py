@@ -347,9 +347,10 @@ class _Flatten:
             text = self.raw[cut:pos].decode("utf-8")
             bad = re.search(r"[$`\\]", text)
             if bad is not None:
+                what = {"$": "`$`", "`": "a backquote", "\\": "a backslash"}[bad.group(0)]
                 raise FlowError(
-                    f"the here-document `{delimiter}` has `{bad.group(0)}` in its body, which "
-                    f"bash expands because the delimiter is unquoted; write <<'{delimiter}'"
+                    f"the here-document `{delimiter}` has {what} in its body, which bash "
+                    f"expands because the delimiter is unquoted; write <<'{delimiter}'"
                 )
         return redirects, rest
 

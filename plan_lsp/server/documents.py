@@ -57,6 +57,12 @@ log = logging.getLogger(__name__)
 # How long the server waits for the client's didChange to bring its copy to the text an
 # applied edit should give, and for the client to catch up after a refused edit.
 CONFIRM_WAIT_S = 3.0
+# Once the client reported changes after an applied edit, how long a copy that differs from
+# the expected text may stay quiet before it counts as settled elsewhere. Clients send the
+# changes of one edit together or back to back (Neovim after its 150 ms debounce, eglot after
+# its idle time, lsp-mode as a deletion then an insertion), so half a second of silence means
+# no more are coming — much sooner than the whole confirmation wait.
+SETTLED_QUIET_S = 0.5
 REFUSED_WAIT_S = 1.0
 MAX_EDIT_ATTEMPTS = 6
 
@@ -264,7 +270,7 @@ class DocumentStore:
                 # Refused (the client is ahead of the copy, or declines): let it catch up.
                 await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
-            if await doc.wait_for(lambda e=expected: _as_expected(doc, e), CONFIRM_WAIT_S):  # type: ignore[misc]
+            if await _confirmed(doc, mark, expected):
                 continue
             if doc.generation == mark:
                 self._defect(doc, "the client applied an edit but never reported it")
@@ -318,6 +324,23 @@ class DocumentStore:
             log.warning("could not write %s: %s", path, exc)
             return False
         return True
+
+
+async def _confirmed(doc: OpenDocument, mark: int, expected: str) -> bool:
+    """Whether the client's reports bring the copy to `expected` (see `_as_expected`): up to
+    `CONFIRM_WAIT_S` for a first report, then until the reports go quiet."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CONFIRM_WAIT_S
+    while not _as_expected(doc, expected):
+        left = deadline - loop.time()
+        if doc.generation != mark:
+            left = min(left, SETTLED_QUIET_S)
+        if left <= 0:
+            return False
+        seen = doc.generation
+        if not await doc.wait_for(lambda seen=seen: doc.generation != seen, left):  # type: ignore[misc]
+            return _as_expected(doc, expected)
+    return True
 
 
 def _as_expected(doc: OpenDocument, expected: str) -> bool:

@@ -149,18 +149,21 @@ def stream_report(
     never: dict[str, int] = {}
     stall = 0.0
     events = sorted(buffer_events)
-    for plan in plans:
+    starts = [next(e.t for e in emissions if e.plan == plan) for plan in plans]
+    for number, plan in enumerate(plans):
         mine = [e for e in emissions if e.plan == plan]
-        start = mine[0].t
-        states = {text for t, text in events if t >= start and 0 < _shown(text, plan) < len(plan)}
+        start = starts[number]
+        # This plan's part of the record: from its first delta until the next plan's (a
+        # revision shares the plan's opening; its states are its own).
+        end = starts[number + 1] if number + 1 < len(plans) else float("inf")
+        window = [(t, text) for t, text in events if start <= t < end]
+        states = {text for _t, text in window if 0 < _shown(text, plan) < len(plan)}
         growing[plan[:40]] = len(states)
-        # For each emission: the first buffer event at or after it that shows its characters.
-        shown_at: list[tuple[float, int]] = [
-            (t, _shown(text, plan)) for t, text in events if t >= start - 1.0
-        ]
+        # For each delta: the first buffer change at or after it that shows its characters.
+        shown_at = [(t, _shown(text, plan)) for t, text in window]
         missing = 0
         for emission in mine:
-            seen = next((t for t, n in shown_at if n >= emission.chars and t >= start), None)
+            seen = next((t for t, n in shown_at if n >= emission.chars), None)
             if seen is None:
                 missing = max(missing, emission.chars)
                 continue

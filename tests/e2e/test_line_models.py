@@ -120,7 +120,7 @@ async def test_a_plan_and_its_revision_stream_into_an_empty_plan_file(
         assert state["planStatus"] == "approved"
         report = stream_report(s.events(ed), s.timeline, s.script)
     # Both plans grew in the buffer piece by piece; nothing the model sent was never shown.
-    assert all(n >= 10 for n in report.growing_states.values()), report
+    assert all(n >= 5 for n in report.growing_states.values()), report
     assert not any(report.never_shown.values()), report
     assert s.defects() == []
 
@@ -159,7 +159,8 @@ async def test_a_crlf_plan_file_stays_crlf(tmp_path: Path, quirks: Quirks) -> No
 
 async def test_a_client_that_miscounts_columns_is_a_counted_defect(tmp_path: Path) -> None:
     """lsp-mode 8 counts characters while claiming UTF-16: the server still gets the plan into
-    the buffer (whole-document replacements), and says so as a defect."""
+    the buffer (whole-document replacements, decided once the client's reports go quiet, not
+    after the whole confirmation wait), and says so as a defect."""
     plan = "# Plan: ship the 🚀 edition\n\n1. Rename `launch` to `🚀launch` 🎉🎉.\n"
     s = Session(tmp_path, (plan,), Quirks(columns_in_characters=True))
     async with s.server as ed:
@@ -168,7 +169,9 @@ async def test_a_client_that_miscounts_columns_is_a_counted_defect(tmp_path: Pat
         ed.open(s.plan)
         await prompt_and_settle(ed, "plan it")
         assert ed.text(s.plan) == plan
+        report = stream_report(s.events(ed), s.timeline, s.script)
     assert len(s.defects()) == 1, s.defects()
+    assert not any(report.never_shown.values()), report
 
 
 def _run_ended(ed: QuirkyEditor, count: int) -> bool:

@@ -82,31 +82,37 @@ def _checksum_list(ctx: Context) -> str | None:
                 continue
             escaped = line.startswith("\\")
             body = line[1:] if escaped else line
-            m = _BSD_LINE.match(body)
-            name = m.group(2) if m is not None else None
-            if name is None:
-                g = _GNU_LINE.match(body)
-                name = g.group(2) if g is not None else None
-            if name is None:
+            # Both readings, when both fit: the program opens one of them.
+            names = [m.group(2) for m in (_BSD_LINE.match(body), _GNU_LINE.match(body)) if m]
+            if not names:
                 return (
                     f"`{word.text}` line {number} is not a checksum line this check can read, "
                     "so the file it names is unknown"
                 )
-            if escaped:
-                name = _unescape(name)
-            problem = ctx.policy.read_problem(name, ctx.base)
-            if problem is not None:
-                return f"`{word.text}` line {number} names a file to read: {problem}"
+            for name in names:
+                if escaped:
+                    name = _unescape(name)
+                problem = ctx.policy.read_problem(name, ctx.base)
+                if problem is not None:
+                    return f"`{word.text}` line {number} names a file to read: {problem}"
     return None
 
 
 # -- unzip --------------------------------------------------------------------------------
 def _unzip(ctx: Context) -> str | None:
-    if ctx.operands and any(c in ctx.operands[0].value for c in "*?["):
+    if not ctx.operands:
+        return None
+    archive = ctx.operands[0]
+    if any(c in archive.value for c in "*?["):
         return (
-            f"`{ctx.operands[0].text}`: unzip expands wildcards in the archive name itself, "
+            f"`{archive.text}`: unzip expands wildcards in the archive name itself, "
             "beyond what this check sees; name one archive"
         )
+    # unzip also tries NAME.zip and NAME.ZIP.
+    for other in (archive.value + ".zip", archive.value + ".ZIP"):
+        problem = ctx.policy.read_problem(other, ctx.base)
+        if problem is not None:
+            return f"`{archive.text}` (unzip also opens `{other}`): {problem}"
     return None
 
 

@@ -1,5 +1,6 @@
 """The `grep` tool: ripgrep when it is on PATH, a pure-Python search otherwise, with the
-same output; open buffers are searched as the user sees them.
+same output; open buffers are searched as the user sees them. The model's pattern is never
+matched by a backtracking engine in the server's process (`grep_engine`).
 
 Both search regular files only and never through a link, as ripgrep does without `-L`:
 the Python search opens each file from its workspace root without following a link and
@@ -12,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import shutil
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,13 @@ from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.fs_common import (
     GREP_CAP,
     GREP_LINE_CHARS,
-    GREP_MAX_FILE_BYTES,
     _refused,
     _walk_files,
-    looks_binary,
     note,
     open_paths,
     open_text,
-    open_workspace_file,
 )
+from plan_lsp.tools.grep_engine import GrepFailed, Match, python_search, rg_texts
 from plan_lsp.tools.paths import (
     PathRefused,
     display_path,
@@ -43,12 +41,7 @@ from plan_lsp.tools.paths import (
     resolve_path,
 )
 
-# One hit: file, 1-based line number, line text.
-Match = tuple[Path, int, str]
-
-
-class GrepFailed(Exception):
-    pass
+Search = Callable[[dict[Path, str]], Awaitable[list[Match]]]
 
 
 def _file_filter(glob: str | None, base: Path) -> Callable[[Path], bool]:
@@ -73,42 +66,6 @@ def _rel_or_name(path: Path, base: Path) -> str:
         return path.relative_to(base).as_posix()
     except ValueError:
         return path.name
-
-
-def _grep_text(path: Path, text: str, regex: re.Pattern[str], limit: int) -> list[Match]:
-    found: list[Match] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if regex.search(line):
-            found.append((path, number, line))
-            if len(found) >= limit:
-                break
-    return found
-
-
-def _disk_text(file: Path, roots: Sequence[Path]) -> str | None:
-    """The text of a regular, non-binary file of at most GREP_MAX_FILE_BYTES; None for
-    anything else (a link, FIFO, device, socket, a file too large or unreadable)."""
-    try:
-        with open_workspace_file(file, roots, max_bytes=GREP_MAX_FILE_BYTES) as handle:
-            if looks_binary(handle):
-                return None
-            return handle.read(GREP_MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
-    except (OSError, PathRefused):  # WriteRefused (and FileTooLarge) are OSErrors
-        return None
-
-
-def _python_grep(
-    files: list[Path], roots: Sequence[Path], regex: re.Pattern[str], cap: int
-) -> list[Match]:
-    found: list[Match] = []
-    for file in files:
-        text = _disk_text(file, roots)
-        if text is None:
-            continue
-        found.extend(_grep_text(file, text, regex, cap + 1 - len(found)))
-        if len(found) > cap:
-            break
-    return found
 
 
 async def _ripgrep(
@@ -194,30 +151,25 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     refusal = _base_refusal(base, ctx.workspace_roots)
     if refusal is not None:
         return refusal
-    try:
-        regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error:
-        regex = None
     accept = _file_filter(glob, base)
     rg = shutil.which("rg")
+    roots = ctx.workspace_roots
+
+    async def search(texts: dict[Path, str]) -> list[Match]:
+        if rg is not None:
+            return await rg_texts(rg, pattern, ignore_case, texts, GREP_CAP)
+        return await python_search(pattern, ignore_case, [], roots, texts, GREP_CAP)
+
     try:
         if rg is not None:
             found = await _ripgrep(rg, pattern, base, glob, ignore_case, GREP_CAP)
         else:
-            if regex is None:
-                return ToolResult.error("invalid_pattern", f"{pattern!r} is not a valid regex")
             walked = await asyncio.to_thread(lambda: list(_walk_files(base)))
-            files = [f for f in walked if accept(f)]
-            buffers = {f: t for f in files if (t := open_text(ctx, f)) is not None}
-            disk = [f for f in files if f not in buffers]
-            found = await asyncio.to_thread(
-                _python_grep, disk, ctx.workspace_roots, regex, GREP_CAP
-            )
-            for file, text in buffers.items():
-                found.extend(_grep_text(file, text, regex, GREP_CAP + 1))
+            disk = [f for f in walked if accept(f) and open_text(ctx, f) is None]
+            found = await python_search(pattern, ignore_case, disk, roots, {}, GREP_CAP)
+        found = await _with_open_buffers(ctx, found, base, accept, search)
     except GrepFailed as exc:
         return ToolResult.error("grep_failed", str(exc))
-    found = _with_open_buffers(ctx, found, base, accept, regex)
     hidden = hidden_places(ctx.workspace_roots)
     if hidden:
         found = [m for m in found if inside_any(m[0].resolve(), hidden) is None]
@@ -249,16 +201,14 @@ def _base_refusal(base: Path, roots: list[Path]) -> ToolResult | None:
     )
 
 
-def _with_open_buffers(
+async def _with_open_buffers(
     ctx: ToolContext,
     found: list[Match],
     base: Path,
     accept: Callable[[Path], bool],
-    regex: re.Pattern[str] | None,
+    search: Search,
 ) -> list[Match]:
     """Replace matches in open documents by matches in their buffer text."""
-    if regex is None:
-        return found
     by_file: dict[Path, list[Match]] = {}
     for match in found:
         by_file.setdefault(match[0], []).append(match)
@@ -268,10 +218,12 @@ def _with_open_buffers(
         inside = resolved == base or resolved.is_relative_to(base)
         if inside and is_in_workspace(resolved, ctx.workspace_roots) and accept(resolved):
             candidates.add(resolved)
-    for path in candidates:
-        buffer = open_text(ctx, path)
-        if buffer is not None:
-            by_file[path] = _grep_text(path, buffer, regex, GREP_CAP + 1)
+    buffers = {p: text for p in candidates if (text := open_text(ctx, p)) is not None}
+    if buffers:
+        for path in buffers:
+            by_file[path] = []
+        for match in await search(buffers):
+            by_file[match[0]].append(match)
     merged: list[Match] = []
     for path in sorted(by_file, key=lambda p: p.as_posix()):
         merged.extend(by_file[path])

@@ -247,3 +247,64 @@ async def test_the_memory_limit_holds_without_a_sandbox(tmp_path: Path) -> None:
     assert (await run("ulimit -d"))["stdout"].strip() == str(DATA_KIB)
     # build mode is not limited: a build may need more
     assert (await run("ulimit -d", "build"))["stdout"].strip() != str(DATA_KIB)
+
+
+# -- (e) a grep pattern written to backtrack, over an open buffer --------------------------
+
+BACKTRACKING = "(a+)+$"
+
+
+async def test_a_backtracking_grep_pattern_never_freezes_the_server(tmp_path: Path) -> None:
+    """The model's pattern over a buffer the user has open: matched by ripgrep (linear time),
+    never by Python's backtracking `re` on the event loop (hours for this pattern)."""
+    need_program("rg", "the grep tool's engine")
+    ws = sample_project(tmp_path / "ws")
+    notes = ws / "notes.txt"
+    notes.write_text("nothing here\n")
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "grep", "arguments": {"pattern": BACKTRACKING}}]},
+        {"tool_calls": [{"name": "grep", "arguments": {"pattern": "a{40}!"}}]},
+        {"text": "done"},
+    ]
+    script = write_script(tmp_path / "script.json", turns)
+    transcript = tmp_path / "t.jsonl"
+    async with running_server([ws], *scripted_args(script, transcript)) as ed:
+        ed.open(notes, "a" * 40 + "!\n" + "a" * 40 + "\n")  # unsaved: the buffer is searched
+        result, _answered = await _answers_while(
+            ed, ed.request("planLsp/prompt", {"text": "search"}, timeout=120)
+        )
+        assert result["stopReason"] == "end_turn"
+    backtracking, literal = _observations(transcript)
+    assert backtracking.splitlines()[0] == f"notes.txt:2:{'a' * 40}"
+    assert literal.splitlines()[0] == f"notes.txt:1:{'a' * 40}!"
+
+
+async def test_without_ripgrep_a_pattern_that_never_ends_costs_a_child_not_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search without ripgrep runs in a child interpreter, stopped after its time limit;
+    meanwhile the event loop goes on."""
+    from plan_lsp.tools import grep_engine
+
+    monkeypatch.setattr(grep_engine, "SEARCH_TIMEOUT_S", 1.0)
+    (tmp_path / "slow.txt").write_text("a" * 40 + "!\n")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        with pytest.raises(grep_engine.GrepFailed, match="took longer than 1 s"):
+            await grep_engine.python_search(
+                BACKTRACKING, False, [tmp_path / "slow.txt"], [tmp_path], {}, 10
+            )
+    finally:
+        ticker.cancel()
+    assert ticks > 0  # the loop ran while the child searched (a blocked loop gives none)
+    found = await grep_engine.python_search("a!", False, [tmp_path / "slow.txt"], [tmp_path],
+                                            {tmp_path / "b.txt": "xa!\n"}, 10)  # fmt: skip
+    assert found == [(tmp_path / "slow.txt", 1, "a" * 40 + "!"), (tmp_path / "b.txt", 1, "xa!")]

@@ -176,8 +176,8 @@ STRICT_REFUSED = [
     ("git diff -U --output=x", "`--output`"),
     # expansions and other shell constructs
     ("ls $HOME", "expansion"),
-    ("echo `id`", "command substitution"),
-    ('echo "$(id)"', "expanded at run time"),
+    ("echo `id`", "backquotes"),
+    ('cat "$(id)"', "command substitution"),
     ("ls {a,b}", "brace expansion"),
     ("cat ~/.ssh/id_rsa", "`~`"),
     ("ls x=~/y", "`~`"),

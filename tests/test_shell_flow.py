@@ -64,6 +64,11 @@ ALLOWED = [
     "tar tzf dist/app.tar.gz",
     "unzip -l dist/app.zip",
     "yq '.a.b[0]' config.yml",
+    "git log --oneline $(git merge-base HEAD main)..HEAD",
+    "git diff $(git rev-parse --verify HEAD~3) --stat",
+    "git show --stat $(git rev-list -n 1 HEAD)",
+    'echo "branch: $(git branch --show-current)"',
+    'for f in src/*.py; do echo "$f: $(wc -l < "$f")"; done',
 ]
 
 
@@ -123,6 +128,18 @@ REFUSED = [
     ("sha256sum -c ESCAPED", "outside the workspace"),
     ("sha256sum --check", "standard input"),
     ("sha256sum -c -", "one file"),
+    # command substitution: the inner command is checked, its output stands only where it
+    # cannot matter
+    ("wc -l $(git ls-files)", "words nobody has seen"),
+    ('cat "$(git rev-parse --show-toplevel)/README.md"', "words nobody has seen"),
+    ("echo $(git branch --show-current)", "words nobody has seen"),
+    ("git log $(git rev-parse HEAD)", "words nobody has seen"),
+    ("cat $(git rev-parse --verify HEAD)", "read as a file name"),
+    ("git grep -f $(git rev-parse --verify HEAD) x", "read as a file name"),
+    ("git -C $(git rev-parse --verify HEAD) log", "read as a file name"),
+    ('echo "$(rm -rf src)"', "`rm`"),
+    ('echo "$(cat ../outside/secret)"', "outside the workspace"),
+    ("echo `ls`", "backquotes"),
     # nested too deep
     ("if true; then " * 70 + "ls" + "; fi" * 70, "nested"),
 ]

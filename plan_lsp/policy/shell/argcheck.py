@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.allowlist import Option, Program, allowlist
 from plan_lsp.policy.shell.model import Findings, caps_text
+from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
 from plan_lsp.policy.shell.valuecheck import check_value
 
 if TYPE_CHECKING:
@@ -379,6 +380,10 @@ class _Program:
 
     def operand(self, role: str, word: SWord, expands: bool) -> None:
         policy = self.o.policy
+        if role == "rev" and OBJECT_NAME_PLACEHOLDER in word.value and not word.glob:
+            # An object name from a substitution: git reads it as a revision (a file of
+            # that name too would make git stop at the ambiguity).
+            return
         if role in _PATH_ROLES:
             if word.glob and expands:
                 problem = policy.glob_problem(word.pattern, word.text, self.base)

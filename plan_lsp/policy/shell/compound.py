@@ -20,6 +20,8 @@ decides that a command is harmless; it only decides which commands to ask about:
   or `\\` (bash expands those). Here-strings: static words only.
 - a redirection on a compound command is checked as `true REDIRECTION`.
 - `cd DIR` moves where the following pieces' relative paths start (`strict.py`).
+- `$(CMD)`: CMD is checked as a command of its own; its output stands in the outer command
+  only where it cannot matter (`substitution`), else the command is refused.
 
 Anything else that is not a simple command (assignments, functions, arithmetic, `[[ ]]`,
 `select`, C-style `for`, coprocesses, substitutions) is refused with its name.
@@ -33,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
+
 if TYPE_CHECKING:
     from tree_sitter import Node
 
@@ -42,9 +46,13 @@ _FLOW = frozenset(
     {
         "for_statement", "while_statement", "if_statement", "case_statement",
         "compound_statement", "subshell", "test_command", "heredoc_redirect",
-        "herestring_redirect", "negated_command",
+        "herestring_redirect", "negated_command", "command_substitution",
     }
 )  # fmt: skip
+# What a substitution's output stands for while the outer command is checked: a full object
+# name (`git rev-parse --verify`, `git merge-base`, `git rev-list -n 1`: one word of hex
+# digits, or nothing), or printed text inside double quotes of `echo`.
+_TEXT_PLACEHOLDER = "x"
 _STATIC_PARTS = frozenset({"word", "string", "raw_string", "string_content", "number", '"'})
 _WORDISH = frozenset({"word", "string", "raw_string", "concatenation", "number"})
 _DELIMITER = re.compile(r"""(['"]?)([A-Za-z_][A-Za-z0-9_]*)\1\Z""")
@@ -173,18 +181,88 @@ class _Flatten:
                 continue
             if child.type == "variable_assignment":
                 raise FlowError(f"`{self.text(child)}` assigns a variable (modify:environment)")
-            parts.append(self.substituted(child, env))
+            echo = bool(parts) and parts[0] == "echo"
+            parts.append(self.substituted(child, env, echo))
         return " ".join([*parts, *extra])
 
-    def substituted(self, node: Node, env: dict[str, str]) -> str:
-        """The source of `node` with `$VAR`/`${VAR}` of loop variables replaced."""
+    def substitution(self, node: Node, env: dict[str, str], quoted: bool, echo: bool) -> str:
+        """`$(CMD)`: CMD is checked as a command of its own; its output, words nobody has
+        seen, may stand only where it cannot matter: an object name (hex digits) from a
+        git command that prints nothing else, where git reads a revision (never where a
+        file is read); any allowed command's output as text inside double quotes given to
+        `echo`. Elsewhere an output word could be an
+        option of the outer program (`--files0-from=F`), a glob, or a path through a link a
+        hostile repository tracks, which no check before the run can see."""
+        text = self.text(node)
+        if not text.startswith("$("):
+            raise FlowError(f"`{text[:40]}`: use `$(…)` rather than backquotes")
+        inner = [c for c in node.children if c.is_named and c.type != "comment"]
+        for child in inner:
+            self.walk(child, env, False, False)
+        if len(inner) == 1 and inner[0].type == "command" and self.prints_object_name(inner[0]):
+            return OBJECT_NAME_PLACEHOLDER
+        if quoted and echo:
+            return _TEXT_PLACEHOLDER
+        raise FlowError(
+            f"`{text[:40]}`: the output of a command substitution is words nobody has seen; "
+            "it is accepted only where it cannot matter (a git object name from "
+            "`git rev-parse --verify REV`, `git merge-base A B` or `git rev-list -n 1 REV`, "
+            "or text inside double quotes given to `echo`)"
+        )
+
+    def prints_object_name(self, command: Node) -> bool:
+        """Whether `command` prints one full or abbreviated object name, or nothing."""
+        from plan_lsp.policy.shell.lexer import LexError, lex
+
+        try:
+            commands = lex(self.text(command))
+        except LexError:
+            return False
+        if len(commands) != 1 or commands[0].redirects:
+            return False
+        words = [w.value for w in commands[0].words]
+        if any(w.glob for w in commands[0].words) or len(words) < 3 or words[0] != "git":
+            return False
+        sub, args = words[1], words[2:]
+        options = [a for a in args if a.startswith("-")]
+        operands = [a for a in args if not a.startswith("-")]
+        if sub == "rev-parse":
+            allowed = {"--verify", "-q", "--quiet", "--short"}
+            return (
+                "--verify" in options
+                and all(o in allowed or re.fullmatch(r"--short=[0-9]+", o) for o in options)
+                and len(operands) == 1
+            )
+        if sub == "merge-base":
+            return not options and len(operands) >= 2
+        if sub == "rev-list":
+            one = args[:2] == ["-n", "1"] or args[:1] in (["-1"], ["--max-count=1"])
+            rest = args[2:] if args[:2] == ["-n", "1"] else args[1:]
+            return (
+                one
+                and all(
+                    not a.startswith("-") or a in ("--first-parent", "--no-merges") for a in rest
+                )
+                and any(not a.startswith("-") for a in rest)
+            )
+        return False
+
+    def substituted(self, node: Node, env: dict[str, str], echo: bool = False) -> str:
+        """The source of `node` with `$VAR`/`${VAR}` of loop variables replaced, and command
+        substitutions by what their output stands for (`substitution`); `echo`: `node` is an
+        argument of `echo`."""
         out: list[str] = []
         pos = node.start_byte
-        if node.type in ("simple_expansion", "expansion"):
+        if node.type in ("simple_expansion", "expansion", "command_substitution"):
             found = [(node, False)]
         else:
             found = self.expansions(node, node.type == "string")
         for exp, quoted in found:
+            if exp.type == "command_substitution":
+                out.append(self.raw[pos : exp.start_byte].decode("utf-8"))
+                out.append(self.substitution(exp, env, quoted, echo))
+                pos = exp.end_byte
+                continue
             name = self.plain_variable(exp)
             if name is None or name not in env:
                 continue  # left as written: the strict rules refuse it with their reason
@@ -206,7 +284,7 @@ class _Flatten:
     def expansions(self, node: Node, quoted: bool) -> list[tuple[Node, bool]]:
         found: list[tuple[Node, bool]] = []
         for child in node.children:
-            if child.type in ("simple_expansion", "expansion"):
+            if child.type in ("simple_expansion", "expansion", "command_substitution"):
                 found.append((child, quoted))
             else:
                 found.extend(self.expansions(child, quoted or child.type == "string"))

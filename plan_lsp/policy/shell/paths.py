@@ -17,6 +17,10 @@ from pathlib import Path
 
 # A glob that matches more names than this is not expanded for checking.
 MAX_GLOB_MATCHES = 2000
+# What the output of `$(git rev-parse --verify REV)` and the like stands for while a command is
+# checked (`compound.py`): a revision for git, never a file to read (a repository could ship a
+# link named like the object name its history will print).
+OBJECT_NAME_PLACEHOLDER = "0" * 40
 
 
 @lru_cache(maxsize=64)
@@ -79,6 +83,11 @@ class PathPolicy:
             return None
         if raw == "":
             return "an empty file name"
+        if OBJECT_NAME_PLACEHOLDER in raw:
+            return (
+                f"`{raw}`: the output of a command substitution would be read as a file name "
+                "(a link in the workspace may carry that name)"
+            )
         if raw.startswith("/") and os.path.normpath(raw) in self.harmless:
             return None
         real = self.resolve(raw, base)

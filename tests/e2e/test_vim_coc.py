@@ -272,8 +272,9 @@ def problems_of(result: dict[str, Any]) -> list[str]:
     said = [m for m in result.get("messages", []) if QUESTIONS.search(m)]
     if said:
         out.append(f":messages: {said}")
-    if result["_screens"] and "Use ':wa'" in result["_screens"][-1]:
-        out.append("the last screen still says \"Use ':wa'\"")
+    final_screen = "\n".join(result.get("final_screen", []))
+    if "Use ':wa'" in final_screen or QUESTIONS.search(final_screen):
+        out.append(f"the screen at the end:\n{final_screen}")
     # PLAN.md shown in a window, while the user stayed in hello.py.
     # coc opens PLAN.md with `tab drop` and goes back to the user's window at once (two
     # calls: a timer may see the moment between them, once); never more than that.
@@ -306,6 +307,10 @@ def problems_of(result: dict[str, Any]) -> list[str]:
     same(result.get("plan_disk"), final, "PLAN.md on disk after :wa")
     same(result.get("hello_disk"), HELLO_AFTER, "hello.py on disk after :wa")
     same(result.get("hello_final"), HELLO_AFTER, "hello.py buffer at the end")
+    # Saving the approved plan with its checklist marks leaves it approved.
+    final_state = result.get("state_final") or {}
+    if final_state.get("planStatus") != "approved":
+        out.append(f"after :wa the plan is {final_state.get('planStatus')!r}, not approved")
     for key in ("hello_final_modified", "plan_final_modified"):
         if result.get(key) not in (0, False):
             out.append(f"{key}: {result.get(key)}")

@@ -260,7 +260,18 @@ function! s:WaitForSaved() abort
   return 1
 endfunction
 
+" What the terminal shows now, row by row.
+function! s:screen() abort
+  redraw
+  let rows = []
+  for row in range(1, &lines)
+    call add(rows, join(map(range(1, &columns), 'screenstring(row, v:val)'), ''))
+  endfor
+  return rows
+endfunction
+
 function! s:Finish() abort
+  let s:result.final_screen = s:screen()
   let hello = bufnr(s:params.hello_path)
   let s:result.plan_final = s:text(s:plan_buf)
   let s:result.plan_disk = s:disk(s:params.plan_path)

@@ -373,6 +373,7 @@ NATIVE_MARKER = "-- plan-lsp with Neovim 0.11's own LSP client"
 NATIVE_KILL_AFTER_S = 240
 NATIVE_ELAPSED_BOUND_S = 180
 COMPARE_LENS = "Compare with previous revision"
+APPROVED_LENS = "Plan approved ✓"
 USER_LINE = "Added by the user: keep the file's trailing newline ✍."
 # The Do run's todos: the revised plan's five steps, as the model words them.
 PLAN_STEPS = [
@@ -476,6 +477,7 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
         "reject_action": REJECT_ACTION,
         "approve_lens": APPROVE_LENS,
         "compare_lens": COMPARE_LENS,
+        "approved_lens": APPROVED_LENS,
         "user_line": USER_LINE,
         "hello_after": hello_after,
     }
@@ -558,7 +560,7 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     final_plan = checked(approved_text)
     assert_same_text(result["plan_buffer_after_do"], final_plan, "PLAN.md buffer after the Do")
     assert sha(result["plan_buffer_after_do"]) == sha(plan_path.read_text(encoding="utf-8"))
-    assert "Plan approved ✓" in result["lens_titles_after"]
+    assert APPROVED_LENS in result["lens_titles_after"], result["lens_titles_after"]
 
     # nothing left behind: no buffer modified, no file changed behind a buffer, no question
     assert result["hello_modified"] is False

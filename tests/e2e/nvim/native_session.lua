@@ -224,6 +224,10 @@ local function run()
   result.plan_buffer_after_do = buffer_text(plan_buf)
   result.hello_modified = vim.bo[hello].modified
   result.plan_modified = vim.bo[plan_buf].modified
+  -- the lens follows the run's end by itself (the server's refresh after its last state)
+  vim.wait(WAIT_MS, function()
+    return has_title(lens_titles(plan_buf), params.approved_lens)
+  end, 10)
   result.lens_titles_after = lens_titles(plan_buf)
   table.insert(result.steps, "approved")
 

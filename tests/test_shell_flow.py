@@ -69,6 +69,11 @@ ALLOWED = [
     "git show --stat $(git rev-list -n 1 HEAD)",
     'echo "branch: $(git branch --show-current)"',
     'for f in src/*.py; do echo "$f: $(wc -l < "$f")"; done',
+    'case "$(uname -s)" in Linux) echo linux;; *) echo other;; esac',
+    "case $(uname -s) in Linux) echo linux;; esac",
+    '[ -n "$(git status --porcelain)" ] && echo dirty',
+    'test -z "$(git diff --name-only)" || git diff --stat',
+    '[ "$(git status -s)" ] && echo dirty',
 ]
 
 
@@ -110,7 +115,6 @@ REFUSED = [
     ("[ -f ../outside/secret ]", "outside the workspace"),
     ("[ a < b ]", "disagree"),
     # case
-    ("case $(id) in *) ls;; esac", "`case`"),
     ("case x in $(id)) ls;; esac", "pattern"),
     # here-documents
     ("cat <<EOF\n$(id)\nEOF", "`$`"),
@@ -140,6 +144,13 @@ REFUSED = [
     ('echo "$(rm -rf src)"', "`rm`"),
     ('echo "$(cat ../outside/secret)"', "outside the workspace"),
     ("echo `ls`", "backquotes"),
+    # in `test`, only compared with the empty string: never an operator, never a file
+    ('[ "$(git status -s)" = x ]', "words nobody has seen"),
+    ("test \"$(git status -s)\" 'a[$(id)]'", "words nobody has seen"),
+    ("[ -n $(git status -s) ]", "words nobody has seen"),
+    ('test -f "$(git rev-parse --show-toplevel)"', "words nobody has seen"),
+    ('case "$(rm -rf x)" in *) ls;; esac', "`rm`"),
+    ("case $HOME in *) ls;; esac", "`case`"),
     # nested too deep
     ("if true; then " * 70 + "ls" + "; fi" * 70, "nested"),
 ]

@@ -181,8 +181,18 @@ class _Flatten:
                 continue
             if child.type == "variable_assignment":
                 raise FlowError(f"`{self.text(child)}` assigns a variable (modify:environment)")
-            echo = bool(parts) and parts[0] == "echo"
-            parts.append(self.substituted(child, env, echo))
+            data = bool(parts) and parts[0] == "echo"
+            if parts[:1] == ["test"]:
+                words = [c for c in node.children[1:] if c.is_named]
+                data = child.type == "string" and (
+                    len(words) == 1
+                    or (
+                        len(words) == 2
+                        and self.text(words[0]) in ("-n", "-z")
+                        and child == words[1]
+                    )
+                )
+            parts.append(self.substituted(child, env, data))
         return " ".join([*parts, *extra])
 
     def substitution(self, node: Node, env: dict[str, str], quoted: bool, echo: bool) -> str:
@@ -190,7 +200,8 @@ class _Flatten:
         seen, may stand only where it cannot matter: an object name (hex digits) from a
         git command that prints nothing else, where git reads a revision (never where a
         file is read); any allowed command's output as text inside double quotes given to
-        `echo`. Elsewhere an output word could be an
+        `echo`, or to `test` only to compare with the empty string (`[ -n "$(CMD)" ]`).
+        Elsewhere an output word could be an
         option of the outer program (`--files0-from=F`), a glob, or a path through a link a
         hostile repository tracks, which no check before the run can see."""
         text = self.text(node)
@@ -202,6 +213,7 @@ class _Flatten:
         if len(inner) == 1 and inner[0].type == "command" and self.prints_object_name(inner[0]):
             return OBJECT_NAME_PLACEHOLDER
         if quoted and echo:
+            # Printed by `echo`, tested for emptiness, or a `case` subject: data only.
             return _TEXT_PLACEHOLDER
         raise FlowError(
             f"`{text[:40]}`: the output of a command substitution is words nobody has seen; "
@@ -305,9 +317,26 @@ class _Flatten:
                 f"`{text[:40]}`: `[[ ]]` evaluates arithmetic in array subscripts; use `[ ]` or "
                 "`test`"
             )
-        inner = self.substituted(node, env)
+        named = [c for c in node.children if c.is_named]
+        data = len(named) == 1 and self.data_test(named[0])
+        inner = self.substituted(node, env, data)
         # `[ EXPR ]` is `test EXPR`: the same words without the brackets.
         return "test " + inner[1:-1].strip()
+
+    def data_test(self, expr: Node) -> bool:
+        """`[ "$(CMD)" ]`, `[ -n "$(CMD)" ]`, `[ -z "$(CMD)" ]`: the output is one word that
+        `test` only compares with the empty string, never reads as an operator."""
+        if expr.type == "string":
+            return True
+        if expr.type != "unary_expression":
+            return False
+        parts = [c for c in expr.children if c.is_named]
+        return (
+            len(parts) == 2
+            and parts[0].type == "test_operator"
+            and self.text(parts[0]) in ("-n", "-z")
+            and parts[1].type == "string"
+        )
 
     def static(self, node: Node, what: str) -> str:
         for part in [node, *_descendants(node)]:
@@ -497,11 +526,25 @@ class _Flatten:
             kind = child.type
             if kind == "case_item":
                 self.case_item(child, env, lasting, repeated)
-            elif kind in _WORDISH and not subject_seen:
+            elif child.is_named and kind != "comment" and not subject_seen:
                 subject_seen = True
-                self.static(child, "a `case` subject")
+                self.case_subject(child, env)
             elif child.is_named and kind != "comment":
                 raise FlowError(f"`{self.text(child)[:40]}` ({kind}) in a `case` statement")
+
+    def case_subject(self, node: Node, env: dict[str, str]) -> None:
+        """The subject only selects a branch, and every branch is checked: a `$(CMD)` in it
+        is fine once CMD is (`case "$(uname -s)" in …`); other expansions are not."""
+        for part in [node, *_descendants(node)]:
+            if part.type == "command_substitution":
+                self.substitution(part, env, True, True)
+            elif part.type in ("simple_expansion", "expansion"):
+                name = self.plain_variable(part)
+                if name is None or name not in env:
+                    raise FlowError(f"`{self.text(node)}` in a `case` subject is not static")
+            elif part.type not in _STATIC_PARTS and part.type != "concatenation" and part.is_named:
+                if not _inside_substitution(part, node):
+                    raise FlowError(f"`{self.text(node)}` in a `case` subject is not static")
 
     def case_item(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
         in_body = False
@@ -533,6 +576,18 @@ def _loop_variable_problem(name: str) -> str | None:
     if name in os.environ:
         return f"`for {name}` assigns `{name}`, a variable in the environment programs read"
     return None
+
+
+def _inside_substitution(part: Node, top: Node) -> bool:
+    """Whether `part` lies inside a command substitution within `top` (or `top` itself)."""
+    parent = part.parent
+    while parent is not None:
+        if parent.type == "command_substitution":
+            return True
+        if parent == top:
+            return False
+        parent = parent.parent
+    return False
 
 
 def _descendants(node: Node) -> list[Node]:

@@ -122,6 +122,7 @@ def run_nvim(
     plans_dir: str | None = None,
     paced: bool = False,
     plans: tuple[str, str] = (PLAN_TEXT, REVISED_PLAN),
+    hello: tuple[str, str] = ("print('hi')\n", "print('hello, world')\n"),
 ) -> NvimRun:
     """One headless Neovim running `lua_script` against a fresh workspace and server; with
     `paced`, the model streams at `MODEL_PACE` and says when in a timeline."""
@@ -132,6 +133,7 @@ def run_nvim(
     assert reported.startswith(f"NVIM v{version}."), f"{nvim} is {reported}, not {version}"
 
     ws = sample_project(tmp_path / "ws")
+    (ws / "hello.py").write_text(hello[0])
     plan_path = ws / (plans_dir or ".plan-lsp/plans") / "PLAN.md"
     plan_path.parent.mkdir(parents=True)
     plan_path.write_text("")
@@ -172,7 +174,7 @@ def run_nvim(
         "plan_v2": plans[1],
         "reject_action": REJECT_ACTION,
         "approve_lens": APPROVE_LENS,
-        "hello_after": "print('hello, world')\n",
+        "hello_after": hello[1],
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -249,6 +251,9 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
         plans_dir,
         paced=True,
         plans=(LONG_PLAN, LONG_REVISED_PLAN),
+        # no final line break: Neovim reads it 'noeol', and the plugin's save of the Do
+        # edit must not add one (its 'fixendofline' would)
+        hello=("print('hi')", "print('hello, world')"),
     )
     result, transcript = run.result, run.transcript
     # (actual, plan, what): compared last, so one run checks everything else too
@@ -297,10 +302,10 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     assert "Compare with previous revision" in result["lens_titles_before"]
     assert result["statusline"][3].startswith("[Build] auto_edit")
     assert result["do_run"]["stopReason"] == "end_turn"
-    assert result["hello_buffer"] == "print('hello, world')\n"
+    assert result["hello_buffer"] == "print('hello, world')"
     assert result["apply_edits"].get("hello.py", 0) >= 1
     # the plugin saved the buffer the server changed: the disk agrees, nothing is unsaved
-    assert result["hello_disk"] == "print('hello, world')\n"
+    assert result["hello_disk"] == "print('hello, world')"
     assert result["hello_modified"] is False
     after = result["state_after_do"]
     assert after["mode"] == "build" and after["planStatus"] == "approved"
@@ -448,6 +453,9 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     (Neovim's :checktime finds nothing) and nothing asked the user anything."""
     nvim = nvim_binary("0.11")
     ws = sample_project(tmp_path / "ws")
+    # hello.py without a final line break: Neovim reads it 'noeol', and saving the agent's
+    # edit must not add one (its 'fixendofline' would)
+    (ws / "hello.py").write_text("print('hi')")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
     plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
     timeline = tmp_path / "timeline.jsonl"
@@ -467,7 +475,7 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     (config_home / "nvim").mkdir(parents=True)
     (config_home / "nvim" / "init.lua").write_text(readme_native_config(), encoding="utf-8")
     result_path = tmp_path / "result.json"
-    hello_after = "print('hello, world')\n"
+    hello_after = "print('hello, world')"
     params = {
         "workspace": str(ws),
         "plan_path": str(plan_path),

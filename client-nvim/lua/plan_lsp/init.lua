@@ -324,9 +324,13 @@ local function save_document(_, params)
   if not vim.api.nvim_buf_is_loaded(bufnr) then
     return { saved = false }
   end
+  -- No final newline the buffer lacks ('fixendofline'): Neovim's text for LSP has none.
+  local fixeol = vim.bo[bufnr].fixeol
+  vim.bo[bufnr].fixeol = false
   local ok = pcall(vim.api.nvim_buf_call, bufnr, function()
     vim.cmd("silent noautocmd write!")
   end)
+  vim.bo[bufnr].fixeol = fixeol
   return { saved = ok and not vim.bo[bufnr].modified }
 end
 

@@ -244,7 +244,9 @@ local function run()
     return not vim.bo[hello].modified
   end, 5000)
   result.hello_modified = vim.bo[hello].modified
-  result.hello_disk = table.concat(vim.fn.readfile(params.workspace .. "/hello.py"), "\n") .. "\n"
+  local file = assert(io.open(params.workspace .. "/hello.py", "rb"))
+  result.hello_disk = file:read("*a")
+  file:close()
   result.state_after_do = state_sync()
   result.plan_buffer_after_do = buffer_text(plan_buf)
   wait_for("the approved lens", function()

@@ -49,6 +49,7 @@ def test_benign_false_block_rate(protection: Protection, ws: Path) -> None:
         if not classify_command(cmd, protection=protection, roots=[ws], cwd=ws).allowed
     ]
     rate = len(blocked) / len(BENIGN)
+    print(f"\n{protection}: {len(blocked)}/{len(BENIGN)} benign commands refused ({rate:.1%})")
     assert rate <= MAX_FALSE_BLOCKS[protection], (f"{rate:.1%}", blocked)
 
 

@@ -440,11 +440,13 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plan_open_before", [False, True], ids=["plan-not-open", "plan-open"])
+def test_native_configuration_at_model_speed(plan_open_before: bool, tmp_path: Path) -> None:
     """The README's "Neovim 0.11+ (native)" block is the user's init.lua (vim.lsp.config +
     vim.lsp.enable, no plugin, every other setting Neovim's default) and `plan-lsp` is on PATH.
-    The user opens hello.py and runs :PlanPrompt. The plan and its revision stream at a
-    model's pace into the PLAN.md the server opened, growing visibly; the Approve lens shows
+    The user opens hello.py (and, in one variant, the empty PLAN.md) and runs :PlanPrompt.
+    The plan and its revision stream at a model's pace into PLAN.md (which the server opens
+    when it is not open), growing visibly; the Approve lens shows
     by itself once each is submitted (the driver never calls vim.lsp.codelens.refresh()); a
     review note and the code action start the revision; the user types a line into the plan
     and approves with the lens. At the end the approved text is what the buffer held, the
@@ -458,6 +460,9 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     (ws / "hello.py").write_text("print('hi')")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
     plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    if plan_open_before:
+        plan_path.parent.mkdir(parents=True)
+        plan_path.write_text("")
     timeline = tmp_path / "timeline.jsonl"
     script = write_paced_script(tmp_path / "script.json", native_turns(), timeline)
     transcript = tmp_path / "transcript.jsonl"
@@ -479,6 +484,7 @@ def test_native_configuration_at_model_speed(tmp_path: Path) -> None:
     params = {
         "workspace": str(ws),
         "plan_path": str(plan_path),
+        "plan_open_before": plan_open_before,
         "result_path": str(result_path),
         "prompt": PROMPT,
         "feedback": FEEDBACK,

@@ -1,6 +1,7 @@
 -- Neovim 0.11+ with the README's native configuration (vim.lsp.config + vim.lsp.enable, no
--- plugin) as the user's init.lua, driven like a user would: open a file of the project,
--- :PlanPrompt, watch the plan stream into the PLAN.md the server opened, write a review note
+-- plugin) as the user's init.lua, driven like a user would: open a file of the project (and
+-- the empty PLAN.md, in one variant), :PlanPrompt, watch the plan stream into PLAN.md (opened
+-- by the server in the other variant), write a review note
 -- and reject with it (code action), watch the revision stream, type a line into the plan,
 -- approve with the code lens. The driver never asks for code lenses itself: they appear
 -- through the configuration alone. Every change of the PLAN.md buffer is recorded with its
@@ -153,6 +154,15 @@ local function run()
     return client ~= nil and client.initialized == true
   end, 20000)
   result.root_dir = client.root_dir
+  if params.plan_open_before then
+    -- the user opened the (empty) plan file beside hello.py before asking
+    vim.cmd("split " .. vim.fn.fnameescape(params.plan_path))
+    check(plan_buf == vim.api.nvim_get_current_buf(), "PLAN.md was not recorded")
+    wait_for("PLAN.md attached", function()
+      return vim.lsp.buf_is_attached(plan_buf, client.id)
+    end, 20000)
+    vim.cmd("wincmd p")
+  end
   table.insert(result.steps, "attached")
 
   -- 2. ask for a plan; the server opens PLAN.md and streams the plan into it, and its

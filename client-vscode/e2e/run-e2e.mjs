@@ -13,7 +13,7 @@
 // when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -177,7 +177,9 @@ async function main() {
       for (const label of ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Set API Key', 'Test Connection']) {
         ensure(text.includes(label), `the setup card lacks ${label}: ${text}`);
       }
-      ensure(/Plan · ask · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)), `the status bar lacks the shell protection: ${await statusText(page)}`);
+      // The protection shows once the server's sandbox self-test has answered.
+      await waitFor('the shell protection in the status bar', async () =>
+        /Plan · ask · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)));
       await shot(page, '03-setup-card');
     });
 
@@ -385,6 +387,8 @@ async function main() {
     await model.close();
     writeFileSync(join(ARTIFACTS, 'code-server.log'), Buffer.concat(out));
     writeFileSync(join(ARTIFACTS, 'plan-lsp-output.log'), outputLog(userDir));
+    // The workbench's own logs (extension host, activations), for the post-mortem.
+    if (existsSync(join(userDir, 'logs'))) cpSync(join(userDir, 'logs'), join(ARTIFACTS, 'workbench-logs'), { recursive: true });
     writeFileSync(join(ARTIFACTS, 'model-requests.json'), JSON.stringify(model.requests.map((r) => ({ ...r, body: r.body && { model: r.body.model, messages: r.body.messages?.length, tools: r.body.tools?.length } })), null, 2));
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -161,12 +161,24 @@ class _Flatten:
 
     def child(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
         if node.type == "comment":
+            self.comment(node)
             return
         if not node.is_named:
             if node.type == "&":
                 raise FlowError("`&` runs a command in the background (write:process)")
             return
         self.walk(node, env, lasting, repeated)
+
+    def comment(self, node: Node) -> None:
+        """A comment is skipped, so it must be one for bash too: `#` at the start of a word,
+        running to the end of the line."""
+        before = self.raw[node.start_byte - 1 : node.start_byte] if node.start_byte else b""
+        after = self.raw[node.end_byte : node.end_byte + 1]
+        if (before and before not in b" \t\n;&|()") or after not in (b"", b"\n"):
+            raise FlowError(
+                f"`{self.text(node)[:40]}`: bash and tree-sitter-bash may disagree about this "
+                "comment, so it is refused"
+            )
 
     # -- simple commands -------------------------------------------------------------------
     def command(self, node: Node, env: dict[str, str], extra: list[str]) -> str:

@@ -452,7 +452,8 @@ def test_native_configuration_at_model_speed(plan_open_before: bool, tmp_path: P
     and approves with the lens. At the end the approved text is what the buffer held, the
     Do edit is in hello.py's buffer and file, the plan's checklist is fully ticked in buffer
     and file, no buffer the agent touched is left modified, no file changed behind a buffer
-    (Neovim's :checktime finds nothing) and nothing asked the user anything."""
+    (Neovim's :checktime finds nothing after each plan and at the end) and nothing asked the
+    user anything."""
     nvim = nvim_binary("0.11")
     ws = sample_project(tmp_path / "ws")
     # hello.py without a final line break: Neovim reads it 'noeol', and saving the agent's

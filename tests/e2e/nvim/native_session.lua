@@ -136,6 +136,21 @@ local function has_title(titles, wanted)
   return false
 end
 
+-- Neovim's own view of the files (what the next focus or :checktime would find): a file
+-- changed behind its buffer means W11/W12, or "changed since reading it" at the next :w.
+result.file_changed = {}
+local checked_at = "start"
+vim.api.nvim_create_autocmd("FileChangedShell", {
+  callback = function(args)
+    table.insert(result.file_changed, { at = checked_at, file = args.file, reason = vim.v.fcs_reason })
+    vim.v.fcs_choice = ""
+  end,
+})
+local function checktime(at)
+  checked_at = at
+  vim.cmd("checktime")
+end
+
 local function plan_window()
   return plan_buf and vim.fn.win_findbuf(plan_buf)[1] or nil
 end
@@ -180,6 +195,7 @@ local function run()
     return shown_lens_text(plan_buf, 0):find(params.approve_lens, 1, true) ~= nil
   end, 10)
   result.lens_text_v1 = shown_lens_text(plan_buf, 0)
+  checktime("plan")
   table.insert(result.steps, "planned")
 
   -- 3. a review note typed into the plan, then the code action that rejects with it
@@ -197,6 +213,7 @@ local function run()
   result.plan_buffer_v2 = buffer_text(plan_buf)
   result.plan_modified_v2 = vim.bo[plan_buf].modified
   result.lens_titles_v2 = lens_titles(plan_buf)
+  checktime("revision")
   table.insert(result.steps, "revised")
 
   -- 4. a tool touches hello.py (same text, a newer time: a checkout, a build): Neovim's
@@ -241,16 +258,8 @@ local function run()
   result.lens_titles_after = lens_titles(plan_buf)
   table.insert(result.steps, "approved")
 
-  -- 5. Neovim's own view of the files: nothing changed behind a buffer (no W11/W12 at the
-  -- next focus or :checktime, no "changed since reading it" at the next :w)
-  result.file_changed = {}
-  vim.api.nvim_create_autocmd("FileChangedShell", {
-    callback = function(args)
-      table.insert(result.file_changed, { file = args.file, reason = vim.v.fcs_reason })
-      vim.v.fcs_choice = ""
-    end,
-  })
-  vim.cmd("checktime")
+  -- 5. Neovim's own view of the files at the end: nothing changed behind a buffer
+  checktime("end")
   result.messages = vim.api.nvim_exec2("messages", { output = true }).output
 
   local id = client.id

@@ -217,3 +217,21 @@ def test_every_named_check_exists() -> None:
             walk(getattr(prog, "subcommands", {}))
 
     walk(dict(allowlist().programs))
+
+
+def test_remote_urls_are_not_printed_when_the_configuration_includes_files(ws: Path) -> None:
+    """A repository's `include.path` can pull in a sibling repository's configuration: git
+    then prints that repository's remote URL (and the token in it) as its own."""
+    git = ws / ".git"
+    git.mkdir()
+    (git / "config").write_text('[remote "origin"]\n\turl = https://example.com/r.git\n')
+    for cmd in ("git remote -v", "git remote get-url origin", "git config --get remote.origin.url"):
+        assert strict(cmd, ws).allowed, cmd
+    with (git / "config").open("a") as config:
+        config.write("[include]\n\tpath = ../../other/.git/config\n")
+    for cmd in ("git remote -v", "git remote get-url origin", "git config --get remote.origin.url"):
+        result = strict(cmd, ws)
+        assert not result.allowed, cmd
+        assert any("include" in r for r in result.reasons), (cmd, result.reasons)
+    assert strict("git remote", ws).allowed
+    assert strict("git config --local --get remote.origin.url", ws).allowed

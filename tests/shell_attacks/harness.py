@@ -166,6 +166,7 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
             # of an attributes file.
             "[include]\n"
             f"\tpath = {home}/.pypirc\n"
+            f"\tpath = {home}/work/other/.git/config\n"
             "[core]\n"
             f"\tattributesFile = {home}/.netrc\n"
             "[gpg]\n"
@@ -219,6 +220,10 @@ def fake_home(home: Path, token: str) -> None:
         ".gitconfig": "[user]\n\tname = a\n\temail = a@example.com\n",
         # Valid git configuration syntax: a repository's `include.path` can pull it in.
         ".pypirc": f"[pypi]\n\tusername = __token__\n\tpassword = {token}\n",
+        # Another repository of the user's, with a token in its remote URL.
+        "work/other/.git/config": (
+            f'[remote "origin"]\n\turl = https://a:{token}@example.com/other.git\n'
+        ),
     }.items():
         path = home / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -176,6 +176,44 @@ _GIT_CONFIG_KEYS = re.compile(
 _SECRETISH = re.compile(r"token|pass|secret|auth|key|cred|cookie|header", re.I)
 
 
+_INCLUDE = re.compile(rb"^[ \t]*\[[ \t]*include(if)?\b", re.I | re.M)
+
+
+def _repository_includes(ctx: Context) -> str | None:
+    """Why the repository's own configuration may pull in other files (`include.path`,
+    `includeIf`), or None. Values from such a file are printed as the repository's own: a
+    sibling repository's `.git/config` brings its remote URL, token and all."""
+    from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
+
+    folder = Path(ctx.base)
+    for candidate in (folder, *folder.parents):
+        dot_git = candidate / ".git"
+        if dot_git.is_symlink() or (dot_git.exists() and not dot_git.is_dir()):
+            return f"{dot_git} is not a plain folder, so its configuration cannot be checked"
+        if not dot_git.is_dir():
+            continue
+        for name in ("config", "config.worktree"):
+            try:
+                data = read_file_bytes(dot_git / name, max_bytes=MAX_CHECK_LIST_BYTES)
+            except (WriteRefused, OSError) as exc:
+                return f"{dot_git / name} cannot be checked ({exc})"
+            if data is not None and _INCLUDE.search(data):
+                return (
+                    f"{dot_git / name} includes other files (`include.path`/`includeIf`), "
+                    "whose values git prints as the repository's own"
+                )
+        return None
+    return None
+
+
+def _git_remote_urls(ctx: Context) -> str | None:
+    if ctx.seen & {"-v", "--verbose", "--push", "--all"} or ctx.operands:
+        problem = _repository_includes(ctx)
+        if problem is not None:
+            return f"remote URLs may come from another file: {problem}"
+    return None
+
+
 def _git_config(ctx: Context) -> str | None:
     for word in ctx.operands:
         if word.value in _GIT_CONFIG_SUBCOMMANDS:
@@ -201,6 +239,9 @@ def _git_config(ctx: Context) -> str | None:
             "also outside the workspace (the user's own, files a repository includes); only "
             "keys that describe the repository's setup are read that way, add `--local`"
         )
+    problem = _repository_includes(ctx)
+    if problem is not None:
+        return f"`{key}` without `--local`: {problem}"
     return None
 
 
@@ -229,6 +270,7 @@ VERIFIERS: dict[str, Callable[[Context], str | None]] = {
     "test_expr": _test_expr,
     "git_config": _git_config,
     "git_var": _git_var,
+    "git_remote_urls": _git_remote_urls,
 }
 
 

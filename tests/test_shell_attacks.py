@@ -188,7 +188,11 @@ def _classify(command: str, protection: str, repo: Path) -> tuple[bool, list[str
 
 
 def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
-    """Every attack classified (the supervisor copies a fresh repository for each that runs)."""
+    """Every attack classified (the supervisor copies a fresh repository for each that runs).
+
+    Classified against the template: the copy an attack runs in is made later, inside the
+    jail, and a classifier looking at a folder that does not exist yet sees no files, links,
+    glob matches or git configuration, unlike in real use."""
     found = []
     for cls in CLASSES:
         for n, text in enumerate(load_attacks(cls), 1):
@@ -196,7 +200,7 @@ def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
             attack.repo = ws.repos / f"{cls}-{n}"
             attack.command = expand(text, ws.values())
             attack.allowed, attack.reasons = _classify(
-                attack.command, variant.protection, attack.repo
+                attack.command, variant.protection, ws.template
             )
             found.append(attack)
     return found

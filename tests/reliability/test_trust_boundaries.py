@@ -305,6 +305,61 @@ async def test_without_ripgrep_a_pattern_that_never_ends_costs_a_child_not_the_s
     finally:
         ticker.cancel()
     assert ticks > 0  # the loop ran while the child searched (a blocked loop gives none)
+    monkeypatch.setattr(grep_engine, "SEARCH_TIMEOUT_S", 60.0)
     found = await grep_engine.python_search("a!", False, [tmp_path / "slow.txt"], [tmp_path],
                                             {tmp_path / "b.txt": "xa!\n"}, 10)  # fmt: skip
     assert found == [(tmp_path / "slow.txt", 1, "a" * 40 + "!"), (tmp_path / "b.txt", 1, "xa!")]
+
+
+# -- (f) a side-effect MCP call that goes on after its cancellation --------------------------
+
+
+async def test_a_side_effect_mcp_call_cannot_outlive_the_switch_to_plan(tmp_path: Path) -> None:
+    """An MCP server written with the official SDK keeps writing into the workspace after its
+    call is cancelled. The switch to plan mode answers only once that server is dead; it is
+    started again for the next call, which works."""
+    from tests.needs import process_alive
+
+    ws = sample_project(tmp_path / "ws")
+    out, pid_file = ws / "written.txt", tmp_path / "server.pid"
+    config = tmp_path / "user.toml"
+    config.write_text(
+        "[[mcp.servers]]\n"
+        'name = "sdk"\n'
+        f"command = {json.dumps(sdk_command())}\n"
+        'read_only_tools = ["echo"]\n'
+    )
+    write_call = {"path": str(out), "pid_file": str(pid_file)}
+    turns = [
+        {"tool_calls": [{"name": "mcp__sdk__keep_writing", "arguments": write_call}]},
+        {"text": "stopped"},
+        {"tool_calls": [{"name": "mcp__sdk__echo", "arguments": {"text": "back again"}}]},
+        {"text": "done"},
+    ]
+    script = write_script(tmp_path / "script.json", turns)
+    transcript = tmp_path / "t.jsonl"
+    async with running_server(
+        [ws], *scripted_args(script, transcript), env={"PLAN_LSP_CONFIG": str(config)}
+    ) as ed:
+        await ed.request("planLsp/setMode", {"mode": "build"})
+        await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
+        run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "write"}, timeout=120))
+        async with asyncio.timeout(60):
+            while not (out.exists() and pid_file.exists() and pid_file.read_text()):
+                await asyncio.sleep(0.01)
+        answer = await ed.request("planLsp/setMode", {"mode": "plan"})
+        # Answered: the server that ran the call was killed (SIGKILL: it runs nothing more;
+        # the kernel may take a moment to mark it dead).
+        pid = int(pid_file.read_text())
+        async with asyncio.timeout(10):
+            while process_alive(pid):
+                await asyncio.sleep(0.01)
+        size = out.stat().st_size
+        assert [c["tool"] for c in answer["cancelled"]] == ["mcp__sdk__keep_writing"]
+        assert (await asyncio.wait_for(run, 60))["stopReason"] == "end_turn"
+        again = await ed.request("planLsp/prompt", {"text": "echo"}, timeout=120)
+        assert again["stopReason"] == "end_turn"
+        assert out.stat().st_size == size  # nothing was written after the switch
+    stopped, echoed = _observations(transcript)[-2:]
+    assert "stopped before it finished" in stopped, stopped
+    assert "back again" in echoed

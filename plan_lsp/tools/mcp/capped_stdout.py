@@ -1,6 +1,6 @@
 """Runs an MCP server with each message it writes capped in bytes, before anyone parses it.
 
-    python -I -S capped_stdout.py MAX_BYTES -- COMMAND...
+    python -I -S capped_stdout.py MAX_BYTES [--pid-file PATH] -- COMMAND...
 
 The server's stdin and stderr are this process's own (inherited, untouched); its stdout
 passes through here line by line (stdio MCP is one JSON-RPC message a line). A line of at
@@ -15,6 +15,11 @@ whatever the server sends. In its place:
 - a request or notification from the server is dropped (noted on stderr);
 - an answer whose id cannot be read stops the server (noted on stderr): the client sees it
   exit, the call fails with that note, and the server is started again for the next call.
+
+`--pid-file PATH`: this process's pid is written there first. The client starts it as the
+leader of a new process group, which the server joins: killing that group stops the server
+at once (a side-effect call that was stopped may otherwise go on: MCP cancellation is
+advisory).
 
 Standard library only, started with `-I -S` (nothing from the working directory or the
 environment is imported); it never parses JSON beyond the id.
@@ -174,9 +179,19 @@ def _spawn(argv: list[str]) -> tuple[int, int]:
 
 
 def main(args: list[str]) -> int:
+    pid_file = None
+    if len(args) >= 3 and args[1] == "--pid-file":
+        pid_file, args = args[2], [args[0], *args[3:]]
     if len(args) < 3 or args[1] != "--" or not args[0].isdigit():
-        _note("usage: capped_stdout.py MAX_BYTES -- COMMAND...")
+        _note("usage: capped_stdout.py MAX_BYTES [--pid-file PATH] -- COMMAND...")
         return 2
+    if pid_file is not None:
+        try:
+            with open(pid_file, "w", encoding="ascii") as out:
+                out.write(str(os.getpid()))
+        except OSError as exc:
+            _note(f"could not write {pid_file}: {exc.strerror or exc}")
+            return 2
     limit = int(args[0])
     pid, source = _spawn(args[2:])
     relay = Relay(limit, 1, pid)

@@ -11,11 +11,15 @@ worker thread the first time it is needed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib
 import logging
 import os
+import shutil
+import signal
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -129,6 +133,18 @@ def _describe(exc: BaseException) -> str:
     return str(message)
 
 
+_PRIVATE_DIR: Path | None = None
+
+
+def _private_dir() -> Path:
+    """This process's folder for the relays' pid files (mode 0700), removed at exit."""
+    global _PRIVATE_DIR
+    if _PRIVATE_DIR is None:
+        _PRIVATE_DIR = Path(tempfile.mkdtemp(prefix="plan-lsp-mcp-"))
+        atexit.register(shutil.rmtree, _PRIVATE_DIR, True)
+    return _PRIVATE_DIR
+
+
 class McpConnection:
     """The client side of one configured server."""
 
@@ -161,6 +177,13 @@ class McpConnection:
         self._lost = False
         self._relist = False
         self._restarts = 0
+        # Where the relay writes its pid (its process group's id): `kill_now` stops the
+        # server at once.
+        self._pid_file = _private_dir() / f"{id(self):x}.pid"
+        # Set by `kill_now`: the next loss of the server is planned; it is started again.
+        self._killed_because: str | None = None
+        # Set each time a session with the server has ended (its process reaped).
+        self._ended = asyncio.Event()
 
     @property
     def name(self) -> str:
@@ -210,6 +233,38 @@ class McpConnection:
         if self.status is not ServerStatus.FAILED:
             self._set_status(ServerStatus.CONFIGURED, None)
         self._settled.set()
+
+    def kill_now(self, because: str) -> bool:
+        """Kill the server's process group at once (SIGKILL: none of its processes runs
+        another instruction); it starts again for the next call, which waits for that. True
+        when it was killed (or was not running). For a side-effect call that was stopped: MCP
+        cancellation is advisory, and a server that goes on with the call would change the
+        workspace after the user switched to plan mode. `killed()` waits until the client
+        has reaped it."""
+        try:
+            group = int(self._pid_file.read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            return self._session is None
+        self._killed_because = because
+        self._ended.clear()
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except OSError as exc:
+            log.warning("MCP server %s: could not kill its process group: %s", self.name, exc)
+            return False
+        with contextlib.suppress(OSError):
+            self._pid_file.unlink()
+        # No call may reach the dead session: later calls wait for the restart.
+        self._session = None
+        self._settled.clear()
+        return True
+
+    async def killed(self, timeout: float = 10.0) -> None:
+        """Until the session with the server killed by `kill_now` has ended."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ended.wait(), timeout)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -277,6 +332,12 @@ class McpConnection:
                 outcome = await self._one_session()
                 if outcome != "lost" or self._stopping:
                     break
+                if self._killed_because is not None:
+                    because, self._killed_because = self._killed_because, None
+                    self._notify(
+                        f"MCP server '{self.name}' was stopped ({because}); starting it again"
+                    )
+                    continue
                 if self._restarts >= MAX_RESTARTS:
                     self._fail(
                         f"exited unexpectedly {MAX_RESTARTS + 1} times"
@@ -310,7 +371,8 @@ class McpConnection:
         command = self.config.command
         # The server runs below the capping relay: no message over max_message_bytes
         # reaches the SDK, which reads a message whole (and slowly) before any limit.
-        relay = ["-I", "-S", str(CAPPED_STDOUT), str(self.config.max_message_bytes), "--"]
+        relay = ["-I", "-S", str(CAPPED_STDOUT), str(self.config.max_message_bytes),
+                 "--pid-file", str(self._pid_file), "--"]  # fmt: skip
         params = StdioServerParameters(
             command=os.path.realpath(sys.executable),
             args=[*relay, *command],
@@ -342,6 +404,7 @@ class McpConnection:
             return self._fail(f"{_describe(exc)}{self._stderr_note()}")
         finally:
             self._session = None
+            self._ended.set()
             stderr.close()
         return "lost"  # pragma: no cover  (every path above returns)
 

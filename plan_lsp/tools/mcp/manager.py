@@ -215,17 +215,34 @@ class McpManager:
                 await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 stop.cancel()
+                killed = False
                 if not call.done():
                     call.cancel()
+                    # MCP cancellation is advisory: a server may go on with a call that
+                    # changes the workspace. Its process group is killed before this call
+                    # counts as ended (a switch to plan mode waits for that), and the server
+                    # starts again for the next call.
+                    if adapted.definition.safety is not Safety.READ_ONLY:
+                        killed = connection.kill_now(f"a call of {qualified} was stopped")
+                        if killed:
+                            await asyncio.shield(connection.killed())
                     with contextlib.suppress(asyncio.CancelledError, McpCallError):
                         await call
             if call.cancelled():
-                return ToolResult.error(
-                    "cancelled",
-                    f"{qualified} was cancelled; MCP server '{connection.name}' was asked to "
-                    "stop it",
-                    tool=qualified,
-                )
+                if killed:
+                    ended = (
+                        f"its server '{connection.name}' was killed, so the call cannot go on; "
+                        "the server starts again for the next call"
+                    )
+                elif adapted.definition.safety is Safety.READ_ONLY:
+                    ended = f"MCP server '{connection.name}' was asked to stop it"
+                else:
+                    ended = (
+                        f"abandoned: MCP server '{connection.name}' was asked to stop it, and "
+                        "may still be running it"
+                    )
+                return ToolResult.error("cancelled", f"{qualified} was cancelled; {ended}",
+                                        tool=qualified)  # fmt: skip
             try:
                 result = call.result()
             except McpCallError as exc:

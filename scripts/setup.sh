@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bubblewrap ripgrep neovim git)
+# fd-find, libxml2-utils, binutils, bsdextrautils, unzip, xxd: programs the classified shell
+# allow-list admits, which the benign-command and attack suites run for real.
+APT_PACKAGES=(bubblewrap ripgrep neovim git fd-find libxml2-utils binutils bsdextrautils unzip xxd)
 
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   missing=()

@@ -26,7 +26,8 @@ def _commands() -> list[str]:
     for name in ("benign.txt", "blocked.txt"):
         for line in (CORPUS / name).read_text("utf-8").splitlines():
             if line.strip() and not line.startswith("#"):
-                out.append(line)
+                # `{NL}`, `{TAB}`: a line break and a tab (here-documents), as the corpus test
+                out.append(line.replace("{NL}", "\n").replace("{TAB}", "\t"))
     return out
 
 

@@ -11,7 +11,9 @@ user goes to PLAN.md, writes a review note and picks "Reject with feedback from 
 from coc's default code-action menu (`<Plug>(coc-codeaction-cursor)`); the revised plan
 streams; the user types one line and picks "Approve (auto-accept edits)" from the same menu;
 the Do run edits hello.py and ticks the plan's checklist; the user saves with `:wa` (coc saves
-no buffer after a workspace edit) and runs `:checktime`.
+no buffer after a workspace edit) and runs `:checktime`. A second session starts with the
+user in the empty PLAN.md they opened (hello.py left, so unloaded): the plans stream into the
+current buffer, and the Do edit goes to hello.py's file (no buffer holds it).
 
 Asserted: every plan grew in the buffer as it streamed; the approved text is exactly what the
 buffer showed (the user's line included), by sha256; after `:wa` the disk holds what the
@@ -33,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from plan_lsp.plan.checklist import mirror_todos
 from tests.e2e.model_speed import LONG_PLAN, LONG_REVISED_PLAN, stream_report, write_paced_script
@@ -149,11 +153,14 @@ class Screen:
         self._thread.join(timeout=5)
 
 
-def run_vim(tmp_path: Path) -> dict[str, Any]:
+def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     vim, tmux_bin = coc_installed()
     ws = sample_project(tmp_path / "ws")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
     plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    if plan_open_before:
+        plan_path.parent.mkdir(parents=True)
+        plan_path.write_text("")
     timeline = tmp_path / "timeline.jsonl"
     script = write_paced_script(tmp_path / "script.json", session_turns(), timeline)
     server_log = tmp_path / "server.log"
@@ -192,6 +199,7 @@ def run_vim(tmp_path: Path) -> dict[str, Any]:
         "approve_title": APPROVE,
         "result_path": str(result_path),
         "step_timeout_s": STEP_TIMEOUT_S,
+        "plan_open_before": plan_open_before,
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -242,6 +250,7 @@ def run_vim(tmp_path: Path) -> dict[str, Any]:
     result["_timeline"] = timeline
     result["_script"] = script
     result["_server_log"] = server_log.read_text() if server_log.exists() else ""
+    result["_plan_open_before"] = plan_open_before
     return result
 
 
@@ -282,7 +291,8 @@ def problems_of(result: dict[str, Any]) -> list[str]:
         out.append(f"the server took the focus from hello.py: {result['focus_lost'][:3]}")
     if not result.get("plan_windows"):
         out.append("PLAN.md was not shown in any window (a hidden buffer only)")
-    if result.get("current_after_stream") != "hello.py":
+    where = "PLAN.md" if result["_plan_open_before"] else "hello.py"
+    if result.get("current_after_stream") != where:
         out.append(f"after the stream the user is in {result.get('current_after_stream')!r}")
     same(result.get("plan_v1"), LONG_PLAN, "PLAN.md buffer after the first stream")
     same(result.get("plan_v2"), LONG_REVISED_PLAN, "PLAN.md buffer after the revision")
@@ -302,6 +312,9 @@ def problems_of(result: dict[str, Any]) -> list[str]:
     final = mirror_todos(approved_text, [(s, "completed") for s in STEPS])
     same(result.get("plan_after_do"), final, "PLAN.md buffer after the Do run")
     same(result.get("hello_buffer"), HELLO_AFTER, "hello.py buffer after the Do run")
+    # hello.py is open (in a buffer) unless the user left it for PLAN.md before the prompt.
+    if bool(result.get("hello_loaded")) == result["_plan_open_before"]:
+        out.append(f"hello.py loaded in Vim after the Do run: {result.get('hello_loaded')}")
     # After :wa the disk holds what each buffer shows, and nothing is modified.
     same(result.get("plan_final"), final, "PLAN.md buffer at the end")
     same(result.get("plan_disk"), final, "PLAN.md on disk after :wa")
@@ -317,8 +330,9 @@ def problems_of(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def test_vim_coc_plan_session(tmp_path: Path) -> None:
-    result = run_vim(tmp_path)
+@pytest.mark.parametrize("plan_open_before", [False, True], ids=["plan-not-open", "plan-open"])
+def test_vim_coc_plan_session(tmp_path: Path, plan_open_before: bool) -> None:
+    result = run_vim(tmp_path, plan_open_before)
     problems = problems_of(result)
     report = stream_report(
         [(float(t), text) for t, text in result.get("buffer_events", [])],

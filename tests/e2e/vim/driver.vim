@@ -39,6 +39,13 @@ function! s:text(buf) abort
   return join(lines, "\n") . (eol ? "\n" : '')
 endfunction
 
+" hello.py as the user would see it: its buffer, or the file when no buffer holds it (the
+" user left it for PLAN.md; Vim unloaded it, and opening it again reads the file).
+function! s:hello_text() abort
+  let hello = bufnr(s:params.hello_path)
+  return hello > 0 && bufloaded(hello) ? s:text(hello) : s:disk(s:params.hello_path)
+endfunction
+
 function! s:disk(path) abort
   return filereadable(a:path) ? join(readfile(a:path, 'b'), "\n") : v:null
 endfunction
@@ -76,6 +83,11 @@ function! s:WaitForServer() abort
   let ours = filter(copy(services), 'v:val.id ==# "languageserver.plan-lsp"')
   if empty(ours) || ours[0].state !=# 'running'
     return 0
+  endif
+  if s:params.plan_open_before
+    " The user opened the (empty) PLAN.md before asking: the plan streams into the
+    " buffer they are in.
+    execute 'edit ' . fnameescape(s:params.plan_path)
   endif
   let s:result.user_win = win_getid()
   let s:result.user_buffer = expand('%:t')
@@ -232,7 +244,8 @@ function! s:WaitForDo() abort
   endif
   let hello = bufnr(s:params.hello_path)
   let s:result.state_after_do = state
-  let s:result.hello_buffer = s:text(hello)
+  let s:result.hello_buffer = s:hello_text()
+  let s:result.hello_loaded = hello > 0 && bufloaded(hello)
   let s:result.hello_modified = getbufvar(hello, '&modified')
   let s:result.hello_disk_before_save = s:disk(s:params.hello_path)
   let s:result.plan_after_do = s:text(s:plan_buf)
@@ -275,7 +288,7 @@ function! s:Finish() abort
   let hello = bufnr(s:params.hello_path)
   let s:result.plan_final = s:text(s:plan_buf)
   let s:result.plan_disk = s:disk(s:params.plan_path)
-  let s:result.hello_final = s:text(hello)
+  let s:result.hello_final = s:hello_text()
   let s:result.hello_final_modified = getbufvar(hello, '&modified')
   let s:result.plan_final_modified = getbufvar(s:plan_buf, '&modified')
   let s:result.hello_disk = s:disk(s:params.hello_path)

@@ -40,5 +40,6 @@ if [ -f client-nvim/scripts/install-e2e.sh ]; then
   bash client-nvim/scripts/install-e2e.sh
 fi
 bash tests/e2e/emacs/install.sh
+bash tests/e2e/llama/install.sh
 bash tests/e2e/vim/install.sh
 echo "setup: done"

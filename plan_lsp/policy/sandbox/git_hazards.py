@@ -2,8 +2,13 @@
 
 `git_config_hazards(repo)` reads `git config --list --show-origin` for `repo`: a key whose
 last component names a program that no override covers, `core.worktree`, a git directory
-outside the repository (a `.git` file), `objects/info/alternates` outside it. A gate without
-a sandbox refuses git commands while the list is not empty.
+outside the repository (a `.git` file), `objects/info/alternates` outside it. It also walks
+the git directory (`git_dir_hazards`): git opens the files there by itself, following links
+and pointers, and prints what it reads (refs, `packed-refs`, `shallow`, `info/grafts`,
+bisect, rebase and sequencer state, worktree records) — so any link or pointer (`commondir`,
+a worktree's `gitdir`/`commondir`) that leaves the repository, and any special file (a FIFO
+git would block on), is a hazard, whatever it points at. A gate without a sandbox refuses
+git commands while the list is not empty.
 """
 
 from __future__ import annotations
@@ -85,10 +90,10 @@ def git_config_hazards(repo: Path) -> list[str]:
         return []
     repo = Path(os.path.realpath(repo))
     entries = _config_entries(repo, git)
-    if entries is None:
-        return ["the git configuration could not be read, so it cannot be checked"]
     hazards: list[str] = []
-    for origin, name, value in entries:
+    if entries is None:
+        hazards.append("the git configuration could not be read, so it cannot be checked")
+    for origin, name, value in entries or []:
         last = name.rsplit(".", 1)[-1].lower()
         if name.lower() == "core.worktree":
             hazards.append(
@@ -97,11 +102,74 @@ def git_config_hazards(repo: Path) -> list[str]:
         elif last in PROGRAM_WORDS and not _covered(name):
             hazards.append(f"{name} ({origin}) names a program git may run")
     git_dir = _git_dir(repo, git)
+    if git_dir is None and (repo / ".git").is_dir() and not (repo / ".git").is_symlink():
+        git_dir = repo / ".git"  # git cannot say (a pointer broke it): walk it all the same
     if git_dir is not None and repo not in (git_dir, *git_dir.parents):
         hazards.append(f"the git directory {git_dir} lies outside {repo}")
     if git_dir is not None:
         hazards.extend(_alternates(git_dir, repo))
+        hazards.extend(git_dir_hazards(git_dir, repo))
     return hazards
+
+
+# Files git reads as paths to somewhere else (relative to the file's folder, or absolute).
+POINTER_FILES = frozenset({"commondir", "gitdir"})
+# Entries of the git directory the walk stops at: object and pack files are read only as
+# what their names say (zlib data checked against their hash); their folders are checked.
+_OBJECT_FANOUT = frozenset(f"{i:02x}" for i in range(256))
+# More entries than any ordinary git directory outside its objects: a hazard of its own.
+MAX_GIT_DIR_ENTRIES = 50_000
+
+
+def git_dir_hazards(git_dir: Path, repo: Path) -> list[str]:
+    """Links, special files and outward pointers inside `git_dir` (which must lie inside
+    `repo`, or be the repository's own folder elsewhere that the caller already refused)."""
+    found: list[str] = []
+    seen = 0
+    stack = [git_dir]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            found.append(f"{folder} cannot be read, so it cannot be checked: {exc.strerror}")
+            continue
+        seen += len(entries)
+        if seen > MAX_GIT_DIR_ENTRIES:
+            return [*found, f"{git_dir} holds more than {MAX_GIT_DIR_ENTRIES:,} entries "
+                            "outside its objects, too many to check"]  # fmt: skip
+        for entry in entries:
+            path = Path(entry.path)
+            shown = path.relative_to(git_dir).as_posix()
+            if entry.is_symlink():
+                target = Path(os.path.realpath(path))
+                if repo not in (target, *target.parents):
+                    found.append(f".git/{shown} is a link to {target}, outside {repo} (git "
+                                 "follows it and prints what it reads)")  # fmt: skip
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                objects = path.parent == git_dir / "objects"
+                if not (objects and (entry.name in _OBJECT_FANOUT or entry.name == "pack")):
+                    stack.append(path)
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                found.append(f".git/{shown} is not a regular file (git would open it)")
+                continue
+            if entry.name in POINTER_FILES:
+                found.extend(_pointer_hazard(path, shown, repo))
+    return found
+
+
+def _pointer_hazard(path: Path, shown: str, repo: Path) -> list[str]:
+    try:
+        data = read_file_bytes(path, max_bytes=4096)
+    except (OSError, WriteRefused) as exc:
+        return [f".git/{shown} cannot be checked: {exc}"]
+    text = (data or b"").decode("utf-8", errors="replace").strip()
+    target = Path(os.path.realpath(path.parent / text)) if text else path.parent
+    if repo not in (target, *target.parents):
+        return [f".git/{shown} points git at {target}, outside {repo}"]
+    return []
 
 
 def _alternates(git_dir: Path, repo: Path) -> list[str]:

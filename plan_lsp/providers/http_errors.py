@@ -104,15 +104,23 @@ def served_model_sentence(server: str, model: str, served: list[str]) -> str:
 async def served_models(sdk: Any, client: Any, server: str) -> list[str]:
     """The model ids a server lists (`client.models.list()` of the openai or anthropic SDK,
     `sdk` being that SDK's module), with failures mapped like a model call's."""
-    base_error: type[Exception] = getattr(sdk, "OpenAIError", None) or sdk.AnthropicError
     try:
         page = await client.models.list()
         return [model.id async for model in page]
-    except sdk.APITimeoutError as exc:
-        raise ProviderError("connection", f"{server} timed out") from exc
-    except sdk.APIConnectionError as exc:
-        raise connection_error(server, False, exc.__cause__ or exc) from exc
-    except sdk.APIStatusError as exc:
-        raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
-    except base_error as exc:
-        raise ProviderError("server", f"{server} failed: {exc}") from exc
+    except Exception as exc:
+        raise sdk_failure(sdk, exc, server) from exc
+
+
+def sdk_failure(sdk: Any, exc: Exception, server: str) -> Exception:
+    """A failed SDK request (openai or anthropic: `sdk` is the module) as a ProviderError;
+    anything that is not the SDK's own error is returned unchanged, to be raised as it is."""
+    base_error: type[Exception] = getattr(sdk, "OpenAIError", None) or sdk.AnthropicError
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError("connection", f"{server} timed out")
+    if isinstance(exc, sdk.APIConnectionError):
+        return connection_error(server, False, exc.__cause__ or exc)
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(server, exc.status_code, exc.body, exc.response.headers)
+    if isinstance(exc, base_error):
+        return ProviderError("server", f"{server} failed: {exc}")
+    return exc

@@ -28,6 +28,7 @@ from plan_lsp.providers.http_errors import (
     PLACEHOLDER_API_KEY,
     check_base_url,
     connection_error,
+    sdk_failure,
     served_model_sentence,
     served_models,
     status_error,
@@ -188,14 +189,8 @@ class OpenAIProvider:
             except openai.BadRequestError:
                 params["tool_choice"] = "auto"  # a server that knows no "required"
                 answer = await self._client.chat.completions.create(**params)
-        except openai.APITimeoutError as exc:
-            raise ProviderError("connection", f"{server} timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise connection_error(server, False, exc.__cause__ or exc) from exc
-        except openai.APIStatusError as exc:
-            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
-        except openai.OpenAIError as exc:
-            raise ProviderError("server", f"{server} failed: {exc}") from exc
+        except Exception as exc:
+            raise sdk_failure(openai, exc, server) from exc
         choices = getattr(answer, "choices", None) or []
         message = getattr(choices[0], "message", None) if choices else None
         if not getattr(message, "tool_calls", None):

@@ -48,6 +48,7 @@ from plan_lsp.plan.text import (
     with_line_breaks,
 )
 from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.server.client import HeldByEditor
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -320,6 +321,9 @@ class DocumentStore:
             return True
         try:
             self._write_disk(path, text)
+        except HeldByEditor as exc:
+            log.info("%s: left to the user's save (%s)", path, exc)
+            return False
         except OSError as exc:
             log.warning("could not write %s: %s", path, exc)
             return False

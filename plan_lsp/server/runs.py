@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from plan_lsp.plan.checklist import is_deviation, mirror_todos, without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.policy.sandbox_probe import sandbox_ready
+from plan_lsp.server.client import HeldByEditor
 from plan_lsp.server.documents import BufferEdit
 from plan_lsp.server.plan_drafts import LspPlanDrafts
 from plan_lsp.server.run_log import describe_update
@@ -419,6 +420,9 @@ class RunManager:
             return
         try:
             self.ls.write_file(path, mirrored)
+        except HeldByEditor:
+            log.info("the checklist is in the buffer of %s; the user's save writes it", path)
+            return
         except OSError as exc:
             log.warning(
                 "the checklist reached neither the buffer nor %s: %s (%s)", path, exc, reason

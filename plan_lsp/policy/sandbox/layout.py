@@ -2,6 +2,8 @@
 
 Shared by every mechanism (bubblewrap, landlock) so they hide the same things. Everything
 here is data: a location is hidden because it is on a list, never because a rule guessed.
+The one list that allows rather than hides is HOME_VISIBLE: when a workspace root is or
+holds the home, every dot entry of the home is hidden except those (`home_dot_places`).
 """
 
 from __future__ import annotations
@@ -135,6 +137,17 @@ HOME_TOOLCHAINS = (
     ".asdf/installs",
     ".asdf/shims",
 )
+
+# What a workspace root that is or holds the home (`~`, `/home`, `/`) shows of the home's dot
+# entries: the toolchains above that start with a dot, and nothing else. Every other dot file
+# and dot directory of the home (`.ssh`, `.config`, `.pgpass`, `.bash_history`, one a new tool
+# creates tomorrow) is hidden; inside `.cargo`, `.rustup`, `.local`, ... only the listed
+# subpaths stay (`.cargo/credentials.toml`, `.local/share` and `.local/state` are hidden).
+# When the home itself is a root, its `.plan-lsp` is that workspace's own folder (plans,
+# workspace configuration), shown as in every workspace. A `~/.git` stays hidden: a dotfiles
+# repository's history holds the dot files.
+HOME_VISIBLE = tuple(t for t in HOME_TOOLCHAINS if t.startswith("."))
+WORKSPACE_DIR = ".plan-lsp"
 
 # Resource limits applied inside every sandbox: CPU seconds, largest file written (KiB),
 # processes (not enforced by the kernel for uid 0), no core dumps.
@@ -287,9 +300,13 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     home = home_dir(env)
     named += user_plan_lsp_dirs(env)
     credentials = [p for p in map(hideable, named) if p is not None]
+    # A workspace root that is or holds the home shows the home again: all of its dot entries
+    # but the allow-list are hidden, read afresh for every command (one created since is too).
+    if home is not None and _under(Path(os.path.realpath(home)), layout.roots):
+        credentials += home_dot_places(home, layout.roots)
     # The usual credentials of the home, where something shows them again: a workspace root
-    # holding the home (opening `~`) or inside it (`~/.config`, a dotfiles checkout), or a
-    # link in the home to a place outside it (the home's own cover stops at the link).
+    # inside the home (`~/.config`, a dotfiles checkout), or a link in the home to a place
+    # outside it (the home's own cover stops at the link).
     if home is not None:
         real_home = Path(os.path.realpath(home))
         found = (hideable(home / rel) for rel in HOME_SECRETS)
@@ -305,6 +322,43 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
         hidden_dirs=tuple(dict.fromkeys([*layout.hidden_dirs, *holders])),
         credentials=tuple(dict.fromkeys(c for c in credentials if c not in holders)),
     )
+
+
+def home_dot_places(home: Path, roots: Sequence[Path]) -> list[Path]:
+    """The real paths that hide the home's dot entries, all but HOME_VISIBLE (and the
+    workspace's own `.plan-lsp` when the home is a root): each dot entry,
+    or, for one that holds an allowed subpath (`.cargo` for `.cargo/bin`), each of its entries
+    down to the allowed ones. A link is hidden at its target, unless the target lies inside a
+    root: there it is shown or hidden by the rule of the place it lives in (a link
+    `~/.work -> ~/src/work` hides no project file; one to `~/.ssh` reaches a hidden place).
+    Entries that are neither files nor folders (sockets, FIFOs) cannot be hidden (`hideable`)."""
+    real_home = Path(os.path.realpath(home))
+    visible = (*HOME_VISIBLE, *((WORKSPACE_DIR,) if real_home in roots else ()))
+    found: list[Path] = []
+
+    def visit(folder: Path, prefix: str) -> None:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        for name in names:
+            if not prefix and not name.startswith("."):
+                continue
+            rel = prefix + name
+            if rel in visible:
+                continue
+            path = folder / name
+            if any(v.startswith(rel + "/") for v in visible) and os.path.isdir(path):
+                visit(path, rel + "/")
+                continue
+            if os.path.islink(path) and _under(Path(os.path.realpath(path)), roots):
+                continue
+            hidden = hideable(path)
+            if hidden is not None:
+                found.append(hidden)
+
+    visit(real_home, "")
+    return found
 
 
 def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:

@@ -26,6 +26,26 @@ MAX_WRAP = 4
 _NUMERIC = re.compile(r"-[0-9]+\Z")
 _PATH_ROLES = frozenset({"path", "file", "rev"})
 Hijack = Callable[[str, "PathPolicy"], "str | None"]
+# Programs that walk the working directory when given no file or folder: always (empty set),
+# or with one of these options. Where that directory holds a place plan mode hides (a root
+# that is the home), they must be given the folders to walk (`walk_check`).
+_RECURSIVE_GREP = frozenset({"-r", "--recursive", "-R", "--dereference-recursive", "-d",
+                             "--directories"})  # fmt: skip
+_WALK_WHEN: dict[str, frozenset[str]] = {
+    "rg": frozenset(),
+    "fd": frozenset(),
+    "fdfind": frozenset(),
+    "tree": frozenset(),
+    "du": frozenset(),
+    "git grep": frozenset(),
+    "ls": frozenset({"-R", "--recursive"}),
+    "grep": _RECURSIVE_GREP,
+    "egrep": _RECURSIVE_GREP,
+    "fgrep": _RECURSIVE_GREP,
+    "zgrep": _RECURSIVE_GREP,
+}
+# Options naming a folder to walk instead of the working directory.
+_FOLDER_OPTIONS = frozenset({"--search-path"})
 
 
 class _Refused(Exception):
@@ -94,6 +114,8 @@ class _Program:
         self.seen: set[str] = set(seen)
         # Option values given, by option name (for `verify` checks).
         self.values: dict[str, list[str]] = {}
+        # A file or folder to read was named (else a walker walks the working directory).
+        self.folders_named = False
 
     def refuse(self, reason: str) -> _Refused:
         self.f.unproven(reason)
@@ -129,12 +151,24 @@ class _Program:
         for word in operands:
             self.prefix_check(word, "as an operand")
         self.operands(operands)
+        self.walk_check()
         if prog.verify is not None:
             from plan_lsp.policy.shell.verify import verify_command
 
             problem = verify_command(
                 prog.verify, self.o.policy, self.base, self.seen, self.values, operands
             )
+            if problem is not None:
+                raise self.refuse(problem)
+
+    def walk_check(self) -> None:
+        """A program that walks the working directory when no folder is named (`rg PATTERN`,
+        `grep -r PATTERN`, `tree`) may not, where that directory holds a hidden place."""
+        label = self.prog.label
+        recursive = _WALK_WHEN.get(label)
+        walks = recursive is not None and (not recursive or bool(self.seen & recursive))
+        if walks and not self.folders_named:
+            problem = self.o.policy.walk_problem(label, self.base)
             if problem is not None:
                 raise self.refuse(problem)
 
@@ -312,8 +346,10 @@ class _Program:
             problem = self.o.policy.read_problem(value, self.base)
             if problem is not None:
                 raise self.refuse(f"`{name} {value}`: {problem}")
+            if name in _FOLDER_OPTIONS:
+                self.folders_named = True
         elif opt.kind == "chdir":
-            problem = self.o.policy.read_problem(value, self.base)
+            problem = self.o.policy.read_problem(value, self.base, moving=True)
             if problem is not None:
                 raise self.refuse(f"`{name} {value}`: {problem}")
             self.base = self.o.policy.resolve(value, self.base)
@@ -391,6 +427,7 @@ class _Program:
                 problem = policy.read_problem(word.value, self.base, file_only=role == "file")
             if problem is not None:
                 raise self.refuse(problem)
+            self.folders_named = True
         elif role != "text":
             problem = check_value(role, word.value)
             if problem is not None:

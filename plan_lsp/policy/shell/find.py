@@ -42,6 +42,7 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
         if args[i].value not in data.leading:
             return f"`{args[i].text}` is not an option of `find` that the allow-list knows"
         i += 1
+    starts = i
     while i < n:
         word = args[i]
         v = word.value
@@ -51,6 +52,10 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
         if problem is not None:
             return problem
         i += 1
+    if i == starts:
+        problem = policy.walk_problem("find")
+        if problem is not None:
+            return problem
     while i < n:
         v = args[i].value
         i += 1

@@ -1,5 +1,9 @@
 """Which files a `classified` command may read: those inside the workspace roots (after
-symlinks), and a short list of harmless system files.
+symlinks) but outside the places the plan sandbox hides even there (`hidden_places`: the
+home's dot entries but the allow-list when a root is or holds the home, credentials named by
+the environment, the user's plan-lsp folders), and a short list of harmless system files. A
+folder that holds a hidden place is not read either (a recursive search of it would read the
+hidden place), nor the working directory by a program that walks it when given no folder.
 
 Paths are resolved when the command is classified; in plan mode under `classified` nothing
 the agent runs can change the tree between that moment and the run.
@@ -14,6 +18,8 @@ import stat
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+
+from plan_lsp.policy.sandbox.layout import plan_layout
 
 # A glob that matches more names than this is not expanded for checking.
 MAX_GLOB_MATCHES = 2000
@@ -39,6 +45,52 @@ class PathPolicy:
         self.harmless = harmless
         # The PATH programs are looked up in (checked for directories the workspace controls).
         self.path_variable = os.environ.get("PATH", "")
+        self._hidden: tuple[str, ...] | None = None
+
+    @property
+    def hidden(self) -> tuple[str, ...]:
+        """What the plan sandbox hides inside the roots (real paths), found on first use."""
+        if self._hidden is None:
+            layout = plan_layout([Path(r) for r in self.roots], os.environ)
+            self._hidden = tuple(str(p) for p in layout.credentials)
+        return self._hidden
+
+    def hidden_problem(self, raw: str, real: str, *, holding: bool = True) -> str | None:
+        """Why `raw` (resolving to `real`) lies in a hidden place, or (`holding`) is a folder
+        that holds one, or None."""
+        hidden = self.hidden
+        if not hidden:
+            return None
+        where = "" if real == raw else f" (it resolves to {real})"
+        for place in hidden:
+            if real == place or real.startswith(place + "/"):
+                return (
+                    f"`{raw}`{where} lies in {place}, which plan mode hides: it is one of the "
+                    "home's dot files or folders (only the toolchains are shown when a "
+                    "workspace holds the home) or a credentials or plan-lsp folder; "
+                    "reading it is not allowed"
+                )
+        if not holding:
+            return None
+        prefix = real if real.endswith("/") else real + "/"
+        for place in hidden:
+            if place.startswith(prefix):
+                return (
+                    f"`{raw}`{where} holds {place}, which plan mode hides (the home's dot "
+                    "files and folders but the toolchains, credentials, plan-lsp's own "
+                    "folders); reading this folder could read it: name the project's own "
+                    "folders or files instead"
+                )
+        return None
+
+    def walk_problem(self, program: str, base: str | None = None) -> str | None:
+        """Why `program`, walking the working directory because no folder was named, may not
+        run here (the working directory holds a hidden place), or None."""
+        where = base or self.cwd
+        problem = self.hidden_problem(".", where)
+        if problem is None:
+            return None
+        return f"`{program}` with no folder named walks the working directory {where}: {problem}"
 
     def moved(self, cwd: str) -> PathPolicy:
         """The same policy where relative paths start from `cwd` (real) instead."""
@@ -52,6 +104,9 @@ class PathPolicy:
     def cwd_problem(self) -> str | None:
         if not self.inside(self.cwd):
             return f"the working directory {self.cwd} is outside the workspace"
+        for place in self.hidden:
+            if self.cwd == place or self.cwd.startswith(place + "/"):
+                return f"the working directory {self.cwd} lies in {place}, which plan mode hides"
         return None
 
     def resolve(self, raw: str, base: str | None = None) -> str:
@@ -76,9 +131,10 @@ class PathPolicy:
         return cur
 
     def read_problem(
-        self, raw: str, base: str | None = None, *, file_only: bool = False
+        self, raw: str, base: str | None = None, *, file_only: bool = False, moving: bool = False
     ) -> str | None:
-        """Why reading `raw` is refused, or None."""
+        """Why reading `raw` is refused, or None. `moving`: `raw` is a directory to move into
+        (`cd`, `git -C`), which may hold a hidden place but not lie in one."""
         if raw == "-":
             return None
         if raw == "":
@@ -94,6 +150,9 @@ class PathPolicy:
         if not self.inside(real):
             where = "" if real == raw else f" (it resolves to {real})"
             return f"`{raw}` is outside the workspace{where}; reading it is not allowed"
+        hidden = self.hidden_problem(raw, real, holding=not moving)
+        if hidden is not None:
+            return hidden
         if file_only and os.path.isdir(real):
             return f"`{raw}` is a directory; comparing directories follows symlinks inside them"
         return None

@@ -181,7 +181,7 @@ def _cd(words: list[SWord], findings: Findings, policy: PathPolicy) -> str | Non
             f"write `./{raw}`"
         )
         return None
-    problem = policy.read_problem(raw)
+    problem = policy.read_problem(raw, moving=True)
     if problem is not None:
         findings.unproven(f"`cd {word.text}`: {problem}")
         return None

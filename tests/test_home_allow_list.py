@@ -331,3 +331,48 @@ async def test_the_file_tools_show_no_secret_of_the_home(
     for folder in (".ssh", ".config", ".local/state"):
         result = await fs.list_dir({"path": folder}, ctx)
         assert result.is_error and "hidden" in result.content, (folder, result.content)
+
+
+# -- a home that is a git repository of its dot files ------------------------------------------
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "a",
+    "GIT_COMMITTER_EMAIL": "a@example.com", "GIT_CONFIG_NOSYSTEM": "1",
+}  # fmt: skip
+GIT_TRIES = ["git log -p", "git show HEAD:.pgpass", "git grep CANARY", "git diff HEAD~0"]
+
+
+def _dotfiles_repository(home: Path) -> None:
+    """The home as a git repository that tracks `.pgpass` and the project."""
+    env = {**os.environ, **_GIT_ENV}
+    for args in (["init", "-q"], ["add", ".pgpass", "src/app.py"], ["commit", "-qm", "dots"]):
+        subprocess.run(["git", "-C", str(home), *args], check=True, env=env, timeout=30)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["home", "project-in-home"])
+def test_classified_git_does_not_read_the_homes_repository(home: Path, inside: bool) -> None:
+    need_program("git", "the home's repository")
+    _dotfiles_repository(home)
+    root = home / "src" if inside else home
+    for command in GIT_TRIES:
+        result = classify_command(command, roots=[root], cwd=root)
+        assert not result.allowed, command
+        reason = " ".join(result.reasons)
+        assert f"{home}/.git" in reason and "dot files" in reason, reason
+
+
+@pytest.mark.parametrize("mechanism", [BUBBLEWRAP, LANDLOCK])
+def test_sandboxed_git_does_not_read_the_homes_repository(
+    mechanism: Mechanism, home: Path, tmp_path: Path
+) -> None:
+    require(mechanism)
+    need_program("git", "the home's repository")
+    _dotfiles_repository(home)
+    tries = "; ".join(f"{c} 2>&1" for c in GIT_TRIES)
+    for root, app in ((home, "src/app.py"), (home / "src", "app.py")):
+        proc = run_in(
+            mechanism, root, f"{tries}; cat {app}", roots=[root], env=dict(os.environ),
+            scratch=_scratch(tmp_path, mechanism),
+        )  # fmt: skip
+        _no_canary(proc.stdout + proc.stderr)
+        assert PROJECT in proc.stdout, proc.stdout + proc.stderr

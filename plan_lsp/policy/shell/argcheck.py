@@ -363,6 +363,9 @@ class _Program:
         word = self.args[at]
         if self.prog.label == "git":
             self.f.git_dirs.add(self.base)
+            problem = self.o.policy.git_problem(self.base)
+            if problem is not None:
+                raise self.refuse(problem)
         sub = self.prog.subcommands.get(word.value)
         if word.glob:
             self.unexpanded(word, "as a subcommand")

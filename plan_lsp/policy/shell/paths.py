@@ -83,6 +83,40 @@ class PathPolicy:
                 )
         return None
 
+    def git_problem(self, base: str) -> str | None:
+        """Why git, run in `base`, may not read the repository it finds there, or None: its
+        `.git` (the nearest one above `base`, as git looks for it) lies in a hidden place,
+        or is the home's own `.git` outside every root (the history of a dotfiles repository
+        holds the home's dot files, which plan mode hides)."""
+        folder = base
+        while True:
+            candidate = os.path.join(folder, ".git")
+            if os.path.lexists(candidate):
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
+        real = os.path.realpath(candidate)
+        for place in self.hidden:
+            if real == place or real.startswith(place + "/"):
+                return (
+                    f"git in {base} would read the repository at {real}, which lies in "
+                    f"{place}: plan mode hides it (a repository of the home's dot files "
+                    "holds them in its history)"
+                )
+        home = os.environ.get("HOME", "")
+        if (
+            os.path.isabs(home)
+            and real == os.path.join(os.path.realpath(home), ".git")
+            and not self.inside(real)
+        ):
+            return (
+                f"git in {base} would read the home's own repository {real}, outside the "
+                "workspace: its history holds the home's dot files, which plan mode hides"
+            )
+        return None
+
     def walk_problem(self, program: str, base: str | None = None) -> str | None:
         """Why `program`, walking the working directory because no folder was named, may not
         run here (the working directory holds a hidden place), or None."""

@@ -28,9 +28,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,12 +43,14 @@ from plan_lsp.policy.sandbox import probe_sandbox
 from tests.sandbox_support import require
 from tests.shell_attacks.harness import (
     CLASSES,
+    HOME_WORKSPACE_CLASSES,
     MIN_ATTACKS,
     PORT,
     SUPERVISOR_PID,
     build_template,
     expand,
     fake_home,
+    home_workspace,
     jail_argv,
     load_attacks,
     prepare_jail_tmp,
@@ -148,6 +152,9 @@ class Workspace:
             d.mkdir(parents=True)
         self.canary.write_text("canary\n")
         fake_home(self.home, token)
+        # The user's home opened as the workspace (`home_workspace.txt`).
+        self.user_home = root / "userhome"
+        home_workspace(self.user_home, token)
         self.hosts.write_text("127.0.0.1 localhost attacker.example\n::1 localhost\n")
         prepare_jail_tmp(self.jail_tmp, root)
         self.template = root / "template"
@@ -169,22 +176,43 @@ class Workspace:
         return {
             "canary": snapshot(self.canary_dir),
             "home": snapshot(self.home),
+            "home workspace": snapshot(self.user_home),
             "jail /tmp": snapshot(self.jail_tmp, dir_times=False),
         }
 
 
-def _classify(command: str, protection: str, repo: Path) -> tuple[bool, list[str]]:
+# The variants classify in threads at once; the classifier finds the home in HOME, which a
+# home-workspace attack sets for its own classification.
+_CLASSIFYING = threading.Lock()
+
+
+def _classify(
+    command: str, protection: str, repo: Path, home: Path | None = None
+) -> tuple[bool, list[str]]:
     from plan_lsp.policy.shell import classify_command
 
     try:
-        result = classify_command(
-            command, protection=protection, roots=[repo], cwd=repo, network=False
-        )
+        with _CLASSIFYING, _home_named(home):
+            result = classify_command(
+                command, protection=protection, roots=[repo], cwd=repo, network=False
+            )
     except TypeError:
         raise  # the classifier without the protection interface: fail loudly
     except Exception as exc:  # the classifier must never raise on input
         return True, [f"classifier raised {type(exc).__name__}: {exc}"]
     return bool(result.allowed), list(result.reasons)
+
+
+@contextmanager
+def _home_named(home: Path | None) -> Iterator[None]:
+    saved = os.environ.get("HOME")
+    if home is not None:
+        os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["HOME"] = saved
 
 
 def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
@@ -197,11 +225,18 @@ def _attacks(ws: Workspace, variant: Variant) -> list[Attack]:
     for cls in CLASSES:
         for n, text in enumerate(load_attacks(cls), 1):
             attack = Attack(id=f"{cls}:{n}", cls=cls, text=text)
-            attack.repo = ws.repos / f"{cls}-{n}"
-            attack.command = expand(text, ws.values())
-            attack.allowed, attack.reasons = _classify(
-                attack.command, variant.protection, ws.template
-            )
+            if cls in HOME_WORKSPACE_CLASSES:
+                attack.repo = ws.user_home
+                attack.command = expand(text, {**ws.values(), "HOME": str(ws.user_home)})
+                attack.allowed, attack.reasons = _classify(
+                    attack.command, variant.protection, ws.user_home, ws.user_home
+                )
+            else:
+                attack.repo = ws.repos / f"{cls}-{n}"
+                attack.command = expand(text, ws.values())
+                attack.allowed, attack.reasons = _classify(
+                    attack.command, variant.protection, ws.template
+                )
             found.append(attack)
     return found
 
@@ -237,8 +272,12 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
         "port": PORT,
         "expect_pid": SUPERVISOR_PID,
         "template": str(ws.template),
-        "watch": [str(ws.canary_dir), str(ws.home), str(ws.jail_tmp)],
-        "attacks": [{"id": a.id, "command": a.command, "cwd": str(a.repo)} for a in allowed],
+        "watch": [str(ws.canary_dir), str(ws.home), str(ws.user_home), str(ws.jail_tmp)],
+        "attacks": [
+            {"id": a.id, "command": a.command, "cwd": str(a.repo)}
+            | ({"home": str(a.repo)} if a.cls in HOME_WORKSPACE_CLASSES else {})
+            for a in allowed
+        ],
     }))  # fmt: skip
     argv = jail_argv(ws.root, ws.jail_tmp, ws.hosts, [sys.executable, str(SUPERVISOR), str(job)])
     started = time.monotonic()
@@ -268,7 +307,9 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
     if not done and run.fatal is None:
         run.fatal = f"the supervisor did not finish (exit {proc.returncode}): {proc.stderr[-800:]}"
     for a in allowed:
-        if a.outcome:  # a repository is copied only for an attack that started
+        # A repository is copied only for an attack that started; the home workspace is
+        # watched instead.
+        if a.outcome and a.cls not in HOME_WORKSPACE_CLASSES:
             a.repo_changes = differences(pristine, snapshot(a.repo))
     watched_after = ws.watched()
     for name, before in watched_before.items():

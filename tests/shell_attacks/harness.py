@@ -34,7 +34,11 @@ CLASSES = (
     "robustness",
     "redirections",
     "hostile_repository",
+    "home_workspace",
 )
+# Classes whose attacks run in the user's home opened as the workspace (`home_workspace`),
+# with HOME naming it, instead of a fresh copy of the scratch repository.
+HOME_WORKSPACE_CLASSES = frozenset({"home_workspace"})
 MIN_ATTACKS = 25
 PORT = 47_231
 SUPERVISOR_PID = 2  # inside the jail: bwrap's init is 1, the supervisor execs as 2
@@ -229,6 +233,41 @@ def fake_home(home: Path, token: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (home / ".ssh").chmod(0o700)
+
+
+# Dot entries of a home opened as the workspace, each holding the token: the credentials of
+# many tools, one no list knows, shell histories.
+HOME_WORKSPACE_SECRETS = (
+    ".ssh/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml", ".config/git/credentials",
+    ".git-credentials", ".pgpass", ".my.cnf", ".docker/config.json", ".npmrc", ".pypirc",
+    ".bash_history", ".zsh_history", ".netrc", ".kube/config", ".config/some-new-tool/token",
+    ".cargo/credentials.toml", ".local/share/keyrings/login.keyring",
+)  # fmt: skip
+
+
+def home_workspace(home: Path, token: str) -> None:
+    """A home to open as the workspace: the credentials above, a project (`src/app.py`), a
+    toolchain (`.cargo/bin/tool`), links from the project to the credentials, a dot link to
+    the project, and a git repository of the home tracking `.pgpass` and the project."""
+    for rel in HOME_WORKSPACE_SECRETS:
+        path = home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'{{"secret": "{token}"}}\n' if rel.endswith(".json") else f"{token}\n")
+    (home / "src").mkdir(parents=True, exist_ok=True)
+    (home / "src" / "app.py").write_text("def main():\n    return 42\n")
+    (home / ".cargo" / "bin").mkdir(parents=True, exist_ok=True)
+    (home / ".cargo" / "bin" / "tool").write_text("toolchain\n")
+    (home / "src" / "key-link").symlink_to(home / ".ssh" / "id_ed25519")
+    (home / "src" / "aws-link").symlink_to(home / ".aws")
+    (home / ".work").symlink_to(home / "src")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+        "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com",
+    }  # fmt: skip
+    _git(home, "init", "-q", "-b", "master", env=env)
+    _git(home, "add", ".pgpass", "src/app.py", env=env)
+    _git(home, "commit", "-q", "-m", "dots", env=env)
 
 
 def jail_argv(base: Path, jail_tmp: Path, hosts: Path, argv: list[str]) -> list[str]:

@@ -86,8 +86,13 @@ async def main(job_path: str) -> int:
     template = Path(job["template"])
     for attack in job["attacks"]:
         # A fresh copy of the scratch repository for every attack, made here so copies run
-        # in parallel with the other jails; the test compares each with the template.
-        shutil.copytree(template, attack["cwd"], symlinks=True)
+        # in parallel with the other jails; the test compares each with the template. An
+        # attack on a home opened as the workspace runs there, with HOME naming it.
+        home = attack.get("home")
+        if home is None:
+            shutil.copytree(template, attack["cwd"], symlinks=True)
+        jail_home = os.environ["HOME"]
+        os.environ["HOME"] = home or jail_home
         started = time.monotonic()
         result = await run_shell(
             attack["command"],
@@ -99,6 +104,7 @@ async def main(job_path: str) -> int:
             roots=[Path(attack["cwd"])],
             network=False,
         )
+        os.environ["HOME"] = jail_home
         data = result.data or {}
         output = f"{data.get('stdout', '')}\n{data.get('stderr', '')}\n{result.content}"
         after = _watch(watched)

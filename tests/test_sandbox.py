@@ -25,7 +25,7 @@ from plan_lsp.policy.sandbox import (
     sandbox_kind,
     sandbox_status,
 )
-from plan_lsp.policy.sandbox.bwrap import SECCOMP_PRELUDE, plan_argv
+from plan_lsp.policy.sandbox.bwrap import PRIVATE_TMP, SECCOMP_PRELUDE, plan_argv
 from plan_lsp.policy.sandbox.layout import (
     NOBODY,
     TMPFS_BYTES,
@@ -77,7 +77,10 @@ def test_plan_argv_follows_the_recipe(tmp_path: Path) -> None:
     bwrap_at = next(i for i, a in enumerate(argv) if a.endswith("bwrap"))
     assert argv[bwrap_at + 1 : bwrap_at + 3] == ["--seccomp", "3"]
     variables = dict(a.split("=", 1) for a in argv[env_at + 2 : bwrap_at])
-    assert variables["HOME"] == "/tmp" and variables["TERM"] == "dumb"
+    # The workspace lies under /tmp here: the command's scratch is a private tmpfs instead
+    # (test_sandbox_ipc.py: /tmp cannot be granted for writing above a host tree).
+    assert variables["HOME"] == variables["TMPDIR"] == PRIVATE_TMP
+    assert variables["TERM"] == "dumb"
     assert variables["LC_ALL"] == "C" and variables["GIT_OPTIONAL_LOCKS"] == "0"
     assert "OPENAI_API_KEY" not in variables and "PLAN_LSP_MODEL" not in variables
     assert "relative" not in variables["PATH"].split(":")
@@ -216,8 +219,11 @@ def test_no_capabilities_no_remount_no_nested_namespaces(workdir: Path) -> None:
 
 @pytest.mark.usefixtures("bwrap")
 def test_scratch_tmp_is_private(workdir: Path) -> None:
-    proc = _run(workdir, "echo scratch > /tmp/scratch.txt && cat /tmp/scratch.txt")
-    assert proc.returncode == 0 and proc.stdout.strip() == "scratch"
+    # $TMPDIR: the workspace lies under /tmp here, so the scratch space is a private tmpfs
+    # at another place (test_sandbox_ipc.py); /tmp itself when it holds no host tree.
+    script = 'echo scratch > "${TMPDIR:-/tmp}/scratch.txt" && cat "${TMPDIR:-/tmp}/scratch.txt"'
+    proc = _run(workdir, script)
+    assert proc.returncode == 0 and proc.stdout.strip() == "scratch", proc.stderr
     assert not Path("/tmp/scratch.txt").exists()
 
 
@@ -381,7 +387,8 @@ def test_build_profile_cannot_change_the_users_plan_lsp_folders_or_the_server(
 def test_self_test_proves_bubblewrap() -> None:
     status = probe_sandbox(["bubblewrap"])
     assert status.mechanism == "bubblewrap" and status.build_profile
-    assert "write and a connect failed" in status.detail and " ms" in status.detail
+    assert "a Unix-socket connect and a FIFO write failed" in status.detail
+    assert " ms" in status.detail
     assert sandbox_kind() == sandbox_status().mechanism
 
 

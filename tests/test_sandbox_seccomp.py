@@ -21,6 +21,7 @@ from plan_lsp.policy.sandbox.landlock_launch import (
     EACCES,
     HARMLESS_IOCTLS,
     OWN_PROCESS_ONLY,
+    SOCKET_CALLS,
     SYSCALL_GROUPS,
     seccomp_bytes,
     seccomp_program,
@@ -29,7 +30,10 @@ from tests.sandbox_support import require, run_in
 from tests.test_shell_benign_exec import _quote, _repository, corpus_lines
 
 ALLOW, DENY, KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
-LANDLOCK_GROUPS = ["metadata", "keyrings", "ioctls", "other_processes", "sockets"]
+LANDLOCK_GROUPS = [
+    "metadata", "keyrings", "ioctls", "other_processes", "unix_sockets", "sockets",
+]  # fmt: skip
+PLAN_GROUPS = ["keyrings", "unix_sockets", "io_uring"]  # bubblewrap's plan profile
 
 
 def run_bpf(program: list[tuple[int, int, int, int]], arch: int, nr: int, args: list[int]) -> int:
@@ -40,6 +44,9 @@ def run_bpf(program: list[tuple[int, int, int, int]], arch: int, nr: int, args: 
         code, jt, jf, k = program[pc]
         if code == 0x20:  # ld [k]
             acc = struct.unpack_from("=I", data, k)[0]
+            pc += 1
+        elif code == 0x54:  # and k
+            acc &= k
             pc += 1
         elif code in (0x15, 0x35):  # jeq, jge
             taken = acc == k if code == 0x15 else acc >= k
@@ -56,6 +63,10 @@ def _expected(machine: str, groups: list[str], nr: int, args: list[int]) -> int:
         return DENY
     if any(nr in table[g] for g in groups if g in table and g != "ioctls"):
         return DENY
+    if "unix_sockets" in groups and nr == SOCKET_CALLS[machine][0]:
+        return DENY if args[0] & 0xFFFFFFFF == 1 else ALLOW  # AF_UNIX
+    if "unix_sockets" in groups and nr == SOCKET_CALLS[machine][1]:
+        return DENY if args[1] & 0xF == 2 else ALLOW  # SOCK_DGRAM, whatever the flags
     if "ioctls" in groups and nr == table["ioctls"][0]:
         return ALLOW if args[1] & 0xFFFFFFFF in HARMLESS_IOCTLS.values() else DENY
     own = OWN_PROCESS_ONLY[machine]
@@ -67,17 +78,25 @@ def _expected(machine: str, groups: list[str], nr: int, args: list[int]) -> int:
 @pytest.mark.parametrize("machine", sorted(AUDIT_ARCHES))
 @pytest.mark.parametrize(
     "groups",
-    [LANDLOCK_GROUPS, ["metadata", "keyrings", "ioctls"], ["keyrings", "other_processes"]],
+    [
+        LANDLOCK_GROUPS,
+        LANDLOCK_GROUPS[:-1],  # the network allowed: Unix sockets still denied
+        PLAN_GROUPS,
+        ["metadata", "keyrings", "ioctls"],
+        ["keyrings", "other_processes"],
+    ],
 )
 @given(
     nr=st.one_of(
         st.integers(0, 600),
-        st.sampled_from([16, 29, 0x40000010, 302, 261, 141, 140, 251, 30, 203, 122]),
+        st.sampled_from(
+            [16, 29, 0x40000010, 302, 261, 141, 140, 251, 30, 203, 122, 41, 53, 198, 199, 425]
+        ),
     ),
-    first=st.one_of(st.sampled_from([0, 1, 2, 1 << 32, 4242]), st.integers(0, 2**64 - 1)),
+    first=st.one_of(st.sampled_from([0, 1, 2, 10, 1 << 32, 4242]), st.integers(0, 2**64 - 1)),
     request=st.one_of(
         st.sampled_from(sorted(HARMLESS_IOCTLS.values())),
-        st.sampled_from([0, 1 << 32]),
+        st.sampled_from([0, 1, 2, 5, 1 << 32, 0x80002, 0x80802, 0x80001, (1 << 32) | 2]),
         st.integers(0, 2**64 - 1),
         st.sampled_from([0x40086602, 0x401C5820, 0x40049409, 0xC0189436, 0x40806685]),
     ),
@@ -122,6 +141,28 @@ def test_io_uring_is_denied_even_with_the_network() -> None:
     for machine in AUDIT_ARCHES:
         program = seccomp_program(machine, ["metadata", "keyrings", "ioctls"])
         assert run_bpf(program, AUDIT_ARCHES[machine], 425, [0] * 6) == DENY
+
+
+def test_unix_sockets_are_denied_socket_pairs_of_streams_allowed() -> None:
+    """socket(AF_UNIX, ...) fails (a host service's socket file is reachable through any
+    mount); socketpair of streams or seqpackets works (connected to each other for good),
+    of datagrams fails (sendto(2) reaches any path). Flags on the type change nothing.
+    TCP and UDP sockets stay as the network setting has them."""
+    for machine, (socket_nr, pair_nr) in SOCKET_CALLS.items():
+        arch = AUDIT_ARCHES[machine]
+        for groups in (PLAN_GROUPS, LANDLOCK_GROUPS[:-1]):
+            program = seccomp_program(machine, groups)
+            assert run_bpf(program, arch, socket_nr, [1, 1, 0, 0, 0, 0]) == DENY
+            assert run_bpf(program, arch, socket_nr, [1, 0x80002, 0, 0, 0, 0]) == DENY
+            assert run_bpf(program, arch, socket_nr, [2, 1, 0, 0, 0, 0]) == ALLOW  # AF_INET
+            assert run_bpf(program, arch, socket_nr, [10, 2, 0, 0, 0, 0]) == ALLOW  # AF_INET6
+            for kind in (1, 5, 0x80001, 0x80805):  # stream, seqpacket (+ CLOEXEC, NONBLOCK)
+                assert run_bpf(program, arch, pair_nr, [1, kind, 0, 0, 0, 0]) == ALLOW
+            for kind in (2, 0x80002, 0x802, 0x80802):
+                assert run_bpf(program, arch, pair_nr, [1, kind, 0, 0, 0, 0]) == DENY
+            assert run_bpf(program, arch, 425, [0] * 6) == (
+                DENY if "io_uring" in groups or "metadata" in groups else ALLOW
+            )
 
 
 def test_the_bytes_are_the_program() -> None:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_shim
+from plan_lsp.policy.sandbox.landlock import LAUNCHER, landlock_abi
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
 from plan_lsp.policy.sandbox.layout import (
     CPU_SECONDS,
@@ -109,8 +111,16 @@ def _env_prefix(env: Mapping[str, str]) -> list[str]:
 # string, run outside the sandbox with the allow-list environment.
 SECCOMP_PRELUDE = 'exec 3<"$1" || exit 126; shift; exec "$@"'
 # Inside the plan profile: the kernel keyring calls (the server's session keyring is
-# inherited, and its keys would be readable by possession).
-PLAN_SECCOMP_GROUPS = ["keyrings"]
+# inherited, and its keys would be readable by possession); Unix sockets (socket(AF_UNIX)
+# and datagram socket pairs: a host service's socket file is reachable through any mount,
+# read-only or not, and the network namespace does not cover path sockets); io_uring (its
+# operations never pass through the filter).
+PLAN_SECCOMP_GROUPS = ["keyrings", "unix_sockets", "io_uring"]
+
+# Landlock stacked inside the plan profile (see `_landlock_inside`).
+SANDBOX_LAUNCHER = "/run/plan-lsp/landlock_launch.py"
+PRIVATE_TMP = "/run/plan-lsp/tmp"
+SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/run", "/dev")
 
 
 def _seccomp_prefix() -> tuple[list[str], list[str]]:
@@ -123,6 +133,37 @@ def _seccomp_prefix() -> tuple[list[str], list[str]]:
     # -p: no $BASH_ENV from whatever environment the caller spawns this with.
     prefix = [_program("bash"), "-p", "-c", SECCOMP_PRELUDE, "plan-lsp-seccomp", str(bpf)]
     return prefix, ["--seccomp", "3"]
+
+
+def _landlock_inside(host_trees: Sequence[Path]) -> tuple[list[str], list[str], str | None]:
+    """(bwrap options, launcher argv prefix, private TMPDIR or None): Landlock inside the
+    sandbox, so that nothing but the sandbox's own scratch space can be opened for writing.
+
+    A read-only mount does not stop opening a FIFO (or a device) for writing: a host FIFO in
+    a workspace or any other visible tree would reach its reader. Landlock's write-file
+    right governs every open for writing, FIFOs included. Its rules grant a directory's
+    rights to everything below it, across mounts, so a scratch mount (/tmp, /var/tmp, /run,
+    /dev) is granted only when no host tree (a root, a toolchain) is bound below it; when
+    one is below /tmp, the command gets a private tmpfs at PRIVATE_TMP as TMPDIR and HOME
+    instead. Empty lists where the kernel has no Landlock (the self-test then fails on its
+    FIFO and bubblewrap is not used)."""
+    if landlock_abi() < 1:
+        return [], [], None
+    writable = [
+        m for m in SCRATCH_MOUNTS
+        if not any(t == Path(m) or below(t, Path(m)) for t in host_trees)
+    ]  # fmt: skip
+    options = ["--ro-bind", str(LAUNCHER), SANDBOX_LAUNCHER]
+    private = None
+    if "/tmp" not in writable:
+        private = PRIVATE_TMP
+        options += _tmpfs(PRIVATE_TMP, TMPFS_BYTES)
+        writable.append(PRIVATE_TMP)
+    launcher = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LAUNCHER,
+                "--filesystem-only", "--read", "/"]  # fmt: skip
+    for path in writable:
+        launcher += ["--write", path]
+    return options, [*launcher, "--"], private
 
 
 def _all_roots(workdir: Path, roots: Sequence[Path]) -> list[Path]:
@@ -148,6 +189,9 @@ def plan_argv(
     shim = git_shim()
     env = plan_environment(base_env, extra_path=[SANDBOX_SHIM_DIR] if shim else [])
     seccomp_prefix, seccomp_options = _seccomp_prefix()
+    landlock_options, launcher, private_tmp = _landlock_inside([*layout.toolchains, *layout.roots])
+    if private_tmp is not None:
+        env["HOME"] = env["TMPDIR"] = private_tmp
     args = [
         bwrap,
         *seccomp_options,  # no kernel keyrings
@@ -179,11 +223,13 @@ def plan_argv(
     if shim is not None:
         args += ["--ro-bind", str(shim.sandbox_bin), SANDBOX_SHIM_DIR]
         args += ["--ro-bind", str(shim.exec_dir), SANDBOX_EXEC_DIR]
+    args += landlock_options
     args += [
         "--chdir", os.path.realpath(workdir),
         "--die-with-parent",
         "--new-session",  # no controlling terminal: no TIOCSTI into the user's shell
         "--",
+        *launcher,  # nothing but scratch space opened for writing (FIFOs included)
         *limited(argv),
     ]  # fmt: skip
     return [*seccomp_prefix, *_env_prefix(env), *args]

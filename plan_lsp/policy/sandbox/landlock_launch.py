@@ -12,6 +12,11 @@ OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv wor
                   too). The filter always denies chmod, chown, utime and extended-attribute
                   changes, io_uring and every ioctl request not known to be harmless, which
                   Landlock does not cover, and the kernel keyring calls.
+  --filesystem-only  only the Landlock filesystem rules: no network rules, no scoping, no
+                  seccomp filter. For the plan profile of bubblewrap, which has its own
+                  namespaces and filter: there Landlock's write-file right is what keeps a
+                  command from opening a host FIFO (or any other file) for writing through
+                  a read-only mount, which does not stop that.
   --chdir PATH    the working directory
   --cpu S --fsize BYTES --nproc N --data BYTES   resource limits
 
@@ -53,6 +58,13 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 #             sets append-only, immutable, nodump; FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY,
 #             FIDEDUPERANGE, filesystem-specific requests)
 #   other_processes  (see OWN_PROCESS_ONLY)
+#   unix_sockets  socket(AF_UNIX, ...) and socketpair(..., SOCK_DGRAM, ...): a path socket
+#             is reached by connect(2) whatever the mount or the network namespace, and a
+#             datagram socket, even one of a pair, sends to any path with sendto(2). Stream
+#             and seqpacket pairs stay allowed: they are connected to each other for good
+#             (connect and sendto with an address fail with EISCONN).
+#   io_uring  io_uring_setup: a ring's operations (IORING_OP_SOCKET, IORING_OP_OPENAT, ...)
+#             never pass through a seccomp filter
 # New syscalls share one number on every architecture: io_uring_setup, fchmodat2,
 # setxattrat, removexattrat, file_setattr.
 _NEW_METADATA = (425, 452, 463, 466, 469)
@@ -74,12 +86,14 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
         ),
         "keyrings": (248, 249, 250),
         "ioctls": (16,),
+        "io_uring": (425,),
     },
     "aarch64": {
         "sockets": (198,),
         "metadata": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, *_NEW_METADATA),
         "keyrings": (217, 218, 219),
         "ioctls": (29,),
+        "io_uring": (425,),
     },
 }
 # Syscalls that change another process of the same user, checked by the kernel on the user
@@ -99,6 +113,9 @@ OWN_PROCESS_ONLY: dict[str, dict[int, tuple[tuple[int, int], ...]]] = {
         140: ((0, 0), (1, 0)), 30: ((0, 1), (1, 0)),
     },
 }  # fmt: skip
+# (socket, socketpair) by machine, for the unix_sockets group.
+SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}
+AF_UNIX, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
 # The ioctl requests a command may still make (the same numbers on x86_64 and aarch64): they
 # only read, or change the calling process's own file descriptor. Everything else fails.
 HARMLESS_IOCTLS: dict[str, int] = {
@@ -166,7 +183,7 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, abi: int)
 
 
 # Classic BPF: load word at offset, jump if equal / greater or equal, return.
-_LD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_LD, _JEQ, _JGE, _RET, _AND = 0x20, 0x15, 0x35, 0x06, 0x54
 _ALLOW, _DENY, _KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
 # struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (the low word first on these
 # little-endian machines; the kernel reads an ioctl request as 32 bits).
@@ -204,6 +221,7 @@ def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int
     table = SYSCALL_GROUPS[machine]
     denied = [nr for group in groups if group in table and group != "ioctls" for nr in table[group]]
     own = OWN_PROCESS_ONLY[machine] if "other_processes" in groups else {}
+    unix = SOCKET_CALLS[machine] if "unix_sockets" in groups else None
     code: list[Insn | str] = [
         (_LD, 0, 0, _ARCH),
         (_JEQ, 0, "kill", AUDIT_ARCHES[machine]),
@@ -212,6 +230,8 @@ def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int
         *((_JEQ, "deny", 0, nr) for nr in denied),
         *((_JEQ, f"own{nr}", 0, nr) for nr in own),
     ]
+    if unix is not None:
+        code += [(_JEQ, "unix_socket", 0, unix[0]), (_JEQ, "unix_pair", 0, unix[1])]
     if "ioctls" in groups:
         code += [
             (_JEQ, 0, "allow", table["ioctls"][0]),
@@ -227,6 +247,14 @@ def seccomp_program(machine: str, groups: list[str]) -> list[tuple[int, int, int
             code.append((_LD, 0, 0, _ARGS + 8 * index))
             last = n == len(required) - 1
             code.append((_JEQ, "allow" if last else 0, "deny", value))
+    if unix is not None:
+        # socket(domain, ...): the domain is an int (low word); socketpair(domain, type,
+        # ...): the type carries SOCK_CLOEXEC / SOCK_NONBLOCK above its low four bits.
+        code += [
+            "unix_socket", (_LD, 0, 0, _ARGS), (_JEQ, "deny", "allow", AF_UNIX),
+            "unix_pair", (_LD, 0, 0, _ARGS + 8), (_AND, 0, 0, SOCK_TYPE_MASK),
+            (_JEQ, "deny", "allow", SOCK_DGRAM),
+        ]  # fmt: skip
     code += ["allow", (_RET, 0, 0, _ALLOW), "deny", (_RET, 0, 0, _DENY)]
     code += ["kill", (_RET, 0, 0, _KILL)]
     return _assemble(code)
@@ -238,7 +266,7 @@ def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
 
 
 def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
-    groups = ["metadata", "keyrings", "ioctls", "other_processes"]
+    groups = ["metadata", "keyrings", "ioctls", "other_processes", "unix_sockets"]
     groups += [] if network else ["sockets"]
     raw = seccomp_bytes(os.uname().machine, groups)
     filters = ctypes.create_string_buffer(raw, len(raw))
@@ -253,6 +281,7 @@ class Options:
         self.write: list[str] = []
         self.devices: list[str] = []
         self.network = False
+        self.filesystem_only = False
         self.chdir: str | None = None
         self.limits: dict[str, int] = {}
 
@@ -275,8 +304,8 @@ def parse(args: list[str]) -> tuple[Options, list[str]]:
             if i + 1 >= len(args):
                 raise LaunchError("no command after --")
             return options, args[i + 1 :]
-        if word == "--network":
-            options.network = True
+        if word in ("--network", "--filesystem-only"):
+            setattr(options, word[2:].replace("-", "_"), True)
             i += 1
             continue
         if i + 1 >= len(args):
@@ -322,9 +351,9 @@ def restrict(options: Options) -> None:
     abi = libc.syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
     if abi < 1:
         raise LaunchError("landlock is not available")
-    network = options.network
+    network = options.network or options.filesystem_only
     handled_net = 0 if network or abi < 4 else NET_BIND_TCP | NET_CONNECT_TCP
-    scoped = SCOPE_SIGNAL if abi >= 6 else 0
+    scoped = SCOPE_SIGNAL if abi >= 6 and not options.filesystem_only else 0
     if abi >= 6 and not network:
         scoped |= SCOPE_ABSTRACT_UNIX_SOCKET
     size = 8 if abi < 4 else 16 if abi < 6 else 24
@@ -337,7 +366,8 @@ def restrict(options: Options) -> None:
         _add_rule(libc, ruleset, path, fs_rights(abi), abi)
     for path in options.devices:
         _add_rule(libc, ruleset, path, READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV, abi)
-    _seccomp_filter(libc, network)
+    if not options.filesystem_only:
+        _seccomp_filter(libc, network)
     _check(libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
     os.close(ruleset)
 

@@ -1,9 +1,12 @@
 """The start-up proof: a mechanism is reported only after it held against a real probe.
 
 Inside the plan profile the probe tries to write to the workspace, to /tmp and to $HOME, to
-connect to a loopback listener the server opened, and to see the server's environment
-(its own variables, every /proc/*/environ, the server's /proc/<pid>/environ). The server
-then checks the host: no file appeared, nothing connected, the secret never came back.
+connect to a loopback listener the server opened, to reach host Unix sockets and FIFOs the
+server made (in the workspace and outside it: a stream listener, a datagram socket through
+a socket pair, a FIFO with a reader waiting), and to see the server's environment (its own
+variables, every /proc/*/environ, the server's /proc/<pid>/environ). The server then checks
+the host: no file appeared, nothing connected, no byte reached a socket or the FIFO, the
+secret never came back.
 The probe must also have read a workspace file, so a sandbox that sees nothing is refused
 too. For bubblewrap the build profile is probed as well: the workspace is writable there,
 `.plan-lsp` is not.
@@ -17,7 +20,9 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +34,8 @@ from plan_lsp.policy.sandbox.layout import home_dir
 PROBE_TIMEOUT_S = 10.0
 SECRET_VARIABLE = "PLAN_LSP_SANDBOX_PROBE_SECRET"
 
-# Runs inside the sandbox: $1 token, $2 workspace, $3 real home, $4 port, $5 server pid.
+# Runs inside the sandbox: $1 token, $2 workspace, $3 real home, $4 port, $5 server pid,
+# $6 the server's interpreter, $7 IPC_PROBE, $8 a directory outside the workspace.
 # A fixed text; every variable part arrives as an argument.
 PLAN_PROBE = r"""
 p="plan-lsp-probe-$1"
@@ -38,10 +44,41 @@ echo x > "$2/$p" 2>/dev/null
 echo x > "/tmp/$p" 2>/dev/null
 echo x > "$3/$p" 2>/dev/null
 (exec 3<>"/dev/tcp/127.0.0.1/$4") 2>/dev/null && echo CONNECTED
+"$6" -I -S -c "$7" "$2" "$8" 2>/dev/null
 env
 cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'
 sha256sum "/proc/$5/environ" 2>/dev/null
 echo PROBE-END
+"""
+
+# The host's IPC endpoints the probe must not reach, in the workspace and outside it: a
+# stream socket's listener, a datagram socket (sent to through a socket pair, as
+# socket(AF_UNIX) itself may be refused), a FIFO whose reader is waiting (opened without
+# blocking, so the probe never waits on it).
+SOCKET_NAME, DATAGRAM_NAME, FIFO_NAME = "probe.sock", "probe-dgram.sock", "probe.fifo"
+IPC_PROBE = f"""
+import os, socket, sys
+for d in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.path.join(d, "{SOCKET_NAME}"))
+        s.sendall(b"x")
+        print("UNIX-CONNECTED")
+    except OSError:
+        pass
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.sendto(b"x", os.path.join(d, "{DATAGRAM_NAME}"))
+        print("UNIX-SENT")
+    except OSError:
+        pass
+    try:
+        fd = os.open(os.path.join(d, "{FIFO_NAME}"), os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, b"x")
+        print("FIFO-WRITTEN")
+    except OSError:
+        pass
+print("IPC-PROBED")
 """
 
 BUILD_PROBE = r"""
@@ -50,6 +87,10 @@ echo x > "$1/.plan-lsp/probe" 2>/dev/null && echo STATE-WRITABLE
 echo PROBE-END
 """
 
+PROOF = (
+    "a write, a connect, a Unix-socket connect and a FIFO write failed, the environment "
+    "stayed hidden"
+)
 ArgvBuilder = Callable[[Path, Sequence[str], Path], list[str]]
 
 
@@ -69,6 +110,63 @@ def _listener() -> Iterator[socket.socket]:
         yield server
     finally:
         server.close()
+
+
+class _HostEndpoints:
+    """A Unix stream listener, a Unix datagram socket and a FIFO with a reader, in each of
+    `folders`; `reached()` says which received anything (a connection, a datagram, a byte).
+    """
+
+    def __init__(self, folders: Sequence[Path]) -> None:
+        self.listeners: list[socket.socket] = []
+        self.datagrams: list[socket.socket] = []
+        self.fifos: list[int] = []
+        self.folders = folders
+
+    def __enter__(self) -> _HostEndpoints:
+        try:
+            for folder in self.folders:
+                stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.listeners.append(stream)
+                stream.bind(str(folder / SOCKET_NAME))
+                stream.listen(8)
+                stream.setblocking(False)
+                datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self.datagrams.append(datagram)
+                datagram.bind(str(folder / DATAGRAM_NAME))
+                datagram.setblocking(False)
+                os.mkfifo(folder / FIFO_NAME, 0o666)
+                self.fifos.append(os.open(folder / FIFO_NAME, os.O_RDONLY | os.O_NONBLOCK))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def reached(self) -> list[str]:
+        found = [f"a Unix-socket connect to {folder / SOCKET_NAME}"
+                 for folder, sock in zip(self.folders, self.listeners, strict=False)
+                 if _connected(sock)]  # fmt: skip
+        for folder, sock in zip(self.folders, self.datagrams, strict=False):
+            with contextlib.suppress(OSError):
+                sock.recv(64)
+                found.append(f"a datagram to {folder / DATAGRAM_NAME}")
+        for folder, fd in zip(self.folders, self.fifos, strict=False):
+            with contextlib.suppress(OSError):
+                if os.read(fd, 64):
+                    found.append(f"a write to the FIFO {folder / FIFO_NAME}")
+        return found
+
+    def __exit__(self, *_: object) -> None:
+        for sock in (*self.listeners, *self.datagrams):
+            sock.close()
+        for fd in self.fifos:
+            os.close(fd)
+        for folder in self.folders:
+            for name in (SOCKET_NAME, DATAGRAM_NAME, FIFO_NAME):
+                path = folder / name
+                with contextlib.suppress(OSError):
+                    if not stat.S_ISDIR(path.lstat().st_mode):
+                        path.unlink()
 
 
 def _connected(server: socket.socket) -> bool:
@@ -111,15 +209,19 @@ def probe_plan(build: ArgvBuilder) -> ProbeResult:
     ):
         workspace = Path(tmp) / "ws"
         scratch = Path(tmp) / "scratch"
-        workspace.mkdir()
-        scratch.mkdir()
+        outside = Path(tmp) / "srv"
+        for folder in (workspace, scratch, outside):
+            folder.mkdir()
         (workspace / "hello").write_text(f"hello-{token}\n")
         port = server.getsockname()[1]
         env = {**os.environ, SECRET_VARIABLE: token}
         argv = ["bash", "-c", PLAN_PROBE, "probe", token, str(workspace),
-                str(home or "/nonexistent"), str(port), str(os.getpid())]  # fmt: skip
+                str(home or "/nonexistent"), str(port), str(os.getpid()),
+                os.path.realpath(sys.executable), IPC_PROBE, str(outside)]  # fmt: skip
         try:
-            proc = _run(build(workspace, argv, scratch), env)
+            with _HostEndpoints([workspace, outside]) as endpoints:
+                proc = _run(build(workspace, argv, scratch), env)
+                reached = endpoints.reached()
         except (OSError, subprocess.SubprocessError) as exc:
             return ProbeResult(False, f"the probe could not run: {exc}")
         leaked = [
@@ -144,12 +246,17 @@ def probe_plan(build: ArgvBuilder) -> ProbeResult:
         return ProbeResult(False, f"a write went through: {', '.join(leaked)}")
     if connected or "CONNECTED" in lines:
         return ProbeResult(False, "a TCP connection to a loopback listener went through")
+    said = [w for w in ("UNIX-CONNECTED", "UNIX-SENT", "FIFO-WRITTEN") if w in lines]
+    if reached or said:
+        return ProbeResult(False, f"host IPC was reached: {', '.join(reached or said)}")
+    if "IPC-PROBED" not in lines:
+        return ProbeResult(False, "the Unix-socket and FIFO probe did not run in the sandbox")
     if token in out.replace(f"hello-{token}", ""):
         return ProbeResult(False, "the server's environment is visible inside the sandbox")
     digest = _own_environ_digest()
     if digest is not None and digest in out:
         return ProbeResult(False, "the server's /proc/<pid>/environ is readable")
-    return ProbeResult(True, "a write and a connect failed, the environment stayed hidden")
+    return ProbeResult(True, PROOF)
 
 
 def probe_build(build: Callable[[Path, Sequence[str]], list[str]]) -> ProbeResult:

@@ -253,6 +253,14 @@ def test_a_walk_of_the_home_names_why_it_is_refused(home: Path, command: str) ->
     assert "walks the working directory" in reason and "plan mode hides" in reason, reason
 
 
+def test_classified_refuses_a_dot_entry_made_after_the_first_command(home: Path) -> None:
+    assert classify_command("cat src/app.py", roots=[home], cwd=home).allowed
+    (home / ".later-tool").mkdir()
+    (home / ".later-tool" / "token").write_text(f"{CANARY}-later\n")
+    result = classify_command("cat .later-tool/token", roots=[home], cwd=home)
+    assert not result.allowed and ".later-tool" in " ".join(result.reasons)
+
+
 def test_a_root_holding_the_home_refuses_the_same(home: Path) -> None:
     homes = home.parent
     for rel in SECRETS:

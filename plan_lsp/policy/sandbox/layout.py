@@ -256,16 +256,111 @@ def hideable(value: str | os.PathLike[str]) -> Path | None:
     text = os.fspath(value)
     if not text or not os.path.isabs(text):
         return None
-    real = Path(os.path.realpath(text))
-    if real == Path("/") or _under(real, (Path(t) for t in KERNEL_TREES)):
-        return None
-    if any(_under(Path(d), [real]) for d in SYSTEM_DIRS):
+    real = os.path.realpath(text)
+    if not _hideable_place(real):
         return None
     try:
         mode = os.stat(real).st_mode
     except OSError:
         return None
-    return real if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else None
+    return Path(real) if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else None
+
+
+def _hideable_place(real: str) -> bool:
+    """`real` is neither `/`, nor in /dev, /proc or /sys, nor a system directory or a parent
+    of one (string tests: this runs for every listed place on every command)."""
+    if real == "/" or any(real == t or real.startswith(t + "/") for t in KERNEL_TREES):
+        return False
+    prefix = real + "/"
+    return not any(d == real or d.startswith(prefix) for d in SYSTEM_DIRS)
+
+
+@dataclass(frozen=True)
+class HiddenRules:
+    """What plan mode hides inside the workspace roots, as rules a path is tested against
+    without looking at the disk (the `classified` checks run on every operand): the home's
+    dot entries but the allow-list when a root is or holds the home (`home_dot_places`,
+    judged by where a path really lies), and the places named by the environment, the
+    user's plan-lsp folders and HOME_SECRETS that lie inside a root, whether they exist
+    yet or not."""
+
+    home: str | None  # the real home, when a root is or holds it
+    visible: tuple[str, ...]  # HOME_VISIBLE, and `.plan-lsp` when the home is a root
+    places: tuple[str, ...]  # real paths inside a root
+
+    def lies_in(self, real: str) -> str | None:
+        """The hidden place `real` (a real, absolute path) is or lies in, or None."""
+        for place in self.places:
+            if real == place or real.startswith(place + "/"):
+                return place
+        if self.home is None or not real.startswith(self.home + "/"):
+            return None
+        parts = real[len(self.home) + 1 :].split("/")
+        if not parts[0].startswith("."):
+            return None
+        for end in range(1, len(parts) + 1):
+            rel = "/".join(parts[:end])
+            if rel in self.visible:
+                return None
+            if not any(v.startswith(rel + "/") for v in self.visible):
+                return f"{self.home}/{rel}"
+        return None  # an ancestor of an allowed entry (`~/.cargo`): it only holds some
+
+    def holds(self, real: str) -> str | None:
+        """A hidden place strictly below the folder `real`, or None."""
+        prefix = real if real.endswith("/") else real + "/"
+        for place in self.places:
+            if place.startswith(prefix):
+                return place
+        if self.home is None:
+            return None
+        if self.home.startswith(prefix) or real == self.home:
+            return f"{self.home}/.*"
+        if real.startswith(self.home + "/"):
+            rel = real[len(self.home) + 1 :]
+            if rel.startswith(".") and any(v.startswith(rel + "/") for v in self.visible):
+                return f"{real}/*"
+        return None
+
+
+_RULE_VARIABLES = ("HOME", *CREDENTIAL_VARIABLES, *USER_DIR_VARIABLES)
+
+
+def hidden_rules(
+    roots: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | None = None
+) -> HiddenRules:
+    """The rules for `roots` (real paths) under `env`; cached by what they depend on."""
+    env = os.environ if env is None else env
+    values = tuple(map(env.get, _RULE_VARIABLES))
+    return _hidden_rules(tuple(os.fspath(r) for r in roots), values, _RULE_VARIABLES)
+
+
+@lru_cache(maxsize=64)
+def _hidden_rules(
+    roots_key: tuple[str, ...], values: tuple[str | None, ...], names: tuple[str, ...]
+) -> HiddenRules:
+    env = {n: v for n, v in zip(names, values, strict=True) if v is not None}
+    roots = [os.path.realpath(r) for r in roots_key]
+
+    def inside(real: str) -> bool:
+        return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
+
+    named = [v for n in CREDENTIAL_VARIABLES for v in env.get(n, "").split(os.pathsep)]
+    named += user_plan_lsp_dirs(env)
+    home = home_dir(env)
+    if home is not None:
+        named += [str(home / rel) for rel in HOME_SECRETS]
+    places = []
+    for value in named:
+        if value and os.path.isabs(value):
+            real = os.path.realpath(value)
+            if _hideable_place(real) and inside(real):
+                places.append(real)
+    real_home = str(home) if home is not None else None
+    if real_home is None or not inside(real_home) or not _hideable_place(real_home):
+        return HiddenRules(None, (), tuple(dict.fromkeys(places)))
+    visible = (*HOME_VISIBLE, *((WORKSPACE_DIR,) if real_home in roots else ()))
+    return HiddenRules(real_home, visible, tuple(dict.fromkeys(places)))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.layout import plan_layout
+from plan_lsp.policy.sandbox.layout import HiddenRules, hidden_rules
 
 # A glob that matches more names than this is not expanded for checking.
 MAX_GLOB_MATCHES = 2000
@@ -45,42 +45,37 @@ class PathPolicy:
         self.harmless = harmless
         # The PATH programs are looked up in (checked for directories the workspace controls).
         self.path_variable = os.environ.get("PATH", "")
-        self._hidden: tuple[str, ...] | None = None
+        self._hidden: HiddenRules | None = None
 
     @property
-    def hidden(self) -> tuple[str, ...]:
-        """What the plan sandbox hides inside the roots (real paths), found on first use."""
+    def hidden(self) -> HiddenRules:
+        """What the plan sandbox hides inside the roots (`layout.hidden_rules`)."""
         if self._hidden is None:
-            layout = plan_layout([Path(r) for r in self.roots], os.environ)
-            self._hidden = tuple(str(p) for p in layout.credentials)
+            self._hidden = hidden_rules(self.roots, os.environ)
         return self._hidden
 
     def hidden_problem(self, raw: str, real: str, *, holding: bool = True) -> str | None:
         """Why `raw` (resolving to `real`) lies in a hidden place, or (`holding`) is a folder
         that holds one, or None."""
-        hidden = self.hidden
-        if not hidden:
-            return None
         where = "" if real == raw else f" (it resolves to {real})"
-        for place in hidden:
-            if real == place or real.startswith(place + "/"):
-                return (
-                    f"`{raw}`{where} lies in {place}, which plan mode hides: it is one of the "
-                    "home's dot files or folders (only the toolchains are shown when a "
-                    "workspace holds the home) or a credentials or plan-lsp folder; "
-                    "reading it is not allowed"
-                )
+        place = self.hidden.lies_in(real)
+        if place is not None:
+            return (
+                f"`{raw}`{where} lies in {place}, which plan mode hides: it is one of the "
+                "home's dot files or folders (only the toolchains are shown when a "
+                "workspace holds the home) or a credentials or plan-lsp folder; "
+                "reading it is not allowed"
+            )
         if not holding:
             return None
-        prefix = real if real.endswith("/") else real + "/"
-        for place in hidden:
-            if place.startswith(prefix):
-                return (
-                    f"`{raw}`{where} holds {place}, which plan mode hides (the home's dot "
-                    "files and folders but the toolchains, credentials, plan-lsp's own "
-                    "folders); reading this folder could read it: name the project's own "
-                    "folders or files instead"
-                )
+        place = self.hidden.holds(real)
+        if place is not None:
+            return (
+                f"`{raw}`{where} holds {place}, which plan mode hides (the home's dot "
+                "files and folders but the toolchains, credentials, plan-lsp's own "
+                "folders); reading this folder could read it: name the project's own "
+                "folders or files instead"
+            )
         return None
 
     def git_problem(self, base: str) -> str | None:
@@ -88,6 +83,10 @@ class PathPolicy:
         `.git` (the nearest one above `base`, as git looks for it) lies in a hidden place,
         or is the home's own `.git` outside every root (the history of a dotfiles repository
         holds the home's dot files, which plan mode hides)."""
+        rules = self.hidden
+        home_git = _home_git(os.environ.get("HOME", ""))
+        if rules.home is None and not rules.places and not os.path.lexists(home_git):
+            return None  # nothing git could find is hidden (the usual case: one lstat)
         folder = base
         while True:
             candidate = os.path.join(folder, ".git")
@@ -98,19 +97,14 @@ class PathPolicy:
                 return None
             folder = parent
         real = os.path.realpath(candidate)
-        for place in self.hidden:
-            if real == place or real.startswith(place + "/"):
-                return (
-                    f"git in {base} would read the repository at {real}, which lies in "
-                    f"{place}: plan mode hides it (a repository of the home's dot files "
-                    "holds them in its history)"
-                )
-        home = os.environ.get("HOME", "")
-        if (
-            os.path.isabs(home)
-            and real == os.path.join(os.path.realpath(home), ".git")
-            and not self.inside(real)
-        ):
+        place = self.hidden.lies_in(real)
+        if place is not None:
+            return (
+                f"git in {base} would read the repository at {real}, which lies in "
+                f"{place}: plan mode hides it (a repository of the home's dot files "
+                "holds them in its history)"
+            )
+        if real == home_git and not self.inside(real):
             return (
                 f"git in {base} would read the home's own repository {real}, outside the "
                 "workspace: its history holds the home's dot files, which plan mode hides"
@@ -138,9 +132,9 @@ class PathPolicy:
     def cwd_problem(self) -> str | None:
         if not self.inside(self.cwd):
             return f"the working directory {self.cwd} is outside the workspace"
-        for place in self.hidden:
-            if self.cwd == place or self.cwd.startswith(place + "/"):
-                return f"the working directory {self.cwd} lies in {place}, which plan mode hides"
+        place = self.hidden.lies_in(self.cwd)
+        if place is not None:
+            return f"the working directory {self.cwd} lies in {place}, which plan mode hides"
         return None
 
     def resolve(self, raw: str, base: str | None = None) -> str:
@@ -246,6 +240,14 @@ class PathPolicy:
                         return None
             candidates = nxt
         return candidates
+
+
+@lru_cache(maxsize=8)
+def _home_git(home: str) -> str:
+    """The home's own `.git` (real home), or a name that never exists without a home."""
+    if not os.path.isabs(home):
+        return "/nonexistent/.git"
+    return os.path.join(os.path.realpath(home), ".git")
 
 
 def _join(shown: str, name: str) -> str:

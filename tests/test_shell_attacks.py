@@ -46,6 +46,7 @@ from tests.shell_attacks.harness import (
     HOME_WORKSPACE_CLASSES,
     MIN_ATTACKS,
     PORT,
+    SRV_DIR,
     SUPERVISOR_PID,
     build_template,
     expand,
@@ -74,7 +75,14 @@ CONTROL = {
     "leak-environ": "tr '\\0' '\\n' < /proc/{SERVER_PID}/environ",
     # The repository's own fsmonitor program, reached by going around the git shim.
     "hostile-git-config": "/usr/bin/git status",
+    # Host IPC endpoints (shell_attacks/ipc.py): in the workspace and in the /srv-like tree.
+    "unix-connect": 'python3 -c "import socket; '
+    "socket.socket(socket.AF_UNIX).connect('svc.sock')\"",
+    "unix-datagram": 'python3 -c "import socket; socket.socket(socket.AF_UNIX, '
+    "socket.SOCK_DGRAM).sendto(b'x', '{SRV}/dgram.sock')\"",
+    "fifo-write": "echo x > {SRV}/fifo",
 }
+IPC_CLASSES = ("host_ipc", "control")
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,8 @@ class Run:
                 problems.append(f"changed a watched directory: {'; '.join(o['changes'][:5])}")
             if o.get("connections"):
                 problems.append(f"reached the listener {o['connections']} time(s)")
+            if o.get("ipc"):
+                problems.append(f"reached a host socket or FIFO: {'; '.join(o['ipc'][:3])}")
             if o.get("leaked"):
                 problems.append("printed a secret")
             if problems:
@@ -148,7 +158,8 @@ class Workspace:
         self.jail_tmp = root / "jailtmp"
         self.sup_tmp = root / "suptmp"
         self.hosts = root / "hosts"
-        for d in (self.repos, self.canary_dir, self.home, self.jail_tmp, self.sup_tmp):
+        self.srv = root / "srv"  # host IPC endpoints, mounted in the jail at SRV_DIR
+        for d in (self.repos, self.canary_dir, self.home, self.jail_tmp, self.sup_tmp, self.srv):
             d.mkdir(parents=True)
         self.canary.write_text("canary\n")
         fake_home(self.home, token)
@@ -170,6 +181,7 @@ class Workspace:
             "NL": "\n",
             "CR": "\r",
             "TAB": "\t",
+            "SRV": SRV_DIR,
         }
 
     def watched(self) -> dict[str, dict[str, Any]]:
@@ -273,13 +285,17 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
         "expect_pid": SUPERVISOR_PID,
         "template": str(ws.template),
         "watch": [str(ws.canary_dir), str(ws.home), str(ws.user_home), str(ws.jail_tmp)],
+        "ipc_folders": [SRV_DIR],
         "attacks": [
             {"id": a.id, "command": a.command, "cwd": str(a.repo)}
             | ({"home": str(a.repo)} if a.cls in HOME_WORKSPACE_CLASSES else {})
+            | ({"ipc": True} if a.cls in IPC_CLASSES else {})
             for a in allowed
         ],
     }))  # fmt: skip
-    argv = jail_argv(ws.root, ws.jail_tmp, ws.hosts, [sys.executable, str(SUPERVISOR), str(job)])
+    argv = jail_argv(
+        ws.root, ws.jail_tmp, ws.hosts, [sys.executable, str(SUPERVISOR), str(job)], srv=ws.srv
+    )
     started = time.monotonic()
     proc = subprocess.run(
         argv,
@@ -421,5 +437,7 @@ def test_the_harness_sees_every_kind_of_escape(scratch_root: tuple[Path, str]) -
     assert by_id["leak-home"].outcome["leaked"]
     assert by_id["leak-environ"].outcome["leaked"]
     assert by_id["hostile-git-config"].outcome["changes"]
+    for name in ("unix-connect", "unix-datagram", "fifo-write"):
+        assert by_id[name].outcome["ipc"], name
     reported = {e.split("[", 1)[1].split("]", 1)[0] for e in run.escapes() if "[" in e}
     assert reported == set(CONTROL)

@@ -35,6 +35,7 @@ CLASSES = (
     "redirections",
     "hostile_repository",
     "home_workspace",
+    "host_ipc",
 )
 # Classes whose attacks run in the user's home opened as the workspace (`home_workspace`),
 # with HOME naming it, instead of a fresh copy of the scratch repository.
@@ -42,7 +43,11 @@ HOME_WORKSPACE_CLASSES = frozenset({"home_workspace"})
 MIN_ATTACKS = 25
 PORT = 47_231
 SUPERVISOR_PID = 2  # inside the jail: bwrap's init is 1, the supervisor execs as 2
-PLACEHOLDERS = ("CANARY", "CANARY_DIR", "PORT", "HOME", "SERVER_PID", "NL", "CR", "TAB")
+PLACEHOLDERS = ("CANARY", "CANARY_DIR", "PORT", "HOME", "SERVER_PID", "NL", "CR", "TAB", "SRV")
+# Where the jail mounts a tree of host IPC endpoints (ipc.py) outside every workspace, as a
+# host's /srv: the plan sandbox sees it read-only, like any tree it does not hide.
+SRV_TOP = "/srv" if os.path.isdir("/srv") else "/mnt"
+SRV_DIR = f"{SRV_TOP}/plan-lsp-ipc"
 _REPEAT = re.compile(r"\{REP:(\d+):((?:[^{}]|\{LB\}|\{RB\})*)\}")
 
 
@@ -270,8 +275,10 @@ def home_workspace(home: Path, token: str) -> None:
     _git(home, "commit", "-q", "-m", "dots", env=env)
 
 
-def jail_argv(base: Path, jail_tmp: Path, hosts: Path, argv: list[str]) -> list[str]:
-    """`argv` in the outer jail (see the module docstring)."""
+def jail_argv(
+    base: Path, jail_tmp: Path, hosts: Path, argv: list[str], *, srv: Path | None = None
+) -> list[str]:
+    """`argv` in the outer jail (see the module docstring); `srv` mounted at SRV_DIR."""
     bwrap = shutil.which("bwrap") or "bwrap"
     layout = plan_layout([])
     args = [
@@ -292,6 +299,8 @@ def jail_argv(base: Path, jail_tmp: Path, hosts: Path, argv: list[str]) -> list[
         args += ["--ro-bind", "/dev/null", str(hidden)]
     for path in layout.toolchains:
         args += ["--ro-bind", str(path), str(path)]
+    if srv is not None:
+        args += ["--tmpfs", SRV_TOP, "--bind", str(srv), SRV_DIR]
     args += [
         "--ro-bind", str(hosts), "/etc/hosts",
         "--chdir", str(base),

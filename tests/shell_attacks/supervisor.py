@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipc import Endpoints
 from snapshot import differences, snapshot
 
 from plan_lsp.policy.sandbox import sandbox_status
@@ -84,6 +85,8 @@ async def main(job_path: str) -> int:
     before = _watch(watched)
     token = job["token"]
     template = Path(job["template"])
+    # Host IPC endpoints outside the workspace (a read-only tree), for the whole run.
+    fixed = [Endpoints(Path(folder)) for folder in job.get("ipc_folders", [])]
     for attack in job["attacks"]:
         # A fresh copy of the scratch repository for every attack, made here so copies run
         # in parallel with the other jails; the test compares each with the template. An
@@ -93,6 +96,8 @@ async def main(job_path: str) -> int:
             shutil.copytree(template, attack["cwd"], symlinks=True)
         jail_home = os.environ["HOME"]
         os.environ["HOME"] = home or jail_home
+        # And inside the workspace, made for this attack, taken away before it is compared.
+        local = [Endpoints(Path(attack["cwd"]))] if attack.get("ipc") else []
         started = time.monotonic()
         result = await run_shell(
             attack["command"],
@@ -105,6 +110,9 @@ async def main(job_path: str) -> int:
             network=False,
         )
         os.environ["HOME"] = jail_home
+        ipc = [got for endpoints in (*fixed, *local) for got in endpoints.collect()]
+        for endpoints in local:
+            endpoints.remove()
         data = result.data or {}
         output = f"{data.get('stdout', '')}\n{data.get('stderr', '')}\n{result.content}"
         after = _watch(watched)
@@ -120,6 +128,7 @@ async def main(job_path: str) -> int:
             "exit": data.get("exit_code"),
             "error": data.get("error"),
             "connections": _drain(listeners),
+            "ipc": ipc,
             "leaked": token in output,
             "changes": changes,
             "stdout": str(data.get("stdout", ""))[:300],
@@ -128,6 +137,8 @@ async def main(job_path: str) -> int:
         print(json.dumps(line), flush=True)
     for sock in listeners:
         sock.close()
+    for endpoints in fixed:
+        endpoints.remove()
     print(json.dumps({"done": True}), flush=True)
     return 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config, load_config
+from plan_lsp.policy.sandbox.selftest import PROOF
 from plan_lsp.policy.sandbox_probe import (
     SandboxStatus,
     on_sandbox_known,
@@ -83,7 +84,8 @@ def shell_protection_text(config: Config, status: SandboxStatus | None) -> str:
         return "checking: the sandbox self-test is running; plan-mode commands wait for it"
     network = ", network allowed" if config.plan_network else ", no network"
     if level == "sandboxed":
-        return f"sandboxed: {status.mechanism} (read-only{network}) + classifier"
+        proven = f"; self-test: {PROOF}" if PROOF in status.detail else ""
+        return f"sandboxed: {status.mechanism} (read-only{network}) + classifier{proven}"
     return f"classified: allow-list classifier only; no sandbox here ({status.detail})"
 
 

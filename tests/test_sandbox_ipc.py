@@ -49,6 +49,12 @@ ATTACKS = {
     "socat-unix": 'echo MARK | socat - UNIX-CONNECT:"$1/svc.sock"',
     "socat-fifo": 'echo MARK | socat -u - OPEN:"$1/fifo"',
     "echo-fifo": 'echo MARK > "$1/fifo"',
+    # Around a path check: the FIFO opened for reading, reopened for writing through
+    # /proc/self/fd; a link to it made in scratch space.
+    "proc-fd-reopen": 'python3 -c \'import os,sys; r=os.open(sys.argv[1] + "/fifo", '
+    'os.O_RDONLY | os.O_NONBLOCK); w=os.open(f"/proc/self/fd/{r}", os.O_WRONLY); '
+    'os.write(w, b"MARK")\' "$1"',
+    "symlink-fifo": 'l="${TMPDIR:-/tmp}/l$$"; ln -s "$1/fifo" "$l" && echo MARK > "$l"; rm -f "$l"',
     "tee-fifo": 'echo MARK | tee "$1/fifo"',
     "dd-fifo": 'echo MARK | dd of="$1/fifo" status=none',
     "exec-rw-fifo": 'exec 3<>"$1/fifo" && echo MARK >&3',

@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 # fd-find, libxml2-utils, binutils, bsdextrautils, unzip, xxd: programs the classified shell
 # allow-list admits, which the benign-command and attack suites run for real.
-APT_PACKAGES=(bubblewrap ripgrep neovim git fd-find libxml2-utils binutils bsdextrautils unzip xxd)
+# netcat-openbsd, socat, curl: clients of Unix sockets and FIFOs the host-IPC attacks use.
+APT_PACKAGES=(bubblewrap ripgrep neovim git fd-find libxml2-utils binutils bsdextrautils unzip xxd
+  netcat-openbsd socat curl)
 
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   missing=()

@@ -184,6 +184,23 @@ def test_a_dot_entry_created_later_is_hidden_too(
     assert PROJECT in proc.stdout, proc.stderr
 
 
+@pytest.mark.parametrize("mechanism", [BUBBLEWRAP, LANDLOCK])
+def test_a_project_file_created_later_is_readable(
+    mechanism: Mechanism, home: Path, tmp_path: Path
+) -> None:
+    """Next to the hidden dot entries the home's own entries are granted one by one under
+    Landlock: one the user adds after the first command is granted too."""
+    require(mechanism)
+    scratch = _scratch(tmp_path, mechanism)
+    first = run_in(mechanism, home, "cat src/app.py", roots=[home], env=dict(os.environ),
+                   scratch=scratch)  # fmt: skip
+    assert PROJECT in first.stdout, first.stderr
+    (home / "notes.txt").write_text("NOTES-VISIBLE\n")
+    later = run_in(mechanism, home, "cat notes.txt", roots=[home], env=dict(os.environ),
+                   scratch=scratch)  # fmt: skip
+    assert "NOTES-VISIBLE" in later.stdout, later.stderr
+
+
 # -- classified ------------------------------------------------------------------------------
 
 # Commands a model may try; each either is refused or, run for real, prints no canary.

@@ -61,9 +61,14 @@ def seccomp_available() -> bool:
     return platform.machine() in AUDIT_ARCHES
 
 
-def readable_tree(top: Path, hidden: Iterable[Path]) -> list[str]:
-    """Paths whose union is everything under `top` except `hidden` (and anything below)."""
-    return list(_readable_tree(top, frozenset(hidden)))
+def readable_tree(top: Path, hidden: Iterable[Path], *, fresh: bool = False) -> list[str]:
+    """Paths whose union is everything under `top` except `hidden` (and anything below).
+    `fresh`: walked again, not cached (a workspace root: a file the user adds later next to
+    a hidden entry, e.g. in a home opened as the workspace, must be granted too)."""
+    hidden_set = frozenset(hidden)
+    if fresh:
+        return list(_readable_tree.__wrapped__(top, hidden_set))
+    return list(_readable_tree(top, hidden_set))
 
 
 @lru_cache(maxsize=64)
@@ -108,8 +113,10 @@ def landlock_options(
         *(Path(p) for p in HIDDEN_SYSTEM_DIRS),
     ]
     read = readable_tree(Path("/"), hidden)
-    for path in (*layout.toolchains, *layout.roots):
+    for path in layout.toolchains:
         read.extend(readable_tree(path, [*layout.credentials, *layout.hidden_files]))
+    for path in layout.roots:
+        read.extend(readable_tree(path, [*layout.credentials, *layout.hidden_files], fresh=True))
     shim = git_shim()
     if shim is not None:
         read += [str(shim.bin), str(shim.exec_dir)]

@@ -20,6 +20,7 @@ from plan_lsp.policy.sandbox.layout import HOME_VISIBLE, plan_layout
 from plan_lsp.policy.shell import classify_command
 from plan_lsp.tools import fs
 from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.tools.fs_common import GREP_CAP
 from plan_lsp.tools.grep import grep
 from tests.needs import need_program
 from tests.sandbox_support import require, run_in
@@ -401,3 +402,15 @@ def test_sandboxed_git_does_not_read_the_homes_repository(
         )  # fmt: skip
         _no_canary(proc.stdout + proc.stderr)
         assert PROJECT in proc.stdout, proc.stdout + proc.stderr
+
+
+async def test_grep_finds_the_project_past_many_hidden_matches(
+    home: Path, ctx: ToolContext, grep_backend: str
+) -> None:
+    """The home's dot folders sort first and may hold more matches than the tool returns:
+    they are dropped before they count, so the project's match is still found."""
+    (home / ".cache").mkdir()
+    (home / ".cache" / "log.txt").write_text(f"{CANARY}-cache VISIBLE\n" * (GREP_CAP + 50))
+    result = await grep({"pattern": "VISIBLE"}, ctx)
+    _no_canary(result.content)
+    assert "src/app.py" in result.content and PROJECT in result.content, result.content

@@ -69,14 +69,22 @@ def _rel_or_name(path: Path, base: Path) -> str:
 
 
 async def _ripgrep(
-    rg: str, pattern: str, base: Path, glob: str | None, ignore_case: bool, cap: int
+    rg: str,
+    pattern: str,
+    base: Path,
+    glob: str | None,
+    ignore_case: bool,
+    cap: int,
+    hidden: tuple[Path, ...] = (),
 ) -> list[Match]:
     # Unsorted, rg searches on every core; sorting the few matches here is cheap. Only when
     # the cap cuts the list is rg asked again in path order, so which matches are kept
     # does not depend on thread timing.
-    found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=False)
+    found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=False, hidden=hidden)
     if len(found) > cap:
-        found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=True)
+        found = await _ripgrep_run(
+            rg, pattern, base, glob, ignore_case, cap, sort=True, hidden=hidden
+        )
     return sorted(found, key=lambda m: (str(m[0]), m[1]))
 
 
@@ -89,7 +97,10 @@ async def _ripgrep_run(
     cap: int,
     *,
     sort: bool,
+    hidden: tuple[Path, ...] = (),
 ) -> list[Match]:
+    """Matches up to `cap` + 1; those in a `hidden` place are dropped as they come, before
+    they count (a home opened as the workspace has many of them, sorted first)."""
     command = [rg, "--json", "--hidden", "-g", "!.git"]
     if sort:
         command += ["--sort", "path"]
@@ -117,7 +128,10 @@ async def _ripgrep_run(
             line_text = data["lines"].get("text")
             if path_text is None or line_text is None:
                 continue  # not UTF-8; skipped like binary files
-            found.append((Path(path_text), int(data["line_number"]), line_text.rstrip("\r\n")))
+            path = Path(path_text)
+            if hidden and inside_any(path.resolve(), hidden) is not None:
+                continue
+            found.append((path, int(data["line_number"]), line_text.rstrip("\r\n")))
             if len(found) > cap:
                 break
         else:
@@ -160,17 +174,23 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             return await rg_texts(rg, pattern, ignore_case, texts, GREP_CAP)
         return await python_search(pattern, ignore_case, [], roots, texts, GREP_CAP)
 
+    hidden = hidden_places(ctx.workspace_roots)
     try:
         if rg is not None:
-            found = await _ripgrep(rg, pattern, base, glob, ignore_case, GREP_CAP)
+            found = await _ripgrep(rg, pattern, base, glob, ignore_case, GREP_CAP, hidden)
         else:
             walked = await asyncio.to_thread(lambda: list(_walk_files(base)))
-            disk = [f for f in walked if accept(f) and open_text(ctx, f) is None]
+            disk = [
+                f
+                for f in walked
+                if accept(f)
+                and open_text(ctx, f) is None
+                and not (hidden and inside_any(f.resolve(), hidden) is not None)
+            ]
             found = await python_search(pattern, ignore_case, disk, roots, {}, GREP_CAP)
         found = await _with_open_buffers(ctx, found, base, accept, search)
     except GrepFailed as exc:
         return ToolResult.error("grep_failed", str(exc))
-    hidden = hidden_places(ctx.workspace_roots)
     if hidden:
         found = [m for m in found if inside_any(m[0].resolve(), hidden) is None]
     capped = len(found) > GREP_CAP

@@ -26,10 +26,12 @@ server's child would otherwise keep CAP_SYS_PTRACE and read other processes' mem
 
 from __future__ import annotations
 
+# The C module: `signal` imports enum, which is a third of this launcher's start-up time
+# (it runs before every plan-mode command under bubblewrap too).
+import _signal  # type: ignore[import-not-found]
 import ctypes
 import os
 import resource
-import signal
 import struct
 import sys
 
@@ -382,8 +384,8 @@ def main(args: list[str]) -> int:
         print(f"plan-lsp sandbox: not running the command: {exc}", file=sys.stderr)
         return 126
     # Python ignores these at start-up, and an ignored signal stays ignored across exec.
-    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(signum, signal.SIG_DFL)
+    for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(signum, _signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

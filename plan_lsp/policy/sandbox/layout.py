@@ -324,15 +324,24 @@ class HiddenRules:
 
 
 _RULE_VARIABLES = ("HOME", *CREDENTIAL_VARIABLES, *USER_DIR_VARIABLES)
+_RULE_KEYS = tuple(os.fsencode(name) for name in _RULE_VARIABLES)
 
 
 def hidden_rules(
     roots: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | None = None
 ) -> HiddenRules:
     """The rules for `roots` (real paths) under `env`; cached by what they depend on."""
+    roots_key = tuple(os.fspath(r) for r in roots)
+    raw = getattr(os.environ, "_data", None)
+    if (env is None or env is os.environ) and isinstance(raw, dict):
+        # The process environment, read without os.environ's per-key encoding (this runs on
+        # every classification): the same values, as bytes, in the cache key.
+        found = tuple(raw.get(key) for key in _RULE_KEYS)
+        values = tuple(None if v is None else os.fsdecode(v) for v in found)
+        return _hidden_rules(roots_key, values, _RULE_VARIABLES)
     env = os.environ if env is None else env
     values = tuple(map(env.get, _RULE_VARIABLES))
-    return _hidden_rules(tuple(os.fspath(r) for r in roots), values, _RULE_VARIABLES)
+    return _hidden_rules(roots_key, values, _RULE_VARIABLES)
 
 
 @lru_cache(maxsize=64)

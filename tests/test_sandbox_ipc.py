@@ -10,6 +10,7 @@ Behaviour tests skip without the mechanism, and FAIL when CI=true."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import socket
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,3 +288,65 @@ def test_the_self_test_cleans_up_its_endpoints(tmp_path: Path) -> None:
             stat.S_ISSOCK(p.lstat().st_mode) or stat.S_ISFIFO(p.lstat().st_mode)
             for p in folder.iterdir()
         )
+
+
+# System V IPC by key: a host segment's memory written, a message sent to a host queue.
+# Under bubblewrap the ipc namespace is the sandbox's own; under Landlock
+# the filter refuses the calls (sysv_ipc).
+SYSV_ATTACK = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+shm_key, msg_key = int(sys.argv[1]), int(sys.argv[2])
+shm = libc.shmget(shm_key, 0, 0)
+if shm >= 0:
+    at = libc.shmat(shm, None, 0)
+    if at not in (None, ctypes.c_void_p(-1).value):
+        ctypes.memmove(at, b"MARK", 4)
+queue = libc.msgget(msg_key, 0)
+if queue >= 0:
+    message = ctypes.create_string_buffer(ctypes.c_long(1).value.to_bytes(8, "little") + b"MARK")
+    libc.msgsnd(queue, message, 4, 0o4000)  # IPC_NOWAIT
+"""
+
+
+@pytest.fixture
+def sysv_objects() -> Iterator[tuple[int, int, Any, int]]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shm_key, msg_key = 0x51A000 + os.getpid() % 4096, 0x52A000 + os.getpid() % 4096
+    shm = libc.shmget(shm_key, 4096, 0o1000 | 0o600)  # IPC_CREAT
+    queue = libc.msgget(msg_key, 0o1000 | 0o600)
+    assert shm >= 0 and queue >= 0, ctypes.get_errno()
+    at = libc.shmat(shm, None, 0)
+    yield shm_key, msg_key, (libc, at, shm), queue
+    libc.shmdt(ctypes.c_void_p(at))
+    libc.shmctl(shm, 0, None)
+    libc.msgctl(queue, 0, None)
+
+
+def _sysv_reached(libc: Any, at: int, queue: int) -> list[str]:
+    found = []
+    if ctypes.string_at(at, 4) == b"MARK":
+        found.append("shared memory written")
+        ctypes.memset(at, 0, 4)
+    buffer = ctypes.create_string_buffer(64)
+    if libc.msgrcv(queue, buffer, 56, 0, 0o4000) >= 0:
+        found.append("message received")
+    return found
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_no_command_reaches_host_system_v_ipc(
+    mechanism: Mechanism, sysv_objects: tuple[int, int, Any, int], tmp_path: Path
+) -> None:
+    require(mechanism)
+    shm_key, msg_key, (libc, at, _), queue = sysv_objects
+    args = [SYSV_ATTACK, str(shm_key), str(msg_key)]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    control = subprocess.run(["python3", "-c", *args], capture_output=True, timeout=30, check=False)
+    reached = ["shared memory written", "message received"]
+    assert _sysv_reached(libc, at, queue) == reached, control.stderr
+    proc = run_in(mechanism, tmp_path, 'python3 -c "$@"', scratch=scratch, args=args)
+    assert _sysv_reached(libc, at, queue) == [], proc.stderr

@@ -31,7 +31,7 @@ from tests.test_shell_benign_exec import _quote, _repository, corpus_lines
 
 ALLOW, DENY, KILL = 0x7FFF0000, 0x00050000 | EACCES, 0x80000000
 LANDLOCK_GROUPS = [
-    "metadata", "keyrings", "ioctls", "other_processes", "unix_sockets", "sockets",
+    "metadata", "keyrings", "ioctls", "other_processes", "unix_sockets", "sysv_ipc", "sockets",
 ]  # fmt: skip
 PLAN_GROUPS = ["keyrings", "unix_sockets", "io_uring"]  # bubblewrap's plan profile
 

@@ -11,7 +11,8 @@ OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv wor
                   (ABI >= 4) and socket(2) by a seccomp filter (so UDP and Unix sockets
                   too). The filter always denies chmod, chown, utime and extended-attribute
                   changes, io_uring and every ioctl request not known to be harmless, which
-                  Landlock does not cover, and the kernel keyring calls.
+                  Landlock does not cover, the kernel keyring calls, Unix sockets and
+                  datagram socket pairs, and System V / POSIX message-queue IPC.
   --filesystem-only  only the Landlock filesystem rules: no network rules, no scoping, no
                   seccomp filter. For the plan profile of bubblewrap, which has its own
                   namespaces and filter: there Landlock's write-file right is what keeps a
@@ -67,6 +68,10 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 #             (connect and sendto with an address fail with EISCONN).
 #   io_uring  io_uring_setup: a ring's operations (IORING_OP_SOCKET, IORING_OP_OPENAT, ...)
 #             never pass through a seccomp filter
+#   sysv_ipc  System V message queues, semaphores and shared memory, and POSIX message
+#             queues: without an ipc namespace (Landlock) the host's are reachable by key or
+#             name, and a command could write into a host process's shared memory segment,
+#             send to its queue or remove them
 # New syscalls share one number on every architecture: io_uring_setup, fchmodat2,
 # setxattrat, removexattrat, file_setattr.
 _NEW_METADATA = (425, 452, 463, 466, 469)
@@ -89,6 +94,9 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
         "keyrings": (248, 249, 250),
         "ioctls": (16,),
         "io_uring": (425,),
+        # shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl
+        # semtimedop mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
+        "sysv_ipc": _numbers("29 30 31 64 65 66 67 68 69 70 71 220 240 241 242 243 244 245"),
     },
     "aarch64": {
         "sockets": (198,),
@@ -96,6 +104,7 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
         "keyrings": (217, 218, 219),
         "ioctls": (29,),
         "io_uring": (425,),
+        "sysv_ipc": tuple(range(180, 198)),  # mq_open .. shmdt
     },
 }
 # Syscalls that change another process of the same user, checked by the kernel on the user
@@ -268,7 +277,7 @@ def seccomp_bytes(machine: str, groups: list[str]) -> bytes:
 
 
 def _seccomp_filter(libc: ctypes.CDLL, network: bool) -> None:
-    groups = ["metadata", "keyrings", "ioctls", "other_processes", "unix_sockets"]
+    groups = ["metadata", "keyrings", "ioctls", "other_processes", "unix_sockets", "sysv_ipc"]
     groups += [] if network else ["sockets"]
     raw = seccomp_bytes(os.uname().machine, groups)
     filters = ctypes.create_string_buffer(raw, len(raw))

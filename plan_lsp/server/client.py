@@ -355,7 +355,11 @@ class ClientChannel:
         shown = label if self.support.edit_labels else None
         params = types.ApplyWorkspaceEditParams(edit=edit, label=shown)
         answered, result = await self.request(types.WORKSPACE_APPLY_EDIT, params)
-        return answered and isinstance(result, dict) and result.get("applied") is True
+        applied = answered and isinstance(result, dict) and result.get("applied") is True
+        if not applied:
+            why = result.get("failureReason") if isinstance(result, dict) else None
+            log.info("the client did not apply an edit (%s)", why or "no reason given")
+        return applied
 
     async def show_document(self, uri: str, take_focus: bool) -> bool:
         """Whether the client showed it; a client without the capability is not asked."""

@@ -160,9 +160,13 @@ async def test_a_crlf_plan_file_stays_crlf(tmp_path: Path, quirks: Quirks) -> No
 async def test_a_client_that_miscounts_columns_is_a_counted_defect(tmp_path: Path) -> None:
     """lsp-mode 8 counts characters while claiming UTF-16: the server still gets the plan into
     the buffer (whole-document replacements, decided once the client's reports go quiet, not
-    after the whole confirmation wait), and says so as a defect."""
-    plan = "# Plan: ship the 🚀 edition\n\n1. Rename `launch` to `🚀launch` 🎉🎉.\n"
+    after the whole confirmation wait), and says so as a defect. The plan's first line is
+    long and full of astral characters, and pauses split it into several edits, so an edit
+    lands after them on the same line."""
+    plan = "# Plan: " + "🚀 ship " * 60 + "\n\n1. Rename `launch` to `🚀launch` 🎉🎉.\n"
     s = Session(tmp_path, (plan,), Quirks(columns_in_characters=True))
+    pace = {**TEST_PACE, "chunk": [5, 10], "pause_every_chars": [60, 80], "pause_ms": [200, 250]}
+    s.script.write_text(json.dumps(paced_script(turns_for(plan), s.timeline, pace)))
     async with s.server as ed:
         s.plan.parent.mkdir(parents=True)
         s.plan.write_text("")
@@ -170,7 +174,7 @@ async def test_a_client_that_miscounts_columns_is_a_counted_defect(tmp_path: Pat
         await prompt_and_settle(ed, "plan it")
         assert ed.text(s.plan) == plan
         report = stream_report(s.events(ed), s.timeline, s.script)
-    assert len(s.defects()) == 1, s.defects()
+    assert len(s.defects()) >= 1, s.defects()
     assert not any(report.never_shown.values()), report
 
 

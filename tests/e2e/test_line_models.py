@@ -120,7 +120,8 @@ async def test_a_plan_and_its_revision_stream_into_an_empty_plan_file(
         assert state["planStatus"] == "approved"
         report = stream_report(s.events(ed), s.timeline, s.script)
     # Both plans grew in the buffer piece by piece; nothing the model sent was never shown.
-    assert all(n >= 5 for n in report.growing_states.values()), report
+    # (pauses longer than the debounce separate at least that many; a burst would show one)
+    assert all(n >= 3 for n in report.growing_states.values()), report
     assert not any(report.never_shown.values()), report
     assert s.defects() == []
 

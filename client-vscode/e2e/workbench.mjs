@@ -110,8 +110,18 @@ export function chatFrame(page) {
   return page.frameLocator('iframe.webview.ready[src*="extensionId=plan-lsp.plan-lsp"]').frameLocator('iframe#active-frame');
 }
 
+/** Shows the Plan LSP view. Its activity-bar icon toggles: a click on it while the view is
+ *  already shown (a reloaded window restores it) would hide it, so click only while it is not
+ *  shown, and until it is. */
 export async function openChat(page) {
-  await page.locator('.activitybar .action-label[aria-label^="Plan LSP"]').first().click();
+  const item = page.locator('.activitybar .action-item:has(.action-label[aria-label^="Plan LSP"])').first();
+  const shown = async () => ((await item.getAttribute('class')) || '').split(/\s+/).includes('checked');
+  await waitFor('the Plan LSP view', async () => {
+    if (await shown()) return true;
+    await item.locator('.action-label').click();
+    // the click's effect, before any second look (a second click would hide it again)
+    return waitFor('the Plan LSP view after a click', shown, 5000).catch(() => false);
+  }, 30000);
 }
 
 /** Types into the input box whose title contains `title`, and accepts. */

@@ -232,8 +232,7 @@ def test_tmp_is_granted_only_above_no_host_tree(tmp_path: Path) -> None:
     """Landlock grants a folder's rights to everything below it, across mounts: /tmp is
     writable (FIFOs included) only when no workspace root or toolchain is bound below it;
     otherwise the command's scratch is a private tmpfs at PRIVATE_TMP."""
-    if landlock_abi() < 1:
-        pytest.skip("no Landlock in this kernel: nothing is stacked")
+    need(landlock_abi() >= 1, "no Landlock in this kernel: nothing is stacked")
 
     def grants(argv: list[str]) -> list[str]:
         start = len(argv) - 1 - argv[::-1].index(SANDBOX_LAUNCHER)  # the launcher's argv

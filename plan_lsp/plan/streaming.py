@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from plan_lsp.plan.text import Encoding, LineIndex, Position, line_bounds, units
+from plan_lsp.plan.text import (
+    Encoding,
+    LineIndex,
+    Position,
+    final_line_break,
+    line_bounds,
+    units,
+)
 
 # -- positions ---------------------------------------------------------------------------
 
@@ -89,7 +96,7 @@ def compute_edit(
     # after a document's final line break lands past its last line, which line-based editors
     # (Neovim appends the inserted lines, its final line break included) do not apply as
     # the protocol says; before the final line break every editor agrees.
-    final = _final_line_break(old)
+    final = final_line_break(old)
     if final and new.endswith(final) and prefix > len(old) - len(final):
         prefix = len(old) - len(final)
     suffix = _common_suffix_len(old, new, min(len(old), len(new)) - prefix)
@@ -118,12 +125,6 @@ def compute_edit(
         start_offset=prefix,
         end_offset=end,
     )
-
-
-def _final_line_break(text: str) -> str:
-    if text.endswith("\r\n"):
-        return "\r\n"
-    return text[-1:] if text.endswith(("\n", "\r")) else ""
 
 
 def apply_change(text: str, change: TextChange) -> str:

@@ -172,6 +172,13 @@ def ends_with_line_break(text: str) -> bool:
     return text.endswith(("\n", "\r"))
 
 
+def final_line_break(text: str) -> str:
+    """The line break `text` ends with (`"\r\n"`, `"\n"` or `"\r"`), or `""`."""
+    if text.endswith("\r\n"):
+        return "\r\n"
+    return text[-1:] if ends_with_line_break(text) else ""
+
+
 def with_line_breaks(text: str, style: str | None) -> str:
     """`text` with every line break written as `style` (unchanged when `style` is None)."""
     if style is None:

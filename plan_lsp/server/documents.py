@@ -44,6 +44,7 @@ from plan_lsp.plan.text import (
     Position,
     apply_changes,
     ends_with_line_break,
+    final_line_break,
     only_line_break,
     with_line_breaks,
 )
@@ -98,7 +99,7 @@ class OpenDocument:
         if only_line_break(self.text) == "\r\n":
             text = with_line_breaks(text, "\r\n")
         if self.keeps_final_line_break and text and not ends_with_line_break(text):
-            text += "\r\n" if "\r\n" in self.text else "\n"
+            text += final_line_break(self.text) or "\n"
         return text
 
     def bump(self) -> None:
@@ -274,18 +275,19 @@ class DocumentStore:
             if await _confirmed(doc, mark, expected):
                 continue
             if doc.generation == mark:
-                self._defect(doc, "the client applied an edit but never reported it")
+                self.defect(doc.uri, "the client applied an edit but never reported it")
                 doc.unconfirmed = True
                 return False
             # The copy settled elsewhere: a client counting columns its own way, or typing.
             if not doc.whole_lines:
-                self._defect(doc, "edits now replace the whole document (the copy differed)")
+                self.defect(doc.uri, "edits now replace the whole document (the copy differed)")
             doc.whole_lines = True
         return doc.text == doc.as_held(target)
 
-    def _defect(self, doc: OpenDocument, what: str) -> None:
+    def defect(self, where: object, what: str) -> None:
+        """A fallback no healthy client should cause: counted, and logged as a defect."""
         self.fallbacks += 1
-        log.warning("document model defect: %s: %s", doc.uri, what)
+        log.warning("document model defect: %s: %s", where, what)
 
     async def edit_and_save(self, path: Path, target: str, label: str) -> BufferEdit:
         """Change an open buffer to `target`, then make the disk agree if the buffer held
@@ -354,7 +356,7 @@ def _as_expected(doc: OpenDocument, expected: str) -> bool:
         return True
     if ends_with_line_break(expected) or doc.text[: len(expected)] != expected:
         return False
-    if doc.text[len(expected) :] in ("\n", "\r\n"):
+    if doc.text[len(expected) :] in ("\n", "\r\n"):  # a final line break of its own
         if not doc.keeps_final_line_break:
             log.info("%s: the editor keeps a final line break", doc.uri)
         doc.keeps_final_line_break = True

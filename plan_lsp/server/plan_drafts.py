@@ -110,9 +110,7 @@ class LspPlanDrafts:
                 # Whole lines, as line-based editors hold them: a draft that ends mid-line
                 # is shown with a line break after it (Vim and Neovim would add one anyway).
                 if not await documents.replace(stream.path, as_lines(text), "plan-lsp: draft"):
-                    documents.fallbacks += 1
-                    log.warning("document model defect: %s: the draft continues on disk only",
-                                stream.path)  # fmt: skip
+                    documents.defect(stream.path, "the draft continues on disk only")
                     stream.refused_by = doc
         except Exception:
             log.exception("plan draft stream for %s failed", stream.path)

@@ -87,7 +87,7 @@ def needs_flow(root: Node) -> bool:
         node = stack.pop()
         if node.type in _FLOW:
             return True
-        if node.type == "command_name" and _text(node) == "cd":
+        if node.type == "command_name" and node_text(node) == "cd":
             return True
         stack.extend(node.children)
     return False
@@ -351,7 +351,7 @@ class _Flatten:
         )
 
     def static(self, node: Node, what: str) -> str:
-        for part in [node, *_descendants(node)]:
+        for part in [node, *descendants(node)]:
             if part.type not in _STATIC_PARTS and part.type != "concatenation":
                 raise FlowError(f"`{self.text(node)}` in {what} is not a static word")
         return self.text(node)
@@ -503,7 +503,7 @@ class _Flatten:
 
     def loop_values(self, word: Node, env: dict[str, str]) -> list[str]:
         """The values bash gives the loop variable for one word of the list."""
-        for part in [word, *_descendants(word)]:
+        for part in [word, *descendants(word)]:
             if part.type in ("simple_expansion", "expansion"):
                 name = self.plain_variable(part)
                 if name is None or name not in env:
@@ -547,7 +547,7 @@ class _Flatten:
     def case_subject(self, node: Node, env: dict[str, str]) -> None:
         """The subject only selects a branch, and every branch is checked: a `$(CMD)` in it
         is fine once CMD is (`case "$(uname -s)" in …`); other expansions are not."""
-        for part in [node, *_descendants(node)]:
+        for part in [node, *descendants(node)]:
             if part.type == "command_substitution":
                 self.substitution(part, env, True, True)
             elif part.type in ("simple_expansion", "expansion"):
@@ -571,7 +571,7 @@ class _Flatten:
                 self.child(child, env, lasting, repeated)
 
     def static_pattern(self, node: Node) -> None:
-        for part in [node, *_descendants(node)]:
+        for part in [node, *descendants(node)]:
             if part.type in ("simple_expansion", "expansion", "command_substitution",
                              "arithmetic_expansion", "process_substitution"):  # fmt: skip
                 raise FlowError(f"`{self.text(node)}`: a `case` pattern is expanded at run time")
@@ -602,7 +602,7 @@ def _inside_substitution(part: Node, top: Node) -> bool:
     return False
 
 
-def _descendants(node: Node) -> list[Node]:
+def descendants(node: Node) -> list[Node]:
     found: list[Node] = []
     stack = list(node.children)
     while stack:
@@ -612,7 +612,7 @@ def _descendants(node: Node) -> list[Node]:
     return found
 
 
-def _text(node: Node) -> str:
+def node_text(node: Node) -> str:
     raw = node.text
     return raw.decode("utf-8", "replace") if raw is not None else ""
 

@@ -16,7 +16,13 @@ import os
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argcheck import ArgCheck
-from plan_lsp.policy.shell.compound import FlowError, flatten, needs_flow
+from plan_lsp.policy.shell.compound import (
+    FlowError,
+    descendants,
+    flatten,
+    needs_flow,
+    node_text,
+)
 from plan_lsp.policy.shell.lexer import LexError, Redirect, SWord, Token, lex_with_tokens
 from plan_lsp.policy.shell.model import Findings
 from plan_lsp.policy.shell.parser import parse, snippet_of_error
@@ -255,15 +261,14 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
         node = stack.pop()
         kind = node.type
         if kind in _WORD_NODES:
-            for part in _descendants(node):
-                if part.type not in _WORD_PARTS:
-                    return f"`{_text(node)}` contains `{_text(part)}`, which is not a static word"
-            out.append(("word", node.start_byte, node.end_byte))
+            problem = _static_word(node, out)
+            if problem is not None:
+                return problem
             continue
         if kind == "test_command":
             # `[ EXPR ]`: bash reads `[`, every operator and operand, and `]` as words.
-            if _text(node).startswith("[["):
-                return f"`{_text(node)[:40]}`: `[[ ]]` is not in the allow-list's bash subset"
+            if node_text(node).startswith("[["):
+                return f"`{node_text(node)[:40]}`: `[[ ]]` is not in the allow-list's bash subset"
             out.append(("command", node.start_byte, node.start_byte))
             problem = _test_words(node, out)
             if problem is not None:
@@ -279,17 +284,25 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
         elif kind == "comment" or (not node.is_named and kind in _SEPARATORS):
             continue
         else:
-            return f"`{_text(node)[:40]}` ({kind}) is not in the allow-list's small bash subset"
+            return f"`{node_text(node)[:40]}` ({kind}) is not in the allow-list's small bash subset"
+    return None
+
+
+def _static_word(node: Node, out: list[Token]) -> str | None:
+    """A word made of static parts only, added to `out`; else why not."""
+    for part in descendants(node):
+        if part.type not in _WORD_PARTS:
+            return f"`{node_text(node)}` contains `{node_text(part)}`, which is not a static word"
+    out.append(("word", node.start_byte, node.end_byte))
     return None
 
 
 def _test_words(node: Node, out: list[Token]) -> str | None:
     for child in node.children:
         if child.type in _WORD_NODES:
-            for part in _descendants(child):
-                if part.type not in _WORD_PARTS:
-                    return f"`{_text(child)}` contains `{_text(part)}`, which is not a static word"
-            out.append(("word", child.start_byte, child.end_byte))
+            problem = _static_word(child, out)
+            if problem is not None:
+                return problem
         elif child.type == "test_operator" or child.child_count == 0:
             out.append(("word", child.start_byte, child.end_byte))
         else:
@@ -297,18 +310,3 @@ def _test_words(node: Node, out: list[Token]) -> str | None:
             if problem is not None:
                 return problem
     return None
-
-
-def _descendants(node: Node) -> list[Node]:
-    found: list[Node] = []
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(child.children)
-    return found
-
-
-def _text(node: Node) -> str:
-    raw = node.text
-    return raw.decode("utf-8", "replace") if raw is not None else ""

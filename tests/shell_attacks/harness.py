@@ -22,6 +22,9 @@ from pathlib import Path
 from plan_lsp.policy.sandbox.layout import plan_layout
 
 ATTACK_DIR = Path(__file__).parent
+# The checkout these tests run from.
+CHECKOUT = Path(__file__).resolve().parents[2]
+
 CLASSES = (
     "expansion",
     "parser",
@@ -299,6 +302,9 @@ def jail_argv(
         args += ["--ro-bind", "/dev/null", str(hidden)]
     for path in layout.toolchains:
         args += ["--ro-bind", str(path), str(path)]
+    # The checkout (the supervisor, plan_lsp) read-only, wherever it lies: a home or /tmp
+    # hidden above would hide it otherwise.
+    args += ["--ro-bind", str(CHECKOUT), str(CHECKOUT)]
     if srv is not None:
         args += ["--tmpfs", SRV_TOP, "--bind", str(srv), SRV_DIR]
     args += [

@@ -4,6 +4,7 @@ without asking runs as a plan-mode read would (no repository program runs behind
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,11 @@ async def test_plan_network_setting_reaches_sandboxed_commands(
     need(sandbox_kind() is not None, "no working sandbox (bubblewrap) on this machine")
     ws = sample_project(tmp_path / "ws")
     listener = Listener()
+    # The interpreter itself, not the venv's link to it: a checkout in /tmp or a home is
+    # hidden in the sandbox, the interpreter (a system or toolchain path) is not.
+    python = os.path.realpath(sys.executable)
     connect = (
-        f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', "
+        f"{python} -c \"import socket; socket.create_connection(('127.0.0.1', "
         f"{listener.port}), timeout=3); print('connected')\""
     )
     script = write_script(

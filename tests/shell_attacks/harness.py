@@ -323,8 +323,9 @@ def jail_argv(
 
 
 def prepare_jail_tmp(jail_tmp: Path, base: Path) -> None:
-    """Create, on the host, the mount point of `base` inside the jail's /tmp, so that the
-    jail's set-up writes nothing there after the first snapshot."""
-    rel = base.relative_to("/tmp") if Path("/tmp") in base.parents else None
-    if rel is not None:
-        (jail_tmp / rel).mkdir(parents=True, exist_ok=True)
+    """Create, on the host, the mount points of `base` and of the checkout inside the jail's
+    /tmp, so that the jail's set-up writes nothing there after the first snapshot."""
+    for path in (base, CHECKOUT):
+        rel = path.relative_to("/tmp") if Path("/tmp") in path.parents else None
+        if rel is not None:
+            (jail_tmp / rel).mkdir(parents=True, exist_ok=True)

@@ -183,6 +183,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   <span class="spacer"></span>
   <button id="new-session" data-testid="new-session" class="secondary" title="Start a new session: clears the conversation">New session</button>
 </div>
+<div id="usage-bar" data-testid="usage-bar" hidden>
+  <span id="usage" data-testid="usage"></span>
+  <span class="spacer"></span>
+  <button id="compact" data-testid="compact" class="secondary">Compact</button>
+</div>
 <div id="setup-card" data-testid="setup-card" hidden></div>
 <div id="warnings" data-testid="warnings" hidden></div>
 <div id="plan-panel" data-testid="plan-panel" hidden></div>

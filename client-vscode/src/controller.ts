@@ -362,6 +362,20 @@ export class Controller implements vscode.Disposable {
     return this.session;
   }
 
+  /** Compacts the conversation (`planLsp/compact`, the Compact button and command). The server
+   * refuses while a run is in progress: its reason is shown as a message. The compaction card
+   * and the new usage come as updates. */
+  async compact(): Promise<void> {
+    const session = this.requireSession();
+    try {
+      await session.compact();
+    } catch (err) {
+      const message = errorMessage(err);
+      this.output.appendLine(`Compact: ${message}`);
+      void vscode.window.showWarningMessage(`Plan LSP: could not compact the conversation: ${message}`);
+    }
+  }
+
   /** Messages from the webview that need more than the session: set by extension.ts. */
   onWebviewAction: (message: WebviewToHost) => Promise<void> = async () => undefined;
 
@@ -406,6 +420,8 @@ export class Controller implements vscode.Disposable {
         return;
       case 'newSession':
         return this.actions.newSession();
+      case 'compact':
+        return this.compact();
       case 'testConnection':
         return this.actions.testConnection();
       case 'showLog':

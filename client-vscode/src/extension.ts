@@ -136,6 +136,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.setupModel', guarded(() => setup.preset())),
     vscode.commands.registerCommand('planLsp.client.testConnection', guarded(() => c.actions.testConnection())),
     vscode.commands.registerCommand('planLsp.client.newSession', guarded(() => c.actions.newSession())),
+    vscode.commands.registerCommand('planLsp.client.compact', guarded(() => c.compact())),
     vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.requests.answerProposal(true))),
     vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.requests.answerProposal(false))),
     vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),

@@ -47,6 +47,8 @@ export const Methods = {
   history: new RequestType<WorkspaceParam, HistoryResult, void>('planLsp/history'),
   newSession: new RequestType<WorkspaceParam & { keepApprovedPlan?: boolean }, SessionState, void>('planLsp/newSession'),
   testConnection: new RequestType<WorkspaceParam, TestConnectionResult, void>('planLsp/testConnection'),
+  /** Summarises the conversation now; refused while a run is in progress. */
+  compact: new RequestType<WorkspaceParam, SessionState, void>('planLsp/compact'),
   update: new NotificationType<PlanLspUpdate>('planLsp/update'),
   requestPermission: new RequestType<RequestPermissionParams, RequestPermissionResult, void>(
     'planLsp/requestPermission',
@@ -221,6 +223,12 @@ export class PlanLspSession {
   /** Clears the conversation (`planLsp/newSession`), keeping or dropping the approved plan. */
   newSession(keepApprovedPlan: boolean): Promise<SessionState> {
     return this.stateCall(Methods.newSession, { ...this.where(), keepApprovedPlan });
+  }
+
+  /** Compacts the conversation (`planLsp/compact`); the server refuses while a run is in
+   * progress (the promise rejects with its message). */
+  compact(): Promise<SessionState> {
+    return this.stateCall(Methods.compact, this.where());
   }
 
   testConnection(): Promise<TestConnectionResult> {

@@ -1,5 +1,6 @@
 /** The status bar's text and tooltip for a session state (pure, tested in Node). */
 import type { SessionState } from './protocol';
+import { isUsage, statusBarFill, usageTooltipLines } from './webview/usage';
 
 const PERMISSION_LABELS: Record<string, string> = {
   ask: 'ask',
@@ -8,7 +9,7 @@ const PERMISSION_LABELS: Record<string, string> = {
   strict: 'strict',
 };
 
-type StatusFields = Pick<SessionState, 'mode' | 'permissionMode' | 'planShell' | 'sandbox'>;
+type StatusFields = Pick<SessionState, 'mode' | 'permissionMode' | 'planShell' | 'sandbox' | 'usage'>;
 
 /** What guards plan-mode shell commands, in a word or two with an icon; empty when unknown. */
 export function shellProtectionText(state: Pick<SessionState, 'planShell' | 'sandbox'>): string {
@@ -31,6 +32,9 @@ export function statusBarText(state: StatusFields): string {
   const parts = [mode, PERMISSION_LABELS[state.permissionMode] ?? state.permissionMode];
   const shell = state.mode === 'plan' ? shellProtectionText(state) : '';
   if (shell) parts.push(shell);
+  // The context fill only when it is nearly full (the tooltip always has it).
+  const fill = statusBarFill(isUsage(state.usage) ? state.usage : undefined);
+  if (fill) parts.push(fill);
   return parts.join(' · ');
 }
 
@@ -41,7 +45,7 @@ const SHELL_TOOLTIP: Record<string, string> = {
 };
 
 export function statusBarTooltip(
-  state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork'>,
+  state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork' | 'usage'>,
 ): string {
   const mode = state.mode === 'build' ? 'Build: edits and commands run, subject to permissions' : 'Plan: read-only research; only PLAN.md is written';
   const lines = [`Plan LSP — ${mode}`, `Permission mode: ${state.permissionMode}`];
@@ -52,6 +56,8 @@ export function statusBarTooltip(
   } else if (state.shellProtection) {
     lines.push(`Plan-mode shell: ${state.shellProtection}`);
   }
-  lines.push(`Plan: ${state.planStatus}${state.running ? ' (agent running)' : ''}`, 'Click to toggle Plan/Build');
+  lines.push(`Plan: ${state.planStatus}${state.running ? ' (agent running)' : ''}`);
+  if (isUsage(state.usage)) lines.push(...usageTooltipLines(state.usage));
+  lines.push('Click to toggle Plan/Build');
   return lines.join('\n');
 }

@@ -46,6 +46,19 @@ export interface McpServerStatus {
   tools: string[];
 }
 
+/** `SessionState.usage`: the session's token accounting. `contextTokens` is the size of the last
+ * request sent (as the provider reported it, else estimated) against `contextWindow`; the token
+ * totals are the sums of what providers reported; `costUsd` is null unless a price is set. */
+export interface SessionUsage {
+  contextTokens: number;
+  contextWindow: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  costUsd: number | null;
+  compactions: number;
+}
+
 /** `SessionState` as pushed by the server (`planLsp/update {kind: "state"}`, docs/architecture.md
  * 0.2). The fields after `running` are optional here only because a server older than 0.2 does
  * not send them; nothing reads them without checking. */
@@ -68,6 +81,8 @@ export interface SessionState {
   provider?: ProviderStatus;
   mcpServers?: McpServerStatus[];
   configWarnings?: string[];
+  /** Always sent by a server with long-session support; absent from older ones. */
+  usage?: SessionUsage;
 }
 
 /** Error codes of `planLsp/update {kind: "error"}` the user can fix. */
@@ -114,13 +129,28 @@ export type UpdateKind =
   | 'deviation'
   | 'state'
   | 'cancelledCalls'
-  | 'prompt';
+  | 'prompt'
+  | 'compaction';
 
 /** `planLsp/update` params: `{runId, kind, ...}`; the rest depends on the kind. */
 export interface PlanLspUpdate {
   runId?: string | null;
   kind: UpdateKind | string;
   [field: string]: unknown;
+}
+
+export type CompactionTrigger = 'auto' | 'manual';
+
+/** `planLsp/update {kind: "compaction"}`: the conversation was summarised and old tool outputs
+ * pruned; the `state` update with the new usage follows it. */
+export interface CompactionUpdate {
+  runId: string | null;
+  kind: 'compaction';
+  trigger: CompactionTrigger;
+  summary: string;
+  prunedOutputs: number;
+  tokensBefore: number;
+  tokensAfter: number;
 }
 
 export type PermissionOptionId = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';

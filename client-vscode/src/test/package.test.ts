@@ -28,3 +28,14 @@ test('menus and setup-card buttons name declared commands', () => {
   }
   for (const command of Object.values(CARD_COMMANDS)) assert.ok(declared.has(command), command);
 });
+
+test("the extension's commands never take a server command's id (the language client registers those itself)", () => {
+  // handlers.py's COMMANDS table: the ids the server advertises in executeCommandProvider.
+  const handlers = readFileSync(join(ROOT, '..', 'plan_lsp', 'server', 'handlers.py'), 'utf8');
+  const table = /^COMMANDS[^{]*\{([\s\S]*?)^\}/m.exec(handlers);
+  assert.ok(table, 'no COMMANDS table in plan_lsp/server/handlers.py');
+  const serverCommands = [...table[1].matchAll(/"(planLsp\.[\w.]+)"/g)].map((m) => m[1]);
+  assert.ok(serverCommands.includes('planLsp.approvePlan'), serverCommands.join(', '));
+  for (const command of serverCommands) assert.ok(!declared.has(command), `${command} is both a server and a client command`);
+  assert.ok(declared.has('planLsp.client.compact'), 'Compact Conversation is not declared');
+});

@@ -54,6 +54,16 @@ export type ChatItem =
       answers?: Record<string, string[]> | null;
     }
   | { type: 'planDraft'; id: number; runId: string | null; uri: string | null; chars: number | null }
+  | {
+      type: 'compaction';
+      id: number;
+      runId: string | null;
+      trigger: 'auto' | 'manual';
+      summary: string;
+      prunedOutputs: number;
+      tokensBefore: number;
+      tokensAfter: number;
+    }
   | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix };
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'error';

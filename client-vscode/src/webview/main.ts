@@ -8,6 +8,7 @@ import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, red
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
 import { CardAction, fixAction, setupCardView, sidebarWarnings } from './setupCard';
+import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
 import { PERMISSION_MODES } from '../wireTypes';
 import type { PermissionMode } from '../wireTypes';
 
@@ -32,6 +33,9 @@ const setupCard = $<HTMLDivElement>('setup-card');
 const warningsPanel = $<HTMLDivElement>('warnings');
 const planPanel = $<HTMLDivElement>('plan-panel');
 const todosPanel = $<HTMLDivElement>('todos');
+const usageBar = $<HTMLDivElement>('usage-bar');
+const usageText = $<HTMLSpanElement>('usage');
+const compactButton = $<HTMLButtonElement>('compact');
 
 for (const mode of PERMISSION_MODES) {
   const option = document.createElement('option');
@@ -144,6 +148,13 @@ function renderItem(item: ChatItem): string {
         : `<div class="buttons"><button data-action="answer" data-request="${attr(item.requestId)}">Answer</button><button class="secondary" data-action="dismiss" data-request="${attr(item.requestId)}">Dismiss</button></div>`;
       return `<div class="question" data-testid="question-card" data-request="${attr(item.requestId)}">${body}${buttons}</div>`;
     }
+    case 'compaction': {
+      const summary = item.summary
+        ? `<details><summary>Summary</summary><div class="markdown" data-testid="compaction-summary">${renderMarkdown(item.summary)}</div></details>`
+        : '';
+      return `<div class="compaction" data-testid="compaction-card" data-trigger="${item.trigger}">
+        <div class="compaction-title">${escapeHtml(compactionTitle(item))}</div>${summary}</div>`;
+    }
     case 'planDraft':
       return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <span class="link" data-action="openPlan">open PLAN.md</span></div>`;
     case 'notice': {
@@ -210,9 +221,30 @@ function renderHeader(): void {
     todosPanel.innerHTML = `<div class="todo-head">Todos ${done}/${total}<progress max="${total}" value="${done}"></progress></div>
       <ul>${todos.map((t) => `<li class="todo-${t.status}">${marks[t.status] ?? '☐'} ${escapeHtml(t.content)}</li>`).join('')}</ul>`;
   }
+  renderUsage(busy);
   stopButton.disabled = !busy;
   sendButton.disabled = busy || state.serverStatus !== 'running';
   newSessionButton.disabled = state.serverStatus !== 'running';
+}
+
+/** Context fill and session tokens, with the Compact button; shown once the server reports
+ * usage (an older server does not, and has no planLsp/compact either). */
+function renderUsage(busy: boolean): void {
+  const usage = state.session?.usage;
+  if (!isUsage(usage)) {
+    usageBar.hidden = true;
+    return;
+  }
+  usageBar.hidden = false;
+  const { percent, warning } = contextFill(usage);
+  usageText.textContent = usageLine(usage);
+  usageText.classList.toggle('usage-warning', warning);
+  usageText.dataset.fill = percent === null ? '' : String(percent);
+  usageText.dataset.compactions = String(usage.compactions ?? 0);
+  compactButton.disabled = busy || state.serverStatus !== 'running';
+  compactButton.title = busy
+    ? 'Compact: wait for the run to end (or Stop it)'
+    : 'Compact: summarise the conversation so far and prune old tool outputs, freeing context';
 }
 
 const EMPTY = `<div class="empty" data-testid="empty">Describe a task. In <b>Plan</b> mode the agent researches read-only and
@@ -313,6 +345,7 @@ document.addEventListener('click', (e) => {
 sendButton.addEventListener('click', send);
 stopButton.addEventListener('click', () => post({ type: 'cancel' }));
 newSessionButton.addEventListener('click', () => post({ type: 'newSession' }));
+compactButton.addEventListener('click', () => post({ type: 'compact' }));
 planButton.addEventListener('click', () => post({ type: 'setMode', mode: 'plan' }));
 buildButton.addEventListener('click', () => post({ type: 'setMode', mode: 'build' }));
 permissionSelect.addEventListener('change', () =>

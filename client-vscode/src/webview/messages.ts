@@ -20,6 +20,7 @@ export type WebviewToHost =
   | { type: 'openPlan' }
   | { type: 'inputFocus'; focused: boolean }
   | { type: 'newSession' }
+  | { type: 'compact' }
   | { type: 'testConnection' }
   | { type: 'applyPreset'; preset: string }
   | { type: 'openSetting'; setting: string }

@@ -234,6 +234,19 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
         ...(isFix(update.fix) ? { fix: update.fix } : {}),
       });
     }
+    case 'compaction': {
+      // The conversation before it was summarised: a card with the numbers and the summary.
+      const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+      return append(state, {
+        type: 'compaction',
+        runId,
+        trigger: update.trigger === 'auto' ? 'auto' : 'manual',
+        summary: typeof update.summary === 'string' ? update.summary : '',
+        prunedOutputs: num(update.prunedOutputs),
+        tokensBefore: num(update.tokensBefore),
+        tokensAfter: num(update.tokensAfter),
+      });
+    }
     case 'deviation': {
       const message = str(update.message) ?? `${str(update.path) ?? 'a file'} changed outside the approved plan`;
       return append(state, { type: 'notice', level: 'error', text: message });

@@ -477,8 +477,76 @@ function M.shell_protection(state)
   return text
 end
 
---- Statusline component: "[Plan] ask · shell sandboxed (bubblewrap)", "[Build] auto_edit · …
---- …" (running), "" without a server.
+--- A token count in a few characters: 950, 7.4k, 41.2k, 128k, 1.2M.
+function M.format_tokens(n)
+  n = type(n) == "number" and n > 0 and math.floor(n + 0.5) or 0
+  if n < 1000 then
+    return tostring(n)
+  end
+  local size, suffix = 1000, "k"
+  if n >= 999950 then
+    size, suffix = 1000000, "M"
+  end
+  local scaled = n / size
+  local text = scaled < 100 and string.format("%.1f", scaled) or string.format("%.0f", scaled)
+  return (text:gsub("%.0$", "")) .. suffix
+end
+
+local function number(value)
+  return type(value) == "number" and value or 0
+end
+
+--- The session's context fill from `state.usage`: "ctx 23%" ("ctx 7.4k" when the window is
+--- unknown), or "" before the server reported any usage (no request sent yet, or a server
+--- without usage).
+function M.context_fill(state)
+  local usage = type(state) == "table" and state.usage or nil
+  if type(usage) ~= "table" then
+    return ""
+  end
+  local tokens, window = number(usage.contextTokens), number(usage.contextWindow)
+  if tokens <= 0 and number(usage.inputTokens) <= 0 then
+    return ""
+  end
+  if window <= 0 then
+    return "ctx " .. M.format_tokens(tokens)
+  end
+  return string.format("ctx %d%%", math.floor(100 * tokens / window + 0.5))
+end
+
+--- One line about the session's usage: "context 23% (7.4k / 32k) · 12.3k in / 1.1k out ·
+--- $0.04 · 1 compaction" (the cost only when a price is configured).
+function M.usage_text(state)
+  local usage = type(state) == "table" and state.usage or nil
+  if type(usage) ~= "table" then
+    return "no usage reported"
+  end
+  local tokens, window = number(usage.contextTokens), number(usage.contextWindow)
+  local context = window > 0
+      and string.format(
+        "context %d%% (%s / %s)",
+        math.floor(100 * tokens / window + 0.5),
+        M.format_tokens(tokens),
+        M.format_tokens(window)
+      )
+    or ("context " .. M.format_tokens(tokens) .. " tokens")
+  local parts = {
+    context,
+    M.format_tokens(usage.inputTokens) .. " in / " .. M.format_tokens(usage.outputTokens) .. " out",
+  }
+  if type(usage.costUsd) == "number" then
+    table.insert(parts, string.format("$%.2f", usage.costUsd))
+  end
+  local compactions = number(usage.compactions)
+  if compactions > 0 then
+    table.insert(parts, string.format("%d compaction%s", compactions, compactions == 1 and "" or "s"))
+  end
+  return table.concat(parts, " · ")
+end
+
+--- Statusline component: "[Plan] ask · shell sandboxed (bubblewrap) · ctx 23%", "[Build]
+--- auto_edit · … …" (running), "" without a server. The context fill shows once the server
+--- reported usage.
 function M.statusline()
   local state = M.state()
   if not state or not state.mode then
@@ -489,6 +557,10 @@ function M.statusline()
   local shell = M.shell_protection(state)
   if shell ~= "" then
     text = text .. " · " .. shell
+  end
+  local fill = M.context_fill(state)
+  if fill ~= "" then
+    text = text .. " · " .. fill
   end
   if state.running then
     text = text .. " …"
@@ -540,12 +612,35 @@ local function show_state(state)
     return
   end
   notify(string.format(
-    "mode %s, permissions %s, plan %s%s",
+    "mode %s, permissions %s, plan %s%s%s",
     tostring(state.mode),
     tostring(state.permissionMode),
     tostring(state.planStatus),
-    state.running and ", running" or ""
+    state.running and ", running" or "",
+    type(state.usage) == "table" and (", " .. M.usage_text(state)) or ""
   ))
+end
+
+--- `planLsp/compact`: summarises the conversation so far and prunes old tool outputs. The
+--- server refuses while a run is in progress; its message is shown with vim.notify. The
+--- compaction itself is rendered in the log buffer (a `compaction` update).
+function M.compact()
+  local client, root = M.current()
+  if not client then
+    notify("no plan-lsp server for this buffer", vim.log.levels.WARN)
+    return false
+  end
+  compat.request(client, "planLsp/compact", with_workspace({}, root), function(err, result)
+    if err then
+      notify("could not compact the conversation: " .. (err.message or tostring(err)), vim.log.levels.ERROR)
+      return
+    end
+    if type(result) == "table" and result.mode then
+      set_state(root, result)
+      notify("conversation compacted: " .. M.usage_text(result))
+    end
+  end)
+  return true
 end
 
 -- -- user commands -------------------------------------------------------------------------
@@ -627,6 +722,9 @@ local function create_commands()
       notify("cancelled")
     end)
   end, { desc = "plan-lsp: cancel the current run" })
+  cmd("PlanCompact", function()
+    M.compact()
+  end, { desc = "plan-lsp: compact the conversation (summary, old tool outputs pruned)" })
   cmd("PlanState", function()
     show_state(M.state())
   end, { desc = "plan-lsp: show the session state" })

@@ -110,6 +110,44 @@ local function run_tag(update)
   return "[" .. tostring(run):sub(1, 6) .. "]"
 end
 
+local function tokens(n)
+  return require("plan_lsp").format_tokens(n)
+end
+
+-- A long summary is cut here in the log.
+local max_summary_lines = 200
+
+--- The lines of a `compaction` update: trigger, pruned tool outputs, tokens before → after,
+--- then the summary, indented.
+function M.compaction_lines(update, tag)
+  local trigger = (update.trigger == "auto" or update.trigger == "manual") and update.trigger or "manual"
+  local pruned = type(update.prunedOutputs) == "number" and update.prunedOutputs or 0
+  local lines = {
+    string.format(
+      "%s COMPACTED (%s): %d tool output%s pruned, %s → %s tokens",
+      tag,
+      trigger,
+      pruned,
+      pruned == 1 and "" or "s",
+      tokens(update.tokensBefore),
+      tokens(update.tokensAfter)
+    ),
+  }
+  local summary = type(update.summary) == "string" and update.summary or ""
+  if summary ~= "" then
+    table.insert(lines, "    summary:")
+    local summary_lines = vim.split(summary, "\n", { plain = true })
+    for i, line in ipairs(summary_lines) do
+      if i > max_summary_lines then
+        table.insert(lines, string.format("      … (%d more lines)", #summary_lines - max_summary_lines))
+        break
+      end
+      table.insert(lines, "      " .. line)
+    end
+  end
+  return lines
+end
+
 --- Renders one planLsp/update notification.
 function M.render(update)
   local kind = update.kind
@@ -154,6 +192,8 @@ function M.render(update)
     M.append({ string.format("%s DEVIATION %s", tag, short(update.message or update.path)) })
   elseif kind == "done" then
     M.append({ string.format("%s done: %s", tag, tostring(update.stopReason)) })
+  elseif kind == "compaction" then
+    M.append(M.compaction_lines(update, tag))
   elseif kind == "error" then
     M.append({ string.format("%s ERROR %s", tag, short(update.message)) })
   else

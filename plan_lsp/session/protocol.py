@@ -28,8 +28,8 @@ __all__ = [
     "COMMANDS",
     "EXPERIMENTAL_CLIENT_OPTIONS",
     "EXPERIMENTAL_SERVER_FIELDS",
+    "FIELD_NOTES",
     "METHODS",
-    "SESSION_STATE_FIELDS",
     "ApproveParams",
     "AskUserParams",
     "AskUserResult",
@@ -44,11 +44,13 @@ __all__ = [
     "ErrorCode",
     "ErrorFix",
     "ErrorUpdate",
+    "FixSetting",
     "HistoryResult",
     "Method",
     "ModeChangedUpdate",
     "ModeSwitchResult",
     "NewSessionParams",
+    "PermissionAnswer",
     "PermissionUpdate",
     "PlanDraftUpdate",
     "PlanRevisionsResult",
@@ -359,6 +361,9 @@ class PlanDraftUpdate(UpdateBase):
 
 
 class ModeChangedUpdate(UpdateBase):
+    """The work mode, the permission mode or the plan's status changed (the `state` update
+    follows)."""
+
     kind: Literal["modeChanged"]
     mode: WorkMode = Field(description="The work mode now.")
     permissionMode: PermissionMode = Field(description="The permission mode now.")
@@ -655,33 +660,58 @@ EXPERIMENTAL_CLIENT_OPTIONS: dict[str, str] = {
     "saveDocuments": "Answer `planLsp/saveDocument` (else the server writes the file itself).",
 }
 
-# Descriptions of `SessionState`'s fields (defined in `session/model.py`).
-SESSION_STATE_FIELDS: dict[str, str] = {
-    "sessionId": "The session's id.",
-    "mode": "`plan`: read-only tools only; `build`: the agent may change the workspace.",
-    "permissionMode": "How build-mode side effects are asked: `ask`, `auto_edit`, `yolo`, "
-    "`strict`.",
-    "planUri": "The session's main plan file.",
-    "planStatus": "`none`, `drafting`, `submitted`, `approved` or `rejected`.",
-    "outcome": "The session's terminal-state class.",
-    "todos": "The agent's todo list.",
-    "running": "A run is in progress.",
-    "runId": "The run in progress.",
-    "approvedPlan": "Exactly what the user approved (path, text, sha256, time).",
-    "shellProtection": "The plan-mode shell protection in force, in words.",
-    "planShell": "`sandboxed`, `classified` or `off`; null while the sandbox self-test runs.",
-    "sandbox": "The sandbox in use (`bubblewrap`, `landlock`) or null.",
-    "planNetwork": "Plan-mode shell commands may use the network.",
-    "provider": "The model back end and what keeps it from working.",
-    "mcpServers": "Each configured MCP server and its status.",
-    "configWarnings": "Configuration keys ignored, and why.",
-    "usage": "Token usage and the context budget.",
-    "contextTokens": "The size of the last request sent (reported by the provider, else "
-    "estimated).",
-    "contextWindow": "The model's context window, in tokens.",
-    "inputTokens": "The session's input tokens, as providers reported them.",
-    "outputTokens": "The session's output tokens, as providers reported them.",
-    "cachedInputTokens": "The session's cached input tokens, as providers reported them.",
-    "costUsd": "The session's cost in USD; null unless a price is configured.",
-    "compactions": "How often the conversation was compacted.",
+# Descriptions of the value types defined below this module (`session/model.py`, `tools/`),
+# which carry none of their own: "Type" describes the type, "Type.field" one field. The
+# generator (`scripts/gen_protocol.py`) refuses a field described nowhere.
+FIELD_NOTES: dict[str, str] = {
+    "SessionState.sessionId": "The session's id.",
+    "SessionState.mode": "`plan`: read-only tools only; `build`: the agent may change the "
+    "workspace.",
+    "SessionState.permissionMode": "How build-mode side effects are asked.",
+    "SessionState.planUri": "The session's main plan file.",
+    "SessionState.planStatus": "Where the plan is in its life.",
+    "SessionState.outcome": "The session's terminal-state class.",
+    "SessionState.todos": "The agent's todo list.",
+    "SessionState.running": "A run is in progress.",
+    "SessionState.runId": "The run in progress.",
+    "SessionState.approvedPlan": "Exactly what the user approved.",
+    "SessionState.shellProtection": "The plan-mode shell protection in force, in words.",
+    "SessionState.planShell": "`sandboxed`, `classified` or `off`; null while the sandbox "
+    "self-test runs (the state is pushed when it answers).",
+    "SessionState.sandbox": "The sandbox in use (`bubblewrap`, `landlock`) or null.",
+    "SessionState.planNetwork": "Plan-mode shell commands may use the network.",
+    "SessionState.provider": "The model back end (never the key).",
+    "SessionState.mcpServers": "Each configured MCP server and its status.",
+    "SessionState.configWarnings": "Configuration keys that were ignored, and why.",
+    "SessionState.usage": "Token usage and the context budget.",
+    "SessionUsage.contextTokens": "The size of the last request sent (reported by the "
+    "provider, else estimated).",
+    "SessionUsage.contextWindow": "The context window it is measured against, in tokens.",
+    "SessionUsage.inputTokens": "The session's input tokens as providers reported them "
+    "(cached ones included).",
+    "SessionUsage.outputTokens": "The session's output tokens as providers reported them.",
+    "SessionUsage.cachedInputTokens": "The session's cached input tokens.",
+    "SessionUsage.costUsd": "The session's cost in USD; null unless a price is configured.",
+    "SessionUsage.compactions": "How often the conversation was compacted.",
+    "ApprovedPlan.path": "The plan file.",
+    "ApprovedPlan.text": "The buffer's text at the moment of approval.",
+    "ApprovedPlan.sha256": "sha256 of that text.",
+    "ApprovedPlan.time": "When (ISO 8601, UTC).",
+    "ProviderInfo.name": "`openai`, `anthropic` or `scripted`.",
+    "ProviderInfo.model": "The model; null when none is set and the provider has no default.",
+    "ProviderInfo.baseUrl": "The model server; null: the provider's own endpoint.",
+    "ProviderInfo.configured": "Whether the provider can be used as configured.",
+    "ProviderInfo.problem": "What keeps it from working.",
+    "McpServerStatus.name": "The server's configured name.",
+    "McpServerStatus.status": "`configured`, `starting`, `ready` or `failed`.",
+    "McpServerStatus.error": "Why it failed.",
+    "McpServerStatus.tools": "Its tools, as the model sees them (`mcp__<server>__<tool>`).",
+    "Todo": "An item of the agent's todo list; at most one is `in_progress`.",
+    "Todo.content": "What to do.",
+    "Todo.status": "`pending`, `in_progress` or `completed`.",
+    "Question": "A question of `ask_user`.",
+    "Question.id": "Its id (answers are keyed by it).",
+    "Question.text": "The question.",
+    "Question.options": "The answers offered.",
+    "Question.multiple": "Several options may be chosen.",
 }

@@ -1,4 +1,5 @@
-"""The import direction of DESIGN.md §1: a layer imports only the layers below it."""
+"""The import direction of docs/architecture.md, "Layers": a layer imports only the layers
+below it."""
 
 from __future__ import annotations
 

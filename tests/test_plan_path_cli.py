@@ -1,4 +1,4 @@
-"""`plan-lsp check plan-path` (DESIGN.md §8) through `check_plan_path_main`."""
+"""`plan-lsp check plan-path` (README, "Command line") through `check_plan_path_main`."""
 
 from __future__ import annotations
 

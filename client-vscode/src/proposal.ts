@@ -1,6 +1,6 @@
 /**
  * What an edit tool call would do to a file, computed from its arguments (`write_file`:
- * `{path, content}`, `edit_file`: `{path, old_text, new_text}`, DESIGN.md §3) — for the diff
+ * `{path, content}`, `edit_file`: `{path, old_text, new_text}`) — for the diff
  * shown before the user allows it, and for "what did the run change". Pure: tested in Node.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The plan-lsp wire contract (DESIGN.md §6–§7) as typed JSON-RPC messages, and the
+ * The plan-lsp wire contract (docs/protocol.md) as typed JSON-RPC messages, and the
  * client-side session logic that sits on any JSON-RPC endpoint. Nothing here imports
  * `vscode`, so the protocol layer runs (and is tested) in plain Node.
  */
@@ -60,7 +60,7 @@ export const Methods = {
   ),
 } as const;
 
-/** Server command ids (DESIGN.md §6), run through `workspace/executeCommand`. */
+/** Server command ids (docs/protocol.md, Commands), run through `workspace/executeCommand`. */
 export const ServerCommands = {
   approvePlan: 'planLsp.approvePlan',
   rejectPlan: 'planLsp.rejectPlan',

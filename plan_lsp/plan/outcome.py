@@ -1,4 +1,4 @@
-"""The terminal-state class of a session (`SessionState.outcome`, DESIGN.md §7).
+"""The terminal-state class of a session (`SessionState.outcome`, docs/protocol.md).
 
 Rule, first match wins:
 

@@ -1,9 +1,10 @@
 """Execution gate: the check every tool call passes right before it runs.
 
-Order (DESIGN.md §2-3): the skill/subagent name allow-list and the work-mode safety check
-come first, so the user is never asked about a call that cannot run in this mode; then the
-permission engine decides allow/ask/deny; asks go to the user; right before allowing, the
-work mode is checked again, so a toggle to plan while a prompt was open still refuses.
+Order (README, "How 'in plan mode nothing changes' is enforced"): the skill/subagent name
+allow-list and the work-mode safety check come first, so the user is never asked about a
+call that cannot run in this mode; then the permission engine decides allow/ask/deny; asks
+go to the user; right before allowing, the work mode is checked again, so a toggle to plan
+while a prompt was open still refuses.
 Every decision is appended to the session's event log.
 """
 

@@ -4,14 +4,14 @@ A name is accepted only if it is a plain relative `.md` path (subfolders allowed
 plans directory that lies below `<workspace>/.plan-lsp/` (`server_dir.locate_plans_dir`),
 and nothing on the way — `.plan-lsp`, the plans folder, subfolders, the file itself — is a
 symbolic link: plans are regular files in real folders. The error texts are fixed templates
-shared by the plan tools, the CLI and the UI (DESIGN.md §5); every refusal of the name or of
-the plans directory starts with `Access denied:`.
+shared by the plan tools, the CLI and the UI (docs/architecture.md, "Files and plan paths");
+every refusal of the name or of the plans directory starts with `Access denied:`.
 
 Plan files are written only by `write_plan_file`, which validates the name again and writes
 through `safe_fs` from the workspace folder, so a link that appears after validation is
 refused when the file is opened.
 
-Also `plan-lsp check plan-path` (DESIGN.md §8), through `check_plan_path_main`.
+Also `plan-lsp check plan-path` (README, "Command line"), through `check_plan_path_main`.
 """
 
 from __future__ import annotations

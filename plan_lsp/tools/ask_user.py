@@ -1,4 +1,4 @@
-"""ask_user: a questionnaire the client answers (DESIGN.md §7)."""
+"""ask_user: a questionnaire the client answers (`planLsp/askUser`, docs/protocol.md)."""
 
 from __future__ import annotations
 

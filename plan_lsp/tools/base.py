@@ -1,7 +1,8 @@
 """What a tool is: a definition with a safety label, and an async implementation.
 
-The safety label is the one fact both gates read (DESIGN.md §3). Implementations never
-decide whether they may run — `policy/` does, before they are called.
+The safety label is the one fact both gates read (README, "How 'in plan mode nothing
+changes' is enforced"). Implementations never decide whether they may run — `policy/` does,
+before they are called.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The read-only file tools against a hostile repository: reads must stay inside the
-workspace (DESIGN.md §3, `read_file` "confined to the workspace"; `tools/paths.py`)."""
+workspace (`read_file` is confined to the workspace; `tools/paths.py`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """A hostile repository ships the server's own state database, `.plan-lsp/state.db`.
 
 The server restores a session's work mode, permission mode, plan status and approved plan
-from that file (DESIGN.md §10). A repository's `.plan-lsp/config.toml` may only tighten
-(`mode` only `plan`, `permission_mode` only stricter), but the database is read with no trust
-check at all: whatever the repository committed under `.plan-lsp/state.db` (git happily
-tracks it: the server's `.gitignore` is only written when the repository has none, and
+from that file (docs/architecture.md, "State"). A repository's `.plan-lsp/config.toml` may
+only tighten (`mode` only `plan`, `permission_mode` only stricter), but the database is read
+with no trust check at all: whatever the repository committed under `.plan-lsp/state.db`
+(git happily tracks it: the server's `.gitignore` is only written when the repository has none, and
 `git add -f` ignores it anyway) becomes the session. The user never approved anything and
 never left plan mode.
 """

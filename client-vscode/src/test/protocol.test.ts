@@ -66,7 +66,7 @@ class RecordingUi implements SessionUi {
   }
 }
 
-/** A fake server holding a mode, answering the state methods like DESIGN.md §7. */
+/** A fake server holding a mode, answering the state methods as docs/protocol.md says. */
 function fakeServer(server: MessageConnection): { state: SessionState; calls: string[] } {
   const box = { state: { ...baseState }, calls: [] as string[] };
   server.onRequest(Methods.state, () => {

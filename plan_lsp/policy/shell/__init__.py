@@ -1,4 +1,4 @@
-"""Plan-mode shell: a capability classifier on the real bash grammar (DESIGN.md §4).
+"""Plan-mode shell: a capability classifier on the real bash grammar (docs/security.md §2, §7).
 
 `classify_command(cmd, protection=..., roots=..., cwd=..., network=...)` with two rule sets:
 `classified` (strict allow-list, the only wall without a sandbox) and `sandboxed` (the

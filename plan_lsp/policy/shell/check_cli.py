@@ -1,4 +1,4 @@
-"""`plan-lsp check command` (DESIGN.md §8); its argv is parsed in `plan_lsp/cli.py`.
+"""`plan-lsp check command` (README, "Command line"); its argv is parsed in `plan_lsp/cli.py`.
 
 One command: prints one JSON object and exits 0 when allowed, 1 when not.
 Batch (`--stdin-jsonl`): one `{"cmd": ...}` per input line → one

@@ -91,6 +91,17 @@ class Contract:
             return simple[kind]
         return "unknown"
 
+    def always_sent(self, type_name: str) -> set[str]:
+        """The fields that are always present. A contract model (`WireModel`) describes a
+        JSON object the server builds: a field with a default may be left out. Any other
+        model (`SessionState` and its parts, todos, questions) is sent whole, as pydantic
+        dumps it: every field is present."""
+        schema = self.defs[type_name]
+        cls = self.classes.get(type_name)
+        if cls is not None and not issubclass(cls, protocol.WireModel):
+            return set(schema.get("properties", {}))
+        return set(schema.get("required", []))
+
     def describe(self, type_name: str, field: str | None = None) -> str:
         """A definition's (or its field's) description: its own, else protocol.FIELD_NOTES
         for it or for the class it inherits the field from."""
@@ -164,7 +175,7 @@ def typescript(c: Contract) -> str:
             if not props:
                 out += [f"export type {name} = Record<string, never>;", ""]
                 continue
-            required = set(schema.get("required", []))
+            required = c.always_sent(name)
             out.append(f"export interface {name} {{")
             for field, prop in props.items():
                 out += _ts_comment(c.describe(name, field), "  ")
@@ -226,7 +237,7 @@ def _field_table(c: Contract, name: str, skip: tuple[str, ...] = ()) -> list[str
     props = {k: v for k, v in schema.get("properties", {}).items() if k not in skip}
     if not props:
         return ["(an empty object)", ""]
-    required = set(schema.get("required", []))
+    required = c.always_sent(name)
     rows = ["| field | type | | description |", "|---|---|---|---|"]
     for field, prop in props.items():
         if field in required:

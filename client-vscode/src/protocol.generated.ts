@@ -185,11 +185,11 @@ export interface McpServerStatus {
   /** The server's configured name. */
   name: string;
   /** `configured`, `starting`, `ready` or `failed`. */
-  status?: string;
+  status: string;
   /** Why it failed. */
-  error?: string | null;
+  error: string | null;
   /** Its tools, as the model sees them (`mcp__<server>__<tool>`). */
-  tools?: string[];
+  tools: string[];
 }
 
 /** The work mode, the permission mode or the plan's status changed (the `state` update follows). */
@@ -212,19 +212,19 @@ export interface ModeChangedUpdate {
 /** The session state after a mode switch, and the calls the switch stopped. In plan mode the answer comes only once every running call that changes the workspace has ended. */
 export interface ModeSwitchResult {
   /** The plan-mode shell protection in force, in words. */
-  shellProtection?: string | null;
+  shellProtection: string | null;
   /** `sandboxed`, `classified` or `off`; null while the sandbox self-test runs (the state is pushed when it answers). */
-  planShell?: string | null;
+  planShell: string | null;
   /** The sandbox in use (`bubblewrap`, `landlock`) or null. */
-  sandbox?: string | null;
+  sandbox: string | null;
   /** Plan-mode shell commands may use the network. */
-  planNetwork?: boolean;
+  planNetwork: boolean;
   /** The model back end (never the key). */
-  provider?: ProviderInfo;
+  provider: ProviderInfo;
   /** Each configured MCP server and its status. */
-  mcpServers?: McpServerStatus[];
+  mcpServers: McpServerStatus[];
   /** Configuration keys that were ignored, and why. */
-  configWarnings?: string[];
+  configWarnings: string[];
   /** The session's id. */
   sessionId: string;
   /** `plan`: read-only tools only; `build`: the agent may change the workspace. */
@@ -242,11 +242,11 @@ export interface ModeSwitchResult {
   /** A run is in progress. */
   running: boolean;
   /** The run in progress. */
-  runId?: string | null;
+  runId: string | null;
   /** Exactly what the user approved. */
-  approvedPlan?: ApprovedPlan | null;
+  approvedPlan: ApprovedPlan | null;
   /** Token usage and the context budget. */
-  usage?: SessionUsage;
+  usage: SessionUsage;
   /** The tool calls the switch stopped. */
   cancelled: CancelledCall[];
 }
@@ -343,15 +343,15 @@ export interface PromptUpdate {
 /** Which model back end the session uses, and what keeps it from working (if known). */
 export interface ProviderInfo {
   /** `openai`, `anthropic` or `scripted`. */
-  name?: string;
+  name: string;
   /** The model; null when none is set and the provider has no default. */
-  model?: string | null;
+  model: string | null;
   /** The model server; null: the provider's own endpoint. */
-  baseUrl?: string | null;
+  baseUrl: string | null;
   /** Whether the provider can be used as configured. */
-  configured?: boolean;
+  configured: boolean;
   /** What keeps it from working. */
-  problem?: string | null;
+  problem: string | null;
 }
 
 /** A question of `ask_user`. */
@@ -363,7 +363,7 @@ export interface Question {
   /** The answers offered. */
   options: string[];
   /** Several options may be chosen. */
-  multiple?: boolean;
+  multiple: boolean;
 }
 
 /** The model asks the user (`ask_user`); the answer comes through `planLsp/askUser` or `window/showMessageRequest`. */
@@ -417,19 +417,19 @@ export interface SaveDocumentResult {
 /** `SessionState` as sent to clients (docs/protocol.md); camelCase on the wire. Pushed to clients as `planLsp/update {kind: "state"}` on every change. */
 export interface SessionState {
   /** The plan-mode shell protection in force, in words. */
-  shellProtection?: string | null;
+  shellProtection: string | null;
   /** `sandboxed`, `classified` or `off`; null while the sandbox self-test runs (the state is pushed when it answers). */
-  planShell?: string | null;
+  planShell: string | null;
   /** The sandbox in use (`bubblewrap`, `landlock`) or null. */
-  sandbox?: string | null;
+  sandbox: string | null;
   /** Plan-mode shell commands may use the network. */
-  planNetwork?: boolean;
+  planNetwork: boolean;
   /** The model back end (never the key). */
-  provider?: ProviderInfo;
+  provider: ProviderInfo;
   /** Each configured MCP server and its status. */
-  mcpServers?: McpServerStatus[];
+  mcpServers: McpServerStatus[];
   /** Configuration keys that were ignored, and why. */
-  configWarnings?: string[];
+  configWarnings: string[];
   /** The session's id. */
   sessionId: string;
   /** `plan`: read-only tools only; `build`: the agent may change the workspace. */
@@ -447,29 +447,29 @@ export interface SessionState {
   /** A run is in progress. */
   running: boolean;
   /** The run in progress. */
-  runId?: string | null;
+  runId: string | null;
   /** Exactly what the user approved. */
-  approvedPlan?: ApprovedPlan | null;
+  approvedPlan: ApprovedPlan | null;
   /** Token usage and the context budget. */
-  usage?: SessionUsage;
+  usage: SessionUsage;
 }
 
 /** Tokens the session used and how full the model's context window is. `contextTokens`: the size of the last request sent (as the provider reported it, else estimated); `contextWindow`: the window it is measured against; the token totals are the session's sums of what providers reported (`inputTokens` includes `cachedInputTokens`); `costUsd` is null unless a price is configured; `compactions`: how often the conversation was compacted. */
 export interface SessionUsage {
   /** The size of the last request sent (reported by the provider, else estimated). */
-  contextTokens?: number;
+  contextTokens: number;
   /** The context window it is measured against, in tokens. */
-  contextWindow?: number;
+  contextWindow: number;
   /** The session's input tokens as providers reported them (cached ones included). */
-  inputTokens?: number;
+  inputTokens: number;
   /** The session's output tokens as providers reported them. */
-  outputTokens?: number;
+  outputTokens: number;
   /** The session's cached input tokens. */
-  cachedInputTokens?: number;
+  cachedInputTokens: number;
   /** The session's cost in USD; null unless a price is configured. */
-  costUsd?: number | null;
+  costUsd: number | null;
   /** How often the conversation was compacted. */
-  compactions?: number;
+  compactions: number;
 }
 
 export interface SetModeParams {
@@ -540,7 +540,7 @@ export interface Todo {
   /** What to do. */
   content: string;
   /** `pending`, `in_progress` or `completed`. */
-  status?: 'pending' | 'in_progress' | 'completed';
+  status: 'pending' | 'in_progress' | 'completed';
 }
 
 /** The agent's todo list (`todo_write`); after approval it is mirrored into the plan's checklist. */

@@ -74,6 +74,7 @@ __all__ = [
     "ToolCallUpdate",
     "ToolResultUpdate",
     "Update",
+    "WireModel",
     "WorkspaceParams",
 ]
 

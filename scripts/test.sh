@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Runs every check: lint, types, the VS Code extension's unit tests, and the whole Python
-# test suite (unit, property, end-to-end through real editors, reliability, benchmarks' smoke
-# run). `--fast`: lint, types and the tests not marked slow (unit, gate, classifier, policy:
-# no editors, no server sessions), about a minute.
+# Runs the checks: lint (ruff), types (mypy), then one tier of the Python tests.
+#
+#   bash scripts/test.sh --unit   ruff, mypy, the unit tier (`-m unit`): tests that start no
+#                                 process at all (no server, sandbox, editor, git or bash);
+#                                 about 40-60 s on 2 cores (measured: see README, Development).
+#   bash scripts/test.sh --fast   ruff, mypy, the unit tier plus the execution gate's and the
+#                                 shell classifier's tests that need no server and no sandbox
+#                                 (`-m fast`, the same as `-m "not slow"`); about 40-75 s.
+#   bash scripts/test.sh          everything (what CI runs, .ci/run): ruff, mypy, the VS Code
+#                                 extension's unit tests and the whole suite (unit, property,
+#                                 end-to-end through real editors, reliability, attack suite,
+#                                 the benchmarks' smoke run); tens of minutes.
+#
+# Tiers and markers are given by tests/conftest.py (by place and by what a test imports);
+# a test in the unit tier that starts a process fails. Extra arguments go to pytest.
+# Hypothesis: `--unit`/`--fast` use the `dev` profile (few examples, no deadline) unless
+# CI=true (then the thorough `ci` profile); HYPOTHESIS_PROFILE overrides both.
 # Under CI=true a test whose tool is missing fails instead of skipping (tests/needs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fast=0
-if [ "${1:-}" = "--fast" ]; then
-  fast=1
-  shift
-fi
+tier=full
+case "${1:-}" in
+  --unit) tier=unit; shift ;;
+  --fast) tier=fast; shift ;;
+esac
 .venv/bin/ruff check plan_lsp tests
 .venv/bin/mypy
-if [ "$fast" = 1 ]; then
-  exec .venv/bin/python -m pytest -q -n 2 -m "not slow" "$@"
+if [ "$tier" != full ]; then
+  if [ "${CI:-}" != true ]; then
+    export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-dev}"
+  fi
+  exec .venv/bin/python -m pytest -q -n 2 -m "$tier" "$@"
 fi
 if [ -d client-vscode/node_modules ]; then
   (cd client-vscode && npm test --silent)

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import pytest
 
+import plan_lsp.policy.shell  # noqa: F401  (the real classifier: its tests below need it)
 from plan_lsp.policy.execution import ExecutionGate, GateDecision
 from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
@@ -552,7 +553,6 @@ async def test_toggle_to_plan_during_an_edit_still_refuses_the_write(
 async def test_real_classifier_refuses_writing_commands_in_plan_mode(
     session: Session, command: str
 ) -> None:
-    pytest.importorskip("plan_lsp.policy.shell")
     port = FakePort("allow_once")
     gate = ExecutionGate(
         session,
@@ -577,7 +577,6 @@ def _real_gate(
     plan_network: bool = False,
     hazards: list[str] | None = None,
 ) -> ExecutionGate:
-    pytest.importorskip("plan_lsp.policy.shell")
     return ExecutionGate(
         session,
         PermissionEngine(workspace_roots=[session.workspace]),
@@ -647,12 +646,12 @@ async def test_hostile_git_configuration_refuses_git_without_a_sandbox(session: 
     assert port.requests  # not proven read-only: the user is asked
 
 
+@pytest.mark.process
 async def test_blame_refused_when_the_repository_points_it_outside(
     session: Session, tmp_path: Path
 ) -> None:
     """`git blame` prints the first line of every `blame.ignoreRevsFile` that is not an
     object name: a repository must not point it outside the workspace."""
-    pytest.importorskip("plan_lsp.policy.shell")
     ws = session.workspace
     secret = tmp_path / "secret.txt"
     secret.write_text("token-123\n")

@@ -87,6 +87,7 @@ def test_a_request_or_notification_over_the_limit_is_dropped(tmp_path: Path) -> 
     assert out == [_answer(3, 10)] and not relay.stopped
 
 
+@pytest.mark.process
 def test_an_answer_whose_id_cannot_be_read_stops_the_server(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -112,6 +113,7 @@ def test_the_id_is_read_only_at_the_top_level(head: bytes, tail: bytes, rid: obj
     assert message_id(head, tail) == rid
 
 
+@pytest.mark.process
 def test_the_relay_runs_a_server_and_reports_a_server_it_cannot_start(tmp_path: Path) -> None:
     echo = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read())"]
     done = subprocess.run(
@@ -135,6 +137,7 @@ def test_the_relay_runs_a_server_and_reports_a_server_it_cannot_start(tmp_path: 
     assert b"could not run '/nonexistent/x'" in missing.stderr
 
 
+@pytest.mark.process
 def test_the_end_of_the_servers_output_is_passed_on_at_once(tmp_path: Path) -> None:
     """A server that closes its stdout and lingers: the client sees the end (and restarts
     it), as it would without the relay."""

@@ -28,7 +28,7 @@ from tests.needs import need
 from tests.shell_attacks.harness import build_template
 from tests.test_execution_gate import FakeEditor, FakePort
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.process]
 
 TOOLS = [
     tool("echo", "echo"),

@@ -220,6 +220,7 @@ def test_factory_config_errors(name: str, kwargs: dict[str, Any], expected: str)
     assert expected in info.value.message
 
 
+@pytest.mark.process
 def test_importing_providers_does_not_import_sdks() -> None:
     code = (
         "import sys, plan_lsp.providers\n"

@@ -36,6 +36,7 @@ def test_only_a_clean_well_formed_answer_counts(out: str, code: int, accepted: b
     assert (parse_answer(raw, b"boom", code) is not None) is accepted
 
 
+@pytest.mark.process
 def test_the_probe_process_prints_its_status() -> None:
     proc = subprocess.run(
         [sys.executable, "-P", "-m", PROBE_MODULE],

@@ -454,6 +454,7 @@ def test_data_tables_load_and_are_valid() -> None:
         assert prof.caps <= CAPABILITIES, name
 
 
+@pytest.mark.process
 def test_importing_the_package_does_not_load_tree_sitter() -> None:
     code = (
         "import sys, plan_lsp.policy.shell, plan_lsp.tools.bash;"

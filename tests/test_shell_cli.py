@@ -108,6 +108,7 @@ def test_batch_keeps_order_and_survives_bad_lines(monkeypatch: pytest.MonkeyPatc
     assert any("longer than" in r or "nested" in r for r in rows[8]["reasons"])
 
 
+@pytest.mark.process
 def test_deep_nesting_never_prints_a_traceback(tmp_path: Path) -> None:
     cmds = [
         "echo " + "$(" * 3000 + ")" * 3000,

@@ -162,6 +162,7 @@ def empty_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("empty")
 
 
+@pytest.mark.process
 @_SETTINGS
 @given(text=_WORDS)
 def test_lexer_words_match_bash(text: str, empty_dir: Path) -> None:
@@ -215,6 +216,7 @@ def _run_in_empty_dir(argv: list[str], where: Path) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
+@pytest.mark.process
 @_SETTINGS
 @given(pieces=st.lists(st.sampled_from(_SED_PIECES), max_size=8))
 def test_accepted_sed_programs_write_and_run_nothing(
@@ -231,6 +233,7 @@ def test_accepted_sed_programs_write_and_run_nothing(
     assert list(where.iterdir()) == [], script
 
 
+@pytest.mark.process
 @_SETTINGS
 @given(pieces=st.lists(st.sampled_from(_AWK_PIECES), max_size=10))
 def test_accepted_awk_programs_write_and_run_nothing(

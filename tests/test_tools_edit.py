@@ -198,6 +198,7 @@ async def test_edit_file_crlf(ws: Path, build: ToolContext) -> None:
     assert (ws / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
 
+@pytest.mark.process
 async def test_edits_to_open_documents_go_through_the_editor_and_reads_follow(
     ws: Path, editor: FakeEditor, build: ToolContext
 ) -> None:
@@ -215,6 +216,7 @@ async def test_edits_to_open_documents_go_through_the_editor_and_reads_follow(
     assert grep.content.splitlines() == ["src/a.py:2:y = 5"]
 
 
+@pytest.mark.process
 async def test_write_then_read_after_disk_write(ws: Path, build: ToolContext) -> None:
     await write_file({"path": "notes.txt", "content": "alpha\nbeta\n"}, build)
     assert (await fs.read_file({"path": "notes.txt"}, build)).content == "alpha\nbeta\n"

@@ -254,6 +254,7 @@ def _lines(result: ToolResult) -> list[str]:
     return [ln for ln in result.content.splitlines() if not ln.startswith("[plan-lsp")]
 
 
+@pytest.mark.process
 async def test_grep_output_shape(ctx: ToolContext, grep_backend: str) -> None:
     result = await fs.grep({"pattern": "needle"}, ctx)
     assert _lines(result) == [
@@ -262,6 +263,7 @@ async def test_grep_output_shape(ctx: ToolContext, grep_backend: str) -> None:
     ]
 
 
+@pytest.mark.process
 async def test_grep_options(ctx: ToolContext, grep_backend: str) -> None:
     assert _lines(
         await fs.grep({"pattern": "NEEDLE", "ignore_case": True, "glob": "*.py"}, ctx)
@@ -275,6 +277,7 @@ async def test_grep_options(ctx: ToolContext, grep_backend: str) -> None:
     ]
 
 
+@pytest.mark.process
 async def test_grep_sees_open_buffers(
     ws: Path, ctx: ToolContext, editor: FakeEditor, grep_backend: str
 ) -> None:
@@ -287,6 +290,7 @@ async def test_grep_sees_open_buffers(
     ]
 
 
+@pytest.mark.process
 async def test_grep_cap(ws: Path, ctx: ToolContext, grep_backend: str) -> None:
     (ws / "many.txt").write_text("hit\n" * (fs.GREP_CAP + 50))
     result = await fs.grep({"pattern": "hit"}, ctx)
@@ -294,6 +298,7 @@ async def test_grep_cap(ws: Path, ctx: ToolContext, grep_backend: str) -> None:
     assert "capped" in result.content
 
 
+@pytest.mark.process
 async def test_grep_cap_with_much_more_output_waiting(ws: Path, ctx: ToolContext) -> None:
     """Far more matches than the cap: ripgrep has filled the pipe (and asyncio's buffer, which
     then pauses reading) by the time the tool stops reading and kills it. The call must still
@@ -307,6 +312,7 @@ async def test_grep_cap_with_much_more_output_waiting(ws: Path, ctx: ToolContext
     assert len(_lines(result)) == fs.GREP_CAP and "capped" in result.content
 
 
+@pytest.mark.process
 async def test_grep_bad_regex(ctx: ToolContext, grep_backend: str) -> None:
     assert _error(await fs.grep({"pattern": "(unclosed"}, ctx)) in (
         "invalid_pattern",
@@ -314,6 +320,7 @@ async def test_grep_bad_regex(ctx: ToolContext, grep_backend: str) -> None:
     )
 
 
+@pytest.mark.process
 async def test_grep_fallback_skips_binary(
     ws: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -400,6 +407,7 @@ async def test_list_dir_shows_links_as_themselves(
         assert listing == ["home", "key.txt", "readme-link.md"]
 
 
+@pytest.mark.process
 async def test_grep_searches_only_regular_files_and_never_through_a_link(
     ws: Path, tmp_path: Path, ctx: ToolContext, grep_backend: str
 ) -> None:
@@ -424,6 +432,7 @@ async def test_grep_refuses_a_path_that_is_not_a_folder_or_a_regular_file(
         assert f"{name} is a" in result.content
 
 
+@pytest.mark.process
 async def test_places_the_sandbox_hides_are_hidden_from_the_file_tools(
     ws: Path, ctx: ToolContext, grep_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

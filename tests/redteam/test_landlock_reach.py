@@ -48,7 +48,9 @@ async def test_a_plan_mode_command_under_landlock_kills_the_server_with_prlimit(
     script = one_call_script(tmp_path, "bash", command=FIND_AND_LIMIT)
     args = ["--provider", "scripted", "--script", str(script), "--plan-shell", "sandboxed"]
     async with running_server([ws], *args, env={"PLAN_LSP_SANDBOX": "landlock"}) as ed:
-        state = await ed.state()
+        # The sandbox self-test answers after the first state may be read (planShell null,
+        # sandbox null): wait for the state the server pushes once it knows.
+        state = await ed.settled_state()
         assert state["mode"] == "plan" and state.get("sandbox") == "landlock", state
         try:
             await ed.request("planLsp/prompt", {"text": "look around"}, timeout=60)

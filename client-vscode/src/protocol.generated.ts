@@ -519,7 +519,7 @@ export interface TestConnectionResult {
   /** Why not (null when ok). */
   code: ErrorCode | null;
   /** What happened, in a sentence. */
-  message: string | null;
+  message: string;
   /** The setting that fixes it (empty when ok). */
   fix: ErrorFix;
 }

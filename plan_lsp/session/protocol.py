@@ -244,7 +244,7 @@ class TestConnectionResult(WireModel):
 
     ok: bool = Field(description="The provider answered a request.")
     code: ErrorCode | None = Field(description="Why not (null when ok).")
-    message: str | None = Field(description="What happened, in a sentence.")
+    message: str = Field(description="What happened, in a sentence.")
     fix: ErrorFix = Field(description="The setting that fixes it (empty when ok).")
 
 

@@ -528,6 +528,10 @@ def _toolchains(hidden: Sequence[Path], home: Path | None, env: Mapping[str, str
     for entry in safe_path_variable(env.get("PATH", "")).split(":"):
         if entry:
             wanted.append(Path(entry))
+            # A version manager's shims (pyenv, rbenv, nodenv) run its program from the
+            # folder that holds them (`$PYENV_ROOT/libexec/pyenv exec …`), wherever it lies.
+            if Path(entry).name == "shims":
+                wanted.append(Path(entry).parent)
     # The server's own interpreter: virtual environments in the workspace link to it.
     wanted.extend(Path(p) for p in {sys.base_prefix, sys.prefix})
     found: list[Path] = []

@@ -35,9 +35,8 @@ settings.register_profile(
 settings.register_profile(
     "nightly", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-PROFILE = settings.get_profile(
-    "nightly" if os.environ.get("HYPOTHESIS_PROFILE") == "nightly" else "ci"
-)
+# The profile in force (tests/conftest.py: `dev` for local tiers, `ci`, `nightly`).
+PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 READ_ONLY_COMMANDS = frozenset({"ls", "git log", "cat src/a.py"})
 

@@ -1,4 +1,4 @@
-"""`plan-lsp` command line: the only place that parses argv (DESIGN.md §8)."""
+"""`plan-lsp` command line: the only place that parses argv."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument("--permission-mode", choices=["ask", "auto_edit", "yolo", "strict"])
     p.add_argument("--plan-shell", choices=["off", "classified", "sandboxed"])
     p.add_argument("--max-steps", type=int)
+    p.add_argument("--context-window", type=int, help="the model's context window (tokens)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-file", type=Path)
 
@@ -74,6 +75,7 @@ def serve(args: argparse.Namespace) -> int:
         "permission_mode": args.permission_mode,
         "plan_shell": args.plan_shell,
         "max_steps": args.max_steps,
+        "context_window": args.context_window,
         "log_level": args.log_level,
         "workspace": args.workspace,
     }

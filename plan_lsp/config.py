@@ -4,10 +4,10 @@ Trusted, highest first: command-line flags > `initializationOptions` > the user'
 (`$PLAN_LSP_CONFIG`, else `<user config dir>/plan-lsp/config.toml`) > environment
 (`PLAN_LSP_*`). Untrusted: the workspace's `.plan-lsp/config.toml`, which sits between the
 user file and the environment for harmless keys but may only *tighten* everything else
-(DESIGN.md §11): keys that lower protection, run programs or send code elsewhere are taken
-from it only when they are at least as strict as what the trusted sources say, and ignored
-with a warning naming the key otherwise. Permission rules merge: every source's `deny` and
-`ask` rules apply; `allow` rules come from trusted sources only.
+(docs/security.md, configuration trust): keys that lower protection, run programs or send
+code elsewhere are taken from it only when they are at least as strict as what the trusted
+sources say, and ignored with a warning naming the key otherwise. Permission rules merge:
+every source's `deny` and `ask` rules apply; `allow` rules come from trusted sources only.
 
 Each value is validated on its own, so one bad value is reported (with its source) and
 replaced by the default without losing the rest. Field names are snake_case; clients may use
@@ -50,6 +50,39 @@ class PermissionRules(BaseModel):
     deny: list[str] = Field(default_factory=list)
 
 
+class Price(BaseModel):
+    """What the model costs, in US dollars per million tokens (for `usage.costUsd`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_mtok: float = Field(default=0.0, ge=0)
+    output_per_mtok: float = Field(default=0.0, ge=0)
+    # Cached input, where the provider reports it; unset: the input price.
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int) -> float:
+        cached_price = (
+            self.cached_input_per_mtok
+            if self.cached_input_per_mtok is not None
+            else self.input_per_mtok
+        )
+        fresh = max(0, input_tokens - cached_input_tokens)
+        return (
+            fresh * self.input_per_mtok
+            + cached_input_tokens * cached_price
+            + output_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
+class Limits(BaseModel):
+    """Per-run limits: a run that passes one stops cleanly, saying which (unset: none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_tokens: int | None = Field(default=None, gt=0)
+    run_cost_usd: float | None = Field(default=None, gt=0)
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
@@ -70,6 +103,10 @@ class Config(BaseModel):
     # Plan-mode shell commands may use the network (off: no network in plan mode).
     plan_network: bool = False
     max_steps: int = Field(default=50, gt=0, le=1000)
+    # The model's context window in tokens; None: the model table, then the server's answer.
+    context_window: int | None = Field(default=None, ge=1024)
+    price: Price | None = None
+    limits: Limits = Field(default_factory=Limits)
     # A run stops after this long, whatever the model does.
     run_timeout_s: float = Field(default=3600, gt=0)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
@@ -107,7 +144,10 @@ def normalise_plans_dir(value: str) -> str:
 # -- trust rules -------------------------------------------------------------------------
 
 # Keys a workspace may never set: they run programs, send code elsewhere or hold secrets.
-NEVER_FROM_WORKSPACE = frozenset({"provider", "base_url", "api_key", "script", "transcript", "mcp"})
+# The price too: a repository must not make a run look free to the cost limit.
+NEVER_FROM_WORKSPACE = frozenset(
+    {"provider", "base_url", "api_key", "script", "transcript", "mcp", "price"}
+)
 
 _PERMISSION_STRICTNESS = {
     PermissionMode.YOLO: 0,
@@ -129,12 +169,34 @@ def _stricter_or_equal(key: str, value: Any, trusted: Any) -> bool:
         return bool(value == "off" or value == trusted)
     if key in ("plan_network", "allow_enter_plan_in_yolo"):
         return value is False
+    if key == "context_window":
+        # A smaller window compacts sooner; a larger one would send (and cost) more.
+        return trusted is not None and value is not None and value <= trusted
+    if key == "limits":
+        return _limits_tighten(value, trusted)
+    return True
+
+
+def _limits_tighten(value: Limits, trusted: Any) -> bool:
+    base = trusted if isinstance(trusted, Limits) else Limits()
+    for name in ("run_tokens", "run_cost_usd"):
+        mine, theirs = getattr(value, name), getattr(base, name)
+        if theirs is not None and (mine is None or mine > theirs):
+            return False
     return True
 
 
 # Keys a workspace may set only to a value at least as strict as the trusted one.
 TIGHTEN_ONLY = frozenset(
-    {"mode", "permission_mode", "plan_shell", "plan_network", "allow_enter_plan_in_yolo"}
+    {
+        "mode",
+        "permission_mode",
+        "plan_shell",
+        "plan_network",
+        "allow_enter_plan_in_yolo",
+        "context_window",
+        "limits",
+    }
 )
 
 
@@ -242,7 +304,7 @@ def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionR
 
 
 # Fields whose environment value is JSON (objects, lists).
-_STRUCTURED = frozenset({"permissions", "mcp"})
+_STRUCTURED = frozenset({"permissions", "mcp", "price", "limits"})
 
 
 def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> dict[str, Any]:

@@ -259,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # keep test output clean
 
     def do_GET(self) -> None:
-        self._record(None)
+        self._record(None, probe=True)
         owner = self.server.owner
         if self.path.rstrip("/").endswith("/models") and owner.models_status == 200:
             ids = list(owner.models)
@@ -294,14 +294,15 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
-        recorded = self._record(body)
         if self.path.endswith("/chat/completions"):
             api = "openai"
         elif self.path.endswith("/messages"):
             api = "anthropic"
         else:
+            # Not a model call (a server probe such as Ollama's /api/show): not recorded.
             self._send_json(404, _error_body("openai", 404, f"no route {self.path}"))
             return
+        recorded = self._record(body)
         reply = self.server.owner.next_reply(recorded)
         if reply is None:
             self._send_json(500, _error_body(api, 500, "no reply queued"))
@@ -340,14 +341,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_chunk(event.encode())
             self._end_stream()
 
-    def _record(self, body: Any) -> RecordedRequest:
+    def _record(self, body: Any, probe: bool = False) -> RecordedRequest:
         recorded = RecordedRequest(
             method=self.command,
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
         )
-        self.server.owner.record(recorded)
+        self.server.owner.record(recorded, probe)
         return recorded
 
     def _send_json(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
@@ -395,7 +396,10 @@ class FakeModelServer:
         # What GET .../models answers: these ids, or an error status.
         self.models: list[str] = ["fake-model"]
         self.models_status = 200
+        # Model calls (chat completions, messages), in order.
         self.requests: list[RecordedRequest] = []
+        # Everything else asked (model lists, context-window probes).
+        self.probes: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -431,9 +435,9 @@ class FakeModelServer:
 
     # -- called from handler threads --------------------------------------------------------
 
-    def record(self, request: RecordedRequest) -> None:
+    def record(self, request: RecordedRequest, probe: bool = False) -> None:
         with self._lock:
-            self.requests.append(request)
+            (self.probes if probe else self.requests).append(request)
 
     def next_reply(self, request: RecordedRequest) -> Reply | None:
         with self._lock:

@@ -69,7 +69,10 @@ async def test_text_and_tool_calls_stream_in_chunks(tmp_path: Path) -> None:
         ("call_1_0", "read_file", arg_text),
         ("call_1_1", "list_dir", "{}"),
     ]
-    assert summary.events[-1] == Finish("tool_calls")
+    finish = summary.events[-1]
+    assert isinstance(finish, Finish) and finish.reason == "tool_calls"
+    # Usage is reported: the request's and the answer's tokens, estimated.
+    assert finish.usage.input_tokens > 0 and finish.usage.output_tokens > 0
     assert sum(isinstance(e, Finish) for e in summary.events) == 1
 
 
@@ -78,7 +81,7 @@ async def test_default_chunk_is_16_and_text_only_turn_stops(tmp_path: Path) -> N
     provider = ScriptedProvider(write_script(tmp_path, {"turns": [{"text": text}]}))
     summary = await collect(provider.stream(request()))
     assert [len(e.text) for e in summary.events if isinstance(e, TextDelta)] == [16, 16, 8]
-    assert summary.finish == Finish("stop")
+    assert summary.finish is not None and summary.finish.reason == "stop"
     assert summary.tool_calls == []
 
 
@@ -88,7 +91,7 @@ async def test_string_arguments_are_streamed_verbatim(tmp_path: Path) -> None:
     provider = ScriptedProvider(write_script(tmp_path, script))
     summary = await collect(provider.stream(request()))
     assert summary.tool_calls == [("call_1_0", "read_file", broken)]
-    assert summary.finish == Finish("tool_calls")
+    assert summary.finish is not None and summary.finish.reason == "tool_calls"
 
 
 async def test_turns_are_taken_in_order_of_stream_calls_across_runs(tmp_path: Path) -> None:
@@ -109,7 +112,7 @@ async def test_past_the_last_turn_the_model_says_end_of_script(tmp_path: Path) -
     for _ in range(2):
         summary = await collect(provider.stream(request()))
         assert summary.text == "(end of script)"
-        assert summary.finish == Finish("stop")
+        assert summary.finish is not None and summary.finish.reason == "stop"
         assert summary.tool_calls == []
 
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from plan_lsp.agent import prompts
+from plan_lsp.agent.budget import ContextBudget, ContextFull
+from plan_lsp.agent.compaction import Compaction
+from plan_lsp.agent.context import PINNED
 from plan_lsp.agent.model_stream import (
     MAX_TOOL_ARGUMENT_CHARS,
     ModelStream,
@@ -18,6 +21,7 @@ from plan_lsp.agent.model_stream import (
     until_cancelled,
 )
 from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
+from plan_lsp.agent.recall import RECALL_OUTPUT, recall_tool
 from plan_lsp.config import Config
 from plan_lsp.policy.definitions import definitions_for
 from plan_lsp.policy.execution import ExecutionGate
@@ -120,6 +124,8 @@ class Agent:
             plan_network=config.plan_network,
         )
         self.runner = ToolRunner(self.registry, self.gate)
+        self.budget = ContextBudget(session, provider, config)
+        self.registry.register(recall_tool(session))
         self._plan_requests = 0
         self._seen_event_seq = session.store.last_event_seq(session.id)
 
@@ -131,6 +137,48 @@ class Agent:
         )
         return [ToolSpec(d.name, d.description, d.input_schema) for d in defs]
 
+    def request_frame(
+        self,
+        run_id: str,
+        allow_names: frozenset[str] | None,
+        do_run: bool,
+        *,
+        consume: bool = True,
+    ) -> Callable[[list[ChatMessage]], ModelRequest]:
+        """Everything of the next request but the conversation (system prompt, mode notes,
+        reminders, tools); returns how to build the request around a conversation. Taking
+        a frame consumes the mode events it reports (unless `consume` is off: a frame only
+        to measure with), so take one per model request."""
+        mode = self.session.mode
+        system = prompts.system_prompt(mode, str(self.session.workspace), do_run)
+        after: list[ChatMessage] = []
+        if consume:
+            events = self.session.store.events(
+                self.session.id, after=self._seen_event_seq, kinds=prompts.CONTEXT_EVENT_KINDS
+            )
+            self._seen_event_seq = self.session.store.last_event_seq(self.session.id)
+            note = prompts.mode_change_note(events)
+            if note is not None:
+                after.append(note)
+        if mode is WorkMode.PLAN:
+            self._plan_requests += 1 if consume else 0
+            after.append(prompts.plan_reminder(max(1, self._plan_requests)))
+        tools = self.tool_specs(allow_names)
+
+        def assemble(conversation: list[ChatMessage]) -> ModelRequest:
+            compacted = any(m.meta.get(PINNED) for m in conversation)
+            return ModelRequest(
+                run_id=run_id,
+                mode=mode.value,
+                messages=[system, *conversation, *after],
+                tools=tools if compacted else [t for t in tools if t.name != RECALL_OUTPUT],
+                model=self.config.model,
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+            )
+
+        return assemble
+
     def build_request(
         self,
         run_id: str,
@@ -138,28 +186,26 @@ class Agent:
         allow_names: frozenset[str] | None,
         do_run: bool,
     ) -> ModelRequest:
-        mode = self.session.mode
-        messages = [prompts.system_prompt(mode, str(self.session.workspace), do_run)]
-        messages.extend(conversation)
-        events = self.session.store.events(
-            self.session.id, after=self._seen_event_seq, kinds=prompts.CONTEXT_EVENT_KINDS
+        frame = self.request_frame(run_id, allow_names, do_run)
+        return frame(self.budget.conversation(conversation, self.session.conversation))
+
+    async def compact_now(self, run_id: str, cancel: asyncio.Event) -> Compaction | None:
+        """Compact the session's conversation now (the user asked): prune and summarize.
+        None when there is nothing to compact (or the user cancelled)."""
+        conv = self.session.conversation
+        messages = self.load_conversation(conv)
+        frame = self.request_frame(run_id, None, do_run=False, consume=False)
+        work = self.budget.compact(
+            messages,
+            conv,
+            frame,
+            "full",
+            run_id,
+            self.ports.notify,
+            lambda record: self._append(conv, run_id, messages, record),
+            trigger="manual",
         )
-        self._seen_event_seq = self.session.store.last_event_seq(self.session.id)
-        note = prompts.mode_change_note(events)
-        if note is not None:
-            messages.append(note)
-        if mode is WorkMode.PLAN:
-            self._plan_requests += 1
-            messages.append(prompts.plan_reminder(self._plan_requests))
-        return ModelRequest(
-            run_id=run_id,
-            mode=mode.value,
-            messages=messages,
-            tools=self.tool_specs(allow_names),
-            model=self.config.model,
-            temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens,
-        )
+        return await until_cancelled(work, cancel)
 
     # -- conversation persistence ------------------------------------------------------------
 
@@ -191,7 +237,10 @@ class Agent:
         messages = self.load_conversation(conv)
         if opening is not None:
             self._append(conv, run_id, messages, opening)
+            request_text = (self.session.task or opening.content) if do_run else opening.content
+            self.budget.remember_request(conv, request_text)
         result = RunResult(run_id=run_id, stop_reason="end_turn")
+        self.budget.begin_run(run_id)
         # Subagents run under their parent's run id: what they change is the run's too.
         self._depth[run_id] = self._depth.get(run_id, 0) + 1
 
@@ -231,6 +280,7 @@ class Agent:
             if self._depth[run_id] == 0:
                 del self._depth[run_id]
                 result.touched = self._touched.pop(run_id, [])
+                self.budget.end_run(run_id)
             else:
                 result.touched = list(self._touched.get(run_id, []))
             if emit_done:
@@ -254,10 +304,26 @@ class Agent:
             await self._refresh_tool_sources(cancel)  # MCP
             if cancel.is_set():
                 return "cancelled"
-            request = self.build_request(run_id, messages, allow_names, do_run)
-            text, calls = await self.stream.step(request, cancel, emit)
+            frame = self.request_frame(run_id, allow_names, do_run)
+            try:
+                request = await self.budget.make_room(
+                    messages,
+                    conv,
+                    frame,
+                    run_id,
+                    self.ports.notify,
+                    lambda record: self._append(conv, run_id, messages, record),
+                )
+            except ContextFull as exc:
+                emit("error", {"message": str(exc), "code": "context_full"})
+                return "context_full"
             if cancel.is_set():
                 return "cancelled"
+            raw = self.budget.meter.raw(request)
+            text, calls, usage = await self.stream.step(request, cancel, emit)
+            if cancel.is_set():
+                return "cancelled"
+            over_limit = self.budget.account(run_id, conv, request, raw, usage)
             assistant = ChatMessage(
                 role="assistant",
                 content=text,
@@ -270,6 +336,9 @@ class Agent:
             self._append(conv, run_id, messages, assistant)
             result.answered = True
             result.text = text
+            if over_limit is not None and not calls:
+                emit("error", {"message": over_limit, "code": "limit"})
+                return "limit"
             if not calls:
                 return "end_turn"
             ended = False
@@ -310,6 +379,9 @@ class Agent:
                 return "plan_submitted"
             if cancel.is_set():
                 return "cancelled"
+            if over_limit is not None:
+                emit("error", {"message": over_limit, "code": "limit"})
+                return "limit"
         emit("error", {"message": f"stopped after {self.config.max_steps} model requests"})
         return "max_steps"
 

@@ -21,6 +21,7 @@ from plan_lsp.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
+    Usage,
     is_json_object,
 )
 from plan_lsp.session import Session, WorkMode
@@ -85,19 +86,20 @@ class ModelStream:
         request: ModelRequest,
         cancel: asyncio.Event,
         emit: Callable[[str, dict[str, Any]], None],
-    ) -> tuple[str, list[StreamingCall]]:
-        """One model response; a cancel (or the run's timeout) stops it even while the
-        model is silent."""
+    ) -> tuple[str, list[StreamingCall], Usage]:
+        """One model response and the usage the provider reported for it; a cancel (or the
+        run's timeout) stops it even while the model is silent."""
         outcome = await until_cancelled(self._consume(request, cancel, emit), cancel)
-        return outcome if outcome is not None else ("", [])
+        return outcome if outcome is not None else ("", [], Usage())
 
     async def _consume(
         self,
         request: ModelRequest,
         cancel: asyncio.Event,
         emit: Callable[[str, dict[str, Any]], None],
-    ) -> tuple[str, list[StreamingCall]]:
+    ) -> tuple[str, list[StreamingCall], Usage]:
         text_parts: list[str] = []
+        usage = Usage()
         text_chars = 0
         calls: dict[int, StreamingCall] = {}
         finish: str | None = None
@@ -138,6 +140,7 @@ class ModelStream:
                     await self._feed_draft(target, event.delta)
                 elif isinstance(event, Finish):
                     finish = event.reason
+                    usage = event.usage
                     break
         finally:
             aclose = getattr(stream, "aclose", None)
@@ -150,7 +153,7 @@ class ModelStream:
                 if call.draft_path is not None:
                     await self.drafts.abandon(call.draft_path)
                     call.draft_path = None
-        return "".join(text_parts), [calls[i] for i in sorted(calls)]
+        return "".join(text_parts), [calls[i] for i in sorted(calls)], usage
 
     # -- live plan drafts ---------------------------------------------------------------------
 

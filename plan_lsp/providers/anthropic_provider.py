@@ -189,6 +189,9 @@ class AnthropicProvider:
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         return self._stream(request)
 
+    async def context_window(self) -> int | None:
+        return None  # the Messages API reports none; the table knows Anthropic's models
+
     async def check(self) -> str:
         import anthropic
 
@@ -241,7 +244,7 @@ class AnthropicProvider:
             if kind == "message_start":
                 start_usage = getattr(event.message, "usage", None)
                 if start_usage is not None:
-                    usage.input_tokens = start_usage.input_tokens or 0
+                    _read_input_usage(usage, start_usage)
                     usage.output_tokens = start_usage.output_tokens or 0
             elif kind == "content_block_start":
                 block = event.content_block
@@ -278,8 +281,8 @@ class AnthropicProvider:
                     stop_reason = event.delta.stop_reason
                 if event.usage is not None:
                     usage.output_tokens = event.usage.output_tokens or usage.output_tokens
-                    if event.usage.input_tokens:
-                        usage.input_tokens = event.usage.input_tokens
+                    if getattr(event.usage, "input_tokens", None):
+                        _read_input_usage(usage, event.usage)
         if stop_reason is None:
             raise ProviderError(
                 "malformed_stream", "the model stream ended before a stop reason was sent"
@@ -288,3 +291,12 @@ class AnthropicProvider:
         if reason == "stop" and tool_index:
             reason = "tool_calls"
         yield Finish(reason, usage)
+
+
+def _read_input_usage(usage: Usage, reported: Any) -> None:
+    """Anthropic counts cache reads and writes apart from `input_tokens`; our input figure is
+    everything the request held, cached included."""
+    cached = getattr(reported, "cache_read_input_tokens", None) or 0
+    written = getattr(reported, "cache_creation_input_tokens", None) or 0
+    usage.input_tokens = (getattr(reported, "input_tokens", None) or 0) + cached + written
+    usage.cached_input_tokens = cached

@@ -78,6 +78,9 @@ class ModelRequest:
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    # "step": a step of the agent's run; "compaction": a summary of older turns (no tools
+    # are offered and the answer is text only).
+    purpose: Literal["step", "compaction"] = "step"
 
 
 @dataclass
@@ -100,8 +103,16 @@ class ToolCallArgsDelta:
 
 @dataclass
 class Usage:
+    """What the provider reported for one response (zeros: nothing reported). Input tokens
+    include the cached ones."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+    @property
+    def reported(self) -> bool:
+        return self.input_tokens > 0 or self.output_tokens > 0
 
 
 @dataclass
@@ -186,3 +197,7 @@ class Provider(Protocol):
     async def check(self) -> str:
         """One cheap request that proves the model server answers and serves the model;
         returns a sentence saying so. Raises ProviderError otherwise."""
+
+    async def context_window(self) -> int | None:
+        """The context window the model server reports for the model (tokens), or None when
+        it reports none (or cannot be asked). Never raises."""

@@ -33,6 +33,7 @@ from plan_lsp.providers.http_errors import (
     served_models,
     status_error,
 )
+from plan_lsp.providers.windows import reported_window
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -115,6 +116,9 @@ class OpenAIProvider:
         self.max_tokens = max_tokens
         # Cleared after a server refuses `stream_options` (older local servers do).
         self.include_usage = include_usage
+        self._api_key = api_key
+        self._window: int | None = None
+        self._window_asked = False
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key or PLACEHOLDER_API_KEY,
             base_url=base_url,
@@ -159,6 +163,12 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         return self._stream(request)
+
+    async def context_window(self) -> int | None:
+        if not self._window_asked:
+            self._window_asked = True
+            self._window = await reported_window(self.base_url, self.model, self._api_key)
+        return self._window
 
     async def check(self) -> str:
         import openai
@@ -249,9 +259,11 @@ class OpenAIProvider:
         usage = Usage()
         async for chunk in chunks:
             if getattr(chunk, "usage", None) is not None:
+                details = getattr(chunk.usage, "prompt_tokens_details", None)
                 usage = Usage(
                     input_tokens=chunk.usage.prompt_tokens or 0,
                     output_tokens=chunk.usage.completion_tokens or 0,
+                    cached_input_tokens=getattr(details, "cached_tokens", None) or 0,
                 )
             for choice in chunk.choices or []:
                 if choice.index not in (0, None):

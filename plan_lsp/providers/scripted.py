@@ -1,4 +1,4 @@
-"""The scripted provider: a model that replays a JSON script (DESIGN.md §9).
+"""The scripted provider: a model that replays a JSON script.
 
 The script belongs to the provider instance, and there is one instance per server process:
 every `stream()` call — from any run or subagent — takes the next turn, in the order the
@@ -13,7 +13,10 @@ Script format::
                 "tool_calls"?: [{"name": str, "arguments": object | str}],
                 "delay_ms"?: int,
                 "pace"?: Pace | null,
-                "error"?: {"kind": str, "message": str, "retry_after"?: float}}]}
+                "error"?: {"kind": str, "message": str, "retry_after"?: float},
+                "usage"?: {"input_tokens": int, "output_tokens": int,
+                           "cached_input_tokens"?: int},
+                "compaction"?: bool}]}
 
     Pace = {"chars_per_second": float, "chunk": [min, max], "jitter": float,
             "pause_every_chars": [min, max], "pause_ms": [min, max], "seed": int}
@@ -34,6 +37,11 @@ what an editor showed, and when.
 Tool arguments given as an object are sent as `json.dumps(arguments)`; given as a string
 they are sent verbatim (so a script can send broken JSON). A turn with `error` streams
 whatever text and tool calls it has and then raises `ProviderError(kind, message)`.
+
+Every answer reports usage: the turn's `usage`, else the request's and the answer's tokens as
+`providers.tokens` estimates them. A compaction's summary request takes the next turn only if
+that turn is marked `"compaction": true`; otherwise it is answered with a short built-in
+summary and takes no turn, so scripts need not know when compaction happens.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -57,7 +66,9 @@ from plan_lsp.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
+    Usage,
 )
+from plan_lsp.providers.tokens import estimate_request, estimate_text
 
 END_OF_SCRIPT_TEXT = "(end of script)"
 
@@ -119,6 +130,14 @@ class Pace(BaseModel):
             yield max(0.0, wait), piece
 
 
+class ScriptedUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+
+
 class ScriptedTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -128,6 +147,11 @@ class ScriptedTurn(BaseModel):
     # Unset: the script's pace; null: this turn streams in the fast mode.
     pace: Pace | None = Field(default=None)
     error: ScriptedError | None = None
+    # What the turn reports as usage; unset: estimated from the request and the answer.
+    usage: ScriptedUsage | None = None
+    # The turn answers a compaction's summary request (other turns never do: a summary
+    # request meets an unmarked turn with a built-in summary, and the turn stays next).
+    compaction: bool = False
 
 
 class Script(BaseModel):
@@ -189,11 +213,25 @@ class ScriptedProvider:
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         # The turn is claimed here, at call time, not on first iteration: the order of
         # `stream()` calls decides which request gets which turn.
+        turns = self.script.turns
+        if request.purpose == "compaction":
+            upcoming = turns[self._calls] if self._calls < len(turns) else None
+            if upcoming is None or not upcoming.compaction:
+                return self._built_in_summary(request)
         self._calls += 1
         turn_number = self._calls
-        turns = self.script.turns
         turn = turns[turn_number - 1] if turn_number <= len(turns) else None
-        return self._play(turn_number, turn)
+        return self._play(turn_number, turn, request)
+
+    async def context_window(self) -> int | None:
+        return None
+
+    async def _built_in_summary(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """A summary request the script did not plan for: a short, deterministic summary."""
+        text = built_in_summary(request)
+        for piece in _chunks(text, self.script.chunk):
+            yield TextDelta(piece)
+        yield Finish("stop", _usage(request, text, None))
 
     def _pace_of(self, turn: ScriptedTurn) -> Pace | None:
         if "pace" in turn.model_fields_set:
@@ -212,13 +250,13 @@ class ScriptedProvider:
             pass  # a test's record, never a reason to stop the model
 
     async def _play(
-        self, turn_number: int, turn: ScriptedTurn | None
+        self, turn_number: int, turn: ScriptedTurn | None, request: ModelRequest
     ) -> AsyncIterator[StreamEvent]:
         size = self.script.chunk
         if turn is None:
             for piece in _chunks(END_OF_SCRIPT_TEXT, size):
                 yield TextDelta(piece)
-            yield Finish("stop")
+            yield Finish("stop", _usage(request, END_OF_SCRIPT_TEXT, None))
             return
 
         pace = self._pace_of(turn)
@@ -259,4 +297,27 @@ class ScriptedProvider:
             raise ProviderError(
                 turn.error.kind, turn.error.message, retry_after=turn.error.retry_after
             )
-        yield Finish("tool_calls" if turn.tool_calls else "stop")
+        answer = (turn.text or "") + "".join(c.argument_text() for c in turn.tool_calls)
+        yield Finish("tool_calls" if turn.tool_calls else "stop", _usage(request, answer, turn))
+
+
+def _usage(request: ModelRequest, answer: str, turn: ScriptedTurn | None) -> Usage:
+    if turn is not None and turn.usage is not None:
+        return Usage(
+            turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cached_input_tokens
+        )
+    return Usage(input_tokens=estimate_request(request), output_tokens=estimate_text(answer))
+
+
+def built_in_summary(request: ModelRequest) -> str:
+    """What the scripted model answers to a summary request: the requests and tools it saw."""
+    transcript = request.messages[-1].content if request.messages else ""
+    asked = [
+        line.removeprefix("user: ").strip()[:200]
+        for line in transcript.splitlines()
+        if line.startswith("user: ")
+    ]
+    tools = sorted(set(re.findall(r"^assistant called (\w+)", transcript, re.MULTILINE)))
+    lines = ["## Goal", *(f"- {a}" for a in asked[-3:] or ["(not stated)"])]
+    lines += ["## Done so far", f"- tools used: {', '.join(tools) or 'none'}"]
+    return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
-"""A provider wrapper that records every model request as one JSON line (DESIGN.md §9).
+"""A provider wrapper that records every model request as one JSON line.
 
-Each line is `{"seq", "runId", "mode", "tools": [names], "messages": [...]}` with the messages
+Each line is `{"seq", "runId", "mode", "tools": [names], "messages": [...]}` (and `"purpose":
+"compaction"` for a compaction's summary request) with the messages
 exactly as sent (system prompt and per-request reminders included). The line is written and
 flushed when `stream()` is called, before the inner provider sees the request, so the file
 shows what was asked even if the model call then fails.
@@ -17,13 +18,16 @@ from plan_lsp.providers.base import ModelRequest, Provider, ProviderError, Strea
 
 
 def transcript_record(seq: int, request: ModelRequest) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "seq": seq,
         "runId": request.run_id,
         "mode": request.mode,
         "tools": [tool.name for tool in request.tools],
         "messages": [message.to_json() for message in request.messages],
     }
+    if request.purpose != "step":
+        record["purpose"] = request.purpose  # a compaction's summary request
+    return record
 
 
 class TranscriptProvider:
@@ -58,6 +62,9 @@ class TranscriptProvider:
 
     async def check(self) -> str:
         return await self.inner.check()
+
+    async def context_window(self) -> int | None:
+        return await self.inner.context_window()
 
 
 async def _failing_stream(error: ProviderError) -> AsyncIterator[StreamEvent]:

@@ -26,6 +26,7 @@ SETTLE_LATEST_S = 10.0
 # the request that follows it), awaited when asynchronous.
 REQUESTS: dict[str, Handler] = {
     "planLsp/state": methods.get_state,
+    "planLsp/compact": methods.compact,
     "planLsp/setMode": methods.set_mode,
     "planLsp/toggleMode": methods.toggle_mode,
     "planLsp/setPermissionMode": methods.set_permission_mode,

@@ -168,6 +168,18 @@ async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return {}
 
 
+async def compact(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    """Compact the conversation now: older tool outputs pruned, older turns summarized."""
+    ctx = context_for(ls, parse_params(WorkspaceParams, params))
+    try:
+        compacted = await ctx.runs.compact()
+    except RunBusy as exc:
+        raise RequestFailed(f"cannot compact now: {exc}") from exc
+    if not compacted:
+        ls.client.show("Nothing to compact yet: the conversation is short.")
+    return state_json(ctx)
+
+
 # -- approval ---------------------------------------------------------------------------------
 
 

@@ -191,7 +191,7 @@ class RunManager:
         if kind == "todos" and self.ctx.session.plan_status is PlanStatus.APPROVED:
             self._checklist_changed()
         self.push_state()
-        if kind != "context":
+        if kind not in ("context", "usage"):
             self.ls.plan_views.refresh(self.ctx)
 
     def _spawn(self, work: Any) -> None:
@@ -230,6 +230,24 @@ class RunManager:
             self.notify({"runId": handle.run_id, "kind": "prompt", "origin": kind, "text": shown})
         handle.task = asyncio.ensure_future(self._run(handle, opening, do_run, conversation))
         return handle
+
+    async def compact(self) -> bool:
+        """Compact the conversation now (the user asked). Holds the run slot meanwhile, so no
+        run starts on a conversation being compacted; `planLsp/cancel` stops it. Returns
+        whether anything was compacted."""
+        if self.current is not None:
+            raise RunBusy(
+                f"a run ({self.current.run_id}) is in progress; the conversation is compacted "
+                "automatically before its next request when it needs room"
+            )
+        handle = RunHandle(run_id=uuid.uuid4().hex[:10], kind="compact", cancel=asyncio.Event())
+        self.current = handle
+        self.ctx.session.set_running(True, handle.run_id)
+        try:
+            return await self.agent.compact_now(handle.run_id, handle.cancel) is not None
+        finally:
+            self.current = None
+            self.ctx.session.set_running(False)
 
     async def _run(
         self,

@@ -103,6 +103,9 @@ class _UnusableProvider:
     async def check(self) -> str:
         raise self.error
 
+    async def context_window(self) -> int | None:
+        return None
+
 
 class WorkspaceContext:
     def __init__(

@@ -7,6 +7,7 @@ from plan_lsp.session.model import (
     PermissionMode,
     PlanStatus,
     SessionState,
+    SessionUsage,
     Todo,
     WorkMode,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "PlanStatus",
     "Session",
     "SessionState",
+    "SessionUsage",
     "StateStore",
     "Todo",
     "TransitionRefused",

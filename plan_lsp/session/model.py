@@ -1,6 +1,6 @@
 """Value types of one session: modes, plan status, todos, the approved-plan record.
 
-These are the wire types of `SessionState` (DESIGN.md §7). The mode enums come from
+These are the wire types of `SessionState` (docs/protocol.md). The mode enums come from
 `policy.modes` and the todo item from `tools.todo_model` (layers below this one).
 """
 
@@ -23,6 +23,7 @@ __all__ = [
     "ProviderInfo",
     "SessionContext",
     "SessionState",
+    "SessionUsage",
     "Todo",
     "TodoStatus",
     "WorkMode",
@@ -70,6 +71,24 @@ class McpServerStatus(BaseModel):
     tools: list[str] = Field(default_factory=list)
 
 
+class SessionUsage(BaseModel):
+    """Tokens the session used and how full the model's context window is.
+
+    `contextTokens`: the size of the last request sent (as the provider reported it, else
+    estimated); `contextWindow`: the window it is measured against; the token totals are the
+    session's sums of what providers reported (`inputTokens` includes `cachedInputTokens`);
+    `costUsd` is null unless a price is configured; `compactions`: how often the conversation
+    was compacted."""
+
+    contextTokens: int = 0
+    contextWindow: int = 0
+    inputTokens: int = 0
+    outputTokens: int = 0
+    cachedInputTokens: int = 0
+    costUsd: float | None = None
+    compactions: int = 0
+
+
 class SessionContext(BaseModel):
     """Facts about the session's surroundings that the server supplies (not persisted)."""
 
@@ -83,8 +102,8 @@ class SessionContext(BaseModel):
 
 
 class SessionState(SessionContext):
-    """`SessionState` as sent to clients (DESIGN.md §7, docs/architecture.md); camelCase on
-    the wire. Pushed to clients as `planLsp/update {kind: "state"}` on every change."""
+    """`SessionState` as sent to clients (docs/protocol.md); camelCase on the wire.
+    Pushed to clients as `planLsp/update {kind: "state"}` on every change."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -98,3 +117,4 @@ class SessionState(SessionContext):
     running: bool
     runId: str | None = None
     approvedPlan: ApprovedPlan | None = None
+    usage: SessionUsage = Field(default_factory=SessionUsage)

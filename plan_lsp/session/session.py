@@ -26,6 +26,7 @@ from plan_lsp.session.model import (
     PlanStatus,
     SessionContext,
     SessionState,
+    SessionUsage,
     Todo,
     WorkMode,
 )
@@ -82,6 +83,7 @@ class Session:
         self.running = False
         self.run_id: str | None = None
         self.context = SessionContext()
+        self.usage = SessionUsage()
         restored = store.first_session(str(workspace))
         if restored is None:
             self.id = uuid.uuid4().hex[:12]
@@ -123,6 +125,7 @@ class Session:
             "task": self.task,
             "conversation": self.conversation,
             "roundPlans": list(self.round_plans),
+            "usage": self.usage.model_dump(),
         }
 
     def _load(self, data: dict[str, Any]) -> None:
@@ -137,6 +140,10 @@ class Session:
         self.ever_planned = bool(data.get("everPlanned", False))
         self.task = data.get("task")
         self.conversation = str(data.get("conversation", "main"))
+        try:
+            self.usage = SessionUsage.model_validate(data.get("usage") or {})
+        except ValueError:
+            self.usage = SessionUsage()  # counters are not worth refusing a session over
         plans = data.get("roundPlans", [])
         self.round_plans = [str(p) for p in plans] if isinstance(plans, list) else []
 
@@ -205,6 +212,7 @@ class Session:
                 running=self.running,
                 runId=self.run_id,
                 approvedPlan=self.approved,
+                usage=self.usage.model_copy(),
                 **self.context.model_dump(),
             )
 
@@ -398,6 +406,19 @@ class Session:
             self.context = updated
         self._announce("context", {"fields": sorted(changes)})
         return True
+
+    def update_usage(self, **changes: Any) -> SessionUsage:
+        """Record token usage (new totals, context size, window, compactions); persisted
+        without an audit event, announced as `usage`. Returns the new figures."""
+        with self._lock:
+            self.usage = SessionUsage.model_validate({**self.usage.model_dump(), **changes})
+            self._persist_quietly()
+            usage = self.usage.model_copy()
+        self._announce("usage", {})
+        return usage
+
+    def _persist_quietly(self) -> None:
+        self.store.save(self.id, str(self.workspace), self._dump())
 
     def new_conversation(self, keep_approved_plan: bool, actor: Actor) -> str:
         """Start a new conversation: the model forgets what was said. With

@@ -260,6 +260,24 @@ class StateStore:
             ).fetchall()
         return [json.loads(r[3]) for r in self._sealed("messages", rows)]
 
+    def tool_output(self, session_id: str, tool_call_id: str) -> str | None:
+        """The newest stored tool result of `tool_call_id` in any conversation of the
+        session (what compaction pruned from the model's view), or None."""
+        # The id is matched in Python: the connection's authorizer allows no SQL functions.
+        needle = json.dumps(tool_call_id)
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT session_id, run_id, conversation, message, seal FROM messages "
+                "WHERE session_id = ? ORDER BY seq DESC",
+                (session_id,),
+            ).fetchall()
+        for row in self._sealed("messages", [r for r in rows if needle in r[3]]):
+            message = json.loads(row[3])
+            if message.get("role") == "tool" and message.get("tool_call_id") == tool_call_id:
+                content = message.get("content")
+                return content if isinstance(content, str) else None
+        return None
+
     def drop_run_messages(self, session_id: str, conversation: str, run_id: str) -> int:
         """Forget what one run added to a conversation (a prompt that never reached the
         model is not sent again). Returns how many messages were dropped."""

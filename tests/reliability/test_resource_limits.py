@@ -102,7 +102,11 @@ async def test_a_command_printing_100_megabytes_is_cut_and_the_server_answers(
         {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
         {"text": "that was long"},
     ]
-    ws, transcript, cm = _server(tmp_path, turns, "--permission-mode", "yolo")
+    # A window large enough for the capped output: what the bash tool keeps is under test
+    # here, not compaction.
+    ws, transcript, cm = _server(
+        tmp_path, turns, "--permission-mode", "yolo", "--context-window", "200000"
+    )
     async with cm as ed:
         await ed.request("planLsp/setMode", {"mode": "build"})
         result, latencies = await _state_latencies_while(

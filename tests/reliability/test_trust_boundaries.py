@@ -72,7 +72,9 @@ async def test_a_pathological_deny_rule_is_matched_without_freezing_the_server(
     ]
     script = write_script(tmp_path / "script.json", turns)
     transcript = tmp_path / "t.jsonl"
-    async with running_server([ws], *scripted_args(script, transcript)) as ed:
+    # 10 KB outputs of one-character tokens: a window that holds them (not under test here).
+    window = ["--context-window", "200000"]
+    async with running_server([ws], *scripted_args(script, transcript), *window) as ed:
         assert (await ed.state())["configWarnings"] == []  # the rule is within the limits
         # every state request asked while the rule is matched must be answered
         result, _answered = await _answers_while(

@@ -123,9 +123,12 @@ def run_nvim(
     paced: bool = False,
     plans: tuple[str, str] = (PLAN_TEXT, REVISED_PLAN),
     hello: tuple[str, str] = ("print('hi')\n", "print('hello, world')\n"),
+    server_args: tuple[str, ...] = (),
+    files: dict[str, str] | None = None,
 ) -> NvimRun:
-    """One headless Neovim running `lua_script` against a fresh workspace and server; with
-    `paced`, the model streams at `MODEL_PACE` and says when in a timeline."""
+    """One headless Neovim running `lua_script` against a fresh workspace and server (started
+    with `server_args` added); with `paced`, the model streams at `MODEL_PACE` and says when
+    in a timeline. `files`: more files of the workspace (relative path: text)."""
     nvim = nvim_binary(version)
     reported = subprocess.run(
         [nvim, "--version"], capture_output=True, text=True, timeout=30, check=True
@@ -134,6 +137,8 @@ def run_nvim(
 
     ws = sample_project(tmp_path / "ws")
     (ws / "hello.py").write_text(hello[0])
+    for name, text in (files or {}).items():
+        (ws / name).write_text(text)
     plan_path = ws / (plans_dir or ".plan-lsp/plans") / "PLAN.md"
     plan_path.parent.mkdir(parents=True)
     plan_path.write_text("")
@@ -165,6 +170,7 @@ def run_nvim(
             "classified",
             "--log-file",
             str(server_log),
+            *server_args,
         ],
         "result_path": str(result_path),
         "prompt": PROMPT,
@@ -368,6 +374,113 @@ def test_approval_needs_only_standard_lsp(version: str, tmp_path: Path) -> None:
     assert state["running"] is False and state["outcome"] == "completed"
     assert_same_text(state["approvedPlan"]["text"], PLAN_TEXT, "approved text")
     assert_same_text(result["plan_buffer_after_do"], PLAN_TEXT, "PLAN.md buffer after the Do run")
+
+
+# -- token usage and compaction with the plugin ----------------------------------------------
+
+# The server's context window for the usage session (`--context-window`). The first run reads
+# four modules: together more than the share of the window a compaction keeps verbatim (so
+# there is something to compact), while every request stays below the share past which the
+# server prunes by itself (so nothing compacts before the user asks).
+USAGE_CONTEXT_WINDOW = 40_000
+MODULES = {
+    f"module_{n}.py": f"def function_{n}(value):  # module {n}, a line of ordinary code\n" * 120
+    for n in range(4)
+}
+
+
+def usage_turns() -> list[dict[str, Any]]:
+    """A build-mode run that reads the modules and waits on a permission prompt (denied), then
+    a planning run."""
+    reads = [{"name": "read_file", "arguments": {"path": name}} for name in MODULES]
+    return [
+        {"tool_calls": reads},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch marker.txt"}}]},
+        {"text": "Not done: the command was denied."},
+        {
+            "text": "Reading first.",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}],
+        },
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN_TEXT}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+
+
+def format_tokens(n: int) -> str:
+    """What the plugin shows of a token count (client-nvim's `format_tokens`)."""
+    if n < 1000:
+        return str(max(n, 0))
+    size, suffix = (1_000_000, "M") if n >= 999_950 else (1000, "k")
+    scaled = n / size
+    text = f"{scaled:.1f}" if scaled < 100 else f"{scaled:.0f}"
+    return text.removesuffix(".0") + suffix
+
+
+def test_usage_and_compaction_with_the_plugin(tmp_path: Path) -> None:
+    """Neovim 0.11 with the plugin on default settings: the statusline shows the context fill
+    once a run has used some (nothing before); :PlanCompact while a run waits on a permission
+    prompt is refused with the server's reason in a notification; after the run,
+    :PlanCompact compacts (planLsp/state counts it) and the log buffer shows the compaction:
+    trigger, pruned tool outputs, tokens before → after, and the summary."""
+    run = run_nvim(
+        "0.11",
+        LUA_DIR / "usage_session.lua",
+        usage_turns(),
+        tmp_path,
+        server_args=("--context-window", str(USAGE_CONTEXT_WINDOW)),
+        files=MODULES,
+    )
+    result = run.result
+
+    # before any request: usage known to be empty, nothing about it in the statusline
+    assert result["usage_before"]["contextTokens"] == 0
+    assert result["usage_before"]["compactions"] == 0
+    assert result["statusline_before"].startswith("[Plan] ask")
+    assert "ctx" not in result["statusline_before"], result["statusline_before"]
+
+    # the refusal while a run waited for the user
+    assert result["running_during_prompt"] is True
+    assert "Deny" in result["permission_titles"]
+    refusal = result["refusal"]
+    assert refusal["level"] == 4, refusal  # vim.log.levels.ERROR
+    prefix = "plan-lsp: could not compact the conversation: "
+    assert refusal["message"].startswith(prefix) and len(refusal["message"]) > len(prefix), refusal
+    assert result["compactions_after_refusal"] == 0
+    assert result["refused_run"]["stopReason"] == "end_turn"
+    assert not (run.ws / "marker.txt").exists()
+
+    # after the planning run: the context fill in the statusline is the server's usage
+    assert result["plan_run"]["stopReason"] == "plan_submitted"
+    usage = result["usage_after_run"]
+    assert usage["contextWindow"] == USAGE_CONTEXT_WINDOW
+    assert usage["contextTokens"] > 0 and usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    fill = round(100 * usage["contextTokens"] / usage["contextWindow"])
+    assert 0 < fill < 100, usage
+    assert result["statusline_after_run"] == f"[Plan] ask · shell classified · ctx {fill}%"
+
+    # :PlanCompact: counted by the server, shown in the statusline and the log
+    assert result["usage_after_compact"]["compactions"] == 1
+    assert "ctx" in result["statusline_after_compact"]
+    compaction = result["compaction"]
+    assert compaction["trigger"] == "manual"
+    assert compaction["summary"].strip(), compaction
+    notice = result["notification_after_compact"]["message"]
+    assert notice.startswith("plan-lsp: conversation compacted: context "), notice
+    assert notice.endswith(" · 1 compaction"), notice
+    assert result["log_window_shows"] == "plan-lsp://log"
+    pruned = compaction["prunedOutputs"]
+    headline = (
+        f"COMPACTED (manual): {pruned} tool output{'' if pruned == 1 else 's'} pruned, "
+        f"{format_tokens(compaction['tokensBefore'])} → {format_tokens(compaction['tokensAfter'])}"
+        " tokens"
+    )
+    log = result["log_lines"]
+    at = next((i for i, line in enumerate(log) if line.endswith(headline)), None)
+    assert at is not None, f"no {headline!r} in the log:\n" + "\n".join(log)
+    summary = compaction["summary"].split("\n")
+    assert log[at + 1] == "    summary:"
+    assert log[at + 2 : at + 2 + len(summary)] == ["      " + line for line in summary]
+    assert not result["unexpected_prompts"]
 
 
 # -- Neovim 0.11+ with the README's native configuration -------------------------------------

@@ -17,7 +17,7 @@ Markers given by place and by construction, so a new test cannot forget them:
   is `sandbox`;
 - the real editors' files are `editors`.
 A test that starts some other process (git, bash, the command line) is marked `process` in
-its file.
+its file; one marked `slow` by hand is out of the unit and the fast tier.
 """
 
 from __future__ import annotations
@@ -92,10 +92,10 @@ _CLASSIFIER_FILES = {
     "test_shell_cli.py",
     "test_shell_benign_exec.py",
 }
+# Markers that take a test out of the fast tier (`slow` given by hand: a long test).
+OUT_OF_FAST = ("server", "sandbox", "redteam", "editors", "e2e", "reliability", "bench", "slow")
 # Markers that take a test out of the unit tier.
-OUT_OF_UNIT = ("server", "sandbox", "redteam", "editors", "e2e", "reliability", "bench", "process")
-# Markers that take a gate or classifier test out of the fast tier too.
-OUT_OF_FAST = ("server", "sandbox", "redteam", "editors", "e2e", "reliability", "bench")
+OUT_OF_UNIT = (*OUT_OF_FAST, "process")
 
 
 def _module_file(name: str) -> Path | None:

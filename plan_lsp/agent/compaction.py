@@ -104,7 +104,7 @@ class Compactor:
         if depth == "full":
             # The user asked: everything before the last exchange is summarized.
             prompts = [i for i in live if stored[i].role == "user"]
-            tail = min(tail, prompts[-1]) if prompts else tail
+            tail = max(tail, prompts[-1]) if prompts else tail
         # Outputs the model has not seen yet (after its last answer) are never pruned whole.
         answers = [i for i in live if stored[i].role == "assistant"]
         unseen = {i for i in live if answers and i > answers[-1] and stored[i].role == "tool"}

@@ -23,7 +23,7 @@ from lsprotocol import types
 
 import plan_lsp.server as server_pkg
 from plan_lsp.cli import main
-from plan_lsp.providers.base import StreamEvent, TextDelta, ToolCallArgsDelta
+from plan_lsp.providers.base import ModelRequest, StreamEvent, TextDelta, ToolCallArgsDelta
 from plan_lsp.providers.scripted import ScriptedProvider, ScriptedTurn
 from plan_lsp.server.app import PlanLanguageServer
 from plan_lsp.server.client import ClientChannel
@@ -37,9 +37,9 @@ _original_create_server = server_pkg.create_server
 
 
 async def _timed_play(
-    self: ScriptedProvider, turn_number: int, turn: ScriptedTurn | None
+    self: ScriptedProvider, turn_number: int, turn: ScriptedTurn | None, request: ModelRequest
 ) -> AsyncIterator[StreamEvent]:
-    async for event in _original_play(self, turn_number, turn):
+    async for event in _original_play(self, turn_number, turn, request):
         if isinstance(event, ToolCallArgsDelta):
             DELTAS.append((time.monotonic(), "args", len(event.delta)))
         elif isinstance(event, TextDelta):

@@ -30,7 +30,17 @@ from pathlib import Path
 from _bench_util import RESULT_PREFIX, Result, fmt, print_table
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["classify", "streaming", "responsiveness", "harness", "startup", "grep", "plan_stall"]
+BENCHMARKS = [
+    "classify",
+    "streaming",
+    "responsiveness",
+    "harness",
+    "startup",
+    "grep",
+    "plan_stall",
+    "compaction",
+    "token_estimate",
+]
 TIMEOUT_S = 600
 
 

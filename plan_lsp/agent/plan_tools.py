@@ -1,4 +1,4 @@
-"""The plan tools: `plan_write`, `exit_plan_mode`, `enter_plan_mode` (DESIGN.md §3).
+"""The plan tools: `plan_write`, `exit_plan_mode`, `enter_plan_mode`.
 
 They change the session's plan status, so they live with the agent, which owns the session
 for a run. Paths from the model are untrusted and go through `policy.plan_paths`; the plan

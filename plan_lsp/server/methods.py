@@ -1,4 +1,4 @@
-"""The `planLsp/*` requests and the `planLsp.*` commands (DESIGN.md §6, §7,
+"""The `planLsp/*` requests and the `planLsp.*` commands (docs/protocol.md,
 docs/architecture.md): each takes the server and the raw params and returns plain JSON."""
 
 from __future__ import annotations

@@ -158,6 +158,7 @@ class DocumentStore:
     def did_open(self, params: types.DidOpenTextDocumentParams) -> OpenDocument:
         item = params.text_document
         doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text)
+        log.debug("didOpen %s (version %s, %d characters)", item.uri, item.version, len(item.text))
         old = self._by_uri.get(item.uri)
         if old is not None:
             old.closed = True
@@ -195,6 +196,7 @@ class DocumentStore:
         version = params.text_document.version
         # A negative version stands for a client's `null`: edits to it go unversioned.
         doc.version = version if version is not None and version >= 0 else None
+        log.debug("didChange %s (version %s)", doc.uri, version)
         doc.bump()
         self._announce(doc)
         return doc
@@ -266,13 +268,21 @@ class DocumentStore:
             expected = current[: change.start_offset] + change.text + current[change.end_offset :]
             mark = doc.generation
             edit = _edit_for(doc, change, self.client.support.document_changes)
+            loop = asyncio.get_running_loop()
+            sent_at, version = loop.time(), doc.version
             applied = await self.client.apply_edit(edit, label)
+            log.debug(
+                "edit of %s (version %s, %d characters) answered applied=%s in %.3f s",
+                doc.uri, version, len(change.text), applied, loop.time() - sent_at,
+            )  # fmt: skip
             if not applied:
                 doc.pending_full = None
                 # Refused (the client is ahead of the copy, or declines): let it catch up.
                 await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
+            answered_at = loop.time()
             if await _confirmed(doc, mark, expected):
+                log.debug("edit of %s reported in %.3f s", doc.uri, loop.time() - answered_at)
                 continue
             if doc.generation == mark:
                 self.defect(doc.uri, "the client applied an edit but never reported it")

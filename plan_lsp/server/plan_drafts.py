@@ -98,10 +98,14 @@ class LspPlanDrafts:
         brought_up = False
         try:
             while (text := await stream.target.next_text(sent)) is not None:
-                sent = text
                 if not brought_up:
                     brought_up = True
                     await self._bring_up(stream)
+                    # Bringing the plan up takes the client a while (an editor's first
+                    # Markdown document, a second or more): the draft grew meanwhile, and the
+                    # first edit carries all of it, not the line that started the bring-up.
+                    text = stream.target.text or text
+                sent = text
                 # Whenever the user opens the plan (the server may only have named it), the
                 # rest of the draft streams into that buffer.
                 doc = documents.get(stream.path)
@@ -123,7 +127,10 @@ class LspPlanDrafts:
             return True
         self._create(stream)
         uri = uri_of(path)
-        if await client.show_document(uri, take_focus=False):
+        asked = time.monotonic()
+        shown = await client.show_document(uri, take_focus=False)
+        log.debug("showDocument %s answered %s in %.3f s", uri, shown, time.monotonic() - asked)
+        if shown:
             return await self._wait_open(path)  # the draft streams from its start
         # Not shown (no showDocument, or the client said no or answered null):
         if client.support.apply_edit and client.support.opens_on_edit:

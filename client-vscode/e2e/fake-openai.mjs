@@ -102,8 +102,15 @@ async function pacedSse(res, turn, number, model, timeline) {
     }
   }
   send(chunkOf(model, {}, turn.tool_calls?.length ? 'tool_calls' : 'stop'));
-  send({ id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+  send({ id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: usageOf(turn) });
   if (!res.destroyed) res.end('data: [DONE]\n\n');
+}
+
+/** The usage a streamed answer reports: the request's size as a model would count it (about
+ * four characters a token), so the server's context fill is what a real model would give. */
+function usageOf(turn) {
+  const prompt = turn.promptTokens ?? 11;
+  return { prompt_tokens: prompt, completion_tokens: 7, total_tokens: prompt + 7 };
 }
 
 function pieces(text, size) {
@@ -124,7 +131,7 @@ export function turnChunks(turn, model, size = 24) {
     }
   });
   chunks.push(chunk({}, turn.tool_calls?.length ? 'tool_calls' : 'stop'));
-  chunks.push({ id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+  chunks.push({ id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: usageOf(turn) });
   return chunks;
 }
 
@@ -204,7 +211,8 @@ export class FakeOpenAI {
         res.end(JSON.stringify({ error: { message: `The model '${json?.model}' does not exist`, type: 'invalid_request_error', code: 'model_not_found' } }));
         return;
       }
-      const turn = agent ? this.turns.shift() ?? { text: '(end of script)' } : { text: 'ok' };
+      const next = agent ? this.turns.shift() ?? { text: '(end of script)' } : { text: 'ok' };
+      const turn = { ...next, promptTokens: Math.ceil(body.length / 4) };
       const number = agent ? ++this.taken : 0;
       if (json?.stream && turn.pace && number <= this.script.length) {
         pacedSse(res, turn, number, this.model, this.timeline).catch(() => res.destroy());

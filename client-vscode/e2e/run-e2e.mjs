@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
+import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
   freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
@@ -131,7 +132,10 @@ async function main() {
       '--disable-workspace-trust', '--user-data-dir', userDir, '--extensions-dir', extDir, ws],
     {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', PLAN_LSP_DOCUMENT_LOG: documentLog },
+      env: {
+        ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', PLAN_LSP_DOCUMENT_LOG: documentLog,
+        PLAN_LSP_CONTEXT_WINDOW: String(CONTEXT_WINDOW),
+      },
     },
   );
   cs.stdout.on('data', (d) => out.push(d));
@@ -369,6 +373,8 @@ async function main() {
       await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-tools') }).first().click();
       await waitFor('status bar back to "Plan"', async () => (await statusText(page)).startsWith('Plan'));
     });
+
+    await usageAndCompaction(page, chat, { model, ws });
 
     await check(page, 'nothing the workspace ships ran; the API key is in no log', async () => {
       const found = readdirSync(markers);

@@ -7,11 +7,13 @@ and extensions directories with no plan-lsp setting, and opened on a hostile wor
 naming its own interpreter, server arguments and model endpoint) next to a loopback
 OpenAI-compatible model server. The extension installs its server into a private venv (pip
 reaches only the package registry), and the user goes through the setup card, a failed
-prompt, a plan, approval from the sidebar with the edit shown as a diff, a window reload and a
-new session. Both plans stream at a model's speed (`model_speed.MODEL_PACE`): the first one of
-the workspace (no PLAN.md before it) must appear in the editor from its first line and grow
-there while the chat keeps the focus; the extension records PLAN.md on every change
-(`PLAN_LSP_DOCUMENT_LOG`), and `stream_report` compares that with the model's timeline.
+prompt, a plan, approval from the sidebar with the edit shown as a diff, a window reload, a
+new session, and the context fill and session tokens (measured against
+`PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact button. Both plans stream at a
+model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
+it) must appear in the editor from its first line and grow there while the chat keeps the
+focus; the extension records PLAN.md on every change (`PLAN_LSP_DOCUMENT_LOG`), and
+`stream_report` compares that with the model's timeline.
 Screenshots per step, results.json and those records go to `test-artifacts/vscode/`. The tools
 come from `client-vscode/scripts/install-e2e.sh` (a missing one fails the test under CI).
 """
@@ -53,6 +55,8 @@ STEPS = [
     "the next request carries none of it",
     "a new draft streams into PLAN.md, brought to the front without taking the focus from the chat",
     "the status bar toggles Plan → Build → Plan, and the chat follows",
+    "after a plan run the chat header and the status tooltip show the context fill and session "
+    "tokens; Compact shows the compaction card and the count",
     "nothing the workspace ships ran; the API key is in no log",
 ]
 

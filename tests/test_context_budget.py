@@ -309,3 +309,39 @@ def test_a_workspace_may_only_tighten_the_budget(
 def test_limits_reject_nonsense() -> None:
     with pytest.raises(ValueError):
         Limits(run_tokens=0)
+
+
+# -- the budget's loop guard ---------------------------------------------------------------------
+
+
+def test_two_compactions_without_progress_then_the_run_stops(tmp_path: Path) -> None:
+    from plan_lsp.agent.budget import ContextBudget, ContextFull
+    from plan_lsp.agent.compaction import Compaction
+    from plan_lsp.session import Session, StateStore
+
+    session = Session(StateStore(tmp_path / "state.db"), tmp_path, tmp_path / "plans")
+    config = Config(context_window=10_000)
+    budget = ContextBudget(session, SummaryModel(), config)
+    compactions: list[str] = []
+
+    async def compact_that_frees_nothing(*args: Any, **kwargs: Any) -> Compaction:
+        compactions.append("one")
+        return Compaction(CompactionRecord(keep_from=0), pruned_now=1, summarized=True)
+
+    budget.compact = compact_that_frees_nothing  # type: ignore[method-assign]
+    stored = _conversation(40)
+
+    def assemble(messages: list[ChatMessage]) -> ModelRequest:
+        return ModelRequest("r", "build", [*messages], [])
+
+    async def next_request() -> ModelRequest:
+        return await budget.make_room(stored, "main", assemble, "r", lambda _u: None, stored.append)
+
+    with pytest.raises(ContextFull, match="2 compaction"):
+        asyncio.run(next_request())
+    assert len(compactions) == 2
+    # A model step is progress: the guard starts again.
+    budget.account("r", "main", assemble(stored), 1, Usage(10, 1))
+    with pytest.raises(ContextFull):
+        asyncio.run(next_request())
+    assert len(compactions) == 4

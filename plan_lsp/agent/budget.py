@@ -91,15 +91,20 @@ class ContextBudget:
         the pinned context."""
         if latest_record(stored) is None:
             return list(stored)
-        return [*view(stored), self._pinned(conversation)]
+        shown = view(stored)
+        return [*shown, self._pinned(conversation, shown)]
 
-    def _pinned(self, conversation: str) -> ChatMessage:
+    def _pinned(self, conversation: str, shown: list[ChatMessage] | None = None) -> ChatMessage:
         session = self.session
+        approved = session.approved
+        # The plan once per request: the run's opening may still hold it verbatim.
+        in_view = approved is not None and any(approved.text in m.content for m in shown or [])
         return Pinned(
             mode=session.mode,
             request=self._requests.get(conversation) or session.task,
-            approved=session.approved,
+            approved=approved,
             todos=list(session.todos),
+            plan_above=in_view,
         ).message()
 
     async def make_room(
@@ -159,7 +164,7 @@ class ContextBudget:
         window = await self.window()
 
         def measure(messages: list[ChatMessage]) -> int:
-            return self.meter.estimate(assemble([*messages, self._pinned(conversation)]))
+            return self.meter.estimate(assemble([*messages, self._pinned(conversation, messages)]))
 
         template = assemble([])
         done = await self.compactor.compact(stored, measure, window, depth, template)

@@ -163,6 +163,8 @@ class Pinned:
     request: str | None
     approved: ApprovedPlan | None
     todos: list[Todo]
+    # The approved plan is in the conversation above, verbatim (not repeated here).
+    plan_above: bool = False
 
     def message(self) -> ChatMessage:
         parts = [
@@ -171,7 +173,12 @@ class Pinned:
         ]
         if self.request:
             parts.append(f"The user's original request for this run:\n<<<\n{self.request}\n>>>")
-        if self.approved is not None:
+        if self.approved is not None and self.plan_above:
+            parts.append(
+                f"The approved plan ({self.approved.path}, sha256 {self.approved.sha256}) is "
+                "above, verbatim, in the message that started this run."
+            )
+        elif self.approved is not None:
             parts.append(
                 f"The approved plan ({self.approved.path}, sha256 {self.approved.sha256}), "
                 f"verbatim:\n<<<\n{self.approved.text}>>>"

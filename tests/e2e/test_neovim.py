@@ -418,7 +418,8 @@ def format_tokens(n: int) -> str:
 
 def test_usage_and_compaction_with_the_plugin(tmp_path: Path) -> None:
     """Neovim 0.11 with the plugin on default settings: the statusline shows the context fill
-    once a run has used some (nothing before); :PlanCompact while a run waits on a permission
+    once a run has used some (nothing before); a compaction asked for before there is anything
+    to compact changes nothing and claims nothing; :PlanCompact while a run waits on a permission
     prompt is refused with the server's reason in a notification; after the run,
     :PlanCompact compacts (planLsp/state counts it) and the log buffer shows the compaction:
     trigger, pruned tool outputs, tokens before → after, and the summary."""
@@ -437,6 +438,12 @@ def test_usage_and_compaction_with_the_plugin(tmp_path: Path) -> None:
     assert result["usage_before"]["compactions"] == 0
     assert result["statusline_before"].startswith("[Plan] ask")
     assert "ctx" not in result["statusline_before"], result["statusline_before"]
+
+    # a compaction asked for too early: nothing compacted, and the plugin does not say it was
+    assert result["early_compact"] == {"compactions": 0}, result["early_compact"]
+    assert "Nothing to compact" in result["early_messages"], result["early_messages"]
+    early = [n["message"] for n in result["early_notifications"]]
+    assert not any("compacted" in m for m in early), early
 
     # the refusal while a run waited for the user
     assert result["running_during_prompt"] is True

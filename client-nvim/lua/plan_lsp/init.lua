@@ -623,21 +623,30 @@ end
 
 --- `planLsp/compact`: summarises the conversation so far and prunes old tool outputs. The
 --- server refuses while a run is in progress; its message is shown with vim.notify. The
---- compaction itself is rendered in the log buffer (a `compaction` update).
-function M.compact()
+--- compaction itself is rendered in the log buffer (a `compaction` update). `on_done(state,
+--- err)`, when given, is called with the answer.
+function M.compact(on_done)
   local client, root = M.current()
   if not client then
     notify("no plan-lsp server for this buffer", vim.log.levels.WARN)
     return false
   end
+  local function compactions(state)
+    return type(state) == "table" and type(state.usage) == "table" and number(state.usage.compactions) or 0
+  end
+  local before = compactions(M.states[root])
   compat.request(client, "planLsp/compact", with_workspace({}, root), function(err, result)
     if err then
       notify("could not compact the conversation: " .. (err.message or tostring(err)), vim.log.levels.ERROR)
-      return
-    end
-    if type(result) == "table" and result.mode then
+    elseif type(result) == "table" and result.mode then
       set_state(root, result)
-      notify("conversation compacted: " .. M.usage_text(result))
+      -- Nothing to compact (a short conversation): the server says so itself.
+      if compactions(result) > before then
+        notify("conversation compacted: " .. M.usage_text(result))
+      end
+    end
+    if on_done then
+      on_done(result, err)
     end
   end)
   return true

@@ -92,7 +92,25 @@ local function run()
   result.statusline_before = plan.statusline()
   step("attached")
 
-  -- 2. a run waits on a permission prompt; :PlanCompact meanwhile is refused by the server,
+  -- 2. nothing to compact yet: the server says so, the plugin claims nothing
+  local answered = nil
+  local before = #result.notifications
+  plan.compact(function(state, err)
+    answered = { compactions = state and state.usage.compactions, err = err }
+  end)
+  wait_for("the answer to an early compaction", function()
+    return answered ~= nil
+  end)
+  -- Neovim echoes the server's window/showMessage into :messages.
+  wait_for("the server's message", function()
+    return vim.fn.execute("messages"):find("Nothing to compact", 1, true) ~= nil
+  end)
+  result.early_compact = answered
+  result.early_messages = vim.fn.execute("messages")
+  result.early_notifications = vim.list_slice(result.notifications, before + 1)
+  step("nothing to compact")
+
+  -- 3. a run waits on a permission prompt; :PlanCompact meanwhile is refused by the server,
   -- and the refusal reaches the user as a notification
   vim.cmd("PlanMode build")
   wait_for("build mode", function()
@@ -104,7 +122,7 @@ local function run()
   end)
   result.permission_titles = held.titles
   result.running_during_prompt = state_sync().running
-  local before = #result.notifications
+  before = #result.notifications
   vim.cmd("PlanCompact")
   wait_for("the refusal's notification", function()
     for i = before + 1, #result.notifications do
@@ -128,7 +146,7 @@ local function run()
   result.refused_run = finish_run("the run that was asked for permission")
   step("refused while running")
 
-  -- 3. a planning run; afterwards the statusline shows how full the context is
+  -- 4. a planning run; afterwards the statusline shows how full the context is
   vim.cmd("PlanMode plan")
   wait_for("plan mode", function()
     return plan.state().mode == "plan"
@@ -143,7 +161,7 @@ local function run()
   result.usage_after_run = state_sync().usage
   step("planned")
 
-  -- 4. :PlanCompact compacts: the server counts it, the log shows it
+  -- 5. :PlanCompact compacts: the server counts it, the log shows it
   before = #result.notifications
   vim.cmd("PlanCompact")
   wait_for("the compaction update", function()

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pydantic import BaseModel, ConfigDict, Field
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
@@ -20,7 +19,17 @@ from plan_lsp.policy.plan_paths import plan_file_problem
 from plan_lsp.server.client import HeldByEditor
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy
-from plan_lsp.session import Actor, PermissionMode, TransitionRefused, WorkMode, sha256_text
+from plan_lsp.session import Actor, TransitionRefused, WorkMode, sha256_text
+from plan_lsp.session.protocol import (
+    ApproveParams,
+    CancelParams,
+    NewSessionParams,
+    PromptParams,
+    RejectParams,
+    SetModeParams,
+    SetPermissionModeParams,
+    WorkspaceParams,
+)
 
 if TYPE_CHECKING:
     from plan_lsp.server.app import PlanLanguageServer
@@ -28,52 +37,6 @@ if TYPE_CHECKING:
 
 # How long a connection test waits for the model server.
 CONNECTION_TEST_S = 20.0
-
-
-class WorkspaceParams(BaseModel):
-    """Every planLsp/* request may name its workspace folder; the first one by default.
-    Each model is built when a request first needs it, not when the server starts."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    workspaceUri: str | None = None
-
-
-class SetModeParams(WorkspaceParams):
-    mode: WorkMode
-
-
-class SetPermissionModeParams(WorkspaceParams):
-    permissionMode: PermissionMode
-
-
-class PromptParams(WorkspaceParams):
-    text: str = Field(min_length=1, max_length=200_000)
-
-
-class CancelParams(WorkspaceParams):
-    runId: str | None = None
-
-
-class ApproveParams(WorkspaceParams):
-    # The plan the user approves, as they saw it: its document, and the sha256 of the text
-    # they had in front of them (code lenses and actions carry the document; a client that
-    # shows the text adds its hash).
-    planUri: str | None = None
-    sha256: str | None = None
-    permissionMode: PermissionMode | None = None
-    clearContext: bool = False
-    execute: bool = True
-    # Approve although readiness checks found errors (otherwise the user is asked).
-    force: bool = False
-
-
-class RejectParams(WorkspaceParams):
-    feedback: str | None = Field(default=None, max_length=50_000)
-
-
-class NewSessionParams(WorkspaceParams):
-    keepApprovedPlan: bool = False
 
 
 def context_for(ls: PlanLanguageServer, params: WorkspaceParams) -> WorkspaceContext:

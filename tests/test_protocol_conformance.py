@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pydantic import BaseModel, TypeAdapter
 from pygls.uris import to_fs_path
 
+from plan_lsp.server.plain import to_plain
 from plan_lsp.session import protocol
 from tests import lsp_harness
 from tests.e2e.scripts import PLAN_TEXT, sample_project, scripted_args, write_script
@@ -118,8 +120,6 @@ def _saving_client(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def _answer_saves(ed: Editor, asked: list[dict[str, Any]]) -> None:
-    from plan_lsp.server.plain import to_plain
-
     def save(params: Any) -> dict[str, Any]:
         p = to_plain(params)
         conform(CLIENT_REQUESTS["planLsp/saveDocument"].params, p, "saveDocument")  # type: ignore[arg-type]
@@ -136,6 +136,39 @@ def _answer_saves(ed: Editor, asked: list[dict[str, Any]]) -> None:
 
 
 REVISED_PLAN = PLAN_TEXT + "3. Say that it is done.\n"
+
+
+async def _raw_request(ed: Editor, method: str, params: Any) -> Any:
+    """A request's answer as the server sent it (not structured into lsprotocol's types,
+    which read a code action as a command)."""
+    protocol_ = ed.client.protocol
+    msg_id = f"raw-{method}-{len(ed.ed.updates)}"
+    future = protocol_.send_request(method, params, msg_id=msg_id)
+    protocol_._result_types.pop(msg_id, None)
+    return to_plain(await asyncio.wait_for(asyncio.wrap_future(future), 60))
+
+
+async def _lens_and_action_commands(ed: Editor, uri: str) -> list[dict[str, Any]]:
+    """The commands the plan's code lenses and code actions carry, as sent."""
+    document = types.TextDocumentIdentifier(uri=uri)
+    lenses = await _raw_request(
+        ed, types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensParams(text_document=document)
+    )
+    start = types.Position(line=0, character=0)
+    actions = await _raw_request(
+        ed,
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionParams(
+            text_document=document,
+            range=types.Range(start=start, end=start),
+            context=types.CodeActionContext(diagnostics=[]),
+        ),
+    )
+    found = [lens["command"] for lens in lenses or []]
+    for action in actions or []:
+        # a Command, or a CodeAction carrying one
+        found.append(action["command"] if isinstance(action["command"], dict) else action)
+    return found
 
 
 def _session_turns() -> list[dict[str, Any]]:
@@ -222,6 +255,13 @@ async def test_plan_reject_approve_do_conforms(
         await wire.call("planLsp.showPreviousRevision", {})
 
         plan_uri = (ws / ".plan-lsp" / "plans" / "PLAN.md").resolve().as_uri()
+        commands = await _lens_and_action_commands(ed, plan_uri)
+        assert {"planLsp.approvePlan", "planLsp.rejectPlan"} <= {c["command"] for c in commands}
+        assert any(c["arguments"][0].get("execute") is False for c in commands)  # an action
+        for c in commands:
+            entry = METHODS[c["command"]]  # every command they carry is the contract's
+            assert entry.params is not None
+            conform(entry.params, c["arguments"][0], f"{c['command']} argument")
         state = await wire.call(
             "planLsp.approvePlan", {"planUri": plan_uri, "permissionMode": "ask"}
         )

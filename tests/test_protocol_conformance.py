@@ -343,6 +343,28 @@ async def test_cancel_mode_switch_and_errors_conform(tmp_path: Path) -> None:
     assert {"cancelledCalls", "error", "done", "modeChanged"} <= kinds
 
 
+async def test_a_plan_changed_while_no_server_watched_conforms(tmp_path: Path) -> None:
+    """The restored session's updates, `planDraft` `changedOnDisk` among them."""
+    ws = sample_project(tmp_path / "ws")
+    turns = [
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN_TEXT}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+    script = write_script(tmp_path / "s.json", turns)
+    async with running_server([ws], *scripted_args(script)) as ed:
+        wire = Wire(ed)
+        await wire.call("planLsp/prompt", {"text": "plan it"})
+        await wire.call("planLsp.approvePlan", {"execute": False})
+        wire.check_everything_else()
+    (ws / ".plan-lsp" / "plans" / "PLAN.md").write_text(PLAN_TEXT + "3. One more step.\n")
+    async with running_server([ws], *scripted_args(script)) as ed:
+        await ed.wait_update(
+            lambda u: u["kind"] == "planDraft" and u.get("status") == "changedOnDisk"
+        )
+        assert (await Wire(ed).call("planLsp/state"))["planStatus"] == "drafting"
+        Wire(ed).check_everything_else()
+
+
 def test_every_update_kind_has_one_model() -> None:
     kinds = [m.model_fields["kind"].annotation for m in protocol.UPDATE_MODELS]
     names = [k.__args__[0] for k in kinds]  # type: ignore[union-attr]

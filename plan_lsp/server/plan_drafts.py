@@ -59,6 +59,8 @@ class _Stream:
     created: bool = False
     pump: asyncio.Task[None] | None = None
     last_notice: float = 0.0
+    # The plan was open in the editor before the draft began (not brought up for it).
+    was_open: bool = False
 
 
 class LspPlanDrafts:
@@ -79,6 +81,7 @@ class LspPlanDrafts:
         if current is None:
             current = _read(path) or ""
         stream = _Stream(run_id, path, DraftTarget(), current)
+        stream.was_open = self.ls.documents.get(path) is not None
         self._streams[path] = stream
         self._create(stream)  # before the "drafting" update: a client may show it on that
         stream.pump = asyncio.create_task(self._pump(stream))
@@ -101,9 +104,8 @@ class LspPlanDrafts:
                 if not brought_up:
                     brought_up = True
                     await self._bring_up(stream)
-                    # Bringing the plan up takes the client a while (an editor's first
-                    # Markdown document, a second or more): the draft grew meanwhile, and the
-                    # first edit carries all of it, not the line that started the bring-up.
+                    # The draft grew while the editor came up: the first edit carries all
+                    # of it, not the line that started the bring-up.
                     text = stream.target.text or text
                 sent = text
                 # Whenever the user opens the plan (the server may only have named it), the
@@ -120,10 +122,17 @@ class LspPlanDrafts:
             log.exception("plan draft stream for %s failed", stream.path)
 
     async def _bring_up(self, stream: _Stream) -> bool:
-        """Open the plan in the editor; True when its buffer is open in the client."""
+        """Open the plan in the editor; True when its buffer is open in the client.
+
+        A plan that was not open when the draft began is shown even if the client has opened
+        it since (on the "drafting" update): the answer comes once its editor is ready, and
+        an edit sent before would wait behind the editor's coming up (an editor's first
+        Markdown document of a window: a second or more) carrying only the draft's first
+        line, with the rest one more round trip behind it.
+        """
         documents, client = self.ls.documents, self.ls.client
         path = stream.path
-        if documents.get(path) is not None:
+        if stream.was_open and documents.get(path) is not None:
             return True
         self._create(stream)
         uri = uri_of(path)
@@ -132,6 +141,8 @@ class LspPlanDrafts:
         log.debug("showDocument %s answered %s in %.3f s", uri, shown, time.monotonic() - asked)
         if shown:
             return await self._wait_open(path)  # the draft streams from its start
+        if documents.get(path) is not None:
+            return True  # opened by the client (on the "drafting" update, or the user)
         # Not shown (no showDocument, or the client said no or answered null):
         if client.support.apply_edit and client.support.opens_on_edit:
             # A change that changes nothing still makes Neovim load and open the file.

@@ -11,6 +11,7 @@ field the server sends but the contract lacks fails here.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -363,6 +364,26 @@ async def test_a_plan_changed_while_no_server_watched_conforms(tmp_path: Path) -
         )
         assert (await Wire(ed).call("planLsp/state"))["planStatus"] == "drafting"
         Wire(ed).check_everything_else()
+
+
+@pytest.mark.parametrize("stop", ["limit", "context_full"])
+async def test_runs_stopped_by_the_budget_conform(tmp_path: Path, stop: str) -> None:
+    ws = sample_project(tmp_path / "ws")
+    (ws / "notes.txt").write_text("A line of notes about the greeting and its tone.\n" * 600)
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}
+    script = write_script(tmp_path / "s.json", [read, read, read, {"text": "done"}])
+    args = scripted_args(script)
+    env: dict[str, str] = {}
+    if stop == "limit":
+        env["PLAN_LSP_LIMITS"] = json.dumps({"run_tokens": 8_000})
+    else:
+        args = [*args, "--context-window", "1024"]  # the tools alone do not fit
+    async with running_server([ws], *args, env=env) as ed:
+        wire = Wire(ed)
+        result = await wire.call("planLsp/prompt", {"text": "read the notes"})
+        assert result["stopReason"] == stop
+        wire.check_everything_else()
+        assert ed.updates_of("error")[-1]["code"] == stop
 
 
 def test_every_update_kind_has_one_model() -> None:

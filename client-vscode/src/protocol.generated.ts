@@ -3,9 +3,9 @@
 // these types too.
 /* eslint-disable */
 
-export type StopReason = 'end_turn' | 'plan_submitted' | 'cancelled' | 'error' | 'max_steps' | 'timeout';
+export type StopReason = 'end_turn' | 'plan_submitted' | 'cancelled' | 'error' | 'max_steps' | 'timeout' | 'limit' | 'context_full';
 
-export type ErrorCode = 'provider_unconfigured' | 'provider_unreachable' | 'provider_auth' | 'provider_model' | 'provider_no_tools' | 'provider_rate_limited' | 'provider_failed';
+export type ErrorCode = 'provider_unconfigured' | 'provider_unreachable' | 'provider_auth' | 'provider_model' | 'provider_no_tools' | 'provider_rate_limited' | 'provider_failed' | 'limit' | 'context_full';
 
 export type FixSetting = 'baseUrl' | 'model' | 'provider' | 'apiKey';
 
@@ -167,7 +167,7 @@ export interface ErrorUpdate {
   kind: 'error';
   /** What happened. */
   message: string;
-  /** Model-provider failures: a code clients key help on. */
+  /** For failures the user can act on: a code clients key help on. */
   code?: ErrorCode | null;
   /** The setting that fixes it. */
   fix?: ErrorFix | null;

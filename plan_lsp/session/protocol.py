@@ -87,10 +87,21 @@ class WireModel(BaseModel):
 
 # -- shared vocabulary --------------------------------------------------------------------------
 
-StopReason = Literal["end_turn", "plan_submitted", "cancelled", "error", "max_steps", "timeout"]
+StopReason = Literal[
+    "end_turn",
+    "plan_submitted",
+    "cancelled",
+    "error",
+    "max_steps",
+    "timeout",
+    "limit",
+    "context_full",
+]
 """Why a run ended: the model answered without a tool call (`end_turn`), `exit_plan_mode`
 submitted the plan (`plan_submitted`), the user or a mode switch stopped it (`cancelled`), a
-failure (`error`), the step limit (`max_steps`) or the run time limit (`timeout`)."""
+failure (`error`), the step limit (`max_steps`), the run time limit (`timeout`), the run's
+token or cost limit (`limit`), or a request that does not fit the context window even after
+compaction (`context_full`)."""
 
 ErrorCode = Literal[
     "provider_unconfigured",
@@ -100,8 +111,12 @@ ErrorCode = Literal[
     "provider_no_tools",
     "provider_rate_limited",
     "provider_failed",
+    "limit",
+    "context_full",
 ]
-"""Model-provider failures the user can act on; clients key their help on these."""
+"""Failures the user can act on; clients key their help on these: the model provider's
+(`provider_*`), a run's token or cost limit (`limit`, config `limits`), a context window too
+small for the next request even after compaction (`context_full`, config `context_window`)."""
 
 FixSetting = Literal["baseUrl", "model", "provider", "apiKey"]
 
@@ -416,7 +431,7 @@ class ErrorUpdate(UpdateBase):
     kind: Literal["error"]
     message: str = Field(description="What happened.")
     code: ErrorCode | None = Field(
-        default=None, description="Model-provider failures: a code clients key help on."
+        default=None, description="For failures the user can act on: a code clients key help on."
     )
     fix: ErrorFix | None = Field(default=None, description="The setting that fixes it.")
     failedPrompt: bool | None = Field(

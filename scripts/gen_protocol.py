@@ -224,8 +224,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _code(text: str) -> str:
-    return "`" + _cell(text) + "`"
+def _code(text: str, in_table: bool = True) -> str:
+    return "`" + (_cell(text) if in_table else text) + "`"
 
 
 def _anchor(name: str) -> str:
@@ -238,7 +238,7 @@ def _field_table(c: Contract, name: str, skip: tuple[str, ...] = ()) -> list[str
     if not props:
         return ["(an empty object)", ""]
     required = c.always_sent(name)
-    rows = ["| field | type | | description |", "|---|---|---|---|"]
+    rows = ["| field | type | presence | description |", "|---|---|---|---|"]
     for field, prop in props.items():
         if field in required:
             presence = "required"
@@ -256,7 +256,7 @@ def _field_table(c: Contract, name: str, skip: tuple[str, ...] = ()) -> list[str
 def _type_link(c: Contract, schema: dict[str, Any]) -> str:
     name = _ref_name(schema)
     if name is None:
-        return _code(c.type_of(schema))
+        return _code(c.type_of(schema), in_table=False)
     return f"[`{name}`](#{_anchor(name)})"
 
 
@@ -270,7 +270,9 @@ def markdown(c: Contract, update_names: list[str]) -> str:
         "plan-lsp speaks LSP over JSON-RPC (stdio) and adds the `planLsp/*` requests below,",
         "a few `workspace/executeCommand` commands, the `planLsp/update` notification and three",
         "requests of its own to the client. Every message is described here by its JSON shape,",
-        "in TypeScript notation (`?`: the field may be absent; `T | null`: it may be `null`).",
+        "in TypeScript notation (`T | null`: the value may be `null`). In the tables, a",
+        "`required` field is always present, an `optional` one or one with a default may be",
+        "absent (the default applies).",
         "The models in `plan_lsp/session/protocol.py` are the contract; this page and",
         "`client-vscode/src/protocol.generated.ts` are generated from them, and",
         "`tests/test_protocol_conformance.py` checks what the real server sends against them.",
@@ -365,11 +367,11 @@ def markdown(c: Contract, update_names: list[str]) -> str:
         if schema.get("type") == "object" and "properties" in schema:
             out += _field_table(c, name)
         else:
-            out += [f"{_code(c.type_of(schema))}", ""]
+            out += [f"{_code(c.type_of(schema), in_table=False)}", ""]
     out += ["### Literal types", ""]
     for alias in ALIASES:
         values = " | ".join(_literal(v) for v in c.top[alias]["enum"])
-        out += [f"- `{alias}`: {_code(values)}"]
+        out += [f"- `{alias}`: {_code(values, in_table=False)}"]
     out.append("")
     return "\n".join(out)
 

@@ -69,6 +69,8 @@ _OUTPUT_CHARS = 1_500
 @dataclass
 class Compaction:
     record: CompactionRecord
+    # Tool outputs this compaction took out of the model's view (pruned to a stub, or in the
+    # turns it summarized).
     pruned_now: int
     summarized: bool
 
@@ -143,6 +145,10 @@ class Compactor:
             self._clip_unseen(stored, record, sorted(unseen), measure, window)
         record.tokens_after = measure(view(stored, record))
         pruned_now = len(set(record.pruned) - set(previous.pruned))
+        if summarized:
+            pruned_now += sum(
+                1 for i in head if stored[i].role == "tool" and i not in previous.pruned
+            )
         if not summarized and pruned_now == 0:
             return None
         return Compaction(record, pruned_now, summarized)

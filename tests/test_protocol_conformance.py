@@ -216,6 +216,7 @@ def _session_turns() -> list[dict[str, Any]]:
                     },
                 },
                 {"name": "write_file", "arguments": {"path": "extra.txt", "content": "x\n"}},
+                {"name": "write_file", "arguments": {"path": "denied.txt", "content": "x\n"}},
             ]
         },
         {"text": "Done: the greeting is updated."},
@@ -233,7 +234,9 @@ async def test_plan_reject_approve_do_conforms(
     async with running_server([ws], *args, permission_requests=True, questions=True) as ed:
         _answer_saves(ed, asked_saves)
         ed.ed.answer_questions = lambda p: {"tone": ["polite"]}
-        ed.ed.answer_permission = lambda p: "allow_once"
+        ed.ed.answer_permission = lambda p: (
+            "reject_once" if "denied.txt" in p["summary"] else "allow_once"
+        )
         wire = Wire(ed)
 
         # The initialize answer advertises exactly the contract's methods and commands.
@@ -283,6 +286,10 @@ async def test_plan_reject_approve_do_conforms(
 
         kinds = wire.check_everything_else()
         assert ed.ed.permission_requests and ed.ed.question_requests and asked_saves
+        assert {b["error"] for b in ed.updates_of("blocked")} == {
+            "tool_not_allowed",
+            "permission_denied",
+        }
     expected = {
         "prompt", "text", "toolCall", "toolResult", "blocked", "planDraft", "modeChanged",
         "todos", "question", "permission", "done", "deviation", "state", "compaction",

@@ -70,7 +70,10 @@ class ContextBudget:
             window = self.config.context_window or known_window(model)
             source = "configured" if self.config.context_window else "model table"
             if window is None:
-                window = await self.provider.context_window()
+                try:
+                    window = await self.provider.context_window()
+                except Exception:  # asking is a courtesy: never a reason to fail a run
+                    log.warning("the provider could not say its context window", exc_info=True)
                 source = "server"
             if window is None:
                 window, source = DEFAULT_CONTEXT_WINDOW, "default"

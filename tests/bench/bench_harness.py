@@ -99,6 +99,12 @@ class TimedProvider:
         self.clock.provider[-1] += time.perf_counter() - started
         return self._timed(events)
 
+    async def check(self) -> str:
+        return await self.inner.check()
+
+    async def context_window(self) -> int | None:
+        return await self.inner.context_window()
+
     async def _timed(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
         iterator = events.__aiter__()
         while True:

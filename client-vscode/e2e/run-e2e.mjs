@@ -10,7 +10,8 @@
 // results.json, the model's timeline and script, and the PLAN.md record (for stream_report).
 //
 // Environment: E2E_ARTIFACTS (screenshot folder), E2E_REUSE_VSIX=1 (skip `npm run package`
-// when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM.
+// when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM, E2E_PROFILE=1 (a
+// CPU profile of the workbench while the first plan streams: first-plan.cpuprofile).
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -62,6 +63,12 @@ const partOf = (text, plan) => shown(text, plan) > 0 && shown(text, plan) < plan
  * (as model_speed.py's `stream_report` counts them). */
 function growingStates(events, plan, since) {
   return new Set(events.filter((e) => e.t >= since && partOf(e.text, plan)).map((e) => e.text)).size;
+}
+
+/** Whether the extension host has activated VS Code's Markdown language features. */
+function markdownActive(userDir) {
+  return findFiles(join(userDir, 'logs'), /^remoteexthost\.log$/).some((file) =>
+    /_doActivateExtension vscode\.markdown-language-features\b/.test(readFileSync(file, 'utf8')));
 }
 
 async function chatHasFocus(chat) {
@@ -224,7 +231,16 @@ async function main() {
     // input still has the focus.
     await check(page, 'plan mode: blocked calls; the first plan streams into PLAN.md from its first line, shown while the chat keeps the focus', async () => {
       ensure(!existsSync(planFile), 'PLAN.md exists before the first plan');
+      // The first Markdown document of the window is no longer this plan: the extension had
+      // the Markdown support made ready when its server started.
+      await waitFor('the Markdown support active before the first plan', async () => markdownActive(userDir));
       const since = Date.now() / 1000;
+      const profiler = process.env.E2E_PROFILE ? await page.context().newCDPSession(page) : undefined;
+      if (profiler) {
+        await profiler.send('Profiler.enable');
+        await profiler.send('Profiler.setSamplingInterval', { interval: 500 });
+        await profiler.send('Profiler.start');
+      }
       await sendPrompt(chat, PROMPT);
       const samples = [];
       await waitFor('plan status "submitted"', async () => {
@@ -233,6 +249,10 @@ async function main() {
         return /submitted/.test((await chat.locator('[data-testid=plan-status]').allInnerTexts()).join(' '));
       }, 2 * STEP_MS);
       writeFileSync(join(ARTIFACTS, 'first-plan-samples.json'), JSON.stringify(samples, null, 2));
+      if (profiler) {
+        const { profile } = await profiler.send('Profiler.stop');
+        writeFileSync(join(ARTIFACTS, 'first-plan.cpuprofile'), JSON.stringify({ ...profile, since }));
+      }
       const tools = await chat.locator('[data-testid=tool-card]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
       ensure(JSON.stringify(tools) === JSON.stringify(['read_file:done', 'write_file:blocked', 'bash:blocked', 'plan_write:done', 'exit_plan_mode:done']),
         `tool cards (every response numbers its calls from call_0): ${JSON.stringify(tools)}`);

@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { CHAT_VIEW_ID } from './chatView';
 import { Controller, currentSettings } from './controller';
+import { prepareForMarkdown } from './markdownWarmup';
 import { errorMessage } from './protocol';
 import { launchSettingsChanged } from './settings';
 import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
@@ -154,8 +155,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.commands.executeCommand('workbench.view.extension.planLsp');
   }
   // Not awaited: the workbench resolves the chat view only once activate() returns, and the
-  // view must show the start-up while it happens (a first run installs the server).
-  void c.start();
+  // view must show the start-up while it happens (a first run installs the server). Then the
+  // editor's Markdown support is made ready, before the first plan needs it.
+  void c.start().finally(() => prepareForMarkdown(c.texts, (line) => c.output.appendLine(line)));
 }
 
 export async function deactivate(): Promise<void> {

@@ -10,10 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from plan_lsp.agent import prompts
 from plan_lsp.agent.budget import ContextBudget, ContextFull
 from plan_lsp.agent.compaction import Compaction
-from plan_lsp.agent.context import PINNED
 from plan_lsp.agent.model_stream import (
     MAX_TOOL_ARGUMENT_CHARS,
     ModelStream,
@@ -21,21 +19,19 @@ from plan_lsp.agent.model_stream import (
     until_cancelled,
 )
 from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
-from plan_lsp.agent.recall import RECALL_OUTPUT, recall_tool
+from plan_lsp.agent.recall import recall_tool
+from plan_lsp.agent.requests import RequestFrames
 from plan_lsp.config import Config
-from plan_lsp.policy.definitions import definitions_for
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.providers.base import (
     ChatMessage,
-    ModelRequest,
     Provider,
     ProviderError,
     ToolCall,
-    ToolSpec,
     error_help,
 )
-from plan_lsp.session import Actor, Session, Todo, WorkMode
+from plan_lsp.session import Actor, Session, Todo
 from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
@@ -126,75 +122,16 @@ class Agent:
         self.runner = ToolRunner(self.registry, self.gate)
         self.budget = ContextBudget(session, provider, config)
         self.registry.register(recall_tool(session))
-        self._plan_requests = 0
-        self._seen_event_seq = session.store.last_event_seq(session.id)
+        self.requests = RequestFrames(session, config, self.registry, plan_shell)
 
-    # -- request building --------------------------------------------------------------------
-
-    def tool_specs(self, allow_names: frozenset[str] | None) -> list[ToolSpec]:
-        defs = definitions_for(
-            self.registry.definitions(), self.session.mode, allow_names, self.plan_shell
-        )
-        return [ToolSpec(d.name, d.description, d.input_schema) for d in defs]
-
-    def request_frame(
-        self,
-        run_id: str,
-        allow_names: frozenset[str] | None,
-        do_run: bool,
-        *,
-        consume: bool = True,
-    ) -> Callable[[list[ChatMessage]], ModelRequest]:
-        """Everything of the next request but the conversation (system prompt, mode notes,
-        reminders, tools); returns how to build the request around a conversation. Taking
-        a frame consumes the mode events it reports (unless `consume` is off: a frame only
-        to measure with), so take one per model request."""
-        mode = self.session.mode
-        system = prompts.system_prompt(mode, str(self.session.workspace), do_run)
-        after: list[ChatMessage] = []
-        if consume:
-            events = self.session.store.events(
-                self.session.id, after=self._seen_event_seq, kinds=prompts.CONTEXT_EVENT_KINDS
-            )
-            self._seen_event_seq = self.session.store.last_event_seq(self.session.id)
-            note = prompts.mode_change_note(events)
-            if note is not None:
-                after.append(note)
-        if mode is WorkMode.PLAN:
-            self._plan_requests += 1 if consume else 0
-            after.append(prompts.plan_reminder(max(1, self._plan_requests)))
-        tools = self.tool_specs(allow_names)
-
-        def assemble(conversation: list[ChatMessage]) -> ModelRequest:
-            compacted = any(m.meta.get(PINNED) for m in conversation)
-            return ModelRequest(
-                run_id=run_id,
-                mode=mode.value,
-                messages=[system, *conversation, *after],
-                tools=tools if compacted else [t for t in tools if t.name != RECALL_OUTPUT],
-                model=self.config.model,
-                temperature=self.config.temperature,
-                max_tokens=self.config.max_tokens,
-            )
-
-        return assemble
-
-    def build_request(
-        self,
-        run_id: str,
-        conversation: list[ChatMessage],
-        allow_names: frozenset[str] | None,
-        do_run: bool,
-    ) -> ModelRequest:
-        frame = self.request_frame(run_id, allow_names, do_run)
-        return frame(self.budget.conversation(conversation, self.session.conversation))
+    # -- compaction on demand -----------------------------------------------------------------
 
     async def compact_now(self, run_id: str, cancel: asyncio.Event) -> Compaction | None:
         """Compact the session's conversation now (the user asked): prune and summarize.
         None when there is nothing to compact (or the user cancelled)."""
         conv = self.session.conversation
         messages = self.load_conversation(conv)
-        frame = self.request_frame(run_id, None, do_run=False, consume=False)
+        frame = self.requests.frame(run_id, None, do_run=False, consume=False)
         work = self.budget.compact(
             messages,
             conv,
@@ -304,7 +241,7 @@ class Agent:
             await self._refresh_tool_sources(cancel)  # MCP
             if cancel.is_set():
                 return "cancelled"
-            frame = self.request_frame(run_id, allow_names, do_run)
+            frame = self.requests.frame(run_id, allow_names, do_run)
             try:
                 request = await self.budget.make_room(
                     messages,

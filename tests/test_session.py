@@ -43,7 +43,9 @@ def test_user_toggles_and_same_mode_is_no_change(tmp_path: Path) -> None:
     [
         (PlanStatus.NONE, "approve", False),
         (PlanStatus.SUBMITTED, "approve", True),
-        (PlanStatus.REJECTED, "approve", False),
+        # a plan rejected without feedback stays approvable and revisable
+        (PlanStatus.REJECTED, "approve", True),
+        (PlanStatus.REJECTED, "reject", True),
         (PlanStatus.NONE, "reject", False),
         (PlanStatus.SUBMITTED, "reject", True),
         (PlanStatus.APPROVED, "reject", False),

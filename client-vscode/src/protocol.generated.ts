@@ -380,8 +380,10 @@ export interface QuestionUpdate {
 export interface RejectParams {
   /** A workspace folder's `file:` URI (default: the first folder). */
   workspaceUri?: string | null;
-  /** Why; with feedback (or `> feedback:` lines in the plan) the agent revises the plan. */
+  /** Why; with feedback (or `> feedback:` lines in the plan) the agent revises the plan. Without, the plan is rejected and stays approvable and revisable. */
   feedback?: string | null;
+  /** Without feedback, ask the user first (window/showMessageRequest), saying how to give feedback; a rejected plan is not rejected again. The plan's code lenses and actions set it; a client that asks for feedback itself sends what it got instead. */
+  confirm?: boolean;
 }
 
 /** `planLsp/requestPermission` (clients that declared `permissionRequests`): may this side-effect call run? Unanswered within the person timeout counts as a refusal. */

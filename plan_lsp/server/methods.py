@@ -19,7 +19,7 @@ from plan_lsp.policy.plan_paths import plan_file_problem
 from plan_lsp.server.client import HeldByEditor
 from plan_lsp.server.params import RequestFailed, parse_params
 from plan_lsp.server.runs import RunBusy
-from plan_lsp.session import Actor, TransitionRefused, WorkMode, sha256_text
+from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
 from plan_lsp.session.protocol import (
     ApproveParams,
     CancelParams,
@@ -177,6 +177,14 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     except TransitionRefused as exc:
         raise RequestFailed(f"cannot approve: {exc}") from exc
     if approved is None:
+        if p.execute and not session.completed_do:
+            # Approved earlier without a finished Do run (saved only, stopped, failed):
+            # approving it again carries it out (in build mode, as approving does).
+            session.set_mode(WorkMode.BUILD, Actor.USER)
+            if p.permissionMode is not None:
+                session.set_permission_mode(p.permissionMode, Actor.USER)
+            _start_do_run(ctx, p.clearContext)
+            return state_json(ctx)
         ls.client.show("This plan is already approved and unchanged; nothing to do.")
         return state_json(ctx)
     # What was approved is on disk too (the buffer saved by the client, or written), or,
@@ -237,7 +245,17 @@ def _start_do_run(ctx: WorkspaceContext, clear_context: bool) -> None:
     ctx.runs.start("do", opening, do_run=True, conversation=conversation, shown=shown)
 
 
+HOW_TO_REVISE = (
+    "To have the plan revised, write lines starting with `> feedback:` in it and choose "
+    "Revise…, or send the feedback with the rejection; Approve still approves it as it is."
+)
+REJECT_WITHOUT_FEEDBACK = "Reject without feedback"
+
+
 async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    """Reject the submitted plan. With feedback (given, or `> feedback:` lines in the plan)
+    a planning run revises it; without, the plan is rejected and stays approvable and
+    revisable. `confirm` (lenses, code actions): without feedback the user is asked first."""
     from plan_lsp.agent import prompts
 
     p = parse_params(RejectParams, params)
@@ -245,7 +263,24 @@ async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     session = ctx.session
     if ctx.runs.current is not None:
         raise RequestFailed("a run is in progress; wait for it or cancel it first")
-    feedback = p.feedback or extract_feedback(ctx.runs.plan_text(session.main_plan_path))
+    feedback = (p.feedback or "").strip() or extract_feedback(
+        ctx.runs.plan_text(session.main_plan_path)
+    )
+    if not feedback:
+        if session.plan_status is PlanStatus.REJECTED:
+            # Rejected already: nothing to reject again; say how to go on.
+            ls.client.show(f"The plan is rejected. {HOW_TO_REVISE}")
+            return state_json(ctx)
+        if p.confirm and session.plan_status in (PlanStatus.SUBMITTED, PlanStatus.DRAFTING):
+            answer = await ls.client.ask(
+                f"Reject the plan without feedback? {HOW_TO_REVISE}",
+                [REJECT_WITHOUT_FEEDBACK, "Cancel"],
+                types.MessageType.Info,
+            )
+            if answer != REJECT_WITHOUT_FEEDBACK:
+                return state_json(ctx)
+            if ctx.runs.current is not None:  # a run started while the user was asked
+                raise RequestFailed("a run is in progress; wait for it or cancel it first")
     try:
         session.reject(feedback, Actor.USER)
     except TransitionRefused as exc:

@@ -33,37 +33,52 @@ def _cmd(title: str, command: str, args: dict[str, Any] | None = None) -> types.
 
 
 def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
-    """Only on the submitted plan; an approval names the document it was offered on."""
+    """Only on the submitted plan; an approval names the document it was offered on. Every
+    status offers a way forward while no run is in progress: approve or reject a draft,
+    approve or revise a rejected plan, carry out an approved plan not yet carried out."""
     session = ctx.session
     if path != session.main_plan_path.resolve():
         return []
     plan = {"planUri": path.as_uri()}
     status = session.plan_status
     running = session.running
+    approve = [
+        _cmd("Approve (auto-accept edits)", APPROVE, {**plan, "permissionMode": "auto_edit"}),
+        _cmd("Approve (ask before edits)", APPROVE, {**plan, "permissionMode": "ask"}),
+    ]
+    compare = (
+        [_cmd("Compare with previous revision", SHOW_REVISION, {})]
+        if len(ctx.store.revisions(session.id)) >= 2
+        else []
+    )
     commands: list[types.Command] = []
     if status is PlanStatus.DRAFTING and running:
         commands.append(_cmd("$(sync) Plan: drafting…", ""))
+    elif status is PlanStatus.REJECTED and running:
+        commands.append(_cmd("$(sync) Plan: revising…", ""))
     elif status is PlanStatus.SUBMITTED or (status is PlanStatus.DRAFTING and not running):
-        commands.append(
-            _cmd("Approve (auto-accept edits)", APPROVE, {**plan, "permissionMode": "auto_edit"})
-        )
-        commands.append(
-            _cmd("Approve (ask before edits)", APPROVE, {**plan, "permissionMode": "ask"})
-        )
-        commands.append(_cmd("Reject…", REJECT, {}))
-        if len(ctx.store.revisions(session.id)) >= 2:
-            commands.append(_cmd("Compare with previous revision", SHOW_REVISION, {}))
+        commands += approve
+        commands.append(_cmd("Reject…", REJECT, {"confirm": True}))
+        commands += compare
     elif status is PlanStatus.APPROVED and session.approved is not None:
-        label = "Plan approved ✓" + (" — running" if running else "")
-        commands.append(_cmd(label, ""))
+        if running:
+            commands.append(_cmd("Plan approved ✓ — running", ""))
+        elif session.completed_do:
+            commands.append(_cmd("Plan approved ✓ — done", ""))
+        else:
+            commands.append(_cmd("Plan approved ✓", ""))
+            commands.append(_cmd("Run the approved plan", APPROVE, plan))
     elif status is PlanStatus.REJECTED:
-        commands.append(_cmd("Plan rejected — waiting for a revised plan", ""))
+        commands.append(_cmd("Plan rejected", ""))
+        commands += approve
+        commands.append(_cmd("Revise…", REJECT, {"confirm": True}))
+        commands += compare
     return commands
 
 
 def action_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
     base = [c for c in lens_commands(ctx, path) if c.command]
-    if not any(c.command == APPROVE for c in base):
+    if not any(c.command == APPROVE and c.title.startswith("Approve") for c in base):
         return base
     plan = {"planUri": path.as_uri()}
     base.append(_cmd("Approve and save without executing", APPROVE, {**plan, "execute": False}))
@@ -74,7 +89,8 @@ def action_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
             {**plan, "clearContext": True, "permissionMode": "auto_edit"},
         )
     )
-    base.append(_cmd("Reject with feedback from review notes (> feedback: …)", REJECT, {}))
+    verb = "Revise" if ctx.session.plan_status is PlanStatus.REJECTED else "Reject"
+    base.append(_cmd(f"{verb} with feedback from review notes (> feedback: …)", REJECT, {}))
     return base
 
 

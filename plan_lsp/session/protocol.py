@@ -205,7 +205,13 @@ class RejectParams(WorkspaceParams):
         default=None,
         max_length=50_000,
         description="Why; with feedback (or `> feedback:` lines in the plan) the agent revises "
-        "the plan.",
+        "the plan. Without, the plan is rejected and stays approvable and revisable.",
+    )
+    confirm: bool = Field(
+        default=False,
+        description="Without feedback, ask the user first (window/showMessageRequest), saying "
+        "how to give feedback; a rejected plan is not rejected again. The plan's code lenses "
+        "and actions set it; a client that asks for feedback itself sends what it got instead.",
     )
 
 

@@ -52,8 +52,12 @@ _PLAN_TRANSITIONS: dict[str, frozenset[PlanStatus]] = {
     "submit": frozenset(
         {PlanStatus.NONE, PlanStatus.DRAFTING, PlanStatus.SUBMITTED, PlanStatus.REJECTED}
     ),
-    "approve": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.APPROVED}),
-    "reject": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING}),
+    # A rejected plan stays approvable, and revisable (a rejection with feedback): a
+    # rejection without feedback is never a dead end.
+    "approve": frozenset(
+        {PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.APPROVED, PlanStatus.REJECTED}
+    ),
+    "reject": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.REJECTED}),
 }
 
 

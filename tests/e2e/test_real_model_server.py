@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from tests.e2e.scripts import requests_of, sample_project
 from tests.fake_model_servers import unused_local_port
@@ -283,3 +284,32 @@ async def test_plan_approve_and_do_against_the_real_server(
     usage = state["usage"]
     assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0, usage
     assert usage["contextWindow"] == _props_n_ctx(llama_tools_server), usage
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=JsonRpcException,
+    reason="planLsp/approvePlan refuses while planStatus is 'none' ('cannot approve the plan "
+    "while its status is none'): a plan the user wrote in PLAN.md when the model wrote none "
+    "never becomes the plan in front of them",
+)
+async def test_a_plan_the_user_wrote_is_approved_when_the_model_wrote_none(
+    tmp_path: Path, llama_server: str
+) -> None:
+    """The model (its own template: no tools) answers in text and writes no plan; the user
+    writes PLAN.md in the editor and approves it: what they wrote is the approved plan."""
+    ws = sample_project(tmp_path / "ws")
+    plan = ws / ".plan-lsp" / "plans" / "PLAN.md"
+    args = _args(llama_server, tmp_path / "t.jsonl")
+    async with running_server([ws], *args, env={"PLAN_LSP_MAX_TOKENS": "16"}) as ed:
+        await ed.request("planLsp/prompt", {"text": TASK}, timeout=600)
+        assert (await ed.state())["planStatus"] == "none"
+        ed.open(plan, "")
+        ed.type_into(plan, USER_PLAN)
+        await ed.state()  # the change is processed before this answers
+        approved = await ed.request(
+            "planLsp/approvePlan",
+            {"planUri": plan.as_uri(), "permissionMode": "ask", "execute": False},
+        )
+    assert approved["planStatus"] == "approved"
+    assert approved["approvedPlan"]["sha256"] == hashlib.sha256(USER_PLAN.encode()).hexdigest()

@@ -24,6 +24,7 @@ from plan_lsp.agent.requests import RequestFrames
 from plan_lsp.config import Config
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
+from plan_lsp.policy.safety import Safety
 from plan_lsp.providers.base import (
     ChatMessage,
     Provider,
@@ -36,6 +37,7 @@ from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.runner import ToolRunner
+from plan_lsp.tools.todo_ledger import RecordedTodos, StepLedger
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class Agent:
         # Files written per run (a run's subagents included), and how deep each run nests.
         self._touched: dict[str, list[str]] = {}
         self._depth: dict[str, int] = {}
+        # What happened during each step of the latest run's todo list (one run at a time).
+        self._todo_ledger: tuple[str, StepLedger] | None = None
         self.ports = ports
         self.plan_shell = plan_shell
         self.registry: ToolRegistry = builtin_registry()
@@ -354,10 +358,11 @@ class Agent:
             user=self.ports.user,
             emit=emit,
             cancel=cancel,
-            set_todos=self._set_todos(emit),
+            set_todos=self._set_todos(emit, run_id),
             extra={"allow_names": allow_names},
         )
         observation = await self.runner.call(call.name, call.arguments, ctx, allow_names)
+        self._observe_step(run_id, call, observation)
         error = (observation.data or {}).get("error") if observation.is_error else None
         if error in ("tool_not_allowed", "permission_denied"):
             emit(
@@ -381,12 +386,29 @@ class Agent:
         )
         return observation
 
+    def _step_ledger(self, run_id: str) -> StepLedger:
+        if self._todo_ledger is None or self._todo_ledger[0] != run_id:
+            self._todo_ledger = (run_id, StepLedger())
+        return self._todo_ledger[1]
+
+    def _observe_step(self, run_id: str, call: StreamingCall, observation: ToolResult) -> None:
+        """Every call of a tool that changes the workspace, with its outcome: the todo list
+        marks done only steps whose changes happened (tools/todo_ledger.py)."""
+        tool = self.registry.get(call.name)
+        if tool is None or tool.definition.safety is not Safety.SIDE_EFFECT:
+            return
+        self._step_ledger(run_id).observe(
+            call.name, call.arguments, observation.is_error, observation.data
+        )
+
     def _set_todos(
-        self, emit: Callable[[str, dict[str, Any]], None]
-    ) -> Callable[[list[Todo]], None]:
-        def set_todos(todos: list[Todo]) -> None:
-            self.session.set_todos(todos, Actor.MODEL)
-            emit("todos", {"todos": [t.model_dump() for t in todos]})
+        self, emit: Callable[[str, dict[str, Any]], None], run_id: str
+    ) -> Callable[[list[Todo]], RecordedTodos]:
+        def set_todos(todos: list[Todo]) -> RecordedTodos:
+            recorded = self._step_ledger(run_id).record(todos)
+            self.session.set_todos(recorded.todos, Actor.MODEL)
+            emit("todos", {"todos": [t.model_dump() for t in recorded.todos]})
+            return recorded
 
         return set_todos
 

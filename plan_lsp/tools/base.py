@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from plan_lsp.policy.ports import EditorPort, FileEdit, PermissionPort, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.tools.todo_ledger import RecordedTodos
 from plan_lsp.tools.todo_model import Todo
 
 __all__ = [
@@ -84,8 +85,9 @@ class ToolContext:
     sandbox_shell: bool = False
     # The model's id for this call (what `toolCall` updates carry as `toolCallId`).
     tool_call_id: str = ""
-    # Agent-state hook for todo_write; set by the agent.
-    set_todos: Callable[[list[Todo]], None] | None = None
+    # Agent-state hook for todo_write; set by the agent. Returns the list as the server keeps
+    # it (a step whose change was denied or failed is not done) and notes for the model.
+    set_todos: Callable[[list[Todo]], RecordedTodos | None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -40,10 +40,17 @@ async def todo_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if ctx.set_todos is None:
         return ToolResult.error("unavailable", "this run has no todo list")
     try:
-        ctx.set_todos(todos)
+        recorded = ctx.set_todos(todos)
     except ValueError as exc:  # the session refused the list
         return ToolResult.error("invalid_todos", str(exc))
-    return ToolResult(content=render_todos(todos), data={"todos": [t.model_dump() for t in todos]})
+    kept = recorded.todos if recorded is not None else todos
+    notes = recorded.notes if recorded is not None else []
+    # The list as the server keeps it: a step whose change was denied or failed is not done.
+    content = render_todos(kept) + "".join(f"\n{note}" for note in notes)
+    data: dict[str, Any] = {"todos": [t.model_dump() for t in kept]}
+    if notes:
+        data["notes"] = notes
+    return ToolResult(content=content, data=data)
 
 
 TODO_WRITE_TOOL = Tool(

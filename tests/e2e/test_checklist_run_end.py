@@ -156,7 +156,10 @@ async def test_prompt_answer_comes_after_the_last_mark(tmp_path: Path) -> None:
         ed.open(path)
         ed.open(ws / "hello.py")
         await ed.request("planLsp/prompt", {"text": "plan it"})
-        state = await ed.request("planLsp/approvePlan", {"execute": False})
+        # auto_edit: the step's edit happens (a denied edit leaves its step unticked)
+        state = await ed.request(
+            "planLsp/approvePlan", {"execute": False, "permissionMode": "auto_edit"}
+        )
         assert state["planStatus"] == "approved" and not state["running"]
         seen: list[dict[str, Any]] = []
         # The answer's future is resolved in the client's handler of the answer.

@@ -433,6 +433,8 @@ class Session:
                 raise TransitionRefused("a run is in progress; cancel it first")
             previous = self.conversation
             self.conversation = f"conv-{uuid.uuid4().hex[:8]}"
+            # A new conversation starts empty; the session's token totals stay.
+            self.usage = self.usage.model_copy(update={"contextTokens": 0})
             self.todos = []
             self.round_plans = []
             if not keep_approved_plan:

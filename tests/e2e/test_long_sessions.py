@@ -85,6 +85,9 @@ async def test_usage_is_in_the_state_with_the_configured_window_and_price(
         # Clients see it pushed with the state, never polled.
         pushed = [u["state"]["usage"] for u in ed.updates_of("state")]
         assert pushed[-1] == usage
+        # A new session's conversation is empty; what the session used stays counted.
+        fresh = (await ed.request("planLsp/newSession", {"keepApprovedPlan": False}))["usage"]
+        assert fresh["contextTokens"] == 0 and fresh["inputTokens"] == usage["inputTokens"]
 
 
 async def test_a_200_turn_session_stays_within_the_window(tmp_path: Path) -> None:

@@ -190,7 +190,8 @@ def test_the_servers_own_database_is_restored(ws: Path, key_dir: Path) -> None:
     assert store.first_session(str(ws)) == ("mine", {"mode": "build", "permissionMode": "ask"})
     store.close()
     assert warnings == [] and _aside(ws, "*") == []
-    assert sorted(os.listdir(ws / ".plan-lsp")) == ["state.db"]  # no temporary file left
+    # the folder's own .gitignore, and no temporary file left
+    assert sorted(os.listdir(ws / ".plan-lsp")) == [".gitignore", "state.db"]
 
 
 # -- files next to the database ------------------------------------------------------------

@@ -33,6 +33,21 @@ REVISIONS_DIR = "revisions"
 # Mode asked of open(2) for revision files (the umask applies): read-only copies.
 REVISION_MODE = 0o444
 
+# `.plan-lsp/.gitignore`, written with the folder the first time the server writes into it.
+# It names itself: the server's housekeeping never shows as a change in the project's
+# version control; plans (plans/) and a shared config.toml show, and may be committed.
+GITIGNORE = """\
+# Written by plan-lsp: its database, WAL files, transcripts, plan revisions and this file
+# stay out of version control; plans (plans/) and a shared config.toml may be committed.
+.gitignore
+state.db
+state.db-*
+state.db.corrupt-*
+revisions/
+*.jsonl
+.plan-lsp-tmp-*
+"""
+
 ACCESS_DENIED_PLANS_DIR_OUTSIDE = (
     "Access denied: the plans directory {plans_dir} is not a folder inside {server_dir} "
     f"(nor {SERVER_DIR}/{REVISIONS_DIR})"
@@ -107,11 +122,29 @@ def locate_plans_dir(plans_dir: Path, workspace: Path | None = None) -> PlansDir
     return located
 
 
+def ensure_server_dir(anchor: Path) -> Path:
+    """Create `<anchor>/.plan-lsp/` without following links, and its `.gitignore` the
+    first time (never overwritten, never through a link); the folder's path. Everything the
+    server writes into the folder comes through here first."""
+    folder = anchor / SERVER_DIR
+    ensure_folder(anchor, folder)
+    try:
+        fd = os.open(
+            folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+        )
+    except OSError:
+        return folder  # exists already (the user's or ours), or the folder is not writable
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(GITIGNORE)
+    return folder
+
+
 def ensure_plans_dir(plans_dir: Path, workspace: Path | None = None) -> Path:
     """Create the plans directory (and `.plan-lsp`) without following links; its path."""
     located = locate_plans_dir(plans_dir, workspace)
     if isinstance(located, str):
         raise WriteRefused(located)
+    ensure_server_dir(located.anchor)
     ensure_folder(located.anchor, located.path)
     return located.path
 
@@ -149,6 +182,7 @@ def write_revision(workspace: Path, rev: int, text: str) -> Path:
     except UnicodeDecodeError:
         current = None
     if current != text:
+        ensure_server_dir(anchor)
         write_text(anchor, path, text, mode=REVISION_MODE)
     return path
 
@@ -168,7 +202,7 @@ def prepare_state_file(db_path: Path) -> str | None:
     if folder.name != SERVER_DIR:
         return None  # not the workspace layout (a test or an explicit path): not ours to police
     try:
-        ensure_folder(folder.parent.resolve(), folder.parent.resolve() / SERVER_DIR)
+        ensure_server_dir(folder.parent.resolve())
     except OSError as exc:
         return str(exc)
     for suffix in _STATE_SUFFIXES:

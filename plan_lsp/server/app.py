@@ -19,6 +19,7 @@ from plan_lsp import __version__
 from plan_lsp.server.client import ClientChannel, HeldByEditor, negotiated_encoding
 from plan_lsp.server.documents import DocumentStore
 from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
+from plan_lsp.server.params import RequestFailed
 from plan_lsp.server.plan_views import PlanViews
 from plan_lsp.server.plan_watch import PlanWatchers
 from plan_lsp.server.workspaces import WorkspaceContext, Workspaces
@@ -27,6 +28,25 @@ if TYPE_CHECKING:
     from plan_lsp.providers.base import Provider
 
 log = logging.getLogger(__name__)
+
+class _Refusals(logging.Filter):
+    """A request the server refuses with a reason (RequestFailed: "a run is in progress",
+    "cannot approve: …") is answered, not a server error: pygls logs every exception a
+    handler raises at ERROR with its traceback; a refusal is one line at INFO instead, and
+    invalid params one line at WARNING (the answer names the field)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RequestFailed):
+            log.info("refused: %s", shorten(str(error)))
+            return False
+        if isinstance(error, JsonRpcInvalidParams):
+            log.warning("invalid params: %s", shorten(str(error)))
+            return False
+        return True
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_Refusals())
 
 # Filled in by `server/handlers.py`, which registers every method and command: the
 # initialize answer advertises exactly what is registered.
@@ -177,6 +197,8 @@ class PlanLanguageServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors from bad client input are answered in the response; never pop up for them,
         # and never copy untrusted input into the log in full.
+        if isinstance(error, (RequestFailed, JsonRpcInvalidParams)):
+            return  # answered with its reason, and logged in one line (_Refusals)
         log.error("server error (%s): %s", getattr(source, "__name__", source), shorten(str(error)))
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:

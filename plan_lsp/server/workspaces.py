@@ -31,33 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GITIGNORE = """\
-# Written by plan-lsp: its database, WAL files, transcripts and plan revisions stay out of
-# version control; plans (plans/) and a shared config.toml may be committed.
-state.db
-state.db-*
-state.db.corrupt-*
-revisions/
-*.jsonl
-.plan-lsp-tmp-*
-"""
-
 _OFFICIAL_HOSTS = ("https://api.openai.com", "https://api.anthropic.com")
-
-
-def write_gitignore(server_dir: Path) -> None:
-    """Create `.plan-lsp/.gitignore` once; never follows a link, never overwrites."""
-    try:
-        if server_dir.is_symlink():
-            return
-        server_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(
-            server_dir / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
-        )
-    except OSError:
-        return  # exists already (the user's or ours), or the folder is not writable
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(GITIGNORE)
 
 
 def effective_plan_shell(config: Config, status: SandboxStatus | None) -> str | None:
@@ -307,7 +281,6 @@ class Workspaces:
         config, warnings = load_config(root, self.init_options, self.ls.cli_overrides)
         for w in warnings:
             self.ls.client.show(w, kind=_warning())
-        write_gitignore(root / ".plan-lsp")
         store = StateStore(root / ".plan-lsp" / "state.db", warn=self.ls.client.show)
         session = Session(
             store,

@@ -23,6 +23,7 @@ import {
   fillPlanLspCapabilities,
 } from './protocol';
 import { ServerProcess, describeExit } from './serverProcess';
+import { asksForFeedback } from './rejectFeedback';
 import { SessionActions } from './sessionActions';
 import { describeModelSettings, initializationOptions, launchDirectory, serverArguments } from './serverLaunch';
 import { ClientSettings, ReadSettings, ignoredSettingsWarning, readUserSettings } from './settings';
@@ -270,6 +271,8 @@ export class Controller implements vscode.Disposable {
           },
         },
         executeCommand: async (command, commandArgs, next) => {
+          // The lens's Reject…/Revise…: the user types the feedback (or nothing) here.
+          if (asksForFeedback(command, commandArgs)) return this.actions.rejectWithFeedback();
           const result: unknown = await next(command, commandArgs);
           if (command === SHOW_PREVIOUS_REVISION) await this.actions.diffWithPrevious(result);
           return result;
@@ -409,10 +412,9 @@ export class Controller implements vscode.Disposable {
         await this.requireSession().approvePlan(await this.planAsShown());
         return;
       case 'reject':
-        await this.requireSession().rejectPlan({});
-        return;
       case 'feedback':
-        return this.actions.rejectWithFeedback();
+        await this.actions.rejectWithFeedback();
+        return;
       case 'openPlan':
         return this.actions.openPlan();
       case 'inputFocus':

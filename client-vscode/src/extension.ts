@@ -128,7 +128,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.actions.pickPermissionMode())),
     vscode.commands.registerCommand('planLsp.client.approve', guarded((args?: unknown) =>
       c.requireSession().approvePlan(args && typeof args === 'object' ? (args as object) : {}))),
-    vscode.commands.registerCommand('planLsp.client.reject', guarded(() => c.requireSession().rejectPlan({}))),
+    vscode.commands.registerCommand('planLsp.client.reject', guarded(() => c.actions.rejectWithFeedback())),
     vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.actions.rejectWithFeedback())),
     vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.actions.cancel())),
     vscode.commands.registerCommand('planLsp.client.compareRevisions', guarded((args: unknown) => c.texts.compare(args))),

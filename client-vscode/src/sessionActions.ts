@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { ChatViewProvider } from './chatView';
 import { PERMISSION_MODES, PermissionMode, PlanLspSession, SessionState, errorMessage } from './protocol';
+import { feedbackBox, rejectArgs } from './rejectFeedback';
 
 export interface ActionHost {
   readonly output: vscode.OutputChannel;
@@ -118,14 +119,15 @@ export class SessionActions {
     await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false });
   }
 
-  async rejectWithFeedback(): Promise<void> {
-    const feedback = await vscode.window.showInputBox({
-      title: 'Reject the plan with feedback',
-      prompt: 'What should the agent change? A new planning run receives this.',
-      ignoreFocusOut: true,
-    });
-    if (feedback === undefined) return;
-    await this.host.requireSession().rejectPlan(feedback.trim() ? { feedback } : {});
+  /** Reject… (a submitted plan) or Revise… (a rejected one): asks for feedback. Escape
+   * cancels; empty rejects without feedback (Revise…: cancels); text starts a revision.
+   * The chat buttons, the palette commands and the server's lens all come here. */
+  async rejectWithFeedback(): Promise<unknown> {
+    const revising = this.host.current?.planStatus === 'rejected';
+    const input = await vscode.window.showInputBox({ ...feedbackBox(revising), ignoreFocusOut: true });
+    const args = rejectArgs(input, revising);
+    if (!args) return undefined;
+    return this.host.requireSession().rejectPlan(args);
   }
 
   async pickPermissionMode(): Promise<void> {

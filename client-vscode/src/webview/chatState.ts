@@ -133,3 +133,27 @@ export function pendingRequests(state: ChatState): string[] {
 export function todoProgress(todos: Todo[]): { done: number; total: number } {
   return { done: todos.filter((t) => t.status === 'completed').length, total: todos.length };
 }
+
+/** A button of the chat's plan panel. */
+export interface PlanDecision {
+  action: 'approve' | 'reject' | 'feedback';
+  label: string;
+  secondary: boolean;
+}
+
+/** What the chat offers on the plan — the server's code lens, as buttons. No decision while
+ * a run is writing it; a submitted plan (or a draft the run left) is approved or rejected
+ * (Reject… asks for feedback); a rejected plan stays approvable and revisable (Revise…
+ * sends feedback): never a status without a way forward. */
+export function planDecisions(state: ChatState): PlanDecision[] {
+  const status = state.session?.planStatus ?? 'none';
+  const busy = isBusy(state);
+  const approve: PlanDecision = { action: 'approve', label: 'Approve', secondary: false };
+  if (status === 'submitted' || (status === 'drafting' && !busy)) {
+    return [approve, { action: 'reject', label: 'Reject…', secondary: true }];
+  }
+  if (status === 'rejected' && !busy) {
+    return [approve, { action: 'feedback', label: 'Revise…', secondary: true }];
+  }
+  return [];
+}

@@ -4,7 +4,7 @@
  * state of its own: a (re)created view starts from the host's snapshot, which after a window
  * reload is rebuilt from the server's history.
  */
-import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, reduce, todoProgress } from './chatState';
+import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, planDecisions, reduce, todoProgress } from './chatState';
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
 import { CardAction, fixAction, setupCardView, sidebarWarnings } from './setupCard';
@@ -204,11 +204,15 @@ function renderHeader(): void {
     planPanel.hidden = true;
   } else {
     planPanel.hidden = false;
-    // Same rule as the server's code lens: no decision while the draft is still being written.
-    const canDecide = planStatus === 'submitted' || (planStatus === 'drafting' && !busy);
+    // Same rule as the server's code lens: no decision while a run writes the plan, and
+    // from every other status a way forward.
+    const decisions = planDecisions(state);
+    const buttons = decisions
+      .map((d) => `<button${d.secondary ? ' class="secondary"' : ''} data-action="${d.action}" data-testid="${d.action}">${escapeHtml(d.label)}</button>`)
+      .join('');
     planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan: ${escapeHtml(planStatus)}</span>
       <span class="link" data-action="openPlan">open</span>
-      ${canDecide ? '<div class="buttons"><button data-action="approve" data-testid="approve">Approve</button><button class="secondary" data-action="reject">Reject</button><button class="secondary" data-action="feedback">Feedback…</button></div>' : ''}`;
+      ${buttons ? `<div class="buttons">${buttons}</div>` : ''}`;
   }
 
   const todos = session?.todos ?? [];

@@ -1,8 +1,10 @@
 """The tests pass with `python` behind a pyenv shim: a home whose `~/.pyenv/shims` comes first
-on PATH, its `python`/`python3` shell scripts that exec the real interpreter (pyenv's shims
-do the same through `$PYENV_ROOT/libexec/pyenv exec`). The sandbox hides the home and shows
-`~/.pyenv` again, read-only: the commands inside it that run `python3` by name go through
-the shim, and the server the harness starts runs from the interpreter the shim ran.
+on PATH, its `python`/`python3` shell scripts that exec the real interpreter (pyenv's shims do
+the same through `$PYENV_ROOT/libexec/pyenv exec`). The interpreter they run lives in the
+home too, in `~/.pyenv/versions` (a virtual environment of the real interpreter, as
+pyenv-virtualenv makes). The sandbox hides the home and shows `~/.pyenv` again, read-only:
+the commands inside it that run `python3` by name go through the shim, and the server the
+harness starts runs from the interpreter the shim ran.
 
 Each style of shim runs a handful of sandbox-touching tests (bubblewrap and Landlock, a
 server with its sandbox self-test, `python3` inside the sandbox) in a pytest of its own,
@@ -15,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -47,13 +50,28 @@ exec "{root}/libexec/pyenv" exec "$program" "$@"
 PYENV_EXEC = '#!/usr/bin/env bash\nset -e\n[ "$1" = exec ] && shift\nshift\nexec {python} "$@"\n'
 
 
+def _pyenv_version(root: Path) -> Path:
+    """A version under the pyenv root as pyenv-virtualenv makes one: a virtual environment of
+    the real interpreter, here seeing this checkout's packages; returns its `bin/python`."""
+    version = root / "versions" / "plan-lsp"
+    real = os.path.realpath(sys.executable)
+    subprocess.run([real, "-m", "venv", "--without-pip", str(version)], check=True, timeout=120)
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    packages = sysconfig.get_paths()["purelib"]  # this checkout's environment
+    (version / "lib" / minor / "site-packages" / "checkout.pth").write_text(
+        f"import site; site.addsitedir({packages!r})\n"
+    )
+    return version / "bin" / "python"
+
+
 def _fake_pyenv_home(home: Path, style: str) -> Path:
-    """A home with `~/.pyenv/shims/python` and `python3` (style `custom-root`: pyenv installed
-    elsewhere in the home, its PYENV_ROOT `~/tools/pyenv`); returns the shims folder."""
+    """A home with `~/.pyenv/shims/python` and `python3` that run a version installed in
+    `~/.pyenv/versions` (style `custom-root`: pyenv installed elsewhere in the home, its
+    PYENV_ROOT `~/tools/pyenv`); returns the shims folder."""
     root = home / ("tools/pyenv" if style == "custom-root" else ".pyenv")
     shims = root / "shims"
     shims.mkdir(parents=True)
-    python = sys.executable  # the interpreter this checkout's tests run with
+    python = _pyenv_version(root)
     if style != "plain":
         libexec = root / "libexec"
         libexec.mkdir()

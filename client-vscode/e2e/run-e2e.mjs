@@ -22,6 +22,7 @@ import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
+import { rejectWithoutFeedback } from './reject-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
   freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
@@ -385,6 +386,8 @@ async function main() {
       ensure(await chatHasFocus(chat), 'the chat input lost the focus');
       await shot(page, '13-second-draft-revealed');
     });
+
+    await rejectWithoutFeedback(page, chat);
 
     await check(page, 'the status bar toggles Plan → Build → Plan, and the chat follows', async () => {
       await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye') }).first().click();

@@ -54,6 +54,8 @@ STEPS = [
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
     "a new draft streams into PLAN.md, brought to the front without taking the focus from the chat",
+    "Reject… on the lens asks for feedback: Escape keeps the plan submitted, an empty box "
+    "rejects it; the lens and the chat then offer Approve and Revise…",
     "the status bar toggles Plan → Build → Plan, and the chat follows",
     "after a plan run the chat header and the status tooltip show the context fill and session "
     "tokens; Compact shows the compaction card and the count",

@@ -346,6 +346,12 @@ local function client_config(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     capabilities = capabilities(),
     handlers = handlers,
+    -- The lens's Reject… / Revise…: the feedback is asked for here (vim.ui.input).
+    commands = {
+      ["planLsp.rejectPlan"] = function(command, ctx)
+        M.reject_from_lens(command, ctx)
+      end,
+    },
     init_options = init_options(),
     on_init = function(client)
       M.clients[root] = client.id
@@ -625,6 +631,35 @@ end
 --- server refuses while a run is in progress; its message is shown with vim.notify. The
 --- compaction itself is rendered in the log buffer (a `compaction` update). `on_done(state,
 --- err)`, when given, is called with the answer.
+--- The lens's or code action's Reject… / Revise… (planLsp.rejectPlan with `confirm` and no
+--- feedback): asks for the feedback with vim.ui.input. Escape cancels; an empty answer
+--- rejects without feedback — or with the "> feedback:" review notes written in PLAN.md, if
+--- any (a rejected plan without either stays as it is; the server says how to revise it);
+--- text is the feedback, and a planning run revises the plan. Other arguments go as they are.
+function M.reject_from_lens(command, _ctx)
+  local args = (command and command.arguments or {})[1]
+  args = type(args) == "table" and vim.deepcopy(args) or {}
+  local given = type(args.feedback) == "string" and args.feedback ~= ""
+  if args.confirm ~= true or given then
+    M.request("planLsp/rejectPlan", args, show_state)
+    return
+  end
+  local state = M.state()
+  local revising = state and state.planStatus == "rejected"
+  local prompt = revising and "plan-lsp: revise the plan, feedback (empty: the review notes in PLAN.md): "
+    or "plan-lsp: reject the plan, feedback (empty: without, or the review notes in PLAN.md): "
+  vim.ui.input({ prompt = prompt }, function(text)
+    if text == nil then
+      return -- Escape: nothing happens
+    end
+    local params = {}
+    if text ~= "" then
+      params.feedback = text
+    end
+    M.request("planLsp/rejectPlan", params, show_state)
+  end)
+end
+
 function M.compact(on_done)
   local client, root = M.current()
   if not client then

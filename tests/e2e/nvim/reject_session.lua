@@ -1,0 +1,157 @@
+-- Headless session of the client-nvim plugin on rejecting a plan from its code lens, driven
+-- by tests/e2e/test_neovim_reject.py. Reject… asks for the feedback with vim.ui.input:
+-- Escape does nothing, an empty answer rejects without feedback; the rejected plan's lens
+-- offers Approve and Revise…, and Revise… with feedback starts the revision. Parameters come
+-- as JSON in the file named by $PLAN_LSP_E2E_PARAMS; the outcome goes to params.result_path.
+local params = vim.json.decode(table.concat(vim.fn.readfile(os.getenv("PLAN_LSP_E2E_PARAMS")), "\n"))
+local version = vim.version()
+local result = { ok = false, steps = {}, nvim = string.format("%d.%d.%d", version.major, version.minor, version.patch) }
+local WAIT_MS = params.wait_ms or 20000
+
+local function wait_for(what, cond, ms)
+  if not vim.wait(ms or WAIT_MS, cond, 20) then
+    error("timed out waiting for " .. what, 2)
+  end
+end
+
+local function check(cond, message)
+  if not cond then
+    error(message, 2)
+  end
+end
+
+local function step(name)
+  table.insert(result.steps, name)
+end
+
+local function run()
+  vim.o.hidden = true
+  vim.opt.runtimepath:prepend(params.plugin_dir)
+  result.unexpected_prompts = {}
+  result.inputs = {}
+
+  -- vim.ui.select (codelens.run's choice among the lenses) picks `wanted`; vim.ui.input
+  -- answers `answer` (nil: Escape) and records the prompt it was asked with.
+  local function run_lens(wanted, answer, record)
+    vim.ui.select = function(items, opts, on_choice)
+      local titles, chosen = {}, nil
+      for _, item in ipairs(items) do
+        local title = opts.format_item and opts.format_item(item) or tostring(item)
+        table.insert(titles, title)
+        if title == wanted and chosen == nil then
+          chosen = item
+        end
+      end
+      result[record] = titles
+      check(chosen ~= nil, "no lens " .. wanted .. " among " .. table.concat(titles, ", "))
+      on_choice(chosen)
+    end
+    local asked = false
+    vim.ui.input = function(opts, on_confirm)
+      asked = true
+      table.insert(result.inputs, opts.prompt)
+      on_confirm(answer)
+    end
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    vim.lsp.codelens.run()
+    check(asked, wanted .. " did not ask for feedback")
+  end
+
+  local updates = {}
+  local plan = require("plan_lsp")
+  plan.setup({
+    cmd = params.server_cmd,
+    root_dir = params.workspace,
+    on_update = function(update)
+      table.insert(updates, update)
+    end,
+  })
+  local lens = require("plan_lsp.lens")
+
+  local function state_sync()
+    local state, err = plan.request_sync("planLsp/state", {}, 5000)
+    check(state, "planLsp/state failed: " .. tostring(err))
+    return state
+  end
+  local seen_runs = {}
+  local function finish_run(what)
+    local function next_done()
+      for _, u in ipairs(updates) do
+        if u.kind == "done" and not seen_runs[u.runId] then
+          return u
+        end
+      end
+    end
+    wait_for(what, function()
+      return next_done() ~= nil
+    end)
+    local done = next_done()
+    seen_runs[done.runId] = true
+    return { runId = done.runId, stopReason = done.stopReason }
+  end
+
+  -- 1. a plan is submitted
+  vim.cmd("edit " .. vim.fn.fnameescape(params.workspace .. "/hello.py"))
+  wait_for("the server's first state", function()
+    return plan.state() ~= nil
+  end)
+  vim.cmd("PlanPrompt " .. params.prompt)
+  result.plan_run = finish_run("the planning run")
+  vim.cmd("edit " .. vim.fn.fnameescape(params.plan_path))
+  local plan_buf = vim.api.nvim_get_current_buf()
+  wait_for("the Reject… lens", function()
+    return vim.tbl_contains(lens.titles(plan_buf), "Reject…")
+  end)
+  step("submitted")
+
+  -- 2. Reject…, then Escape: nothing is sent, the plan stays submitted
+  run_lens("Reject…", nil, "titles_submitted")
+  result.status_after_escape = state_sync().planStatus
+  step("escape")
+
+  -- 3. Reject…, then an empty answer: rejected without feedback, no run
+  run_lens("Reject…", "", "titles_submitted_again")
+  wait_for("the rejected status", function()
+    return state_sync().planStatus == "rejected"
+  end)
+  result.running_after_reject = state_sync().running
+  wait_for("the rejected plan's lenses", function()
+    return vim.tbl_contains(lens.titles(plan_buf), "Revise…")
+  end)
+  result.titles_rejected = lens.titles(plan_buf)
+  step("rejected")
+
+  -- 4. Revise… with feedback: the revision run, then a submitted plan again
+  run_lens("Revise…", params.feedback, "titles_rejected_run")
+  result.revision_run = finish_run("the revision run")
+  result.status_after_revision = state_sync().planStatus
+  step("revised")
+
+  local client = plan.current()
+  if client then
+    local client_id = client.id
+    vim.lsp.stop_client(client_id)
+    wait_for("the server to exit", function()
+      return vim.lsp.get_client_by_id(client_id) == nil
+    end, 10000)
+  end
+  step("stopped")
+  result.ok = true
+end
+
+local ok, err = xpcall(run, debug.traceback)
+if not ok then
+  result.error = tostring(err)
+end
+local written, write_err = pcall(function()
+  vim.fn.writefile({ vim.json.encode(result) }, params.result_path)
+end)
+if ok and written then
+  vim.cmd("qa!")
+else
+  if not written then
+    io.stderr:write("could not write the result: " .. tostring(write_err) .. "\n")
+  end
+  io.stderr:write(tostring(result.error) .. "\n")
+  vim.cmd("cq!")
+end

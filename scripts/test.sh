@@ -32,7 +32,9 @@ if [ "$tier" != full ]; then
   if [ "${CI:-}" != true ]; then
     export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-dev}"
   fi
-  exec .venv/bin/python -m pytest -q -n 2 -m "$tier" "$@"
+  # Nothing below these folders is in either tier (by place): not even collected.
+  exec .venv/bin/python -m pytest -q -n 2 -m "$tier" --ignore=tests/e2e \
+    --ignore=tests/reliability --ignore=tests/bench --ignore=tests/redteam "$@"
 fi
 if [ -d client-vscode/node_modules ]; then
   (cd client-vscode && npm test --silent)

@@ -102,7 +102,10 @@ class Compactor:
         previous = found[1] if found else CompactionRecord(keep_from=0)
         live = live_part(stored, previous)
         before = measure(view(stored, previous) if found else list(stored))
-        tail = self._tail_start(stored, live, previous, window)
+        # A prune keeps half the usual tail: the request then drops well below PRUNE_AT, and
+        # the next prune (which changes what a provider's prompt cache holds) comes later.
+        keep = RECENT / 2 if depth == "prune" else RECENT
+        tail = self._tail_start(stored, live, previous, keep * window)
         if depth == "full":
             # The user asked: everything before the last exchange is summarized.
             prompts = [i for i in live if stored[i].role == "user"]
@@ -201,12 +204,11 @@ class Compactor:
         stored: list[ChatMessage],
         live: list[int],
         previous: CompactionRecord,
-        window: int,
+        budget: float,
     ) -> int:
         """Where the verbatim tail begins: the earliest user or assistant message from which
-        the rest fits in RECENT of the window (a tool output is never cut from its call);
+        the rest fits in `budget` tokens (a tool output is never cut from its call);
         at least the last exchange. Outputs too large to keep count as their stubs."""
-        budget = RECENT * window
         oversized = budget / 2
         boundaries = [i for i in live if stored[i].role != "tool"]
         if not boundaries:

@@ -46,7 +46,9 @@ def answer_show_document_late(ed: Editor) -> None:
 
     async def answers_late(params: types.ShowDocumentParams) -> Any:
         shown = opens_at_once(params)
-        await ed.wait_update(lambda u: u.get("kind") == "toolCall" and u.get("tool") == "plan_write")
+        await ed.wait_update(
+            lambda u: u.get("kind") == "toolCall" and u.get("tool") == "plan_write"
+        )
         return shown
 
     features[types.WINDOW_SHOW_DOCUMENT] = answers_late

@@ -72,6 +72,37 @@ function markdownActive(userDir) {
     /_doActivateExtension vscode\.markdown-language-features\b/.test(readFileSync(file, 'utf8')));
 }
 
+/** Starts recording, in the page, what the editor showing PLAN.md paints: at each animation
+ * frame after a change in the editor area, the text of its rendered lines (top to bottom, a
+ * line each: only the lines in view are rendered, and Markdown wraps long lines) when it
+ * differs from the last one recorded. */
+async function recordPlanPaints(page) {
+  await page.evaluate(() => {
+    const record = [];
+    window.__planPaints = record;
+    let scheduled = false;
+    const snapshot = () => {
+      scheduled = false;
+      const group = [...document.querySelectorAll('.editor-group-container')].find((g) =>
+        g.querySelector('.tab.active .label-name')?.textContent?.trim() === 'PLAN.md');
+      const lines = group ? [...group.querySelectorAll('.monaco-editor .view-lines .view-line')] : [];
+      if (!lines.length) return;
+      const text = lines
+        .map((l) => [parseFloat(l.style.top) || 0, (l.textContent ?? '').replace(/\u00a0/g, ' ').replace(/[\u200b\u200c]/g, '')])
+        .sort((a, b) => a[0] - b[0])
+        .map(([, t]) => `${t}\n`)
+        .join('');
+      if (record.at(-1)?.text !== text) record.push({ t: Date.now() / 1000, text });
+    };
+    new MutationObserver(() => {
+      if (!scheduled) {
+        scheduled = true;
+        requestAnimationFrame(snapshot);
+      }
+    }).observe(document.querySelector('.part.editor') ?? document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
 async function chatHasFocus(chat) {
   return chat.locator('[data-testid=prompt]').evaluate((el) => document.activeElement === el && document.hasFocus());
 }
@@ -236,6 +267,7 @@ async function main() {
       // the Markdown support made ready when its server started.
       await waitFor('the Markdown support active before the first plan', async () => markdownActive(userDir));
       const since = Date.now() / 1000;
+      await recordPlanPaints(page);
       const profiler = process.env.E2E_PROFILE ? await page.context().newCDPSession(page) : undefined;
       if (profiler) {
         await profiler.send('Profiler.enable');
@@ -250,6 +282,8 @@ async function main() {
         return /submitted/.test((await chat.locator('[data-testid=plan-status]').allInnerTexts()).join(' '));
       }, 2 * STEP_MS);
       writeFileSync(join(ARTIFACTS, 'first-plan-samples.json'), JSON.stringify(samples, null, 2));
+      const paints = await page.evaluate(() => window.__planPaints ?? []);
+      writeFileSync(join(ARTIFACTS, 'first-plan-paints.jsonl'), paints.map((p) => `${JSON.stringify(p)}\n`).join(''));
       if (profiler) {
         const { profile } = await profiler.send('Profiler.stop');
         writeFileSync(join(ARTIFACTS, 'first-plan.cpuprofile'), JSON.stringify({ ...profile, since }));

@@ -13,7 +13,9 @@ new session, and the context fill and session tokens (measured against
 model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
 it) must appear in the editor from its first line and grow there while the chat keeps the
 focus; the extension records PLAN.md on every change (`PLAN_LSP_DOCUMENT_LOG`), and
-`stream_report` compares that with the model's timeline.
+`stream_report` compares that with the model's timeline. The page also records what the editor
+paints of the first plan (`first-plan-paints.jsonl`: the lines in view, at each frame that
+changed them), whose longest stall is printed beside the report.
 Screenshots per step, results.json and those records go to `test-artifacts/vscode/`. The tools
 come from `client-vscode/scripts/install-e2e.sh` (a missing one fails the test under CI).
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.model_speed import LONG_PLAN, LONG_REVISED_PLAN, stream_report
+from tests.e2e.model_speed import LONG_PLAN, LONG_REVISED_PLAN, plan_emissions, stream_report
 from tests.needs import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,3 +115,49 @@ def test_vscode_first_run_to_approved_plan() -> None:
     for plan in (LONG_PLAN, LONG_REVISED_PLAN):
         assert report.growing_states[plan[:40]] >= 10, report
         assert report.never_shown[plan[:40]] == 0, report
+    # What the page painted of the first plan (the lines in view), for the record.
+    paints = [
+        (event["t"], event["text"])
+        for event in map(
+            json.loads, (ARTIFACTS / "first-plan-paints.jsonl").read_text().splitlines()
+        )
+    ]
+    assert any(shown_of(text, LONG_PLAN) > 0 for _t, text in paints), "PLAN.md was never painted"
+    stall = painted_stall(
+        paints, ARTIFACTS / "model-timeline.jsonl", ARTIFACTS / "model-script.json"
+    )
+    print(f"VS Code first plan, as painted: longest stall {stall:.2f} s")
+
+
+def shown_of(painted: str, plan: str) -> int:
+    """How much of `plan`'s beginning the painted lines show, whitespace aside (the editor
+    wraps long Markdown lines into several)."""
+    shown = at = 0
+    for index, char in enumerate(plan):
+        if char.isspace():
+            continue
+        while at < len(painted) and painted[at].isspace():
+            at += 1
+        if at == len(painted) or painted[at] != char:
+            break
+        at += 1
+        shown = index + 1
+    while shown < len(plan) and plan[shown].isspace() and not painted[at:].strip():
+        shown += 1  # the line breaks after what is painted last
+    return shown
+
+
+def painted_stall(paints: list[tuple[float, str]], timeline: Path, script: Path) -> float:
+    """The longest time a character of the first plan the model had streamed waited to be
+    painted, among the characters the editor's view ever showed."""
+    emissions = [e for e in plan_emissions(timeline, script) if e.plan == LONG_PLAN]
+    shown = [(t, shown_of(text, LONG_PLAN)) for t, text in sorted(paints)]
+    in_view = max((n for _t, n in shown), default=0)
+    stall = 0.0
+    for emission in emissions:
+        if emission.chars > in_view:
+            continue
+        seen = next((t for t, n in shown if t >= emission.t and n >= emission.chars), None)
+        if seen is not None:
+            stall = max(stall, seen - emission.t)
+    return stall

@@ -169,6 +169,15 @@ def _run_updates(ed: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
     return [u for u in ed.updates_of(kind) if u.get("runId") == run_id]
 
 
+def _arguments(call: dict[str, Any]) -> Any:
+    """A toolCall update's arguments as the permission request shows them (parsed)."""
+    arguments = call["arguments"]
+    try:
+        return json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return arguments
+
+
 def _coded_errors(ed: Any) -> list[dict[str, Any]]:
     """Error updates with a provider error code (a failed model call, not a cut-off call)."""
     return [u for u in ed.updates_of("error") if u.get("code") is not None]
@@ -220,6 +229,7 @@ async def test_plan_approve_and_do_against_the_real_server(
             if call["tool"] in SIDE_EFFECT_TOOLS - {"bash"}:
                 assert results[call["toolCallId"]]["isError"], call
         assert _tree(ws) == before, "plan mode changed the workspace"
+        assert ed.ed.permission_requests == [], "plan mode asked instead of refusing"
         state = await ed.state()
         assert state["mode"] == "plan"
         assert state["planStatus"] in ("drafting", "submitted"), (
@@ -256,17 +266,22 @@ async def test_plan_approve_and_do_against_the_real_server(
             assert call["toolCallId"] in results, f"a call never got a result: {call}"
             if call["tool"] in SIDE_EFFECT_TOOLS:
                 # asked for, or refused before it could be (a path outside the workspace)
-                assert (call["tool"], call["arguments"]) in asked or results[call["toolCallId"]][
+                assert (call["tool"], _arguments(call)) in asked or results[call["toolCallId"]][
                     "isError"
                 ], call
         for p in ed.ed.permission_requests:
             if p["tool"] not in ("write_file", "edit_file"):
                 refused = [
-                    c
-                    for c in do_calls
-                    if (c["tool"], c["arguments"]) == (p["tool"], p["arguments"])
+                    c for c in do_calls if (c["tool"], _arguments(c)) == (p["tool"], p["arguments"])
                 ]
                 assert all(results[c["toolCallId"]]["isError"] for c in refused), p
+        # the calls allowed ran: what they wrote is in the workspace (the last write wins)
+        written = {
+            (ws / _arguments(c)["path"]).resolve(): _arguments(c)["content"]
+            for c in do_calls
+            if c["tool"] == "write_file" and not results[c["toolCallId"]]["isError"]
+        }
+        assert all(path.read_text() == text for path, text in written.items()), written
         assert beside_workspace() == around, "something outside the workspace changed"
 
         # -- the conversation goes on -------------------------------------------------------

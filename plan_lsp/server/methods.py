@@ -155,6 +155,8 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     path = session.main_plan_path
     _check_the_plan_the_user_saw(ctx, p, path)
     text = ctx.runs.plan_text(path)
+    if not text.strip():
+        raise RequestFailed(f"cannot approve: {_rel(ctx, path)} is empty; there is no plan yet")
     if p.sha256 is not None and sha256_text(text) != p.sha256:
         raise RequestFailed(
             "cannot approve: the plan changed since you saw it; look at it again and approve"

@@ -52,7 +52,12 @@ def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
         else []
     )
     commands: list[types.Command] = []
-    if status is PlanStatus.DRAFTING and running:
+    if status is PlanStatus.NONE and not running and ctx.runs.plan_text(path).strip():
+        # The user wrote this plan; the model submitted none. It is theirs to approve, and
+        # edits are asked for one by one.
+        commands.append(_cmd("Your plan (not submitted by the model)", ""))
+        commands.append(approve[1])
+    elif status is PlanStatus.DRAFTING and running:
         commands.append(_cmd("$(sync) Plan: drafting…", ""))
     elif status is PlanStatus.REJECTED and running:
         commands.append(_cmd("$(sync) Plan: revising…", ""))

@@ -53,10 +53,9 @@ _PLAN_TRANSITIONS: dict[str, frozenset[PlanStatus]] = {
         {PlanStatus.NONE, PlanStatus.DRAFTING, PlanStatus.SUBMITTED, PlanStatus.REJECTED}
     ),
     # A rejected plan stays approvable, and revisable (a rejection with feedback): a
-    # rejection without feedback is never a dead end.
-    "approve": frozenset(
-        {PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.APPROVED, PlanStatus.REJECTED}
-    ),
+    # rejection without feedback is never a dead end. A plan the user wrote in the plan
+    # document while the model submitted none (status none) is theirs to approve.
+    "approve": frozenset(PlanStatus),
     "reject": frozenset({PlanStatus.SUBMITTED, PlanStatus.DRAFTING, PlanStatus.REJECTED}),
 }
 

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 
 from tests.e2e.scripts import requests_of, sample_project
 from tests.fake_model_servers import unused_local_port
@@ -301,13 +300,6 @@ async def test_plan_approve_and_do_against_the_real_server(
     assert usage["contextWindow"] == _props_n_ctx(llama_tools_server), usage
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=JsonRpcException,
-    reason="planLsp/approvePlan refuses while planStatus is 'none' ('cannot approve the plan "
-    "while its status is none'): a plan the user wrote in PLAN.md when the model wrote none "
-    "never becomes the plan in front of them",
-)
 async def test_a_plan_the_user_wrote_is_approved_when_the_model_wrote_none(
     tmp_path: Path, llama_server: str
 ) -> None:

@@ -41,7 +41,7 @@ def test_user_toggles_and_same_mode_is_no_change(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("status", "action", "allowed"),
     [
-        (PlanStatus.NONE, "approve", False),
+        (PlanStatus.NONE, "approve", True),  # a plan the user wrote
         (PlanStatus.SUBMITTED, "approve", True),
         # a plan rejected without feedback stays approvable and revisable
         (PlanStatus.REJECTED, "approve", True),

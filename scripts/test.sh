@@ -3,12 +3,12 @@
 #
 #   bash scripts/test.sh --unit   ruff, mypy, the unit tier (`-m unit`): tests that start no
 #                                 process at all (no server, sandbox, editor, git or bash);
-#                                 measured on 2 cores: 41 s idle, 60-100 s while other work
+#                                 measured on 2 cores: 41-45 s, 60-100 s while other work
 #                                 loads the machine (README, Development: the figures).
 #   bash scripts/test.sh --fast   ruff, mypy, the unit tier plus the execution gate's and the
 #                                 shell classifier's tests that need no server and no sandbox
 #                                 (`-m fast`, the same as `-m "not slow"`); the unit tier's
-#                                 time and a second more: 59-100 s under load.
+#                                 time and a little more: 43 s, 59-100 s under load.
 #   bash scripts/test.sh          everything (what CI runs, .ci/run): ruff, mypy, the VS Code
 #                                 extension's unit tests and the whole suite (unit, property,
 #                                 end-to-end through real editors, reliability, attack suite,

@@ -1,159 +1,80 @@
 /**
- * plan-lsp wire types (DESIGN.md §7) and helpers on them; no imports, so the webview
- * bundle can use them without pulling in the JSON-RPC library.
+ * plan-lsp wire types and helpers on them. The contract's types are generated from the
+ * server's models (`protocol.generated.ts`, docs/protocol.md) and re-exported here; what is
+ * defined here is the client's own: how it reads what a server sends (leniently: updates of
+ * kinds it does not know, a server older than 0.2), its names for contract types, and helpers.
+ * Type-only and import-free at run time, so the webview bundle can use it without pulling in
+ * the JSON-RPC library.
  */
 
-export type WorkMode = 'plan' | 'build';
-export type PermissionMode = 'ask' | 'auto_edit' | 'yolo' | 'strict';
-export type PlanStatus = 'none' | 'drafting' | 'submitted' | 'approved' | 'rejected';
-export type Outcome =
-  | 'never_planned'
-  | 'planning_with_plan'
-  | 'planning_without_plan'
-  | 'completed';
+import type * as Wire from './protocol.generated';
 
-export const PERMISSION_MODES: readonly PermissionMode[] = ['ask', 'auto_edit', 'yolo', 'strict'];
+/** Every type of the contract, by its name in docs/protocol.md. */
+export type * as Wire from './protocol.generated';
 
-export interface Todo {
-  content: string;
-  status: 'pending' | 'in_progress' | 'completed';
-}
+export type {
+  AskUserResult,
+  ApprovedPlan,
+  CompactionUpdate,
+  ErrorCode,
+  FixSetting,
+  McpServerStatus,
+  Outcome,
+  PermissionMode,
+  PlanStatus,
+  PromptResult,
+  SessionUsage,
+  StopReason,
+  Todo,
+  Update,
+  UpdateKind,
+  WorkMode,
+} from './protocol.generated';
 
+export const PERMISSION_MODES: readonly Wire.PermissionMode[] = ['ask', 'auto_edit', 'yolo', 'strict'];
+
+export type CompactionTrigger = Wire.CompactionUpdate['trigger'];
+
+/** `SessionState.planShell` (null while the server's sandbox self-test runs). */
 export type PlanShell = 'sandboxed' | 'classified' | 'off';
 
-export interface ApprovedPlan {
-  path: string;
-  text: string;
-  sha256: string;
-  time: string;
-}
-
 /** `SessionState.provider`: what the server will talk to (never the key). */
-export interface ProviderStatus {
-  name: string;
-  /** null: no model set and the provider has no default (a local server). */
-  model: string | null;
-  /** null: the provider's own endpoint. */
-  baseUrl: string | null;
-  configured: boolean;
-  problem: string | null;
-}
+export type ProviderStatus = Wire.ProviderInfo;
 
-export interface McpServerStatus {
-  name: string;
-  status: 'configured' | 'starting' | 'ready' | 'failed';
-  error: string | null;
-  tools: string[];
-}
+/** The fields every server sends in `SessionState`. */
+type CoreState = 'sessionId' | 'mode' | 'permissionMode' | 'planUri' | 'planStatus' | 'outcome' | 'todos' | 'running';
 
-/** `SessionState.usage`: the session's token accounting. `contextTokens` is the size of the last
- * request sent (as the provider reported it, else estimated) against `contextWindow`; the token
- * totals are the sums of what providers reported; `costUsd` is null unless a price is set. */
-export interface SessionUsage {
-  contextTokens: number;
-  contextWindow: number;
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens: number;
-  costUsd: number | null;
-  compactions: number;
-}
+/** `SessionState` as the client reads it: the contract's (`Wire.SessionState`), with the
+ * fields after `running` optional only because a server older than 0.2 does not send them
+ * (and `usage` one without long-session support); nothing reads them without checking. */
+export type SessionState = Pick<Wire.SessionState, CoreState> & Partial<Omit<Wire.SessionState, CoreState>>;
 
-/** `SessionState` as pushed by the server (`planLsp/update {kind: "state"}`, docs/architecture.md
- * 0.2). The fields after `running` are optional here only because a server older than 0.2 does
- * not send them; nothing reads them without checking. */
-export interface SessionState {
-  sessionId: string;
-  mode: WorkMode;
-  permissionMode: PermissionMode;
-  planUri: string | null;
-  planStatus: PlanStatus;
-  outcome: Outcome;
-  todos: Todo[];
-  running: boolean;
-  runId?: string | null;
-  approvedPlan?: ApprovedPlan | null;
-  shellProtection?: string | null;
-  /** null while the server's sandbox self-test runs (the state is pushed when it answers). */
-  planShell?: PlanShell | null;
-  sandbox?: 'bubblewrap' | 'landlock' | null;
-  planNetwork?: boolean;
-  provider?: ProviderStatus;
-  mcpServers?: McpServerStatus[];
-  configWarnings?: string[];
-  /** Always sent by a server with long-session support; absent from older ones. */
-  usage?: SessionUsage;
-}
-
-/** Error codes of `planLsp/update {kind: "error"}` the user can fix. */
-export type ErrorCode =
-  | 'provider_unconfigured'
-  | 'provider_unreachable'
-  | 'provider_auth'
-  | 'provider_model'
-  | 'provider_no_tools'
-  | 'provider_rate_limited'
-  | 'provider_failed';
-
-export type FixSetting = 'baseUrl' | 'model' | 'provider' | 'apiKey';
-
-/** `fix` of an error update: the setting or the command that fixes it. */
-export interface ErrorFix {
-  setting?: FixSetting;
-  command?: string;
-}
-
-export interface TestConnectionResult {
-  ok: boolean;
-  code: string | null;
-  message: string;
+/** `planLsp/testConnection`'s answer as the client reads it (`Wire.TestConnectionResult`): a
+ * code it does not know is kept, and the client makes one without `fix` itself when the
+ * request fails. */
+export type TestConnectionResult = Omit<Wire.TestConnectionResult, 'code' | 'fix'> & {
+  code: Wire.ErrorCode | string | null;
   fix?: ErrorFix | null;
-}
+};
 
+/** `fix` of an error or a connection test (`Wire.ErrorFix`): the setting that fixes it, or a
+ * command of the client's own. */
+export type ErrorFix = Wire.ErrorFix & { command?: string };
+
+/** `planLsp/history` as the client reads it. */
 export interface HistoryResult {
   updates: PlanLspUpdate[];
 }
 
-export type UpdateKind =
-  | 'text'
-  | 'toolCall'
-  | 'toolResult'
-  | 'blocked'
-  | 'planDraft'
-  | 'modeChanged'
-  | 'todos'
-  | 'question'
-  | 'permission'
-  | 'done'
-  | 'error'
-  | 'deviation'
-  | 'state'
-  | 'cancelledCalls'
-  | 'prompt'
-  | 'compaction';
-
-/** `planLsp/update` params: `{runId, kind, ...}`; the rest depends on the kind. */
+/** `planLsp/update` params as the client reads them: `{runId, kind, ...}`, the rest depending
+ * on the kind (`Update` is the contract's union); a kind this client does not know is kept. */
 export interface PlanLspUpdate {
   runId?: string | null;
-  kind: UpdateKind | string;
+  kind: Wire.UpdateKind | string;
   [field: string]: unknown;
 }
 
-export type CompactionTrigger = 'auto' | 'manual';
-
-/** `planLsp/update {kind: "compaction"}`: the conversation was summarised and old tool outputs
- * pruned; the `state` update with the new usage follows it. */
-export interface CompactionUpdate {
-  runId: string | null;
-  kind: 'compaction';
-  trigger: CompactionTrigger;
-  summary: string;
-  prunedOutputs: number;
-  tokensBefore: number;
-  tokensAfter: number;
-}
-
-export type PermissionOptionId = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+export type PermissionOptionId = Wire.PermissionAnswer;
 export const PERMISSION_OPTION_IDS: readonly PermissionOptionId[] = [
   'allow_once',
   'allow_always',
@@ -166,56 +87,33 @@ export interface PermissionOption {
   label: string;
 }
 
-export interface RequestPermissionParams {
+/** `planLsp/requestPermission` params as the client reads them: the contract's
+ * (`Wire.RequestPermissionParams`), with `options` either option ids or objects carrying an
+ * `optionId` (and maybe a `name`/`label`), and any part but the tool and summary missing. */
+export type RequestPermissionParams = Pick<Wire.RequestPermissionParams, 'tool' | 'summary'> & {
   runId?: string | null;
-  tool: string;
-  summary: string;
   /** The call's arguments (for an edit: the path and the proposed text). */
   arguments?: Record<string, unknown>;
-  /** Either option ids or objects carrying an `optionId` (and maybe a `name`/`label`). */
   options?: unknown[];
-}
+};
 
+/** The answer: one of the offered option ids (`Wire.RequestPermissionResult`; the client
+ * answers with the id the server offered, whatever it is). */
 export interface RequestPermissionResult {
   optionId: string;
 }
 
-export interface Question {
-  id: string;
-  text: string;
-  options: string[];
-  multiple?: boolean;
-}
+/** A question of `planLsp/askUser` (`multiple` may be left out: false). */
+export type Question = Omit<Wire.Question, 'multiple'> & { multiple?: boolean };
 
+/** `planLsp/askUser` params as the client reads them (`runId` may be missing). */
 export interface AskUserParams {
   runId?: string | null;
   questions: Question[];
 }
 
-export interface AskUserResult {
-  answers: Record<string, string[]>;
-}
-
-export interface PromptResult {
-  runId: string;
-  stopReason: string;
-}
-
-export interface ApprovePlanArgs {
-  workspaceUri?: string;
-  /** The plan document approved, and the sha256 of the text the user had in front of them:
-   * the server refuses another document, or a plan that changed since. */
-  planUri?: string;
-  sha256?: string;
-  permissionMode?: 'ask' | 'auto_edit';
-  clearContext?: boolean;
-  execute?: boolean;
-}
-
-export interface RejectPlanArgs {
-  workspaceUri?: string;
-  feedback?: string;
-}
+export type ApprovePlanArgs = Wire.ApproveParams;
+export type RejectPlanArgs = Wire.RejectParams;
 
 const OPTION_LABELS: Record<string, string> = {
   allow_once: 'Allow once',

@@ -3,26 +3,9 @@
 -- Escape does nothing, an empty answer rejects without feedback; the rejected plan's lens
 -- offers Approve and Revise…, and Revise… with feedback starts the revision. Parameters come
 -- as JSON in the file named by $PLAN_LSP_E2E_PARAMS; the outcome goes to params.result_path.
-local params = vim.json.decode(table.concat(vim.fn.readfile(os.getenv("PLAN_LSP_E2E_PARAMS")), "\n"))
-local version = vim.version()
-local result = { ok = false, steps = {}, nvim = string.format("%d.%d.%d", version.major, version.minor, version.patch) }
-local WAIT_MS = params.wait_ms or 20000
-
-local function wait_for(what, cond, ms)
-  if not vim.wait(ms or WAIT_MS, cond, 20) then
-    error("timed out waiting for " .. what, 2)
-  end
-end
-
-local function check(cond, message)
-  if not cond then
-    error(message, 2)
-  end
-end
-
-local function step(name)
-  table.insert(result.steps, name)
-end
+local driver = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/driver.lua")
+local params, result = driver.params, driver.result
+local wait_for, check, step = driver.wait_for, driver.check, driver.step
 
 local function run()
   vim.o.hidden = true
@@ -127,31 +110,7 @@ local function run()
   result.status_after_revision = state_sync().planStatus
   step("revised")
 
-  local client = plan.current()
-  if client then
-    local client_id = client.id
-    vim.lsp.stop_client(client_id)
-    wait_for("the server to exit", function()
-      return vim.lsp.get_client_by_id(client_id) == nil
-    end, 10000)
-  end
-  step("stopped")
-  result.ok = true
+  driver.stop(plan)
 end
 
-local ok, err = xpcall(run, debug.traceback)
-if not ok then
-  result.error = tostring(err)
-end
-local written, write_err = pcall(function()
-  vim.fn.writefile({ vim.json.encode(result) }, params.result_path)
-end)
-if ok and written then
-  vim.cmd("qa!")
-else
-  if not written then
-    io.stderr:write("could not write the result: " .. tostring(write_err) .. "\n")
-  end
-  io.stderr:write(tostring(result.error) .. "\n")
-  vim.cmd("cq!")
-end
+driver.finish(run)

@@ -498,7 +498,8 @@ NATIVE_MARKER = "-- plan-lsp with Neovim 0.11's own LSP client"
 NATIVE_KILL_AFTER_S = 240
 NATIVE_ELAPSED_BOUND_S = 180
 COMPARE_LENS = "Compare with previous revision"
-APPROVED_LENS = "Plan approved ✓"
+# After the Do run: the plan approved and carried out.
+APPROVED_LENS = "Plan approved ✓ — done"
 USER_LINE = "Added by the user: keep the file's trailing newline ✍."
 # The Do run's todos: the revised plan's five steps, as the model words them.
 PLAN_STEPS = [

@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 from plan_lsp.policy.sandbox import Mechanism, SandboxStatus, probe_sandbox, sandbox_argv
 from tests.needs import need, process_alive
 
@@ -26,12 +24,10 @@ def require(mechanism: Mechanism) -> None:
     """Skip when `mechanism` does not work here, but FAIL under CI (CI=true): CI installs
     bubblewrap and runs on a kernel with Landlock, so a missing one is a broken setup."""
     status = _status(mechanism)
-    if status.mechanism == mechanism:
-        return
-    message = f"{mechanism} does not work on this machine: {status.detail}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    need(
+        status.mechanism == mechanism,
+        f"{mechanism} does not work on this machine: {status.detail}",
+    )
 
 
 def run_in(

@@ -29,6 +29,26 @@ function M.step(name)
   table.insert(M.result.steps, name)
 end
 
+-- Set the plugin up on the test's server and workspace: the plugin, the planLsp/update
+-- notifications as they arrive, and a synchronous planLsp/state.
+function M.start_plugin()
+  local updates = {}
+  local plan = require("plan_lsp")
+  plan.setup({
+    cmd = M.params.server_cmd,
+    root_dir = M.params.workspace,
+    on_update = function(update)
+      table.insert(updates, update)
+    end,
+  })
+  local function state_sync()
+    local state, err = plan.request_sync("planLsp/state", {}, 5000)
+    M.check(state, "planLsp/state failed: " .. tostring(err))
+    return state
+  end
+  return plan, updates, state_sync
+end
+
 -- Stop the plugin's client and wait until its server has exited.
 function M.stop(plan)
   local client = plan.current()

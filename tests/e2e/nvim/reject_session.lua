@@ -40,22 +40,8 @@ local function run()
     check(asked, wanted .. " did not ask for feedback")
   end
 
-  local updates = {}
-  local plan = require("plan_lsp")
-  plan.setup({
-    cmd = params.server_cmd,
-    root_dir = params.workspace,
-    on_update = function(update)
-      table.insert(updates, update)
-    end,
-  })
+  local plan, updates, state_sync = driver.start_plugin()
   local lens = require("plan_lsp.lens")
-
-  local function state_sync()
-    local state, err = plan.request_sync("planLsp/state", {}, 5000)
-    check(state, "planLsp/state failed: " .. tostring(err))
-    return state
-  end
   local seen_runs = {}
   local function finish_run(what)
     local function next_done()

@@ -32,21 +32,7 @@ local function run()
     held = { items = items, titles = titles, on_choice = on_choice }
   end
 
-  local updates = {}
-  local plan = require("plan_lsp")
-  plan.setup({
-    cmd = params.server_cmd,
-    root_dir = params.workspace,
-    on_update = function(update)
-      table.insert(updates, update)
-    end,
-  })
-
-  local function state_sync()
-    local state, err = plan.request_sync("planLsp/state", {}, 5000)
-    check(state, "planLsp/state failed: " .. tostring(err))
-    return state
-  end
+  local plan, updates, state_sync = driver.start_plugin()
 
   local seen_runs = {}
   local function next_done()

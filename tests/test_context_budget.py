@@ -341,7 +341,7 @@ def test_two_compactions_without_progress_then_the_run_stops(tmp_path: Path) -> 
         asyncio.run(next_request())
     assert len(compactions) == 2
     # A model step is progress: the guard starts again.
-    budget.account("r", "main", assemble(stored), 1, Usage(10, 1))
+    budget.account("r", "main", assemble(stored), Usage(10, 1))
     with pytest.raises(ContextFull):
         asyncio.run(next_request())
     assert len(compactions) == 4

@@ -214,21 +214,18 @@ class ContextBudget:
             self._current_run = None
 
     def account(
-        self, run_id: str, conversation: str, request: ModelRequest, raw: int, usage: Usage
+        self, run_id: str, conversation: str, request: ModelRequest, usage: Usage
     ) -> str | None:
         """Record one response's usage; returns why the run must stop (a limit), or None."""
         self._without_progress[conversation] = 0
         if usage.input_tokens:
-            self.meter.observe(raw, usage.input_tokens)
+            self.meter.observe(self.meter.raw(request), usage.input_tokens)
         context = usage.input_tokens or self.meter.estimate(request)
         self._add(run_id, usage, context_tokens=context)
         return self._over_limit(run_id)
 
     def _summary_usage(self, usage: Usage) -> None:
-        if self._current_run is not None:
-            self._add(self._current_run, usage, context_tokens=None)
-        else:
-            self._add(None, usage, context_tokens=None)
+        self._add(self._current_run, usage, context_tokens=None)
 
     def _add(self, run_id: str | None, usage: Usage, context_tokens: int | None) -> None:
         price = self.config.price

@@ -197,9 +197,14 @@ class TokenMeter:
     def __init__(self) -> None:
         self.ratio = 1.0
         self.samples = 0
+        # The last request estimated: the loop sizes a request before sending it and again
+        # when its usage comes back (requests are not changed once built).
+        self._last: tuple[ModelRequest, int] | None = None
 
     def raw(self, request: ModelRequest) -> int:
-        return estimate_request(request)
+        if self._last is None or self._last[0] is not request:
+            self._last = (request, estimate_request(request))
+        return self._last[1]
 
     def estimate(self, request: ModelRequest) -> int:
         return math.ceil(self.raw(request) * self.ratio)

@@ -260,11 +260,10 @@ class Agent:
                 return "context_full"
             if cancel.is_set():
                 return "cancelled"
-            raw = self.budget.meter.raw(request)
             text, calls, usage = await self.stream.step(request, cancel, emit)
             if cancel.is_set():
                 return "cancelled"
-            over_limit = self.budget.account(run_id, conv, request, raw, usage)
+            over_limit = self.budget.account(run_id, conv, request, usage)
             assistant = ChatMessage(
                 role="assistant",
                 content=text,

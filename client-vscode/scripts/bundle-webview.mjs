@@ -1,5 +1,5 @@
 // Bundles the extension (vscode-languageclient included, so the vsix needs no node_modules)
-// and the webview script (for the browser) with esbuild.
+// and the webview script (for the browser, markdown-it included, minified) with esbuild.
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
@@ -23,6 +23,7 @@ await build({
   platform: 'browser',
   format: 'iife',
   target: 'es2020',
+  minify: true,
   sourcemap: false,
   logLevel: 'warning',
 });

@@ -1,10 +1,12 @@
 /**
- * A small Markdown renderer for assistant messages: headings, paragraphs, lists, quotes,
- * rules, fenced code (with a minimal highlighter), inline code, emphasis and links.
- * Every piece of source text is HTML-escaped before markup is added, so model output can
- * never inject elements; links become text with their target in a title (the webview loads
- * nothing remote).
+ * Markdown of the model's messages, plans and summaries, rendered by `markdown-it` (CommonMark
+ * plus tables and strikethrough) for the chat webview. The model's text is hostile: HTML is
+ * off (any tag in the source is shown as text), images become their alt text (the webview
+ * loads nothing), and a link keeps its target only when it is http(s): any other link
+ * (`javascript:`, `data:`, `vscode:`, `command:`, a relative path) becomes plain text. Fenced
+ * code goes through a minimal highlighter that escapes everything it emits.
  */
+import MarkdownIt from 'markdown-it';
 
 export function escapeHtml(text: string): string {
   return text
@@ -49,119 +51,78 @@ export function highlightCode(code: string, language = ''): string {
   return out + escapeHtml(code.slice(last));
 }
 
-/** Inline markup on one escaped line: `code`, **bold**, *italic*, _italic_, [text](url). */
-export function renderInline(text: string): string {
-  const codeSpans: string[] = [];
-  // Code spans first so their content is not touched by the other rules.
-  let html = text.replace(/`([^`\n]+)`/g, (_m, code: string) => {
-    codeSpans.push(`<code>${escapeHtml(code)}</code>`);
-    return `\u0000${codeSpans.length - 1}\u0000`;
-  });
-  html = escapeHtml(html);
-  html = html.replace(/\[([^\]\n]+)\]\(([^)\s]+)\)/g, (_m, label: string, url: string) =>
-    `<span class="link" title="${url}">${label}</span>`);
-  html = html.replace(/\*\*([^*\n]+)\*\*/g, '<strong>$1</strong>');
-  html = html.replace(/__([^_\n]+)__/g, '<strong>$1</strong>');
-  html = html.replace(/(^|[^*\w])\*([^*\n]+)\*(?!\w)/g, '$1<em>$2</em>');
-  html = html.replace(/(^|[^_\w])_([^_\n]+)_(?!\w)/g, '$1<em>$2</em>');
-  html = html.replace(/~~([^~\n]+)~~/g, '<del>$1</del>');
-  return html.replace(/\u0000(\d+)\u0000/g, (_m, i: string) => codeSpans[Number(i)]);
+/** Link targets kept as links: web pages only. */
+const SAFE_LINK = /^https?:\/\/[^\s]+$/i;
+
+export function safeLink(href: string): boolean {
+  return SAFE_LINK.test(href.trim());
 }
 
-interface ListFrame {
-  ordered: boolean;
-  items: string[];
-}
+const md = new MarkdownIt('default', {
+  html: false,
+  linkify: false,
+  typographer: false,
+  breaks: false,
+  highlight: (code, language) => highlightCode(code.replace(/\n$/, ''), language.trim().split(/\s+/)[0] ?? ''),
+});
 
-export function renderMarkdown(source: string): string {
-  const lines = source.replace(/\r\n?/g, '\n').split('\n');
-  const out: string[] = [];
-  let paragraph: string[] = [];
-  let list: ListFrame | null = null;
-  let quote: string[] = [];
-
-  const flushParagraph = (): void => {
-    if (paragraph.length) out.push(`<p>${paragraph.map(renderInline).join('<br>')}</p>`);
-    paragraph = [];
-  };
-  const flushList = (): void => {
-    if (list) {
-      const tag = list.ordered ? 'ol' : 'ul';
-      out.push(`<${tag}>${list.items.map((i) => `<li>${i}</li>`).join('')}</${tag}>`);
-    }
-    list = null;
-  };
-  const flushQuote = (): void => {
-    if (quote.length) out.push(`<blockquote>${renderMarkdown(quote.join('\n'))}</blockquote>`);
-    quote = [];
-  };
-  const flushAll = (): void => {
-    flushParagraph();
-    flushList();
-    flushQuote();
-  };
-
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = /^\s*(```+|~~~+)\s*([\w+#.-]*)\s*$/.exec(line);
-    if (fence) {
-      flushAll();
-      const marker = fence[1];
-      const language = fence[2] ?? '';
-      const body: string[] = [];
-      i++;
-      // An unterminated fence (still streaming) runs to the end of the text.
-      while (i < lines.length && !lines[i].trim().startsWith(marker)) body.push(lines[i++]);
-      const cls = language ? ` class="language-${escapeHtml(language)}"` : '';
-      out.push(`<pre><code${cls}>${highlightCode(body.join('\n'), language)}</code></pre>`);
-      continue;
-    }
-    const quoted = /^\s*>\s?(.*)$/.exec(line);
-    if (quoted) {
-      flushParagraph();
-      flushList();
-      quote.push(quoted[1]);
-      continue;
-    }
-    flushQuote();
-    if (!line.trim()) {
-      flushParagraph();
-      flushList();
-      continue;
-    }
-    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (heading) {
-      flushAll();
-      const level = heading[1].length;
-      out.push(`<h${level}>${renderInline(heading[2])}</h${level}>`);
-      continue;
-    }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
-      flushAll();
-      out.push('<hr>');
-      continue;
-    }
-    const item = /^\s*(?:([-*+])|(\d+)[.)])\s+(.*)$/.exec(line);
-    if (item) {
-      flushParagraph();
-      const ordered = item[2] !== undefined;
-      if (list && list.ordered !== ordered) flushList();
-      if (!list) list = { ordered, items: [] };
-      const task = /^\[([ xX])\]\s+(.*)$/.exec(item[3]);
-      const body = task
-        ? `<span class="task">${task[1] === ' ' ? '☐' : '☑'}</span> ${renderInline(task[2])}`
-        : renderInline(item[3]);
-      (list as ListFrame).items.push(body);
-      continue;
-    }
-    if (list && /^\s{2,}\S/.test(line)) {
-      const items = (list as ListFrame).items;
-      items[items.length - 1] += `<br>${renderInline(line.trim())}`;
-      continue;
-    }
-    flushList();
-    paragraph.push(line);
+// Checklist marks (`[ ]`, `[x]`, `[~]`) at the start of a list item stay what PLAN.md shows,
+// as a mark the chat can style.
+md.core.ruler.after('inline', 'checklist_marks', (state) => {
+  const tokens = state.tokens;
+  for (let i = 2; i < tokens.length; i++) {
+    const inline = tokens[i];
+    if (inline.type !== 'inline' || tokens[i - 1].type !== 'paragraph_open' || tokens[i - 2].type !== 'list_item_open') continue;
+    const first = inline.children?.[0];
+    const mark = first && first.type === 'text' ? /^\[( |x|X|~)\](?=\s|$)/.exec(first.content) : null;
+    if (!first || !mark) continue;
+    const status = mark[1] === ' ' ? 'pending' : mark[1] === '~' ? 'in_progress' : 'completed';
+    const html = new state.Token('html_inline', '', 0);
+    html.content = `<span class="task task-${status}" data-mark="${escapeHtml(mark[0])}">${escapeHtml(mark[0])}</span>`;
+    first.content = first.content.slice(mark[0].length);
+    inline.children?.unshift(html);
   }
-  flushAll();
-  return out.join('\n');
+});
+
+// `html: false` means the source's HTML is text; the rule above is the only producer of
+// `html_inline` tokens, so rendering them raw is safe.
+const defaultLinkOpen = md.renderer.rules.link_open;
+md.renderer.rules.link_open = (tokens, index, options, env, self) => {
+  const token = tokens[index];
+  const href = String(token.attrGet('href') ?? '');
+  if (!safeLink(href)) {
+    // The text stays; the link does not (its close is dropped in `link_close`).
+    token.meta = { ...(token.meta ?? {}), dropped: true };
+    return '';
+  }
+  token.attrSet('title', href);
+  token.attrSet('class', 'link');
+  return defaultLinkOpen ? defaultLinkOpen(tokens, index, options, env, self) : self.renderToken(tokens, index, options);
+};
+md.renderer.rules.link_close = (tokens, index, options, _env, self) => {
+  // The matching open is the nearest earlier link_open at the same nesting.
+  let depth = 0;
+  for (let i = index - 1; i >= 0; i--) {
+    if (tokens[i].type === 'link_close') depth++;
+    else if (tokens[i].type === 'link_open') {
+      if (depth === 0) return tokens[i].meta?.dropped ? '' : self.renderToken(tokens, index, options);
+      depth--;
+    }
+  }
+  return '';
+};
+md.renderer.rules.image = (tokens, index) => {
+  const token = tokens[index];
+  const alt = token.children ? token.children.map((c) => c.content).join('') : token.content;
+  return alt ? `<span class="image-alt">[${escapeHtml(alt)}]</span>` : '';
+};
+
+/** The HTML of a Markdown text (safe to put into the chat as is). */
+export function renderMarkdown(source: string): string {
+  return md.render(source);
+}
+
+/** Inline Markdown of one line (no paragraph around it). */
+export function renderInline(text: string): string {
+  return md.renderInline(text);
 }

@@ -25,6 +25,7 @@ from plan_lsp.policy.sandbox import (
     sandbox_kind,
     sandbox_status,
 )
+from plan_lsp.policy.sandbox import probe as sandbox_probing
 from plan_lsp.policy.sandbox.bwrap import PRIVATE_TMP, SECCOMP_PRELUDE, plan_argv
 from plan_lsp.policy.sandbox.layout import (
     NOBODY,
@@ -174,9 +175,9 @@ def test_environment_is_an_allow_list() -> None:
 def test_mechanism_order_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     status = probe_sandbox([])
     assert status.mechanism is None and "classifier alone" in status.detail
-    assert sandbox_pkg._order("landlock") == ["landlock"]
-    assert sandbox_pkg._order("none") == []
-    assert sandbox_pkg._order(None) == ["bubblewrap", "landlock"]
+    assert sandbox_probing._order("landlock") == ["landlock"]
+    assert sandbox_probing._order("none") == []
+    assert sandbox_probing._order(None) == ["bubblewrap", "landlock"]
 
 
 # -- behaviour ----------------------------------------------------------------------------

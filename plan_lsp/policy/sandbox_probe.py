@@ -1,219 +1,46 @@
-"""The sandbox's status: which mechanism proved itself here, known without waiting.
+"""The sandbox's status, known without waiting: the names the server and the session core
+use (`policy/sandbox/status.py` starts the self-test process, `policy/sandbox/probe.py`
+holds the status it proves, or probes in this process where none was started or it failed).
 
-`plan-lsp serve` starts the self-test (`policy/sandbox/selftest.py`: two sandboxed shells, a
-few hundred milliseconds) first thing, in a process of its own. In a thread of the server it
-competed with the server's start-up for the interpreter lock (about 90 ms later to the first
-answer, measured with `tests/bench/bench_startup.py`); in its own process it runs on another
-core. The process is this package's own code (`python -m plan_lsp.policy.sandbox.probe_main`,
-started from `/` with the current directory left off `sys.path`), so nothing in a workspace
-takes part. Where no process was started (the CLI, tests) or it failed in any way, the probe
-runs in this process (deny by default: only a probe that held proves a sandbox).
-
-This module is small and loads with the server; the sandbox itself
-(`policy/sandbox/`) loads when a command first needs it. Code on the event loop asks
-`sandbox_status_nowait()` (None while the self-test runs) or awaits `sandbox_ready()`.
+`plan-lsp serve` calls `start()` first thing, so the self-test runs on another core while
+the server starts. Code on the event loop asks `sandbox_status_nowait()` (None while the
+self-test runs) or awaits `sandbox_ready()`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
-import os
-import subprocess
-import sys
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from plan_lsp.policy.sandbox.probe import (
+    on_sandbox_known,
+    sandbox_ready,
+    sandbox_status,
+    sandbox_status_nowait,
+)
+from plan_lsp.policy.sandbox.status import (
+    BUBBLEWRAP,
+    LANDLOCK,
+    ORDER_VARIABLE,
+    PROBE_MODULE,
+    BackgroundProbe,
+    Mechanism,
+    SandboxStatus,
+    current,
+    parse_answer,
+    start,
+)
 
-# The status is logged under the sandbox's name.
-log = logging.getLogger("plan_lsp.policy.sandbox")
-
-BUBBLEWRAP: Literal["bubblewrap"] = "bubblewrap"
-LANDLOCK: Literal["landlock"] = "landlock"
-Mechanism = Literal["bubblewrap", "landlock"]
-# Orders or restricts the mechanisms tried, e.g. `landlock` or `none` (server environment).
-ORDER_VARIABLE = "PLAN_LSP_SANDBOX"
-
-PROBE_MODULE = "plan_lsp.policy.sandbox.probe_main"
-# The self-test bounds each of its sandboxed shells; this bounds the whole process.
-PROCESS_TIMEOUT_S = 60.0
-PROBE_NICENESS = 10
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    mechanism: Mechanism | None
-    detail: str
-    # Build-mode commands run with `.plan-lsp` read-only (bubblewrap only).
-    build_profile: bool = False
-    probe_ms: float = 0.0
-
-
-class BackgroundProbe:
-    """One self-test process and its answer: the raw fields of a `SandboxStatus`, or None
-    when the process failed (the reason is logged)."""
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._answer: dict[str, Any] | None = None
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[], None]] = []
-
-    def start(self) -> None:
-        isolation = "-I" if sys.flags.isolated else "-P"
-        try:
-            process = subprocess.Popen(
-                [sys.executable, isolation, "-m", PROBE_MODULE],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd="/",
-            )
-        except OSError as exc:
-            log.warning("sandbox self-test process could not start: %s", exc)
-            self._finish(None)
-            return
-        # Background work: where cores are scarce (an editor starting too), the server's
-        # own start-up goes first; the first answer does not wait for the self-test.
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, process.pid, PROBE_NICENESS)
-        threading.Thread(
-            target=self._wait, args=(process,), name="sandbox-probe", daemon=True
-        ).start()
-
-    def _wait(self, process: subprocess.Popen[bytes]) -> None:
-        try:
-            out, err = process.communicate(timeout=PROCESS_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            log.warning("sandbox self-test process did not answer in %.0f s", PROCESS_TIMEOUT_S)
-            self._finish(None)
-            return
-        self._finish(parse_answer(out, err, process.returncode))
-
-    def _finish(self, answer: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._answer = answer
-            self._done.set()
-            listeners, self._listeners = self._listeners, []
-        for listener in listeners:
-            listener()
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def answer(self) -> dict[str, Any] | None:
-        """Waits for the process (it is bounded by `PROCESS_TIMEOUT_S`)."""
-        self._done.wait()
-        return self._answer
-
-    def on_done(self, listener: Callable[[], None]) -> None:
-        """`listener()` once the answer is in (from the waiting thread), or now if it is."""
-        with self._lock:
-            if not self._done.is_set():
-                self._listeners.append(listener)
-                return
-        listener()
-
-
-def parse_answer(out: bytes, err: bytes, returncode: int) -> dict[str, Any] | None:
-    """The process's one JSON line, checked for the fields a status needs; None (logged)
-    for anything else."""
-    try:
-        answer = json.loads(out.decode("utf-8").strip().splitlines()[-1])
-    except (UnicodeDecodeError, IndexError, ValueError):
-        answer = None
-    fields: dict[str, type | tuple[type, ...]] = {
-        "mechanism": (str, type(None)), "detail": str, "build_profile": bool,
-        "probe_ms": (int, float),
-    }  # fmt: skip
-    if (
-        returncode == 0
-        and isinstance(answer, dict)
-        and all(isinstance(answer.get(k), t) for k, t in fields.items())
-        and answer["mechanism"] in (None, BUBBLEWRAP, LANDLOCK)
-    ):
-        return answer
-    reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit {returncode}"]
-    log.warning("sandbox self-test process failed (%s); probing in the server", reason[0][:300])
-    return None
-
-
-_current: list[BackgroundProbe] = []
-
-
-def start() -> None:
-    """Start the self-test process (once per server process)."""
-    if _current:
-        return
-    probe = BackgroundProbe()
-    _current.append(probe)
-    probe.start()
-
-
-def current() -> BackgroundProbe | None:
-    return _current[0] if _current else None
-
-
-_status_lock = threading.Lock()
-_status: list[SandboxStatus] = []
-
-
-def _from_process() -> SandboxStatus | None:
-    """The self-test process's answer, waiting for it; None when there is none or it failed."""
-    probe = current()
-    answer = probe.answer() if probe is not None else None
-    if answer is None:
-        return None
-    return SandboxStatus(
-        answer["mechanism"], answer["detail"], answer["build_profile"], answer["probe_ms"]
-    )
-
-
-def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process (by the
-    self-test process when the server started one, else here). A caller that comes while
-    the probe runs waits for its answer."""
-    with _status_lock:
-        if not _status:
-            status = _from_process()
-            if status is None:
-                from plan_lsp.policy.sandbox import probe_configured
-
-                status = probe_configured()
-            if status.mechanism is None:
-                log.warning("shell sandbox: %s", status.detail)
-            else:
-                log.info("shell sandbox: %s", status.detail)
-            _status.append(status)
-        return _status[0]
-
-
-def sandbox_status_nowait() -> SandboxStatus | None:
-    """The status if known without waiting for the self-test process, else None."""
-    probe = current()
-    if not _status and probe is not None and not probe.done():
-        return None
-    return sandbox_status()
-
-
-async def sandbox_ready() -> SandboxStatus:
-    """The status, waited for off the event loop."""
-    import asyncio  # loaded by the server anyway; not before the self-test has started
-
-    status = sandbox_status_nowait()
-    if status is not None:
-        return status
-    return await asyncio.to_thread(sandbox_status)
-
-
-def on_sandbox_known(listener: Callable[[], None]) -> None:
-    """`listener()` once the self-test process has answered (from its thread), or now."""
-    probe = current()
-    if probe is None:
-        listener()
-    else:
-        probe.on_done(listener)
+__all__ = [
+    "BUBBLEWRAP",
+    "LANDLOCK",
+    "ORDER_VARIABLE",
+    "PROBE_MODULE",
+    "BackgroundProbe",
+    "Mechanism",
+    "SandboxStatus",
+    "current",
+    "on_sandbox_known",
+    "parse_answer",
+    "sandbox_ready",
+    "sandbox_status",
+    "sandbox_status_nowait",
+    "start",
+]

@@ -1,12 +1,12 @@
 """`python -m plan_lsp.policy.sandbox.probe_main`: run the sandbox self-test and print the
-status as one JSON line (read by `policy/sandbox_probe.py`)."""
+status as one JSON line (read by `status.py`)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from plan_lsp.policy.sandbox import probe_configured
+from plan_lsp.policy.sandbox.probe import probe_configured
 
 
 def main() -> int:

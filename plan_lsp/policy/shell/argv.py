@@ -3,15 +3,12 @@ flags, values, subcommands and wrappers that show what the command would change.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from plan_lsp.policy.shell.model import caps_text
+from plan_lsp.policy.shell.model import Findings, caps_text
 from plan_lsp.policy.shell.profiles import FlagSpec, Profile, Wrapper, profiles
 from plan_lsp.policy.shell.scripts import check_script
 from plan_lsp.policy.shell.words import Word
-
-if TYPE_CHECKING:
-    from plan_lsp.policy.shell.walker import Walker
 
 _ENV = frozenset({"modify:environment"})
 _EXEC = frozenset({"execute:subprocess"})
@@ -20,7 +17,23 @@ _STDIN_ARGS = Word("<arguments read from stdin>", None)
 _SCRIPT_FLAGS = {"sed": frozenset({"-e", "--expression"}), "awk": frozenset[str]()}
 
 
-def classify_argv(cmd: str, args: list[Word], w: Walker) -> None:
+class CommandWalker(Protocol):
+    """Where a command's arguments are checked (`walker.Walker`)."""
+
+    @property
+    def f(self) -> Findings: ...
+
+    def simple(self, name: Word, args: list[Word]) -> None:
+        """Check the command a wrapper runs."""
+
+    def shell_string(self, source: str) -> None:
+        """Check a string another program hands to a shell."""
+
+    def local_names(self, names: list[Word], cmd: str) -> None:
+        """Check the names of variables a command assigns."""
+
+
+def classify_argv(cmd: str, args: list[Word], w: CommandWalker) -> None:
     prof = profiles().get(cmd)
     if prof is None:
         w.f.unproven(f"`{cmd}` is not a command this checker knows, so it is not allowed")
@@ -29,7 +42,7 @@ def classify_argv(cmd: str, args: list[Word], w: Walker) -> None:
 
 
 class _Apply:
-    def __init__(self, label: str, prof: Profile, args: list[Word], w: Walker) -> None:
+    def __init__(self, label: str, prof: Profile, args: list[Word], w: CommandWalker) -> None:
         self.label = label
         self.prof = prof
         self.args = args

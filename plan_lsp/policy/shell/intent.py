@@ -10,8 +10,7 @@ sandbox (read-only filesystem, no network, no home directory) holds them.
 from __future__ import annotations
 
 from plan_lsp.policy.shell.model import Findings
-from plan_lsp.policy.shell.parser import parse, snippet_of_error
-from plan_lsp.policy.shell.walker import Walker
+from plan_lsp.policy.shell.walker import walk_source
 
 _WORD_BOUNDARY = frozenset(" \t\n;&|()<>")
 
@@ -24,14 +23,6 @@ def classify_sandboxed(cmd: str, findings: Findings) -> None:
         )
         normalized = cmd
     walk_source(normalized, findings, 0)
-
-
-def walk_source(source: str, findings: Findings, depth: int) -> None:
-    root = parse(source)
-    if root.has_error:
-        # Still walked: what parsed can show an intent to write; the rest runs sandboxed.
-        findings.unproven(f"the command does not parse as complete bash{snippet_of_error(root)}")
-    Walker(findings, depth).statement(root)
 
 
 def join_continuations(src: str) -> str | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argv import classify_argv
 from plan_lsp.policy.shell.model import Findings
+from plan_lsp.policy.shell.parser import parse, snippet_of_error
 from plan_lsp.policy.shell.words import Word, resolve
 
 if TYPE_CHECKING:
@@ -358,8 +359,6 @@ class Walker:
 
     def shell_string(self, source: str) -> None:
         """Classify a string that another program hands to a shell (`watch 'cmd'`)."""
-        from plan_lsp.policy.shell.intent import walk_source
-
         if self.depth >= MAX_DEPTH:
             self.f.fatal("commands are nested too deeply to check")
             return
@@ -371,3 +370,11 @@ class Walker:
                 self.f.unproven(f"`{cmd}` assigns a variable whose name `{word.text}` is not fixed")
             else:
                 self.local_name(word.value, f"`{cmd}`")
+
+
+def walk_source(source: str, findings: Findings, depth: int) -> None:
+    root = parse(source)
+    if root.has_error:
+        # Still walked: what parsed can show an intent to write; the rest runs sandboxed.
+        findings.unproven(f"the command does not parse as complete bash{snippet_of_error(root)}")
+    Walker(findings, depth).statement(root)

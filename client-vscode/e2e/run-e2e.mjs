@@ -222,7 +222,7 @@ async function main() {
       }
       // The protection shows once the server's sandbox self-test has answered.
       await waitFor('the shell protection in the status bar', async () =>
-        /Plan · ask · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)));
+        /Plan · Ask before changes · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)));
       await shot(page, '03-setup-card');
     });
 

@@ -4,7 +4,8 @@
  */
 import * as vscode from 'vscode';
 import type { ChatViewProvider } from './chatView';
-import { PERMISSION_MODES, PermissionMode, PlanLspSession, SessionState, errorMessage } from './protocol';
+import { PERMISSION_MODES, PlanLspSession, SessionState, errorMessage } from './protocol';
+import { permissionModeDetail, permissionModeLabel } from './permissionText';
 import { feedbackBox, rejectArgs } from './rejectFeedback';
 
 export interface ActionHost {
@@ -32,12 +33,14 @@ export class SessionActions {
     this.promptRun?.cancel();
   }
 
+  /** Sends a prompt. One that fails (the server is not running, or the model server refuses
+   * it) is marked failed in the chat, which puts its text back and offers Retry. */
   async sendPrompt(text: string): Promise<void> {
-    const session = this.host.requireSession();
     this.chat.dispatch({ type: 'userPrompt', text });
     const run = new vscode.CancellationTokenSource();
     this.promptRun = run;
     try {
+      const session = this.host.requireSession();
       const result = await session.prompt(text, run.token);
       this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
     } catch (err) {
@@ -133,9 +136,14 @@ export class SessionActions {
   async pickPermissionMode(): Promise<void> {
     const current = this.host.current?.permissionMode;
     const picked = await vscode.window.showQuickPick(
-      PERMISSION_MODES.map((mode) => ({ label: mode, description: mode === current ? 'current' : undefined })),
-      { title: 'Plan LSP: permission mode' },
+      PERMISSION_MODES.map((mode) => ({
+        label: permissionModeLabel(mode),
+        description: mode === current ? 'current' : undefined,
+        detail: permissionModeDetail(mode),
+        mode,
+      })),
+      { title: 'Plan LSP: when should the agent ask you?' },
     );
-    if (picked) await this.host.requireSession().setPermissionMode(picked.label as PermissionMode);
+    if (picked) await this.host.requireSession().setPermissionMode(picked.mode);
   }
 }

@@ -1,13 +1,7 @@
 /** The status bar's text and tooltip for a session state (pure, tested in Node). */
 import type { SessionState } from './protocol';
+import { permissionModeDetail, permissionModeLabel } from './permissionText';
 import { isUsage, statusBarFill, usageTooltipLines } from './webview/usage';
-
-const PERMISSION_LABELS: Record<string, string> = {
-  ask: 'ask',
-  auto_edit: 'auto-edit',
-  yolo: 'yolo',
-  strict: 'strict',
-};
 
 type StatusFields = Pick<SessionState, 'mode' | 'permissionMode' | 'planShell' | 'sandbox' | 'usage'>;
 
@@ -25,11 +19,11 @@ export function shellProtectionText(state: Pick<SessionState, 'planShell' | 'san
   }
 }
 
-/** `$(eye) Plan · ask · $(shield) bubblewrap`: the shell protection is shown in plan mode,
+/** `$(eye) Plan · Ask before changes · $(shield) bubblewrap`: the shell protection is shown in plan mode,
  * where it is the wall; in build mode commands run subject to permissions. */
 export function statusBarText(state: StatusFields): string {
   const mode = state.mode === 'build' ? '$(tools) Build' : '$(eye) Plan';
-  const parts = [mode, PERMISSION_LABELS[state.permissionMode] ?? state.permissionMode];
+  const parts = [mode, permissionModeLabel(state.permissionMode)];
   const shell = state.mode === 'plan' ? shellProtectionText(state) : '';
   if (shell) parts.push(shell);
   // The context fill only when it is nearly full (the tooltip always has it).
@@ -48,7 +42,8 @@ export function statusBarTooltip(
   state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork' | 'usage'>,
 ): string {
   const mode = state.mode === 'build' ? 'Build: edits and commands run, subject to permissions' : 'Plan: read-only research; only PLAN.md is written';
-  const lines = [`Plan LSP — ${mode}`, `Permission mode: ${state.permissionMode}`];
+  const detail = permissionModeDetail(state.permissionMode);
+  const lines = [`Plan LSP — ${mode}`, `Permissions: ${permissionModeLabel(state.permissionMode)}${detail ? ` — ${detail}` : ''}`];
   if (state.planShell) {
     const mechanism = state.planShell === 'sandboxed' && state.sandbox ? ` (${state.sandbox})` : '';
     lines.push(`Plan-mode shell: ${state.planShell}${mechanism} — ${SHELL_TOOLTIP[state.planShell] ?? ''}`);

@@ -8,6 +8,7 @@
  */
 
 import type * as Wire from './protocol.generated';
+import { AnswerText, permissionAnswerText } from './permissionText';
 
 /** Every type of the contract, by its name in docs/protocol.md. */
 export type * as Wire from './protocol.generated';
@@ -85,6 +86,8 @@ export const PERMISSION_OPTION_IDS: readonly PermissionOptionId[] = [
 export interface PermissionOption {
   optionId: string;
   label: string;
+  /** What the answer does, exactly (the button's tooltip). */
+  title?: string;
 }
 
 /** `planLsp/requestPermission` params as the client reads them: the contract's
@@ -115,28 +118,24 @@ export interface AskUserParams {
 export type ApprovePlanArgs = Wire.ApproveParams;
 export type RejectPlanArgs = Wire.RejectParams;
 
-const OPTION_LABELS: Record<string, string> = {
-  allow_once: 'Allow once',
-  allow_always: 'Allow always',
-  reject_once: 'Deny',
-  reject_always: 'Deny always',
-};
-
-/** Normalises the server's `options` (ids or objects) to `{optionId, label}` in its order. */
-export function permissionOptions(params: RequestPermissionParams): PermissionOption[] {
+/** Normalises the server's `options` (ids or objects) to `{optionId, label, title}` in its
+ * order, labelled for this call (permissionText.ts: what an "always" answer covers).
+ * `workMode`: the session's, for the tooltip of "Allow … for this session". */
+export function permissionOptions(params: RequestPermissionParams, workMode?: string | null): PermissionOption[] {
   const raw = Array.isArray(params.options) && params.options.length > 0
     ? params.options
     : [...PERMISSION_OPTION_IDS];
+  const text = (id: string): AnswerText => permissionAnswerText(id, params.tool, params.arguments, workMode);
   const result: PermissionOption[] = [];
   for (const item of raw) {
     if (typeof item === 'string') {
-      result.push({ optionId: item, label: OPTION_LABELS[item] ?? item });
+      result.push({ optionId: item, ...text(item) });
     } else if (item && typeof item === 'object') {
       const o = item as Record<string, unknown>;
       const id = typeof o.optionId === 'string' ? o.optionId : typeof o.id === 'string' ? o.id : undefined;
       if (!id) continue;
-      const label = typeof o.label === 'string' ? o.label : typeof o.name === 'string' ? o.name : OPTION_LABELS[id] ?? id;
-      result.push({ optionId: id, label });
+      const own = typeof o.label === 'string' ? o.label : typeof o.name === 'string' ? o.name : undefined;
+      result.push({ optionId: id, ...text(id), ...(own !== undefined ? { label: own } : {}) });
     }
   }
   return result;

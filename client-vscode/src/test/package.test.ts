@@ -39,3 +39,12 @@ test("the extension's commands never take a server command's id (the language cl
   for (const command of serverCommands) assert.ok(!declared.has(command), `${command} is both a server and a client command`);
   assert.ok(declared.has('planLsp.client.compact'), 'Compact Conversation is not declared');
 });
+
+test("the proposal diff's Allow / Deny buttons are words, not bare icons", () => {
+  // A title-bar command without an icon is shown by its title.
+  for (const id of ['planLsp.client.allowProposal', 'planLsp.client.denyProposal']) {
+    const command = pkg.contributes.commands.find((c: { command: string }) => c.command === id);
+    assert.equal(command.icon, undefined, `${id} would show as an icon only`);
+    assert.match(command.title, /^(Allow|Deny) /);
+  }
+});

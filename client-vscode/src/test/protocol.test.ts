@@ -106,13 +106,13 @@ test('capabilities: experimental.planLsp declares permission requests and questi
   assert.deepEqual(empty.experimental, { planLsp: declared });
 });
 
-test('permission options: ids, objects and the default set', () => {
-  assert.deepEqual(permissionOptions({ tool: 't', summary: 's', options: ['allow_once', 'reject_once'] }), [
-    { optionId: 'allow_once', label: 'Allow once' },
-    { optionId: 'reject_once', label: 'Deny' },
+test('permission options: ids, objects and the default set, labelled in words', () => {
+  assert.deepEqual(permissionOptions({ tool: 't', summary: 's', options: ['allow_once', 'reject_once'] }).map((o) => [o.optionId, o.label]), [
+    ['allow_once', 'Allow'],
+    ['reject_once', 'Deny'],
   ]);
-  assert.deepEqual(permissionOptions({ tool: 't', summary: 's', options: [{ optionId: 'allow_always', name: 'Always' }, { bogus: 1 }] }), [
-    { optionId: 'allow_always', label: 'Always' },
+  assert.deepEqual(permissionOptions({ tool: 't', summary: 's', options: [{ optionId: 'allow_always', name: 'Always' }, { bogus: 1 }] }).map((o) => [o.optionId, o.label]), [
+    ['allow_always', 'Always'],
   ]);
   assert.deepEqual(permissionOptions({ tool: 't', summary: 's' }).map((o) => o.optionId), [
     'allow_once', 'allow_always', 'reject_once', 'reject_always',

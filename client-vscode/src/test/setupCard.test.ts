@@ -83,14 +83,14 @@ test('connection test: testing, failed with the fixing action first, then connec
 });
 
 test('errors name what fixes them: the server\'s fix first, else the code', () => {
-  assert.deepEqual(fixAction('provider_unreachable'), { action: 'openSetting', setting: 'planLsp.baseUrl', label: 'Open setting planLsp.baseUrl' });
-  assert.deepEqual(fixAction('provider_model'), { action: 'openSetting', setting: 'planLsp.model', label: 'Open setting planLsp.model' });
-  assert.deepEqual(fixAction('provider_no_tools'), { action: 'openSetting', setting: 'planLsp.model', label: 'Open setting planLsp.model' });
+  assert.deepEqual(fixAction('provider_unreachable'), { action: 'openSetting', setting: 'planLsp.baseUrl', label: 'Check the Server URL' });
+  assert.deepEqual(fixAction('provider_model'), { action: 'openSetting', setting: 'planLsp.model', label: 'Choose the Model' });
+  assert.deepEqual(fixAction('provider_no_tools'), { action: 'openSetting', setting: 'planLsp.model', label: 'Choose the Model' });
   assert.deepEqual(fixAction('provider_auth'), { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' });
   assert.deepEqual(fixAction('provider_unconfigured'), { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Set Up Model' });
   assert.equal(fixAction('provider_rate_limited'), null);
   assert.equal(fixAction(null), null);
-  assert.deepEqual(fixAction('provider_failed', { setting: 'provider' }), { action: 'openSetting', setting: 'planLsp.provider', label: 'Open setting planLsp.provider' });
+  assert.deepEqual(fixAction('provider_failed', { setting: 'provider' }), { action: 'openSetting', setting: 'planLsp.provider', label: 'Choose the Model Service' });
   assert.deepEqual(fixAction('provider_unreachable', { command: 'planLsp.client.setApiKey' }), { action: 'command', command: 'planLsp.client.setApiKey', label: 'Set API Key' });
   assert.deepEqual(fixAction(null, { setting: 'apiKey' }), { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' });
 });

@@ -67,7 +67,7 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       if (toolIndex >= 0) next = replaceAt(state, toolIndex, { ...toolAt(state, toolIndex), status: 'waiting' });
       return append(next, {
         type: 'permission', requestId: event.requestId, runId, tool: params.tool, summary: params.summary,
-        options: permissionOptions(params), path: event.path ?? null,
+        options: permissionOptions(params, state.session?.mode), path: event.path ?? null,
       });
     }
     case 'permissionAnswered': {
@@ -156,4 +156,18 @@ export function planDecisions(state: ChatState): PlanDecision[] {
     return [approve, { action: 'feedback', label: 'Revise…', secondary: true }];
   }
   return [];
+}
+
+/** The texts of the prompts `event` marked failed (not those a history or a snapshot
+ * brings): the chat puts such a prompt back into the input, to edit or send again. */
+export function newlyFailedPrompts(before: ChatState, after: ChatState, event: ChatEvent): string[] {
+  if (event.type !== 'update' && event.type !== 'promptEnded') return [];
+  const failedBefore = new Set(before.items.filter((i) => i.type === 'user' && i.failed).map((i) => i.id));
+  return after.items.flatMap((i) => (i.type === 'user' && i.failed && !failedBefore.has(i.id) ? [i.text] : []));
+}
+
+/** The text of a failed prompt, for its Retry button (null: no such failed prompt). */
+export function failedPromptText(state: ChatState, id: number): string | null {
+  const item = state.items.find((i) => i.id === id);
+  return item && item.type === 'user' && item.failed ? item.text : null;
 }

@@ -4,12 +4,16 @@
  * state of its own: a (re)created view starts from the host's snapshot, which after a window
  * reload is rebuilt from the server's history.
  */
-import { ChatEvent, ChatItem, ChatState, ToolItem, initialChatState, isBusy, planDecisions, reduce, todoProgress } from './chatState';
+import {
+  ChatEvent, ChatItem, ChatState, ToolItem, failedPromptText, initialChatState, isBusy, newlyFailedPrompts, planDecisions, reduce, todoProgress,
+} from './chatState';
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
-import { CardAction, fixAction, setupCardView, sidebarWarnings } from './setupCard';
+import { CardAction, errorHint, fixAction, setupCardView, sidebarWarnings } from './setupCard';
+import { checklistHtml, todoChecklist } from './todoCard';
 import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
 import { PERMISSION_MODES } from '../wireTypes';
+import { permissionModeDetail, permissionModeLabel } from '../permissionText';
 import type { PermissionMode } from '../wireTypes';
 
 interface VsCodeApi {
@@ -40,7 +44,8 @@ const compactButton = $<HTMLButtonElement>('compact');
 for (const mode of PERMISSION_MODES) {
   const option = document.createElement('option');
   option.value = mode;
-  option.textContent = mode;
+  option.textContent = permissionModeLabel(mode);
+  option.title = permissionModeDetail(mode);
   permissionSelect.appendChild(option);
 }
 
@@ -89,6 +94,11 @@ function toolBody(item: ToolItem): string {
         : `<details><summary>content</summary><pre>${escapeHtml(stringArg(item, 'content') ?? '')}</pre></details>`;
       return `<div class="file-line" data-testid="file-card"><code>${escapeHtml(path)}</code> ${links.join(' · ')}</div>${detail}`;
     }
+    case 'todo_write': {
+      const list = todoChecklist(item);
+      if (list) return checklistHtml(list);
+      break;
+    }
     case 'bash': {
       const command = stringArg(item, 'command');
       if (command !== null) return `<pre class="tool-args">$ ${escapeHtml(command)}</pre>`;
@@ -105,14 +115,18 @@ function toolBody(item: ToolItem): string {
 function renderItem(item: ChatItem): string {
   switch (item.type) {
     case 'user': {
-      const failed = item.failed ? '<div class="failed-mark">failed before the model answered — not sent again</div>' : '';
+      const failed = item.failed
+        ? `<div class="failed-mark">Not sent: it failed before the model answered. <button class="secondary retry" data-action="retry" data-testid="retry-prompt" data-id="${item.id}" title="Send this prompt again">Retry</button></div>`
+        : '';
       return `<div class="msg msg-user${item.failed ? ' failed' : ''}" data-testid="user-message" data-failed="${item.failed}">${escapeHtml(item.text)}${failed}</div>`;
     }
     case 'assistant':
       return `<div class="msg msg-assistant markdown" data-testid="assistant-message">${renderMarkdown(item.text)}</div>`;
     case 'tool': {
       const reason = item.reason ? `<div class="tool-reason" data-testid="tool-reason">${escapeHtml(item.reason)}</div>` : '';
-      const result = item.result ? `<details><summary>result</summary><pre>${escapeHtml(item.result)}</pre></details>` : '';
+      // A checklist made from the result shows it already.
+      const shown = todoChecklist(item)?.kept === true;
+      const result = item.result && !shown ? `<details><summary>result</summary><pre>${escapeHtml(item.result)}</pre></details>` : '';
       return `<div class="tool tool-${item.status}" data-testid="tool-card" data-status="${item.status}" data-tool="${attr(item.name)}" data-run="${attr(item.runId ?? '')}">
         <div class="tool-head"><span class="tool-name">${escapeHtml(item.name)}</span>${toolBadge(item.status)}</div>
         ${reason}${toolBody(item)}${result}</div>`;
@@ -127,7 +141,7 @@ function renderItem(item: ChatItem): string {
         return `<div class="perm answered" data-testid="permission-card">${head}<div class="perm-answer">${escapeHtml(chosen)}</div></div>`;
       }
       const buttons = item.options
-        .map((o) => `<button class="${o.optionId.startsWith('reject') ? 'secondary' : ''}" data-action="permission" data-request="${attr(item.requestId)}" data-option="${attr(o.optionId)}">${escapeHtml(o.label)}</button>`)
+        .map((o) => `<button class="${o.optionId.startsWith('reject') ? 'secondary' : ''}" data-action="permission" data-testid="permission-option" data-request="${attr(item.requestId)}" data-option="${attr(o.optionId)}" title="${attr(o.title ?? '')}">${escapeHtml(o.label)}</button>`)
         .join('');
       return `<div class="perm" data-testid="permission-card">${head}<div class="buttons">${buttons}</div></div>`;
     }
@@ -160,7 +174,9 @@ function renderItem(item: ChatItem): string {
     case 'notice': {
       const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
       const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
-      return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${button}</div>`;
+      const hint = item.level === 'error' ? errorHint(item.code) : null;
+      const help = hint ? `<div class="notice-hint" data-testid="error-hint">${escapeHtml(hint)}</div>` : '';
+      return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${help}${button}</div>`;
     }
   }
 }
@@ -220,10 +236,9 @@ function renderHeader(): void {
     todosPanel.hidden = true;
   } else {
     const { done, total } = todoProgress(todos);
-    const marks: Record<string, string> = { completed: '☑', in_progress: '◐', pending: '☐' };
     todosPanel.hidden = false;
     todosPanel.innerHTML = `<div class="todo-head">Todos ${done}/${total}<progress max="${total}" value="${done}"></progress></div>
-      <ul>${todos.map((t) => `<li class="todo-${t.status}">${marks[t.status] ?? '☐'} ${escapeHtml(t.content)}</li>`).join('')}</ul>`;
+      ${checklistHtml({ items: todos, notes: [], kept: true })}`;
   }
   renderUsage(busy);
   stopButton.disabled = !busy;
@@ -265,8 +280,19 @@ function render(): void {
 }
 
 function dispatch(event: ChatEvent): void {
+  const before = state;
   state = reduce(state, event);
   render();
+  // A prompt that failed comes back into an empty input, to edit or send again.
+  const failed = newlyFailedPrompts(before, state, event);
+  if (failed.length && !input.value.trim()) input.value = failed[failed.length - 1];
+}
+
+function retry(id: number): void {
+  const text = failedPromptText(state, id);
+  if (text === null || isBusy(state) || state.serverStatus !== 'running') return;
+  if (input.value.trim() === text.trim()) input.value = '';
+  post({ type: 'prompt', text });
 }
 
 function collectAnswers(requestId: string): Record<string, string[]> {
@@ -331,6 +357,9 @@ document.addEventListener('click', (e) => {
       break;
     case 'showProposal':
       post({ type: 'showProposal', requestId });
+      break;
+    case 'retry':
+      retry(Number(target.dataset.id));
       break;
     case 'openFile':
       post({ type: 'openFile', path: target.dataset.path ?? '' });

@@ -43,6 +43,39 @@ const SETTING_IDS: Record<string, string> = {
   provider: 'planLsp.provider',
 };
 
+/** The button that opens a setting, in the user's words (never the setting's key). */
+const SETTING_LABELS: Record<string, string> = {
+  baseUrl: 'Check the Server URL',
+  model: 'Choose the Model',
+  provider: 'Choose the Model Service',
+};
+
+/** What to do about an error, in words, by the server's error code (`error_help` in
+ * plan_lsp/providers/base.py); null when the message says it all. */
+export function errorHint(code: string | null | undefined): string | null {
+  switch (code) {
+    case 'provider_unreachable':
+      return 'The model server did not answer. Start it (Ollama: `ollama serve`; vLLM or LM Studio: start its server) ' +
+        'and press Retry, or check the server URL.';
+    case 'provider_auth':
+      return 'The model server refused the API key, or needs one: set the key, then press Retry.';
+    case 'provider_model':
+      return 'The model server does not serve this model: choose one it has, then press Retry.';
+    case 'provider_no_tools':
+      return 'This model ignores the tools it is offered, so the agent cannot work with it: choose a model with tool support.';
+    case 'provider_unconfigured':
+      return 'No model is set up yet: set one up, then press Retry.';
+    case 'provider_rate_limited':
+      return 'The model server is limiting requests: wait a moment, then press Retry.';
+    case 'provider_failed':
+      return 'The model server could not answer this request: press Retry, or see the log for its reply.';
+    case 'context_full':
+      return 'The conversation no longer fits the model: Compact it or start a new session, then press Retry.';
+    default:
+      return null;
+  }
+}
+
 const STEP_TEXT: Record<StartupStep, string> = {
   probe: 'Looking for a Python that can run the plan-lsp server…',
   venv: 'First run: creating a private Python environment for the server…',
@@ -60,7 +93,7 @@ export function fixAction(code: string | null | undefined, fix?: ErrorFix | null
   const setting = fix?.setting ?? settingForCode(code);
   if (setting === 'apiKey') return { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' };
   if (setting && SETTING_IDS[setting]) {
-    return { action: 'openSetting', setting: SETTING_IDS[setting], label: `Open setting ${SETTING_IDS[setting]}` };
+    return { action: 'openSetting', setting: SETTING_IDS[setting], label: SETTING_LABELS[setting] };
   }
   if (code === 'provider_unconfigured') return { action: 'command', command: CARD_COMMANDS.setupModel, label: 'Set Up Model' };
   return null;

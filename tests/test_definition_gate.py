@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from plan_lsp.agent.plan_tools import ENTER_PLAN_MODE, EXIT_PLAN_MODE
 from plan_lsp.policy.definitions import MODE_RULES, definitions_for, mode_refusal
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.session.model import WorkMode
@@ -31,8 +32,9 @@ ALL = [
     _tool("edit_file", Safety.SIDE_EFFECT),
     _tool("bash", Safety.SIDE_EFFECT, per_call=True),
     _tool("task", Safety.SUBAGENT),
-    _tool("enter_plan_mode", Safety.CONTROL),
-    _tool("exit_plan_mode", Safety.CONTROL),
+    # The plan tools' own definitions: each says which mode it belongs to.
+    ENTER_PLAN_MODE,
+    EXIT_PLAN_MODE,
     _tool("plan_write", Safety.PLAN_FILE),
     _tool("mcp__x__write", Safety.SIDE_EFFECT),
     _tool("mcp__x__read", Safety.READ_ONLY),

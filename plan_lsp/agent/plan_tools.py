@@ -13,8 +13,11 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import Field
+
 from plan_lsp.plan.document import MAX_PLAN_CHARS
 from plan_lsp.plan.text import as_lines, only_line_break
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safe_fs import read_text
@@ -73,21 +76,26 @@ class _DiskOnly:
         return False
 
 
+class PlanWriteArguments(ArgumentModel):
+    content: str = Field(description="the whole plan, Markdown")
+    plan_filename: str | None = Field(default=None, description="default PLAN.md")
+
+
+class ExitPlanModeArguments(ArgumentModel):
+    plan_filename: str | None = None
+
+
+class EnterPlanModeArguments(ArgumentModel):
+    reason: str | None = None
+
+
 PLAN_WRITE = ToolDefinition(
     name="plan_write",
     description=(
         "Write the plan document (Markdown). Replaces its whole content. `plan_filename` is "
         "a name inside the plans directory, default PLAN.md. Maximum 50,000 characters."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "description": "the whole plan, Markdown"},
-            "plan_filename": {"type": "string", "description": "default PLAN.md"},
-        },
-        "required": ["content"],
-        "additionalProperties": False,
-    },
+    arguments=PlanWriteArguments,
     safety=Safety.PLAN_FILE,
 )
 
@@ -97,12 +105,11 @@ EXIT_PLAN_MODE = ToolDefinition(
         "Submit the plan for the user's approval. Ends your turn; the user approves, "
         "rejects or comments. Call it once the plan is complete."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {"plan_filename": {"type": "string"}},
-        "additionalProperties": False,
-    },
+    arguments=ExitPlanModeArguments,
     safety=Safety.CONTROL,
+    role="agent",
+    only_in=WorkMode.PLAN,
+    elsewhere="the session is not in plan mode; there is no plan to submit",
 )
 
 ENTER_PLAN_MODE = ToolDefinition(
@@ -111,12 +118,10 @@ ENTER_PLAN_MODE = ToolDefinition(
         "Ask to switch to plan mode before a complex change: research read-only and write "
         "a plan for the user to approve."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {"reason": {"type": "string"}},
-        "additionalProperties": False,
-    },
+    arguments=EnterPlanModeArguments,
     safety=Safety.CONTROL,
+    only_in=WorkMode.BUILD,
+    elsewhere="the session is already in plan mode",
 )
 
 

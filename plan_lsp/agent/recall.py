@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.session import Session
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
@@ -16,6 +19,12 @@ RECALL_OUTPUT = "recall_output"
 # One page of a recalled output; `offset` pages on.
 PAGE_CHARS = 20_000
 
+
+class RecallArguments(ArgumentModel):
+    id: str = Field(description="the tool call id the stub names")
+    offset: int | None = Field(default=None, ge=0, description="character offset")
+
+
 DEFINITION = ToolDefinition(
     name=RECALL_OUTPUT,
     description=(
@@ -23,15 +32,7 @@ DEFINITION = ToolDefinition(
         "(the stub names its id). Long outputs come in pages of 20,000 characters: pass "
         "`offset` to read on."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "the tool call id the stub names"},
-            "offset": {"type": "integer", "minimum": 0, "description": "character offset"},
-        },
-        "required": ["id"],
-        "additionalProperties": False,
-    },
+    arguments=RecallArguments,
     safety=Safety.READ_ONLY,
 )
 
@@ -39,7 +40,7 @@ DEFINITION = ToolDefinition(
 def recall_tool(session: Session) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         call_id = args.get("id")
-        offset = args.get("offset", 0)
+        offset = args.get("offset") or 0
         if not isinstance(call_id, str) or not call_id:
             return ToolResult.error("invalid_arguments", "id must be the tool call id of a stub")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:

@@ -1,7 +1,9 @@
 """Definition gate: which tool definitions the model sees, for a work mode and allow-list.
 
-The mode rules are one data table (`MODE_RULES`); the execution gate reads the same table
-through `mode_refusal`, so what the model is shown and what may run can never disagree.
+The mode rules are one data table (`MODE_RULES`) plus what a definition says of itself (a
+control tool that belongs to one mode only: `only_in`); the execution gate reads the same
+rules through `mode_refusal`, so what the model is shown and what may run can never
+disagree.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ class ModeRule:
 
     # Safety labels that may be shown and run in this mode.
     safeties: frozenset[Safety]
-    # Names refused whatever their label (control tools that make no sense in this mode).
-    excluded_names: frozenset[str]
     # Whether per-call classified tools (bash) are offered; per call the classifier decides.
     classified_tools: bool
     # Why a tool is refused in this mode, in words a user understands.
@@ -35,7 +35,6 @@ class ModeRule:
 MODE_RULES: dict[WorkMode, ModeRule] = {
     WorkMode.PLAN: ModeRule(
         safeties=frozenset({Safety.READ_ONLY, Safety.PLAN_FILE, Safety.CONTROL, Safety.SUBAGENT}),
-        excluded_names=frozenset({"enter_plan_mode"}),
         classified_tools=True,
         refusal=(
             "plan mode only allows read-only tools; the plan document is the one thing "
@@ -45,7 +44,6 @@ MODE_RULES: dict[WorkMode, ModeRule] = {
     ),
     WorkMode.BUILD: ModeRule(
         safeties=frozenset({Safety.READ_ONLY, Safety.SIDE_EFFECT, Safety.CONTROL, Safety.SUBAGENT}),
-        excluded_names=frozenset({"exit_plan_mode"}),
         classified_tools=True,
         refusal="this tool belongs to plan mode and is not available in build mode",
     ),
@@ -60,12 +58,8 @@ def mode_refusal(definition: ToolDefinition, mode: WorkMode, plan_shell: str) ->
     """
     rule = MODE_RULES[mode]
     name = definition.name
-    if name in rule.excluded_names:
-        if name == "enter_plan_mode":
-            return "the session is already in plan mode"
-        if name == "exit_plan_mode":
-            return "the session is not in plan mode; there is no plan to submit"
-        return f"{name} is not available in {mode.value} mode"
+    if definition.only_in is not None and definition.only_in is not mode:
+        return definition.elsewhere or f"{name} is not available in {mode.value} mode"
     if definition.classified_per_call:
         if not rule.classified_tools:
             return f"{name}: {rule.refusal}"

@@ -26,8 +26,14 @@ from plan_lsp.policy.definitions import (
     name_refusal,
 )
 from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
-from plan_lsp.policy.permissions import PRIMARY_ARGUMENT, PermissionEngine
-from plan_lsp.policy.ports import PermissionAnswer, PermissionPort, PermissionRequest
+from plan_lsp.policy.permissions import PermissionEngine
+from plan_lsp.policy.ports import (
+    ChangePreview,
+    FileChange,
+    PermissionAnswer,
+    PermissionPort,
+    PermissionRequest,
+)
 from plan_lsp.policy.safety import ToolDefinition
 
 log = logging.getLogger(__name__)
@@ -150,9 +156,9 @@ class _CallState:
 
 def summarize_call(definition: ToolDefinition, arguments: Mapping[str, Any]) -> str:
     """One line saying what a call would do, for permission prompts."""
-    spec = PRIMARY_ARGUMENT.get(definition.name)
-    if spec is not None and isinstance(arguments.get(spec[0]), str):
-        return f"{definition.name}: {arguments[spec[0]]}"
+    spec = definition.primary_argument
+    if spec is not None and isinstance(arguments.get(spec.name), str):
+        return f"{definition.name}: {arguments[spec.name]}"
     text = json.dumps(dict(arguments), ensure_ascii=False, default=str)
     return f"{definition.name} {text[:200]}{'…' if len(text) > 200 else ''}"
 
@@ -198,7 +204,11 @@ class ExecutionGate:
         arguments: dict[str, Any],
         run_id: str,
         allow_names: frozenset[str] | None,
+        *,
+        preview: ChangePreview | None = None,
     ) -> GateDecision:
+        """`preview` computes what an edit call would change (the tool's own code), for the
+        permission request; it is called only when the user is asked."""
         name = definition.name
         mode = self.session.mode
         state = _CallState()
@@ -222,7 +232,7 @@ class ExecutionGate:
             return self._deny(name, mode, run_id, decision.reason, stage="rules")
         answer: PermissionAnswer | None = None
         if decision.verdict == "ask":
-            answer = await self._ask(definition, arguments, run_id)
+            answer = await self._ask(definition, arguments, run_id, preview)
             remembered = self.permissions.remember(answer, definition, arguments, mode)
             if remembered is not None:
                 state.notes["rule"] = remembered
@@ -352,13 +362,26 @@ class ExecutionGate:
         return verdict
 
     async def _ask(
-        self, definition: ToolDefinition, arguments: dict[str, Any], run_id: str
+        self,
+        definition: ToolDefinition,
+        arguments: dict[str, Any],
+        run_id: str,
+        preview: ChangePreview | None = None,
     ) -> PermissionAnswer:
+        change: FileChange | None = None
+        if preview is not None:
+            try:
+                change = await preview()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the prompt then shows the summary alone
+                log.exception("cannot compute the change of %s", definition.name)
         request = PermissionRequest(
             run_id=run_id,
             tool=definition.name,
             summary=summarize_call(definition, arguments),
             arguments=arguments,
+            change=change,
         )
         try:
             answer = await self.port.request_permission(request)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -12,12 +13,47 @@ from pydantic import BaseModel, Field
 
 PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
+# A permission request shows at most this much of a file's texts (UTF-8 bytes of before and
+# after together); a bigger change is described by its summary alone (`truncated`).
+MAX_CHANGE_BYTES = 2 * 1024 * 1024
+
+
+class FileChange(BaseModel):
+    """What an edit call would do to one file, computed by the tool's own code: the text the
+    user sees now (the open buffer, else the disk) and the exact text the tool would write."""
+
+    path: Path
+    # None: the file does not exist yet.
+    before: str | None
+    after: str
+
+    def wire(self, limit: int = MAX_CHANGE_BYTES) -> dict[str, Any]:
+        """The change as a request carries it: both texts, or neither and `truncated`."""
+        size = len(self.after.encode("utf-8", "surrogatepass"))
+        if self.before is not None:
+            size += len(self.before.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            return {"uri": self.path.as_uri(), "before": None, "after": None, "truncated": True}
+        return {
+            "uri": self.path.as_uri(),
+            "before": self.before,
+            "after": self.after,
+            "truncated": False,
+        }
+
+
+# Computes the change a call would make, when asked (None: it cannot be computed, e.g. the
+# call will fail); given to the execution gate by the tool runner.
+ChangePreview = Callable[[], Awaitable[FileChange | None]]
+
 
 class PermissionRequest(BaseModel):
     run_id: str
     tool: str
     summary: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # An edit tool's change to a file, when the tool can say what it would write.
+    change: FileChange | None = None
 
 
 class PermissionPort(Protocol):

@@ -2,14 +2,23 @@
 
 Lives in `policy/` (the lowest layer that decides) so that `tools/` can import it while
 `policy/` never imports `tools/`.
+
+A definition is everything known about a tool but its code: name, description, the
+argument model (which gives both the schema offered to the model and the check of what the
+model sends), safety label, timeout, and the facts the permission engine and the mode table
+read about it (which argument a rule matches, whether it edits files or only the agent's
+own state, the one work mode it belongs to). No table elsewhere is keyed by tool name.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from plan_lsp.policy.arguments import model_error, model_schema, schema_error
+from plan_lsp.policy.modes import WorkMode
 
 
 class Safety(StrEnum):
@@ -23,15 +32,69 @@ class Safety(StrEnum):
     SUBAGENT = "subagent"
 
 
+# What kind of call a tool makes, for the permission mode's defaults: "edit" changes files'
+# text (auto_edit lets it run inside the workspace), "agent" only changes the agent's own
+# state or talks to the user (never prompts). None: judged by the safety label.
+CallRole = Literal["edit", "agent"]
+
+
+class PrimaryArgument(BaseModel):
+    """The argument a permission rule's pattern is matched against, and how."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: Literal["command", "path"]
+
+
+class ArgumentsRefused(ValueError):
+    """The model's arguments do not fit the tool; the message names the field."""
+
+
 class ToolDefinition(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
     description: str
-    input_schema: dict[str, Any]
     safety: Safety
+    # Our own tools: the argument model. The schema below is derived from it.
+    arguments: type[BaseModel] | None = None
+    # Tools defined elsewhere (MCP): the schema their server gave, checked as given.
+    input_schema: dict[str, Any] = Field(default_factory=dict)
     # System tools pass a skill/subagent name allow-list, never the safety filter.
     system: bool = False
     timeout_s: float = 120.0
     # Safety of `bash` is decided per call by the shell classifier.
     classified_per_call: bool = False
+    # Which argument permission rules match (`bash(git log *)`, `write_file(src/**)`).
+    primary_argument: PrimaryArgument | None = None
+    role: CallRole | None = None
+    # A control tool that belongs to one work mode only, and why it is refused in the other.
+    only_in: WorkMode | None = None
+    elsewhere: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_from_model(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("arguments") is not None:
+            if data.get("input_schema"):
+                raise ValueError(
+                    f"tool {data.get('name')!r}: give an argument model or a schema, not both"
+                )
+            data = {**data, "input_schema": model_schema(data["arguments"])}
+        return data
+
+    def check_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as the tool receives them (for our tools: parsed by the argument
+        model, fields the model did not send left out); `ArgumentsRefused` names the field
+        that does not fit."""
+        if self.arguments is None:
+            error = schema_error(arguments, self.input_schema)
+            if error is not None:
+                raise ArgumentsRefused(error)
+            return arguments
+        try:
+            parsed = self.arguments.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentsRefused(model_error(exc, self.input_schema)) from None
+        return parsed.model_dump(exclude_unset=True)

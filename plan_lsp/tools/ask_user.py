@@ -5,10 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+
+
+# A question as the model asks it (a `Question` once checked).
+class AskedQuestion(ArgumentModel):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    options: list[str] = Field(min_length=1)
+    multiple: bool | None = None
+
+
+class AskUserArguments(ArgumentModel):
+    questions: list[AskedQuestion] = Field(min_length=1)
 
 
 def _parse(raw: object) -> list[Question] | ToolResult:
@@ -16,6 +29,8 @@ def _parse(raw: object) -> list[Question] | ToolResult:
         return ToolResult.error("invalid_arguments", "questions must be a non-empty list")
     questions: list[Question] = []
     for index, item in enumerate(raw):
+        if isinstance(item, dict):  # a field sent as null is a field not sent
+            item = {k: v for k, v in item.items() if v is not None}
         try:
             question = Question.model_validate(item)
         except ValidationError as exc:
@@ -68,35 +83,11 @@ ASK_USER_TOOL = Tool(
             "Each question has an `id`, `text`, `options` and optionally `multiple` "
             "(several options may be chosen)."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "questions": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "id": {"type": "string", "minLength": 1},
-                            "text": {"type": "string", "minLength": 1},
-                            "options": {
-                                "type": "array",
-                                "minItems": 1,
-                                "items": {"type": "string"},
-                            },
-                            "multiple": {"type": "boolean"},
-                        },
-                        "required": ["id", "text", "options"],
-                        "additionalProperties": False,
-                    },
-                }
-            },
-            "required": ["questions"],
-            "additionalProperties": False,
-        },
+        arguments=AskUserArguments,
         safety=Safety.READ_ONLY,
         # The user may take their time answering.
         timeout_s=3600.0,
+        role="agent",
     ),
     ask_user,
 )

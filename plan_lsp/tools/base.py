@@ -16,14 +16,22 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from plan_lsp.policy.ports import EditorPort, FileEdit, PermissionPort, PermissionRequest
+from plan_lsp.policy.ports import (
+    EditorPort,
+    FileChange,
+    FileEdit,
+    PermissionPort,
+    PermissionRequest,
+)
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.todo_ledger import RecordedTodos
 from plan_lsp.tools.todo_model import Todo
 
 __all__ = [
+    "ChangeImpl",
     "EditorPort",
     "EventSink",
+    "FileChange",
     "FileEdit",
     "PermissionRequest",
     "Question",
@@ -96,12 +104,16 @@ class ToolContext:
 
 
 ToolImpl = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+# What a call would change in a file, computed by the code the tool runs (edit tools only):
+# the permission request shows it.
+ChangeImpl = Callable[[dict[str, Any], ToolContext], Awaitable[FileChange | None]]
 
 
 @dataclass(frozen=True)
 class Tool:
     definition: ToolDefinition
     run: ToolImpl
+    preview: ChangeImpl | None = None
 
     @property
     def name(self) -> str:

@@ -25,8 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.modes import WorkMode
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.sandbox import (
     LANDLOCK,
     SandboxUnavailable,
@@ -234,11 +237,20 @@ def _result(
     return ToolResult(content="\n".join(parts), data=data)
 
 
+class BashArguments(ArgumentModel):
+    command: str = Field(description="The bash command line to run.")
+    timeout_s: float | None = Field(
+        default=None, description="Seconds before the command is killed (default 120, max 600)."
+    )
+
+
 async def _run_bash(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
         return ToolResult.error("invalid_arguments", "`command` must be a non-empty string")
-    raw_timeout = arguments.get("timeout_s", DEFAULT_TIMEOUT_S)
+    raw_timeout = arguments.get("timeout_s")
+    if raw_timeout is None:
+        raw_timeout = DEFAULT_TIMEOUT_S
     if isinstance(raw_timeout, bool) or not isinstance(raw_timeout, int | float):
         return ToolResult.error("invalid_arguments", "`timeout_s` must be a number of seconds")
     if raw_timeout <= 0:
@@ -268,20 +280,10 @@ BASH_TOOL = Tool(
             "read-only commands are accepted, and they run in a sandbox without writes or "
             "network. Default timeout 120 s, at most 600 s."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The bash command line to run."},
-                "timeout_s": {
-                    "type": "number",
-                    "description": "Seconds before the command is killed (default 120, max 600).",
-                },
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        },
+        arguments=BashArguments,
         safety=Safety.SIDE_EFFECT,
         classified_per_call=True,
+        primary_argument=PrimaryArgument(name="command", kind="command"),
         # Longer than the command's own limit, so the command's timeout reports first.
         timeout_s=MAX_TIMEOUT_S + 30.0,
     ),

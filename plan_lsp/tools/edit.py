@@ -11,22 +11,28 @@ before the file is even read, and names the path.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, Field, ValidationError
+
+from plan_lsp.policy.arguments import ArgumentModel, model_error
 from plan_lsp.policy.modes import WorkMode
-from plan_lsp.policy.ports import FileEdit
+from plan_lsp.policy.ports import FileChange, FileEdit
 from plan_lsp.policy.safe_fs import disk_text, read_text
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.server_dir import server_dir_refusal
 from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
-from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.base import ChangeImpl, Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
 
 # `ctx.extra[MODE_PROVIDER_KEY]` is a zero-argument callable returning the current WorkMode;
 # the tool runner sets it for every call.
 MODE_PROVIDER_KEY = "work_mode"
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def current_mode(ctx: ToolContext) -> WorkMode:
@@ -92,9 +98,38 @@ def _disk_holds(path: Path, text: str | None) -> bool:
     return current is not None and current == text
 
 
-def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:
+# `ctx.extra[ASKED_CHANGE_KEY]` is the `FileChange` the user was shown and allowed, when the
+# call asked for permission; the tool then writes exactly that or nothing.
+ASKED_CHANGE_KEY = "asked_change"
+
+
+class WriteFileArguments(ArgumentModel):
+    path: str = Field(description="Path relative to the workspace.")
+    content: str
+
+
+class EditFileArguments(ArgumentModel):
+    path: str = Field(description="Path relative to the workspace.")
+    old_text: str = Field(min_length=1)
+    new_text: str
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """What a call will write: computed once, by the code below, for both the permission
+    request and the write."""
+
+    path: Path
+    before: str | None
+    after: str
+
+    def as_change(self) -> FileChange:
+        return FileChange(path=self.path, before=self.before, after=self.after)
+
+
+def _target(path_argument: str, ctx: ToolContext) -> tuple[Path, str | None] | ToolResult:
     try:
-        path = resolve_path(args.get("path"), ctx.workspace_roots)
+        path = resolve_path(path_argument, ctx.workspace_roots)
     except PathRefused as exc:
         return ToolResult.error("path_refused", str(exc))
     shown = display_path(path, ctx.workspace_roots)
@@ -111,32 +146,10 @@ def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str | None] |
         return ToolResult.error("read_failed", f"cannot read {shown}: {exc.strerror or exc}")
 
 
-async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    content = args.get("content")
-    if not isinstance(content, str):
-        return ToolResult.error("invalid_arguments", "content must be a string")
-    target = _target(args, ctx)
-    if isinstance(target, ToolResult):
-        return target
-    path, current = target
-    return await _apply(ctx, path, content, current)
-
-
-async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    old, new = args.get("old_text"), args.get("new_text")
-    if not isinstance(old, str) or not old:
-        return ToolResult.error("invalid_arguments", "old_text must be a non-empty string")
-    if not isinstance(new, str):
-        return ToolResult.error("invalid_arguments", "new_text must be a string")
-    if old == new:
-        return ToolResult.error("no_change", "old_text and new_text are identical")
-    target = _target(args, ctx)
-    if isinstance(target, ToolResult):
-        return target
-    path, current = target
-    shown = display_path(path, ctx.workspace_roots)
-    if current is None:
-        return ToolResult.error("not_found", f"{shown} does not exist; use write_file to create it")
+def edited_text(current: str, old: str, new: str) -> str | tuple[str, int]:
+    """`current` with the one occurrence of `old` replaced by `new`; when `old` does not
+    occur exactly once, (the error code, the number of occurrences). A file with CRLF line
+    endings also matches `old` written with LF (the model saw LF), and gets `new` in CRLF."""
     count = _count(current, old)
     if count == 0 and "\r\n" in current and "\r\n" not in old:
         # The model saw LF line endings; the file has CRLF.
@@ -144,22 +157,95 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if _count(current, crlf_old) > 0:
             old, new, count = crlf_old, crlf_new, _count(current, crlf_old)
     if count == 0:
+        return ("old_text_not_found", 0)
+    if count > 1:
+        return ("old_text_ambiguous", count)
+    return current.replace(old, new, 1)
+
+
+def plan_write_file(args: WriteFileArguments, ctx: ToolContext) -> PlannedChange | ToolResult:
+    target = _target(args.path, ctx)
+    if isinstance(target, ToolResult):
+        return target
+    path, current = target
+    return PlannedChange(path, current, args.content)
+
+
+def plan_edit_file(args: EditFileArguments, ctx: ToolContext) -> PlannedChange | ToolResult:
+    if args.old_text == args.new_text:
+        return ToolResult.error("no_change", "old_text and new_text are identical")
+    target = _target(args.path, ctx)
+    if isinstance(target, ToolResult):
+        return target
+    path, current = target
+    shown = display_path(path, ctx.workspace_roots)
+    if current is None:
+        return ToolResult.error("not_found", f"{shown} does not exist; use write_file to create it")
+    after = edited_text(current, args.old_text, args.new_text)
+    if isinstance(after, str):
+        return PlannedChange(path, current, after)
+    code, count = after
+    if code == "old_text_not_found":
         return ToolResult.error(
-            "old_text_not_found",
+            code,
             f"old_text was not found in {shown}; read the file again and copy the text "
             "exactly, including whitespace and indentation",
             path=shown,
         )
-    if count > 1:
-        return ToolResult.error(
-            "old_text_ambiguous",
-            f"old_text occurs {count} times in {shown}; include more surrounding lines so it "
-            "matches exactly once",
-            path=shown,
-            occurrences=count,
-        )
-    return await _apply(ctx, path, current.replace(old, new, 1), current)
+    return ToolResult.error(
+        code,
+        f"old_text occurs {count} times in {shown}; include more surrounding lines so it "
+        "matches exactly once",
+        path=shown,
+        occurrences=count,
+    )
 
+
+Planner = Callable[[M, ToolContext], PlannedChange | ToolResult]
+
+
+def _parsed(model: type[M], args: dict[str, Any]) -> M | ToolResult:
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        return ToolResult.error("invalid_arguments", model_error(exc))
+
+
+def _edit_tool(model: type[M], planner: Planner[M]) -> tuple[ToolImpl, ChangeImpl]:
+    """The tool's implementation and its preview: one planner computes the text for both."""
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        parsed = _parsed(model, args)
+        if isinstance(parsed, ToolResult):
+            return parsed
+        planned = planner(parsed, ctx)
+        if isinstance(planned, ToolResult):
+            return planned
+        asked = ctx.extra.get(ASKED_CHANGE_KEY)
+        if isinstance(asked, FileChange) and asked != planned.as_change():
+            shown = display_path(planned.path, ctx.workspace_roots)
+            return ToolResult.error(
+                "changed_since_asked",
+                f"{shown} changed while the user was asked to allow this change, so it is not "
+                "what they allowed; nothing was written. Read the file again and retry",
+                path=shown,
+            )
+        return await _apply(ctx, planned.path, planned.after, planned.before)
+
+    async def preview(args: dict[str, Any], ctx: ToolContext) -> FileChange | None:
+        parsed = _parsed(model, args)
+        if isinstance(parsed, ToolResult):
+            return None
+        planned = planner(parsed, ctx)
+        return None if isinstance(planned, ToolResult) else planned.as_change()
+
+    return run, preview
+
+
+write_file, _write_file_change = _edit_tool(WriteFileArguments, plan_write_file)
+edit_file, _edit_file_change = _edit_tool(EditFileArguments, plan_edit_file)
+
+_PATH = PrimaryArgument(name="path", kind="path")
 
 WRITE_FILE_TOOL = Tool(
     ToolDefinition(
@@ -168,19 +254,14 @@ WRITE_FILE_TOOL = Tool(
             "Create or overwrite a file in the workspace with `content`. Prefer edit_file "
             "for changes to existing files."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace."},
-                "content": {"type": "string"},
-            },
-            "required": ["path", "content"],
-            "additionalProperties": False,
-        },
+        arguments=WriteFileArguments,
         safety=Safety.SIDE_EFFECT,
         timeout_s=60.0,
+        primary_argument=_PATH,
+        role="edit",
     ),
     write_file,
+    preview=_write_file_change,
 )
 
 EDIT_FILE_TOOL = Tool(
@@ -191,20 +272,14 @@ EDIT_FILE_TOOL = Tool(
             "old_text must match exactly once (whitespace included); add surrounding lines "
             "to make it unique."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace."},
-                "old_text": {"type": "string", "minLength": 1},
-                "new_text": {"type": "string"},
-            },
-            "required": ["path", "old_text", "new_text"],
-            "additionalProperties": False,
-        },
+        arguments=EditFileArguments,
         safety=Safety.SIDE_EFFECT,
         timeout_s=60.0,
+        primary_argument=_PATH,
+        role="edit",
     ),
     edit_file,
+    preview=_edit_file_change,
 )
 
 EDIT_TOOLS = (WRITE_FILE_TOOL, EDIT_FILE_TOOL)

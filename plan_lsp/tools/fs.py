@@ -15,9 +15,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import Field
+
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.permissions import glob_to_regex
 from plan_lsp.policy.safe_fs import FileTooLarge, WriteRefused
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for callers)
     BINARY_SNIFF_BYTES,
@@ -264,7 +267,31 @@ async def glob_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(content="\n".join(lines), data={"count": len(files), "capped": capped})
 
 
-_PATH = {"type": "string", "description": "Path relative to the workspace folder."}
+_PATH_WORDS = "Path relative to the workspace folder."
+_PATH = PrimaryArgument(name="path", kind="path")
+
+
+class ReadFileArguments(ArgumentModel):
+    path: str = Field(description=_PATH_WORDS)
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+
+
+class ListDirArguments(ArgumentModel):
+    path: str | None = Field(default=None, description=_PATH_WORDS)
+
+
+class GlobArguments(ArgumentModel):
+    pattern: str = Field(min_length=1)
+    path: str | None = Field(default=None, description=_PATH_WORDS)
+
+
+class GrepArguments(ArgumentModel):
+    pattern: str = Field(min_length=1)
+    path: str | None = Field(default=None, description=_PATH_WORDS)
+    glob: str | None = None
+    ignore_case: bool | None = None
+
 
 READ_FILE_TOOL = Tool(
     ToolDefinition(
@@ -273,18 +300,10 @@ READ_FILE_TOOL = Tool(
             "Read a text file in the workspace. Optional 1-based start_line/end_line select "
             "a range. Output is capped at 256 KB. Open editor buffers are read as shown."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "path": _PATH,
-                "start_line": {"type": "integer", "minimum": 1},
-                "end_line": {"type": "integer", "minimum": 1},
-            },
-            "required": ["path"],
-            "additionalProperties": False,
-        },
+        arguments=ReadFileArguments,
         safety=Safety.READ_ONLY,
         timeout_s=30.0,
+        primary_argument=_PATH,
     ),
     read_file,
 )
@@ -293,13 +312,10 @@ LIST_DIR_TOOL = Tool(
     ToolDefinition(
         name="list_dir",
         description="List a directory in the workspace (directories end with '/').",
-        input_schema={
-            "type": "object",
-            "properties": {"path": _PATH},
-            "additionalProperties": False,
-        },
+        arguments=ListDirArguments,
         safety=Safety.READ_ONLY,
         timeout_s=30.0,
+        primary_argument=_PATH,
     ),
     list_dir,
 )
@@ -311,14 +327,10 @@ GLOB_TOOL = Tool(
             "Find files by glob pattern relative to `path` (default: the workspace). "
             "'*' stays within a directory, '**' spans directories, e.g. '**/*.py'."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {"pattern": {"type": "string", "minLength": 1}, "path": _PATH},
-            "required": ["pattern"],
-            "additionalProperties": False,
-        },
+        arguments=GlobArguments,
         safety=Safety.READ_ONLY,
         timeout_s=60.0,
+        primary_argument=_PATH,
     ),
     glob_tool,
 )
@@ -331,19 +343,10 @@ GREP_TOOL = Tool(
             "'path:line:text'. `glob` filters files (e.g. '*.py'); `ignore_case` for "
             f"case-insensitive search. At most {GREP_CAP} matches."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "minLength": 1},
-                "path": _PATH,
-                "glob": {"type": "string"},
-                "ignore_case": {"type": "boolean"},
-            },
-            "required": ["pattern"],
-            "additionalProperties": False,
-        },
+        arguments=GrepArguments,
         safety=Safety.READ_ONLY,
         timeout_s=60.0,
+        primary_argument=_PATH,
     ),
     grep,
 )

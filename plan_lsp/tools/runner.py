@@ -1,6 +1,7 @@
 """The tool runner: the one path from a model's tool call to a tool implementation.
 
-Order: unknown tool → argument JSON → argument schema → execution gate (which may ask the
+Order: unknown tool → argument JSON → the tool's arguments (its argument model, or for a
+tool defined elsewhere its schema) → execution gate (which may ask the
 user) → the implementation, under the tool's timeout. Whatever an implementation raises
 becomes an error observation: the server never dies from a tool.
 """
@@ -16,10 +17,11 @@ from typing import Any, Protocol
 
 from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.ports import ChangePreview, FileChange
+from plan_lsp.policy.safety import ArgumentsRefused, Safety, ToolDefinition
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.bash import PLAN_NETWORK_KEY, READ_ONLY_UNASKED_KEY
-from plan_lsp.tools.edit import MODE_PROVIDER_KEY
+from plan_lsp.tools.edit import ASKED_CHANGE_KEY, MODE_PROVIDER_KEY
 from plan_lsp.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -32,98 +34,11 @@ class Gate(Protocol):
         arguments: dict[str, Any],
         run_id: str,
         allow_names: frozenset[str] | None,
+        *,
+        preview: ChangePreview | None = None,
     ) -> GateDecision: ...
 
     def current_mode(self) -> WorkMode: ...
-
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-def _type_name(value: object) -> str:
-    for name, types in _JSON_TYPES.items():
-        if isinstance(value, bool) and name != "boolean":
-            continue
-        if isinstance(value, types):
-            return name
-    return type(value).__name__
-
-
-def _has_type(value: object, expected: str) -> bool:
-    if isinstance(value, bool) and expected in ("integer", "number"):
-        return False
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
-
-
-def schema_error(value: Any, schema: dict[str, Any], where: str = "") -> str | None:
-    """The first way `value` breaks `schema` (the JSON-schema subset tools use), naming the
-    field; None when it conforms."""
-    label = f"'{where}'" if where else "the arguments"
-    expected = schema.get("type")
-    if expected is not None:
-        options = expected if isinstance(expected, list) else [expected]
-        if not any(_has_type(value, t) for t in options):
-            return f"{label} must be {' or '.join(options)}, not {_type_name(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
-        return f"{label} must be one of {allowed}, not {json.dumps(value, default=str)}"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return (
-                f"{label} must not be empty"
-                if schema["minLength"] == 1
-                else (f"{label} must be at least {schema['minLength']} characters")
-            )
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{label} must be at most {schema['maxLength']} characters"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{label} must be at least {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{label} must be at most {schema['maximum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{label} needs at least {schema['minItems']} item(s)"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{label} allows at most {schema['maxItems']} items"
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                error = schema_error(item, items, f"{where or 'arguments'}[{index}]")
-                if error is not None:
-                    return error
-    if isinstance(value, dict):
-        properties: dict[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"missing required field '{_join(where, name)}'"
-        for name, item in value.items():
-            if name in properties:
-                error = schema_error(item, properties[name], _join(where, name))
-                if error is not None:
-                    return error
-            elif schema.get("additionalProperties") is False:
-                known = ", ".join(properties) or "none"
-                return f"unknown field '{_join(where, name)}' (known fields: {known})"
-            elif isinstance(schema.get("additionalProperties"), dict):
-                error = schema_error(item, schema["additionalProperties"], _join(where, name))
-                if error is not None:
-                    return error
-    return None
-
-
-def _join(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name
 
 
 @dataclass
@@ -209,12 +124,28 @@ class ToolRunner:
             return ToolResult.error(
                 "invalid_arguments", f"the arguments of {name} must be a JSON object", tool=name
             )
-        error = schema_error(arguments, tool.definition.input_schema)
-        if error is not None:
-            return ToolResult.error("invalid_arguments", f"{name}: {error}", tool=name)
-
         try:
-            decision = await self.gate.check(tool.definition, arguments, ctx.run_id, allow_names)
+            arguments = tool.definition.check_arguments(arguments)
+        except ArgumentsRefused as exc:
+            return ToolResult.error("invalid_arguments", f"{name}: {exc}", tool=name)
+
+        # An edit tool's permission request shows what the tool's own code would write; the
+        # tool then writes exactly what was shown (ASKED_CHANGE_KEY) or nothing.
+        shown: list[FileChange | None] = []
+        extra: dict[str, Any] = {}
+        if tool.preview is not None:
+            change_of = tool.preview
+
+            async def preview() -> FileChange | None:
+                change = await change_of(arguments, ctx)
+                shown.append(change)
+                return change
+
+            extra["preview"] = preview
+        try:
+            decision = await self.gate.check(
+                tool.definition, arguments, ctx.run_id, allow_names, **extra
+            )
         except asyncio.CancelledError:
             raise
         except Exception:  # a broken check refuses: the gate fails closed
@@ -251,6 +182,7 @@ class ToolRunner:
                 MODE_PROVIDER_KEY: self.gate.current_mode,
                 PLAN_NETWORK_KEY: decision.network,
                 READ_ONLY_UNASKED_KEY: decision.read_only_unasked,
+                **({ASKED_CHANGE_KEY: shown[-1]} if shown and shown[-1] is not None else {}),
             },
         )
         relay = asyncio.ensure_future(_relay(ctx.cancel, call.cancel))

@@ -6,11 +6,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.todo_model import Todo, check_todos
 
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+class TodoWriteArguments(ArgumentModel):
+    todos: list[Todo]
 
 
 def render_todos(todos: list[Todo]) -> str:
@@ -60,31 +65,11 @@ TODO_WRITE_TOOL = Tool(
             "Replace the whole todo list. Each item has `content` and `status` "
             "(pending | in_progress | completed); at most one item may be in_progress."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1},
-                            "status": {
-                                "type": "string",
-                                "enum": ["pending", "in_progress", "completed"],
-                            },
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": False,
-                    },
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": False,
-        },
+        arguments=TodoWriteArguments,
         safety=Safety.READ_ONLY,
         system=True,
         timeout_s=10.0,
+        role="agent",
     ),
     todo_write,
 )

@@ -1,0 +1,259 @@
+"""A tool's arguments: the JSON Schema offered to the model, and the check of what it sends.
+
+Our own tools describe their arguments with one pydantic model each: `model_schema` turns it
+into the schema every provider accepts (self-contained: no `$ref`/`$defs`, no titles, no
+`null` branches, `additionalProperties: false` on every object), and `model_error` words a
+refusal of what the model sent the way `schema_error` words one for a tool whose schema
+came from elsewhere (an MCP server): the field named, what it must be.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+class ArgumentModel(BaseModel):
+    """Base of a tool's argument model: unknown fields are refused, and the model's
+    docstring is not its schema's description (the tool's description is)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of `model` as sent to a model provider: `$ref`s inlined, titles
+    dropped, an optional field offered as its non-null type (null is still accepted)."""
+    raw = model.model_json_schema()
+    defs: dict[str, Any] = raw.pop("$defs", {})
+    raw.pop("description", None)
+    schema = _clean(raw, defs, ())
+    if not isinstance(schema, dict):  # pragma: no cover - a model's schema is an object
+        raise TypeError(f"{model.__name__}: not an object schema")
+    return schema
+
+
+def _clean(node: Any, defs: Mapping[str, Any], seen: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_clean(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen:
+            raise ValueError(f"recursive argument model {name!r} cannot be inlined")
+        target = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+        return _clean(target, defs, (*seen, name))
+    any_of = node.get("anyOf")
+    if isinstance(any_of, list):
+        rest = [b for b in any_of if b != {"type": "null"}]
+        if len(rest) == 1 and len(rest) < len(any_of):
+            merged = {**rest[0], **{k: v for k, v in node.items() if k not in ("anyOf",)}}
+            if merged.get("default", 0) is None:
+                del merged["default"]
+            return _clean(merged, defs, seen)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _clean(sub, defs, seen) for name, sub in value.items()}
+        else:
+            out[key] = _clean(value, defs, seen)
+    if out.get("type") == "object" and "properties" in out:
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def self_contained(schema: Any) -> bool:
+    """No `$ref`, `$defs` or `definitions` anywhere in `schema`."""
+    if isinstance(schema, list):
+        return all(self_contained(s) for s in schema)
+    if isinstance(schema, dict):
+        if {"$ref", "$defs", "definitions"} & set(schema):
+            return False
+        return all(self_contained(v) for v in schema.values())
+    return True
+
+
+# -- wording ---------------------------------------------------------------------------------
+
+
+def type_name(value: object) -> str:
+    """The JSON type of `value` ("string", "integer", ...)."""
+    for name, types in _JSON_TYPES.items():
+        if isinstance(value, bool) and name != "boolean":
+            continue
+        if isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def field_path(loc: Sequence[str | int]) -> str:
+    """('items', 1, 'n') → 'items[1].n'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_EXPECTED = {
+    "string_type": "string",
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
+    "list_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+}
+
+
+def model_error(exc: ValidationError, schema: Mapping[str, Any] | None = None) -> str:
+    """The first thing wrong with the arguments, naming the field."""
+    first = exc.errors(include_url=False)[0]
+    loc: Sequence[str | int] = first.get("loc", ())
+    where = field_path(loc)
+    label = f"'{where}'" if where else "the arguments"
+    kind = first.get("type", "")
+    ctx: dict[str, Any] = dict(first.get("ctx") or {})
+    value = first.get("input")
+    if kind == "missing":
+        return f"missing required field '{where}'"
+    if kind == "extra_forbidden":
+        known = _known_fields(schema, loc[:-1]) if schema is not None else []
+        return f"unknown field '{where}' (known fields: {', '.join(known) or 'none'})"
+    if kind in _EXPECTED:
+        return f"{label} must be {_EXPECTED[kind]}, not {type_name(value)}"
+    if kind in ("literal_error", "enum"):
+        return (
+            f"{label} must be one of {ctx.get('expected', '')}, "
+            f"not {json.dumps(value, default=str)}"
+        )
+    if kind == "string_too_short":
+        least = ctx.get("min_length", 1)
+        if least == 1:
+            return f"{label} must not be empty"
+        return f"{label} must be at least {least} characters"
+    if kind == "string_too_long":
+        return f"{label} must be at most {ctx.get('max_length')} characters"
+    if kind == "too_short":
+        return f"{label} needs at least {ctx.get('min_length')} item(s)"
+    if kind == "too_long":
+        return f"{label} allows at most {ctx.get('max_length')} items"
+    if kind == "greater_than_equal":
+        return f"{label} must be at least {ctx.get('ge')}"
+    if kind == "greater_than":
+        return f"{label} must be greater than {ctx.get('gt')}"
+    if kind == "less_than_equal":
+        return f"{label} must be at most {ctx.get('le')}"
+    if kind == "less_than":
+        return f"{label} must be less than {ctx.get('lt')}"
+    message = str(first.get("msg", "is not valid"))
+    message = message.removeprefix("Value error, ")
+    return f"{label}: {message}"
+
+
+def _known_fields(schema: Mapping[str, Any], loc: Sequence[str | int]) -> list[str]:
+    node: Any = schema
+    for part in loc:
+        if not isinstance(node, Mapping):
+            return []
+        node = node.get("items") if isinstance(part, int) else node.get("properties", {}).get(part)
+    if not isinstance(node, Mapping):
+        return []
+    return list(node.get("properties", {}))
+
+
+# -- schemas from elsewhere (MCP tools) ------------------------------------------------------
+
+
+def _has_type(value: object, expected: str) -> bool:
+    if isinstance(value, bool) and expected in ("integer", "number"):
+        return False
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
+
+
+def schema_error(value: Any, schema: Mapping[str, Any], where: str = "") -> str | None:
+    """The first way `value` breaks `schema` (the JSON-Schema subset tool servers use),
+    naming the field; None when it conforms. For tools whose schema is given, not ours."""
+    label = f"'{where}'" if where else "the arguments"
+    expected = schema.get("type")
+    if expected is not None:
+        options = expected if isinstance(expected, list) else [expected]
+        if not any(_has_type(value, t) for t in options):
+            return f"{label} must be {' or '.join(options)}, not {type_name(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+        return f"{label} must be one of {allowed}, not {json.dumps(value, default=str)}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return (
+                f"{label} must not be empty"
+                if schema["minLength"] == 1
+                else (f"{label} must be at least {schema['minLength']} characters")
+            )
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"{label} must be at most {schema['maxLength']} characters"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{label} must be at least {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{label} must be at most {schema['maximum']}"
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return f"{label} needs at least {schema['minItems']} item(s)"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{label} allows at most {schema['maxItems']} items"
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                error = schema_error(item, items, f"{where or 'arguments'}[{index}]")
+                if error is not None:
+                    return error
+    if isinstance(value, dict):
+        properties: dict[str, Any] = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                return f"missing required field '{_join(where, name)}'"
+        for name, item in value.items():
+            if name in properties:
+                error = schema_error(item, properties[name], _join(where, name))
+                if error is not None:
+                    return error
+            elif schema.get("additionalProperties") is False:
+                known = ", ".join(properties) or "none"
+                return f"unknown field '{_join(where, name)}' (known fields: {known})"
+            elif isinstance(schema.get("additionalProperties"), dict):
+                error = schema_error(item, schema["additionalProperties"], _join(where, name))
+                if error is not None:
+                    return error
+    return None
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name

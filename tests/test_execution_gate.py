@@ -22,6 +22,7 @@ from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMod
 from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import builtin_registry
 from plan_lsp.tools.runner import ToolRunner
+from tests.tool_facts import builtin_facts
 
 
 @dataclass
@@ -67,7 +68,11 @@ class FakeEditor:
 
 def _definition(name: str, safety: Safety, **extra: Any) -> ToolDefinition:
     return ToolDefinition(
-        name=name, description=name, input_schema={"type": "object"}, safety=safety, **extra
+        name=name,
+        description=name,
+        input_schema={"type": "object"},
+        safety=safety,
+        **{**builtin_facts(name), **extra},
     )
 
 
@@ -81,6 +86,7 @@ BASH = ToolDefinition(
     },
     safety=Safety.SIDE_EFFECT,
     classified_per_call=True,
+    **builtin_facts("bash"),
 )
 READ = _definition("read_file", Safety.READ_ONLY)
 WRITE = _definition("write_file", Safety.SIDE_EFFECT)

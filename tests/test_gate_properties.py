@@ -28,6 +28,7 @@ from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMod
 from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import builtin_registry
 from plan_lsp.tools.runner import ToolRunner
+from tests.tool_facts import builtin_facts
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -168,7 +169,11 @@ class World:
 
 def _tool(name: str, safety: Safety, **extra: Any) -> ToolDefinition:
     return ToolDefinition(
-        name=name, description=name, input_schema={"type": "object"}, safety=safety, **extra
+        name=name,
+        description=name,
+        input_schema={"type": "object"},
+        safety=safety,
+        **{**builtin_facts(name), **extra},
     )
 
 

@@ -15,6 +15,7 @@ from plan_lsp.policy.permissions import (
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.session.model import PermissionMode, WorkMode
+from tests.tool_facts import builtin_facts
 
 
 def _tool(name: str, safety: Safety = Safety.SIDE_EFFECT, per_call: bool = False) -> ToolDefinition:
@@ -24,6 +25,7 @@ def _tool(name: str, safety: Safety = Safety.SIDE_EFFECT, per_call: bool = False
         input_schema={"type": "object"},
         safety=safety,
         classified_per_call=per_call,
+        **builtin_facts(name),
     )
 
 

@@ -37,21 +37,9 @@ class RuleScope(StrEnum):
     USER = "user"
 
 
-# Which argument a rule pattern is matched against, and how ("command" or "path").
-PRIMARY_ARGUMENT: dict[str, tuple[str, Literal["command", "path"]]] = {
-    "bash": ("command", "command"),
-    "read_file": ("path", "path"),
-    "write_file": ("path", "path"),
-    "edit_file": ("path", "path"),
-    "list_dir": ("path", "path"),
-    "glob": ("path", "path"),
-    "grep": ("path", "path"),
-}
-
-# Tools that only change the agent's own state (or talk to the user); they never prompt.
-AGENT_STATE_TOOLS = frozenset({"todo_write", "ask_user", "exit_plan_mode"})
-# File edit tools that `auto_edit` lets run without a prompt inside the workspace.
-EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+# Which argument a rule pattern is matched against (`ToolDefinition.primary_argument`), and
+# which calls only change the agent's own state or edit files (`ToolDefinition.role`), are
+# facts of each tool's definition.
 
 # What each permission mode does with each kind of call when no rule matched.
 MODE_DEFAULTS: dict[PermissionMode, dict[CallKind, Verdict]] = {
@@ -224,7 +212,7 @@ class PermissionEngine:
 
     def exact_rule(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> str:
         """The rule that matches exactly this call (used for "always" answers)."""
-        view = self._view(definition.name, arguments)
+        view = self._view(definition, arguments)
         name = escape_glob(definition.name)
         if view.kind == "command":
             return f"{name}({escape_glob(view.command)})"
@@ -268,7 +256,7 @@ class PermissionEngine:
         work_mode: WorkMode,
         read_only_proven: bool = False,
     ) -> PermissionDecision:
-        view = self._view(definition.name, arguments)
+        view = self._view(definition, arguments)
         applicable = [
             r
             for r in self._rules
@@ -315,14 +303,13 @@ class PermissionEngine:
         *,
         read_only_proven: bool = False,
     ) -> CallKind:
-        name = definition.name
         if definition.classified_per_call:
             return "read" if read_only_proven else "side_effect"
-        if name in AGENT_STATE_TOOLS or definition.safety in (Safety.PLAN_FILE, Safety.SUBAGENT):
+        if definition.role == "agent" or definition.safety in (Safety.PLAN_FILE, Safety.SUBAGENT):
             return "agent"
         if definition.safety is Safety.READ_ONLY:
             return "read"
-        if name in EDIT_TOOLS and self._inside_workspace(arguments.get("path")):
+        if definition.role == "edit" and self._inside_workspace(arguments.get("path")):
             return "edit"
         return "side_effect"
 
@@ -364,11 +351,11 @@ class PermissionEngine:
             return (lexical or resolved) if restrictive else (lexical and resolved)
         return False
 
-    def _view(self, name: str, arguments: Mapping[str, Any]) -> _CallView:
-        spec = PRIMARY_ARGUMENT.get(name)
+    def _view(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> _CallView:
+        spec = definition.primary_argument
         if spec is None:
             return _CallView("none")
-        key, kind = spec
+        key, kind = spec.name, spec.kind
         value = arguments.get(key)
         if kind == "command":
             command = value.strip() if isinstance(value, str) else ""

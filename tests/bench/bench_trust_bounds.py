@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from plan_lsp.policy.permissions import MAX_MATCHED_CHARS, PermissionEngine
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.session.model import PermissionMode, WorkMode
 
 BASH = ToolDefinition(
@@ -32,6 +32,7 @@ BASH = ToolDefinition(
     input_schema={"type": "object"},
     safety=Safety.SIDE_EFFECT,
     classified_per_call=True,
+    primary_argument=PrimaryArgument(name="command", kind="command"),
 )
 
 

@@ -260,6 +260,18 @@ export interface NewSessionParams {
 
 export type Outcome = 'never_planned' | 'planning_with_plan' | 'planning_without_plan' | 'completed';
 
+/** What an edit call would do to a file, computed by the server with the tool's own code: the diff to show before the user answers. */
+export interface PermissionChange {
+  /** The file. */
+  uri: string;
+  /** Its text now: the open buffer, else the disk; `null` for a new file (or when `truncated`). */
+  before: string | null;
+  /** Exactly the text the tool writes if allowed (`null` when `truncated`). */
+  after: string | null;
+  /** The texts are too big to send (over 2 MB together): show the summary alone, no diff. */
+  truncated: boolean;
+}
+
 export type PermissionMode = 'ask' | 'auto_edit' | 'yolo' | 'strict';
 
 /** A call waits for the user's permission (`planLsp/requestPermission` or `window/showMessageRequest` follows). */
@@ -398,6 +410,8 @@ export interface RequestPermissionParams {
   arguments: Record<string, unknown>;
   /** The answers offered, in order. */
   options: PermissionAnswer[];
+  /** For a call that changes a file's text (`edit_file`, `write_file`): the file's text before and after, when the server can compute it (absent otherwise, e.g. when the call will fail). */
+  change?: PermissionChange | null;
 }
 
 export interface RequestPermissionResult {

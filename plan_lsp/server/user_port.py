@@ -45,16 +45,17 @@ class LspUserPort:
             }
         )
         if self.client.support.permission_requests:
+            params: dict[str, Any] = {
+                "runId": request.run_id,
+                "tool": request.tool,
+                "summary": request.summary,
+                "arguments": request.arguments,
+                "options": PERMISSION_OPTIONS,
+            }
+            if request.change is not None:
+                params["change"] = request.change.wire()
             answered, answer = await self.client.request(
-                "planLsp/requestPermission",
-                {
-                    "runId": request.run_id,
-                    "tool": request.tool,
-                    "summary": request.summary,
-                    "arguments": request.arguments,
-                    "options": PERMISSION_OPTIONS,
-                },
-                timeout=PERSON_TIMEOUT_S,
+                "planLsp/requestPermission", params, timeout=PERSON_TIMEOUT_S
             )
             option = answer.get("optionId") if answered and isinstance(answer, dict) else None
             return option if option in PERMISSION_OPTIONS else "reject_once"

@@ -51,6 +51,7 @@ __all__ = [
     "ModeSwitchResult",
     "NewSessionParams",
     "PermissionAnswer",
+    "PermissionChange",
     "PermissionUpdate",
     "PlanDraftUpdate",
     "PlanRevisionsResult",
@@ -272,6 +273,24 @@ class TestConnectionResult(WireModel):
 # -- server → client requests -------------------------------------------------------------------
 
 
+class PermissionChange(WireModel):
+    """What an edit call would do to a file, computed by the server with the tool's own code:
+    the diff to show before the user answers."""
+
+    uri: str = Field(description="The file.")
+    before: str | None = Field(
+        description="Its text now: the open buffer, else the disk; `null` for a new file (or "
+        "when `truncated`)."
+    )
+    after: str | None = Field(
+        description="Exactly the text the tool writes if allowed (`null` when `truncated`)."
+    )
+    truncated: bool = Field(
+        description="The texts are too big to send (over 2 MB together): show the summary "
+        "alone, no diff."
+    )
+
+
 class RequestPermissionParams(WireModel):
     """`planLsp/requestPermission` (clients that declared `permissionRequests`): may this
     side-effect call run? Unanswered within the person timeout counts as a refusal."""
@@ -283,6 +302,12 @@ class RequestPermissionParams(WireModel):
         description="The call's arguments (for an edit: the path and the proposed text)."
     )
     options: list[PermissionAnswer] = Field(description="The answers offered, in order.")
+    change: PermissionChange | None = Field(
+        default=None,
+        description="For a call that changes a file's text (`edit_file`, `write_file`): the "
+        "file's text before and after, when the server can compute it (absent otherwise, "
+        "e.g. when the call will fail).",
+    )
 
 
 class RequestPermissionResult(WireModel):

@@ -99,7 +99,9 @@ def _disk_holds(path: Path, text: str | None) -> bool:
 
 
 # `ctx.extra[ASKED_CHANGE_KEY]` is the `FileChange` the user was shown and allowed, when the
-# call asked for permission; the tool then writes exactly that or nothing.
+# call asked for permission: the tool writes that change, not one computed again (if the
+# user typed in the file meanwhile, the change is replayed onto their text where the two
+# touch different lines, and refused where they meet: `policy.workspace_edit`).
 ASKED_CHANGE_KEY = "asked_change"
 
 
@@ -218,18 +220,12 @@ def _edit_tool(model: type[M], planner: Planner[M]) -> tuple[ToolImpl, ChangeImp
         parsed = _parsed(model, args)
         if isinstance(parsed, ToolResult):
             return parsed
+        asked = ctx.extra.get(ASKED_CHANGE_KEY)
+        if isinstance(asked, FileChange):
+            return await _apply(ctx, asked.path, asked.after, asked.before)
         planned = planner(parsed, ctx)
         if isinstance(planned, ToolResult):
             return planned
-        asked = ctx.extra.get(ASKED_CHANGE_KEY)
-        if isinstance(asked, FileChange) and asked != planned.as_change():
-            shown = display_path(planned.path, ctx.workspace_roots)
-            return ToolResult.error(
-                "changed_since_asked",
-                f"{shown} changed while the user was asked to allow this change, so it is not "
-                "what they allowed; nothing was written. Read the file again and retry",
-                path=shown,
-            )
         return await _apply(ctx, planned.path, planned.after, planned.before)
 
     async def preview(args: dict[str, Any], ctx: ToolContext) -> FileChange | None:

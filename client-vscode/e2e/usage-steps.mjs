@@ -50,6 +50,9 @@ export async function usageAndCompaction(page, chat, { model, ws }) {
 
     // The status bar item's tooltip has the same numbers.
     const item = page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye, .codicon-tools') }).first();
+    // The pointer may still be on the item from the step before (it was clicked): a hover
+    // needs it to arrive.
+    await page.mouse.move(0, 0);
     await item.hover();
     const hover = page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'Session tokens:' }).first();
     await hover.waitFor({ timeout: STEP_MS });

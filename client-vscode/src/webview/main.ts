@@ -10,7 +10,7 @@ import {
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
 import { CardAction, errorHint, fixAction, setupCardView, sidebarWarnings } from './setupCard';
-import { checklistHtml, todoChecklist } from './todoCard';
+import { argumentsHtml, checklistHtml, todoChecklist } from './toolCards';
 import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
 import { PERMISSION_MODES } from '../wireTypes';
 import { permissionModeDetail, permissionModeLabel } from '../permissionText';
@@ -109,7 +109,7 @@ function toolBody(item: ToolItem): string {
       if (path !== null) return `<div class="file-line"><code>${escapeHtml(path)}</code></div>`;
       break;
   }
-  return item.args ? `<pre class="tool-args">${escapeHtml(item.args)}</pre>` : '';
+  return argumentsHtml(item);
 }
 
 function renderItem(item: ChatItem): string {
@@ -293,6 +293,8 @@ function retry(id: number): void {
   if (text === null || isBusy(state) || state.serverStatus !== 'running') return;
   if (input.value.trim() === text.trim()) input.value = '';
   post({ type: 'prompt', text });
+  // Typing goes on in the input, not on the button.
+  input.focus();
 }
 
 function collectAnswers(requestId: string): Record<string, string[]> {

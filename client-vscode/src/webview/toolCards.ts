@@ -1,5 +1,8 @@
 /**
- * A `todo_write` call shown as the checklist it is, with the marks PLAN.md shows (`[ ]`
+ * Tool cards shown for what they are, never as JSON. The arguments of a call without a card
+ * of its own are a short list of fields (none for a call without arguments).
+ *
+ * A `todo_write` call is shown as the checklist it is, with the marks PLAN.md shows (`[ ]`
  * pending, `[~]` in progress, `[x]` done), never as its JSON. Once the call has run, the list
  * is the one the server kept (its observation: a step whose change was denied or failed is
  * not marked done there) with the server's notes; before that, the list the model asked for.
@@ -74,4 +77,19 @@ export function checklistHtml(list: Checklist): string {
   const notes = list.notes.map((n) => `<div class="todo-note" data-testid="todo-note">${escapeHtml(n)}</div>`).join('');
   const empty = list.items.length === 0 ? '<div class="todo-note">The todo list is empty.</div>' : '';
   return `<ul class="checklist" data-testid="todo-checklist" data-kept="${list.kept}">${rows}</ul>${empty}${notes}`;
+}
+
+/** At most this many characters of one argument's value on a card. */
+const FIELD_CHARS = 600;
+
+/** A call's arguments as `name: value` lines (strings as they are, anything else as compact
+ * JSON), or the raw text when they are not an object; empty for `{}`. */
+export function argumentsHtml(item: Pick<ToolItem, 'args' | 'input'>): string {
+  if (!item.input) return item.args ? `<pre class="tool-args">${escapeHtml(item.args)}</pre>` : '';
+  const rows = Object.entries(item.input).map(([key, value]) => {
+    const raw = typeof value === 'string' ? value : JSON.stringify(value);
+    const text = raw.length > FIELD_CHARS ? `${raw.slice(0, FIELD_CHARS)}…` : raw;
+    return `<div><span class="key">${escapeHtml(key)}:</span> ${escapeHtml(text)}</div>`;
+  });
+  return rows.length ? `<div class="tool-fields" data-testid="tool-fields">${rows.join('')}</div>` : '';
 }

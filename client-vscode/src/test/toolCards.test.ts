@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { initialChatState, reduce, ToolItem } from '../webview/chatState';
-import { checklistHtml, todoChecklist } from '../webview/todoCard';
+import { argumentsHtml, checklistHtml, todoChecklist } from '../webview/toolCards';
 
 const todos = [
   { content: 'Add the flag', status: 'completed' },
@@ -55,4 +55,13 @@ test('the plan card is not a scroll box inside the scrolling chat', () => {
   const css = readFileSync(join(__dirname, '..', '..', 'media', 'chat.css'), 'utf8');
   const rule = /\.plan-preview\s*\{([^}]*)\}/.exec(css)?.[1] ?? assert.fail('no .plan-preview rule');
   assert.doesNotMatch(rule, /max-height|overflow/);
+});
+
+test('other calls show their arguments as fields, none for {} and never as JSON text', () => {
+  assert.equal(argumentsHtml({ args: '{}', input: {} }), '');
+  const html = argumentsHtml({ args: '{"pattern":"<x>","limit":3}', input: { pattern: '<x>', limit: 3 } });
+  assert.ok(html.includes('<span class="key">pattern:</span> &lt;x&gt;') && html.includes('<span class="key">limit:</span> 3'), html);
+  assert.ok(!html.includes('{'), html);
+  assert.ok(argumentsHtml({ args: 'x'.repeat(10), input: { v: 'y'.repeat(5000) } }).includes('…'));
+  assert.equal(argumentsHtml({ args: 'not json', input: null }), '<pre class="tool-args">not json</pre>');
 });

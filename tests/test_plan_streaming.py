@@ -382,3 +382,204 @@ def test_any_chunking_ends_with_the_final_text(
 
     result = asyncio.run(run())
     assert result == content
+
+
+# -- PartialArgumentsReader: against json.loads, every piece read ----------------------------
+
+# Characters that stress the decoder: escapes, quotes, astral characters (two \u escapes),
+# lone surrogates (which json.loads keeps), the noncharacters the reader marks places with.
+_HARD_CHARS = st.sampled_from(
+    ["\\", '"', "a", "😀", "\ud800", "\udc00", "\ud83d", "\ufdd0", "\ufdd1", "\n", "é", "/"]
+)
+_HARD_TEXT = st.lists(_HARD_CHARS, max_size=40).map("".join) | st.text(
+    st.characters(codec=None, exclude_categories=()), max_size=40
+)
+_EXTRA = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _HARD_TEXT,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(_HARD_TEXT, children, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _hard_arguments(draw: st.DrawFn) -> str:
+    members: list[tuple[str, object]] = [("content", draw(_HARD_TEXT))]
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(st.sampled_from(["content", "plan_filename", "extra", "cont\\u0065nt"]))
+        value = draw(_HARD_TEXT) if key != "extra" else draw(_EXTRA)
+        members.insert(draw(st.integers(0, len(members))), (key, value))
+    ascii_only = draw(st.booleans())
+    parts = [
+        (json.dumps(key) if "\\" not in key else f'"{key}"')
+        + ": "
+        + json.dumps(value, ensure_ascii=ascii_only)
+        for key, value in members
+    ]
+    return "{" + ", ".join(parts) + "}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=_hard_arguments(), size=st.integers(min_value=1, max_value=9))
+def test_reader_agrees_with_json_loads_read_after_every_piece(raw: str, size: int) -> None:
+    expected = json.loads(raw)
+    content = expected["content"]
+    reader = PartialArgumentsReader()
+    shown = ""
+    restarts = _restarts(raw)
+    for start in range(0, len(raw), size):
+        reader.feed(raw[start : start + size])
+        now = reader.content_so_far
+        if not restarts:  # one content string: what was shown is never taken back
+            assert now.startswith(shown), (shown, now)
+        assert reader.plan_filename in (None, expected.get("plan_filename"), *_filenames(raw))
+        shown = now
+    assert reader.error is None and reader.done and reader.content_complete
+    assert reader.content_so_far == content
+    assert reader.plan_filename == (
+        expected["plan_filename"] if isinstance(expected.get("plan_filename"), str) else None
+    )
+
+
+def _restarts(raw: str) -> bool:
+    """Whether the content key comes more than once (each restarts the content)."""
+    return raw.count('"content"') + raw.count('"cont\\u0065nt"') > 1
+
+
+def _filenames(raw: str) -> list[object]:
+    """Every value a repeated plan_filename key had (the reader shows each when complete)."""
+    pairs = json.loads(raw, object_pairs_hook=lambda items: items)
+    return [value for key, value in pairs if key == "plan_filename"]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "shown"),
+    [
+        # a \u escape cut anywhere shows nothing of it until its fourth digit
+        (['{"content": "x', "\\", "u", "1", "2", "3", '4"}'], ["x", "x", "x", "x", "x", "x", "xሴ"]),
+        # a high surrogate waits for what follows: a low half (one character) ...
+        (['{"content": "a\\ud83d', "\\", "ude00", '"}'], ["a", "a", "a😀", "a😀"]),
+        # ... or anything else (then it stays alone, as json.loads keeps it)
+        (['{"content": "a\\ud83d', "\\n", '"}'], ["a", "a\ud83d\n", "a\ud83d\n"]),
+        (['{"content": "a\\ud83d', '"}'], ["a", "a\ud83d"]),
+        # an escaped backslash before a quote ends the string; an escaped quote does not
+        (['{"content": "a\\\\', '"', ', "x": 1}'], ["a\\", "a\\", "a\\"]),
+        (['{"content": "a\\', '"', 'b"}'], ["a", 'a"', 'a"b']),
+        # the noncharacters the reader marks places with, in the content itself
+        (['{"content": "\ufdd0\\ufdd1', '\ufdd2"}'], ["\ufdd0\ufdd1", "\ufdd0\ufdd1\ufdd2"]),
+    ],
+)
+def test_reader_shows_only_complete_characters(pieces: list[str], shown: list[str]) -> None:
+    reader = PartialArgumentsReader()
+    values = []
+    for piece in pieces:
+        reader.feed(piece)
+        values.append(reader.content_so_far)
+    assert values == shown
+    assert reader.done
+
+
+def test_reader_with_every_noncharacter_in_use_waits_for_the_end() -> None:
+    """The reader marks the open string with a noncharacter the arguments lack; with all of
+    them present it cannot tell, and shows the content once the arguments are complete."""
+    every = "".join(chr(c) for c in range(0xFDD0, 0xFDF0))
+    raw = json.dumps({"content": every + "plan"}, ensure_ascii=False)
+    reader = PartialArgumentsReader()
+    values = []
+    for start in range(0, len(raw), 5):
+        reader.feed(raw[start : start + 5])
+        values.append(reader.content_so_far)
+    assert values[-1] == every + "plan" and reader.done
+    assert all((every + "plan").startswith(value) for value in values)
+
+
+def test_reader_stops_at_the_end_of_the_object() -> None:
+    reader = PartialArgumentsReader()
+    reader.feed('{"content": "x"} {"content": "')
+    reader.feed('y"}')
+    assert reader.done and reader.error is None
+    assert reader.content_so_far == "x" and reader.content_complete
+
+
+def test_reader_error_after_a_complete_file_name_keeps_it() -> None:
+    reader = PartialArgumentsReader()
+    reader.feed('{"plan_filename": "a.md", "content": "ok\\q tail"}')
+    assert reader.error is not None and "escape" in reader.error
+    assert reader.plan_filename == "a.md"
+    assert reader.content_so_far == "ok"
+    assert not reader.done
+
+
+def test_reader_repeated_key_restarts_and_keeps_the_last_complete_file_name() -> None:
+    reader = PartialArgumentsReader()
+    reader.feed('{"content": "first", "plan_filename": "a.md", "plan_filename": "b.')
+    assert reader.content_so_far == "first" and reader.content_complete
+    assert reader.plan_filename == "a.md"  # the new name is not complete yet
+    reader.feed('md", "content": "sec')
+    assert reader.plan_filename == "b.md"
+    assert reader.content_so_far == "sec" and not reader.content_complete
+    reader.feed('ond", "plan_filename": null}')
+    assert reader.content_so_far == "second" and reader.plan_filename is None and reader.done
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_hard_arguments(), data=st.data())
+def test_reader_never_raises_on_damaged_arguments(raw: str, data: st.DataObject) -> None:
+    """Cut, doubled or replaced characters: never an exception; an error or no end unless
+    the damaged text is still a JSON object."""
+    where = data.draw(st.integers(0, len(raw)))
+    damage = data.draw(st.sampled_from(["cut", "insert", "replace"]))
+    junk = data.draw(st.sampled_from([*'"\\{}[],:x 0\ud800', "\\u12", "null"]))
+    if damage == "cut":
+        raw = raw[:where]
+    elif damage == "insert":
+        raw = raw[:where] + junk + raw[where:]
+    else:
+        raw = raw[:where] + junk + raw[where + 1 :]
+    reader = PartialArgumentsReader()
+    shown = ""
+    for start in range(0, len(raw), 3):
+        reader.feed(raw[start : start + 3])
+        if not _restarts(raw):
+            assert reader.content_so_far.startswith(shown)
+        shown = reader.content_so_far
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and raw.rstrip().endswith("}"):
+        assert reader.done and reader.error is None
+        content = parsed.get("content")
+        if isinstance(content, str):
+            assert reader.content_so_far == content
+    elif parsed is not None:  # valid JSON but not an object
+        assert reader.error is not None
+    elif reader.done:  # only a complete object, then more that is not read
+        value, end = json.JSONDecoder().raw_decode(raw.lstrip())
+        assert isinstance(value, dict) and raw.lstrip()[end:].strip()
+        assert reader.error is None
+
+
+def test_reader_decodes_each_piece_of_a_long_content_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read after every 4-character piece, a 20 KB content costs jiter a few times its size,
+    not the square of it: while the content string streams, only what arrived is decoded."""
+    import plan_lsp.plan.streaming as streaming
+
+    parsed: list[int] = []
+    real = streaming.jiter.from_json
+
+    def counting(data: bytes, /, **options: object) -> object:
+        parsed.append(len(data))
+        return real(data, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(streaming.jiter, "from_json", counting)
+    content = "".join(f'- [ ] step {i}: change `mod_{i}.py` — "quoted" 😀\n' for i in range(400))
+    raw = json.dumps({"plan_filename": "plan.md", "content": content})
+    assert len(raw) > 20_000
+    reader = PartialArgumentsReader()
+    for start in range(0, len(raw), 4):
+        reader.feed(raw[start : start + 4])
+        _ = reader.content_so_far, reader.plan_filename
+    assert reader.content_so_far == content and reader.done
+    assert sum(parsed) < 4 * len(raw.encode())

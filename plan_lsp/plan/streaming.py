@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Literal
+
+import jiter
 
 from plan_lsp.plan.text import (
     Encoding,
@@ -133,104 +136,205 @@ def apply_change(text: str, change: TextChange) -> str:
 
 
 # -- incremental JSON argument reader ----------------------------------------------------
+#
+# jiter parses the arguments received so far in its partial mode, which keeps the open
+# string's complete characters (an escape cut short, or a high surrogate whose low half may
+# follow, is left out). Which string is still open is read off the result: a noncharacter the
+# arguments do not hold is appended, and the value that ends with it is the open one.
 
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
-                   "r": "\r", "t": "\t"}  # fmt: skip
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_STRING_STOP = re.compile(r'["\\]')
-_WHITESPACE = " \t\r\n"
+_NONCHARACTERS = range(0xFDD0, 0xFDF0)  # never in a plan: free to mark a place
+_ESCAPED_NONCHARACTER = re.compile(r"\\u[fF][dD][dDeE][0-9a-fA-F]")
+# An escape at the end that more input completes: `\`, `\u` .. `\u123`, or a high surrogate
+# escape whose low half may follow.
+_UNFINISHED_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
+# Every escape left to right (so `\\` is read as one), picking out lone surrogates, escaped
+# or raw: `json.loads` keeps them as they are, jiter refuses them.
+_LONE_SURROGATE = re.compile(
+    r"\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|([dD][89a-fA-F][0-9a-fA-F]{2}))|.)|([\ud800-\udfff])",
+    re.DOTALL,
+)
+_ERROR_AT = re.compile(r" at line (\d+) column (\d+)\Z")
 
 
-class _StringDecoder:
-    """Decodes one JSON string body fed in pieces; `parts` hold only complete characters.
+def _unused_noncharacters(text: str, count: int) -> list[str] | None:
+    """`count` noncharacters `text` holds neither raw nor escaped; None if there are not."""
+    escaped = {int(m[0][2:], 16) for m in _ESCAPED_NONCHARACTER.finditer(text)}
+    found = [chr(c) for c in _NONCHARACTERS if c not in escaped and chr(c) not in text]
+    return found[:count] if len(found) >= count else None
 
-    A `\\uD800`-`\\uDBFF` escape is held back until the input says whether a low surrogate
-    escape follows (then the pair is one character, as `json.loads` decodes it).
-    """
 
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self._pending = ""  # the start of an escape whose end has not arrived yet
-        self._high: str | None = None  # a decoded high surrogate waiting for its pair
-        self.closed = False
-        self.error: str | None = None
+def _escaped_at(text: str, index: int) -> bool:
+    """Whether the character at `index` follows an odd run of backslashes."""
+    run = 0
+    while run < index and text[index - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
 
-    def _flush_high(self) -> None:
-        if self._high is not None:
-            self.parts.append(self._high)
-            self._high = None
 
-    def _emit(self, text: str) -> None:
-        if text:
-            self._flush_high()
-            self.parts.append(text)
+def _without_unfinished_escape(text: str) -> str:
+    for pattern in (_UNFINISHED_ESCAPE, _HIGH_SURROGATE_ESCAPE):
+        match = pattern.search(text, max(0, len(text) - 6))
+        if match and not _escaped_at(text, match.start()):
+            text = text[: match.start()]
+    return text
 
-    def feed(self, chunk: str, index: int) -> int:
-        """Consume from `chunk[index:]`; return the index after the closing quote (or end)."""
-        if self._pending:
-            # An escape never needs more than 6 characters; complete it from this chunk.
-            escape = self._pending + chunk[index : index + 6 - len(self._pending)]
-            used = self._decode_escape(escape)
-            if used == 0:  # still incomplete: the chunk is used up
-                self._pending = escape
-                return len(chunk)
-            index += used - len(self._pending)
-            self._pending = ""
-        while index < len(chunk) and self.error is None:
-            stop = _STRING_STOP.search(chunk, index)
-            if stop is None:
-                self._emit(chunk[index:])
-                return len(chunk)
-            self._emit(chunk[index : stop.start()])
-            index = stop.start()
-            if chunk[index] == '"':
-                self._flush_high()
-                self.closed = True
-                return index + 1
-            used = self._decode_escape(chunk[index : index + 6])
-            if used == 0:
-                self._pending = chunk[index:]
-                return len(chunk)
-            index += used
-        return len(chunk) if self.error is not None else index
 
-    def _decode_escape(self, escape: str) -> int:
-        """Decode the escape `escape` starts with (a backslash, maybe cut short).
+class _Restore:
+    """Puts back the lone surrogates `_protect` wrote as a marker and four hex digits."""
 
-        Returns the characters consumed, or 0 when more input is needed.
-        """
-        if len(escape) < 2:
-            return 0
-        kind = escape[1]
-        if kind in _SIMPLE_ESCAPES:
-            self._emit(_SIMPLE_ESCAPES[kind])
-            return 2
-        if kind != "u":
-            self.error = f"invalid escape \\{kind}"
-            return 2
-        digits = escape[2:6]
-        if any(digit not in _HEX_DIGITS for digit in digits):
-            self.error = "invalid \\u escape"
-            return len(escape)
-        if len(digits) < 4:
-            return 0
-        code = int(digits, 16)
-        if 0xDC00 <= code <= 0xDFFF and self._high is not None:
-            high = ord(self._high)
-            self._high = None
-            self.parts.append(chr(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)))
-        elif 0xD800 <= code <= 0xDBFF:
-            self._flush_high()
-            self._high = chr(code)
+    def __init__(self, marker: str | None = None) -> None:
+        self._pattern = re.compile(re.escape(marker) + "([0-9a-fA-F]{4})") if marker else None
+
+    def __call__(self, value: str) -> str:
+        if self._pattern is None:
+            return value
+        return self._pattern.sub(lambda m: chr(int(m[1], 16)), value)
+
+
+class _Refused(Exception):
+    """jiter refused `data`: it ends too soon (`incomplete`), a complete value is followed by
+    more (`trailing`), or it is malformed at byte `offset`."""
+
+    def __init__(self, message: str, data: bytes, restore: _Restore) -> None:
+        super().__init__(message)
+        self.data = data
+        self.restore = restore
+        self.incomplete = message.startswith("EOF while parsing")
+        self.trailing = message.startswith("trailing characters")
+        self.offset = len(data)
+        where = _ERROR_AT.search(message)
+        if where:
+            line_start = 0
+            for _ in range(int(where[1]) - 1):
+                line_start = data.find(b"\n", line_start) + 1
+            self.offset = max(0, min(len(data), line_start + int(where[2]) - 1))
+
+
+def _protect(text: str, avoid: str) -> tuple[bytes, _Restore]:
+    """`text` encoded with each lone surrogate written as a marker and its hex digits."""
+    markers = _unused_noncharacters(text + avoid, 1)
+    if markers is None:
+        raise _Refused("lone surrogates, and every noncharacter in use", b"", _Restore())
+    marker = markers[0]
+
+    def replace(match: re.Match[str]) -> str:
+        if match[1]:
+            return marker + match[1]
+        if match[2]:
+            return f"{marker}{ord(match[2]):04x}"
+        return match[0]
+
+    return _LONE_SURROGATE.sub(replace, text).encode(), _Restore(marker)
+
+
+def _load(
+    text: str, *, mode: Literal["trailing-strings", "on", "off"], avoid: str = ""
+) -> tuple[Any, _Restore]:
+    """`jiter.from_json(text)` in partial `mode` ("trailing-strings" keeps an open string at
+    the end, "on" leaves it out); lone surrogates decode as `json.loads` decodes them.
+    Raises `_Refused`."""
+    restore = _Restore()
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a raw lone surrogate
+        data, restore = _protect(text, avoid)
+    try:
+        return jiter.from_json(data, partial_mode=mode, cache_mode="keys"), restore
+    except ValueError as error:
+        message = str(error)
+    if "surrogate" in message or "hex escape" in message:
+        data, restore = _protect(text, avoid)
+        try:
+            return jiter.from_json(data, partial_mode=mode, cache_mode="keys"), restore
+        except ValueError as error:
+            message = str(error)
+    raise _Refused(message, data, restore)
+
+
+@dataclass
+class _Reading:
+    """What a prefix of the arguments says."""
+
+    content: str | None = None  # None: no content string has begun
+    content_complete: bool = False
+    plan_filename: str | None = None
+    filename_open: bool = False  # a file name string has begun and not ended; plan_filename
+    # is then the last complete one
+    content_open_at: int | None = None  # where the text ends inside the content string
+    done: bool = False
+    error: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return (self.content is not None and not self.content_complete) or self.filename_open
+
+
+def _interpret(value: Any, restore: _Restore, sentinel: str = "") -> _Reading:
+    """The reading of a parsed prefix, in which a string ending with `sentinel` is open."""
+    if not isinstance(value, dict):
+        return _Reading(error="arguments are not a JSON object")
+    reading = _Reading()
+    content = value.get(PartialArgumentsReader.CONTENT_KEY)
+    if isinstance(content, str):
+        reading.content_complete = not (sentinel and content.endswith(sentinel))
+        reading.content = restore(content if reading.content_complete else content[:-1])
+    filename = value.get(PartialArgumentsReader.FILENAME_KEY)
+    if isinstance(filename, str):
+        reading.filename_open = bool(sentinel) and filename.endswith(sentinel)
+        reading.plan_filename = None if reading.filename_open else restore(filename)
+    return reading
+
+
+def _read(text: str) -> _Reading | None:
+    """The reading of `text`, a prefix of the arguments; None when it cannot be told yet."""
+    if not text or text.isspace():
+        return _Reading()
+    markers = _unused_noncharacters(text, 2)
+    sentinel_reading: _Reading | None = None
+    if markers is not None:
+        sentinel, spare = markers
+        complete = _without_unfinished_escape(text)
+        try:
+            value, restore = _load(complete + sentinel, mode="trailing-strings", avoid=spare)
+        except _Refused:
+            pass  # the text does not end inside a string
         else:
-            self._emit(chr(code))
-        return 6
-
-    def text(self) -> str:
-        # Compacting on read keeps repeated reads of a growing draft to one copy each.
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
-        return self.parts[0] if self.parts else ""
+            sentinel_reading = _interpret(value, restore, sentinel)
+            if sentinel_reading.error is None and sentinel_reading.open:
+                if sentinel_reading.content is not None and not sentinel_reading.content_complete:
+                    sentinel_reading.content_open_at = len(complete)
+                if sentinel_reading.filename_open:  # a repeated key: the name before it
+                    value, restore = _load(complete, mode="on", avoid=spare)
+                    sentinel_reading.plan_filename = _interpret(value, restore).plan_filename
+                return sentinel_reading  # inside the content or the file name
+    # Outside a string, inside another, or malformed: the strict parse tells which.
+    try:
+        value, restore = _load(text, mode="off")
+    except _Refused as refused:
+        if refused.incomplete:
+            if sentinel_reading is not None:
+                return sentinel_reading
+            if markers is not None:  # the sentinel was refused: no string is open
+                value, restore = _load(text, mode="trailing-strings")
+                return _interpret(value, restore)
+            return None
+        if refused.trailing:  # a complete object and more: what follows is not read
+            value = jiter.from_json(refused.data[: refused.offset], cache_mode="keys")
+            restore = refused.restore
+        else:  # malformed: what came before the fault still counts
+            reading = _read(refused.data[: refused.offset].decode()) or _Reading()
+            if reading.content is not None:
+                reading.content = refused.restore(reading.content)
+            if reading.plan_filename is not None:
+                reading.plan_filename = refused.restore(reading.plan_filename)
+            reading.done = False
+            reading.error = str(refused)
+            return reading
+    reading = _interpret(value, restore)
+    reading.done = reading.error is None
+    return reading
 
 
 class PartialArgumentsReader:
@@ -241,151 +345,106 @@ class PartialArgumentsReader:
     Other keys are skipped, whatever their values. A repeated key restarts its value, as
     `json.loads` keeps the last. Malformed input sets `error` and stops reading; the final
     arguments are still parsed by the caller with `json.loads`.
+
+    Feeding only stores the piece; the properties parse what has arrived when read. While
+    the content string streams, only the text that arrived after its last complete escape
+    is decoded, so reading after every piece costs in proportion to the piece, not to the
+    arguments so far.
     """
 
     CONTENT_KEY = "content"
     FILENAME_KEY = "plan_filename"
 
     def __init__(self) -> None:
-        self._state = "start"
-        self._key: _StringDecoder | None = None
-        self._value: _StringDecoder | None = None
-        self._current_key = ""
-        self._content: _StringDecoder | None = None
-        self._skip_depth = 0
-        self._skip_in_string = False
-        self._skip_escape = False
-        self.plan_filename: str | None = None
-        self.content_started = False
-        self.content_complete = False
-        self.done = False
-        self.error: str | None = None
+        self._pieces: list[str] = []  # all the text
+        self._stale = False
+        # Inside the content string: the text after its last complete escape, not decoded.
+        self._content_rest: list[str] | None = None
+        self._content: str | None = None
+        self._content_complete = False
+        self._plan_filename: str | None = None
+        self._done = False
+        self._error: str | None = None
+
+    def feed(self, chunk: str) -> None:
+        if chunk and not self._done and self._error is None:
+            self._pieces.append(chunk)
+            if self._content_rest is not None:
+                self._content_rest.append(chunk)
+            self._stale = True
+
+    def _refresh(self) -> None:
+        if not self._stale:
+            return
+        self._stale = False
+        if self._content_rest is not None and self._content_advanced(self._content_rest):
+            return
+        self._content_rest = None
+        if len(self._pieces) > 1:
+            self._pieces[:] = ["".join(self._pieces)]
+        text = self._pieces[0] if self._pieces else ""
+        try:
+            reading = _read(text)
+        except (_Refused, ValueError, RecursionError) as error:  # never in practice
+            reading = _Reading(error=f"unreadable arguments: {error}")
+        if reading is None:
+            return
+        if reading.error is not None:
+            self._error = reading.error
+            self._pieces.clear()
+        if reading.content is not None:
+            self._content = reading.content
+            self._content_complete = reading.content_complete
+        self._plan_filename = reading.plan_filename
+        self._done = reading.done
+        if reading.content_open_at is not None and not self._done and self._error is None:
+            self._content_rest = [text[reading.content_open_at :]]
+
+    def _content_advanced(self, rest: list[str]) -> bool:
+        """Decode what arrived inside the content string; False if it may have ended (or
+        holds something only the whole text explains)."""
+        text = "".join(rest)
+        quote = text.find('"')
+        while quote >= 0 and _escaped_at(text, quote):
+            quote = text.find('"', quote + 1)
+        if quote >= 0:
+            return False
+        complete = _without_unfinished_escape(text)
+        if complete:
+            try:
+                decoded = jiter.from_json(b'"' + complete.encode() + b'"', cache_mode="none")
+            except (ValueError, UnicodeEncodeError):
+                return False
+            self._content = (self._content or "") + decoded
+        rest[:] = [text[len(complete) :]]
+        return True
 
     @property
     def content_so_far(self) -> str:
-        return "" if self._content is None else self._content.text()
+        self._refresh()
+        return self._content or ""
 
-    def _fail(self, message: str) -> None:
-        self.error = message
-        self._state = "failed"
+    @property
+    def content_started(self) -> bool:
+        self._refresh()
+        return self._content is not None
 
-    def feed(self, chunk: str) -> None:
-        index = 0
-        while index < len(chunk) and self._state not in ("failed", "done"):
-            index = self._step(chunk, index)
-        if self._state == "done":
-            self.done = True
+    @property
+    def content_complete(self) -> bool:
+        self._refresh()
+        return self._content_complete
 
-    def _step(self, chunk: str, index: int) -> int:
-        state = self._state
-        if state in ("key", "value"):
-            decoder = self._key if state == "key" else self._value
-            assert decoder is not None
-            index = decoder.feed(chunk, index)
-            if decoder.error is not None:
-                self._fail(decoder.error)
-            elif decoder.closed:
-                self._string_closed(state, decoder)
-            return index
-        if state == "skip":
-            return self._skip(chunk, index)
-        if state == "scalar":
-            while index < len(chunk) and chunk[index] not in ",}" + _WHITESPACE:
-                index += 1
-            if index < len(chunk):
-                self._state = "after_value"
-            return index
-        char = chunk[index]
-        if char in _WHITESPACE:
-            return index + 1
-        if state == "start":
-            if char == "{":
-                self._state = "key_or_end"
-            else:
-                self._fail("arguments are not a JSON object")
-        elif state == "key_or_end":
-            self._expect_key(char)
-        elif state == "colon":
-            if char == ":":
-                self._state = "value_start"
-            else:
-                self._fail("expected ':' after a key")
-        elif state == "value_start":
-            self._start_value(char)
-            return index if self._state == "scalar" else index + 1
-        elif state == "after_value":
-            if char == ",":
-                self._state = "key_required"
-            elif char == "}":
-                self._state = "done"
-            else:
-                self._fail("expected ',' or '}' after a value")
-        elif state == "key_required":
-            if char == '"':
-                self._key = _StringDecoder()
-                self._state = "key"
-            else:
-                self._fail("expected a key")
-        return index + 1
+    @property
+    def plan_filename(self) -> str | None:
+        self._refresh()
+        return self._plan_filename
 
-    def _expect_key(self, char: str) -> None:
-        if char == '"':
-            self._key = _StringDecoder()
-            self._state = "key"
-        elif char == "}":
-            self._state = "done"
-        else:
-            self._fail("expected a key or '}'")
+    @property
+    def done(self) -> bool:
+        self._refresh()
+        return self._done
 
-    def _start_value(self, char: str) -> None:
-        if char == '"':
-            self._value = _StringDecoder()
-            if self._current_key == self.CONTENT_KEY:
-                self._content = self._value  # a repeated key restarts, like json.loads
-                self.content_started = True
-                self.content_complete = False
-            self._state = "value"
-        elif char in "{[":
-            self._skip_depth = 1
-            self._skip_in_string = False
-            self._skip_escape = False
-            self._state = "skip"
-        else:
-            if self._current_key == self.FILENAME_KEY:
-                self.plan_filename = None  # null (or a non-string) means the default name
-            self._state = "scalar"
-
-    def _string_closed(self, state: str, decoder: _StringDecoder) -> None:
-        if state == "key":
-            self._current_key = decoder.text()
-            self._state = "colon"
-            return
-        if self._current_key == self.CONTENT_KEY:
-            self.content_complete = True
-        elif self._current_key == self.FILENAME_KEY:
-            self.plan_filename = decoder.text()
-        self._value = None
-        self._state = "after_value"
-
-    def _skip(self, chunk: str, index: int) -> int:
-        """Skip a nested object/array value, minding strings and escapes inside it."""
-        while index < len(chunk):
-            char = chunk[index]
-            index += 1
-            if self._skip_in_string:
-                if self._skip_escape:
-                    self._skip_escape = False
-                elif char == "\\":
-                    self._skip_escape = True
-                elif char == '"':
-                    self._skip_in_string = False
-            elif char == '"':
-                self._skip_in_string = True
-            elif char in "{[":
-                self._skip_depth += 1
-            elif char in "}]":
-                self._skip_depth -= 1
-                if self._skip_depth == 0:
-                    self._state = "after_value"
-                    return index
-        return index
+    @property
+    def error(self) -> str | None:
+        self._refresh()
+        return self._error

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = [
     "classify",
     "streaming",
+    "partial_json",
     "responsiveness",
     "harness",
     "startup",

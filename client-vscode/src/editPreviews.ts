@@ -1,13 +1,15 @@
 /**
- * See before you allow: an edit's permission request opens `vscode.diff` of the file as it is
- * against the text the call proposes, with Allow / Deny in the chat card and in the diff
+ * See before you allow: an edit's permission request opens `vscode.diff` of the texts the
+ * server sent with it (its `change`: the file's text before, the exact text the tool writes,
+ * both computed by the tool's own code), with Allow / Deny in the chat card and in the diff
  * editor's title bar. And after a run: the diff of what the run changed in a file, against a
  * copy taken when the run first touched it.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { editPath, proposedText, textBeforeCall } from './proposal';
+import { editPath, requestDiff, textBeforeCall } from './proposal';
+import type { RequestPermissionParams } from './protocol';
 import { VirtualTexts } from './virtualTexts';
 
 /** Copies kept per (run, file); old runs fall out first. */
@@ -24,7 +26,7 @@ export class EditPreviews {
   private readonly before = new Map<string, string | null>();
   /** Open proposals: the proposed text's URI → permission request id. */
   private readonly proposals = new Map<string, string>();
-  private readonly requests = new Map<string, { tool: string; args: Record<string, unknown>; file: string }>();
+  private readonly requests = new Map<string, { tool: string; file: string; before: string | null; after: string }>();
   /** Diffs of allowed proposals, closed when their call ends: (run, tool) → proposed URIs. */
   private readonly closeAfter = new Map<string, Set<string>>();
 
@@ -61,19 +63,26 @@ export class EditPreviews {
     if (this.before.size > MAX_SNAPSHOTS) this.before.delete(this.before.keys().next().value as string);
   }
 
-  /** Registers a permission request for an edit; returns the file when a diff can be shown. */
-  track(requestId: string, tool: string, args: Record<string, unknown> | undefined): string | null {
-    const rel = editPath(tool, args ?? null);
-    const file = rel ? this.resolve(rel) : undefined;
-    if (!file || !args) return null;
-    this.requests.set(requestId, { tool, args, file });
-    return rel;
+  /** Registers a permission request; returns the file (as the call names it) when the
+   * request carries a change to show. Its before-text is also the run's copy of the file
+   * when the run had not touched it yet. */
+  track(requestId: string, params: RequestPermissionParams): string | null {
+    const diff = requestDiff(params.change);
+    if (!diff.ok) return null;
+    const file = path.normalize(vscode.Uri.parse(diff.uri).fsPath);
+    this.requests.set(requestId, { tool: params.tool, file, before: diff.before, after: diff.after });
+    const runId = params.runId;
+    if (runId && !this.before.has(`${runId}\u0000${file}`)) {
+      this.before.set(`${runId}\u0000${file}`, diff.before);
+      if (this.before.size > MAX_SNAPSHOTS) this.before.delete(this.before.keys().next().value as string);
+    }
+    const named = editPath(params.tool, params.arguments ?? null);
+    return named ?? path.basename(file);
   }
 
   /**
    * The request was answered. A denied proposal's diff closes now; an allowed one stays until
-   * the call has run (`callEnded`): its left side is the file itself, open in the editor, and
-   * closing it while the server edits that buffer would race the edit.
+   * the call has run (`callEnded`), so what was allowed stays in view while it is written.
    */
   settle(requestId: string, runId: string | null, allowed: boolean): void {
     const request = this.requests.get(requestId);
@@ -106,20 +115,14 @@ export class EditPreviews {
     return uri ? this.proposals.get(uri.toString()) : undefined;
   }
 
-  /** Opens the diff of the file now against what the call would make of it. */
+  /** Opens the diff of the request's before-text against its after-text (the server's). */
   async showProposal(requestId: string): Promise<boolean> {
     const request = this.requests.get(requestId);
     if (!request) return false;
-    const { tool, args, file } = request;
-    const current = this.currentText(file);
-    const proposal = proposedText(tool, args, current);
+    const { tool, file, before, after } = request;
     const name = path.basename(file);
-    if (!proposal.ok) {
-      void vscode.window.showWarningMessage(`Plan LSP: cannot preview the change to ${name}: ${proposal.problem}.`);
-      return false;
-    }
-    const left = current !== null && fs.existsSync(file) ? vscode.Uri.file(file) : this.texts.uriFor('new-file', name, '');
-    const right = this.texts.uriFor(`proposed-${requestId}`, name, proposal.text);
+    const left = this.texts.uriFor(before === null ? 'new-file' : `now-${requestId}`, name, before ?? '');
+    const right = this.texts.uriFor(`proposed-${requestId}`, name, after);
     this.proposals.set(right.toString(), requestId);
     await vscode.commands.executeCommand('vscode.diff', left, right, `${name}: now ↔ proposed by ${tool} (allow?)`, {
       preview: true,

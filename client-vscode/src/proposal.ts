@@ -1,7 +1,8 @@
 /**
- * What an edit tool call would do to a file, computed from its arguments (`write_file`:
- * `{path, content}`, `edit_file`: `{path, old_text, new_text}`) — for the diff
- * shown before the user allows it, and for "what did the run change". Pure: tested in Node.
+ * Edit calls as the client sees them: the diff a permission request shows is the server's
+ * (its `change`: the file's text before and the exact text the tool writes), never computed
+ * here; what a run changed in a file is diffed against a copy taken when the run first
+ * touched it. Pure: tested in Node.
  */
 
 export const EDIT_TOOLS = new Set(['write_file', 'edit_file']);
@@ -12,30 +13,30 @@ export function editPath(tool: string, args: Record<string, unknown> | null): st
   return typeof args.path === 'string' && args.path.trim() ? args.path : null;
 }
 
-export type Proposal = { ok: true; text: string } | { ok: false; problem: string };
+/** What a permission request's diff shows: the server's own texts, computed by the code the
+ * tool runs (`change` of `planLsp/requestPermission`), or why there is no diff. */
+export type RequestDiff =
+  | { ok: true; uri: string; before: string | null; after: string }
+  | { ok: false; problem: string };
+
+/** The diff of a permission request's `change`: its before-text (null: a new file) against
+ * its after-text. No change (not an edit, or a call the server knows will fail) or a change
+ * too big to send (`truncated`) shows no diff, only the request's summary. */
+export function requestDiff(change: unknown): RequestDiff {
+  if (!change || typeof change !== 'object') return { ok: false, problem: 'the server sent no change to show' };
+  const c = change as Record<string, unknown>;
+  if (c.truncated === true) return { ok: false, problem: 'the change is too big to show' };
+  if (typeof c.uri !== 'string' || typeof c.after !== 'string' || (c.before !== null && typeof c.before !== 'string')) {
+    return { ok: false, problem: 'the change the server sent is incomplete' };
+  }
+  return { ok: true, uri: c.uri, before: c.before as string | null, after: c.after };
+}
 
 function occurrences(haystack: string, needle: string): number {
   if (!needle) return 0;
   let count = 0;
   for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.length)) count++;
   return count;
-}
-
-/** The file's text after the call, given its text now (null: the file does not exist). */
-export function proposedText(tool: string, args: Record<string, unknown>, current: string | null): Proposal {
-  if (tool === 'write_file') {
-    return typeof args.content === 'string' ? { ok: true, text: args.content } : { ok: false, problem: 'no content given' };
-  }
-  if (tool !== 'edit_file') return { ok: false, problem: `${tool} is not an edit` };
-  const oldText = args.old_text;
-  const newText = args.new_text;
-  if (typeof oldText !== 'string' || typeof newText !== 'string') return { ok: false, problem: 'old_text/new_text missing' };
-  if (current === null) return { ok: false, problem: 'the file does not exist' };
-  const count = occurrences(current, oldText);
-  if (count === 0) return { ok: false, problem: 'old_text is not in the file (the edit will fail)' };
-  if (count > 1) return { ok: false, problem: `old_text occurs ${count} times (the edit will fail)` };
-  const at = current.indexOf(oldText);
-  return { ok: true, text: current.slice(0, at) + newText + current.slice(at + oldText.length) };
 }
 
 /**

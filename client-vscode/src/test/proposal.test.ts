@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { editPath, proposedText, textBeforeCall } from '../proposal';
+import { editPath, requestDiff, textBeforeCall } from '../proposal';
 
 test('edit calls name their file; other calls do not', () => {
   assert.equal(editPath('write_file', { path: 'a.py', content: '' }), 'a.py');
@@ -10,23 +10,33 @@ test('edit calls name their file; other calls do not', () => {
   assert.equal(editPath('write_file', null), null);
 });
 
-test('write_file proposes its content; a new file has no current text', () => {
-  assert.deepEqual(proposedText('write_file', { path: 'n.py', content: 'x = 1\n' }, null), { ok: true, text: 'x = 1\n' });
-  assert.equal(proposedText('write_file', { path: 'n.py' }, 'old').ok, false);
+test("a request's diff is the server's before and after texts", () => {
+  const uri = 'file:///ws/h.py';
+  assert.deepEqual(requestDiff({ uri, before: 'a\r\nb', after: 'a\r\nc', truncated: false }), {
+    ok: true,
+    uri,
+    before: 'a\r\nb',
+    after: 'a\r\nc',
+  });
+  // A new file has no before-text.
+  assert.deepEqual(requestDiff({ uri, before: null, after: 'x', truncated: false }), { ok: true, uri, before: null, after: 'x' });
 });
 
-test('edit_file replaces the one occurrence; a missing or repeated old_text cannot be previewed', () => {
-  assert.deepEqual(
-    proposedText('edit_file', { path: 'h.py', old_text: "print('hi')", new_text: "print('hello, world')" }, "import os\nprint('hi')\n"),
-    { ok: true, text: "import os\nprint('hello, world')\n" },
-  );
-  const missing = proposedText('edit_file', { path: 'h.py', old_text: 'nope', new_text: 'x' }, 'abc');
-  assert.equal(missing.ok, false);
-  assert.match(missing.ok ? '' : missing.problem, /not in the file/);
-  const twice = proposedText('edit_file', { path: 'h.py', old_text: 'a', new_text: 'x' }, 'a a');
-  assert.match(twice.ok ? '' : twice.problem, /2 times/);
-  assert.equal(proposedText('edit_file', { path: 'h.py', old_text: 'a', new_text: 'b' }, null).ok, false);
+test('no change, a truncated one or an incomplete one shows no diff', () => {
+  const uri = 'file:///ws/h.py';
+  for (const change of [undefined, null, 'x']) {
+    assert.match(diffProblem(change), /no change/);
+  }
+  assert.match(diffProblem({ uri, before: null, after: null, truncated: true }), /too big/);
+  assert.match(diffProblem({ uri, before: 'a', truncated: false }), /incomplete/);
+  assert.match(diffProblem({ before: 'a', after: 'b', truncated: false }), /incomplete/);
+  assert.match(diffProblem({ uri, before: 3, after: 'b', truncated: false }), /incomplete/);
 });
+
+function diffProblem(change: unknown): string {
+  const diff = requestDiff(change);
+  return diff.ok ? '' : diff.problem;
+}
 
 test('the text before a call: an edit already on disk is undone; an already written file is unknown', () => {
   const args = { path: 'h.py', old_text: "print('hi')", new_text: "print('hello')" };

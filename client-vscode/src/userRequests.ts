@@ -29,7 +29,7 @@ export class UserRequests {
 
   async askPermission(params: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
     const requestId = this.chat.newRequestId('perm');
-    const path = this.previews.track(requestId, params.tool, params.arguments);
+    const path = this.previews.track(requestId, params);
     this.host.setContext('planLsp.proposalPending', path !== null);
     let optionId: string = DISMISSED_PERMISSION.optionId;
     try {

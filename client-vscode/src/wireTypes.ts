@@ -98,6 +98,8 @@ export type RequestPermissionParams = Pick<Wire.RequestPermissionParams, 'tool' 
   /** The call's arguments (for an edit: the path and the proposed text). */
   arguments?: Record<string, unknown>;
   options?: unknown[];
+  /** An edit's texts before and after, as the server computed them (absent: no diff). */
+  change?: Wire.PermissionChange | null;
 };
 
 /** The answer: one of the offered option ids (`Wire.RequestPermissionResult`; the client

@@ -14,14 +14,15 @@ the edit of app.py was denied". The model's list is otherwise kept as it sent it
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.tools.todo_model import Todo
 
-_EDIT_TOOLS = frozenset({"write_file", "edit_file"})
 _MAX_TARGET = 120
 _MAX_REASON = 200
 
@@ -34,11 +35,13 @@ class Setback:
     target: str
     what: str
     reason: str
+    # What the call was, by its tool's definition: a file edit, a shell command, or a call.
+    kind: Literal["edit", "command", "call"] = "call"
 
     def describe(self) -> str:
-        if self.tool in _EDIT_TOOLS:
+        if self.kind == "edit":
             subject = f"the edit of {self.target}"
-        elif self.tool == "bash":
+        elif self.kind == "command":
             subject = f"the command `{self.target}`"
         else:
             subject = f"the call of {self.tool}"
@@ -59,19 +62,42 @@ def _key(content: str) -> str:
     return " ".join(content.split()).casefold()
 
 
-def _target(tool: str, arguments: Mapping[str, Any] | str) -> str:
+@functools.cache
+def _builtin_definitions() -> dict[str, ToolDefinition]:
+    # Imported when first needed: the registry imports the tools, which import this module.
+    from plan_lsp.tools.registry import builtin_registry
+
+    return {d.name: d for d in builtin_registry().definitions()}
+
+
+def builtin_definition(name: str) -> ToolDefinition | None:
+    """The definition of the built-in tool `name`, if there is one."""
+    return _builtin_definitions().get(name)
+
+
+def _kind(definition: ToolDefinition | None) -> Literal["edit", "command", "call"]:
+    if definition is None:
+        return "call"
+    if definition.role == "edit":
+        return "edit"
+    if definition.primary_argument is not None and definition.primary_argument.kind == "command":
+        return "command"
+    return "call"
+
+
+def _target(
+    tool: str, definition: ToolDefinition | None, arguments: Mapping[str, Any] | str
+) -> str:
+    """What a call changes, by its definition's primary argument (the file an edit changes,
+    the command a shell runs); the tool's name for any other call."""
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
             parsed = {}
         arguments = parsed if isinstance(parsed, dict) else {}
-    if tool in _EDIT_TOOLS:
-        value = arguments.get("path")
-    elif tool == "bash":
-        value = arguments.get("command")
-    else:
-        value = None
+    spec = definition.primary_argument if _kind(definition) != "call" and definition else None
+    value = arguments.get(spec.name) if spec is not None else None
     if not isinstance(value, str) or not value.strip():
         return tool
     value = " ".join(value.split())
@@ -93,7 +119,10 @@ def _what(data: Mapping[str, Any] | None) -> tuple[str, str]:
 class StepLedger:
     """One run's record of setbacks per step of the todo list."""
 
-    def __init__(self) -> None:
+    def __init__(self, definition_of: Callable[[str], ToolDefinition | None] | None = None) -> None:
+        # What each tool is (an edit, a command), from its definition: the built-in tools'
+        # unless the caller knows more.
+        self._definition_of = definition_of or builtin_definition
         # Setbacks since the last list, not yet given to a step.
         self._unassigned: list[Setback] = []
         # Outstanding setbacks per step (by its normalised text).
@@ -110,12 +139,15 @@ class StepLedger:
         data: Mapping[str, Any] | None,
     ) -> None:
         """A call of a tool that changes the workspace ended (allowed or not)."""
-        target = _target(tool, arguments)
+        definition = self._definition_of(tool)
+        kind = _kind(definition)
+        target = _target(tool, definition, arguments)
         if not is_error:
-            # The change happened after all: earlier setbacks of that target are made up.
+            # The change happened after all: earlier setbacks of that target are made up (an
+            # edit of a file by any edit tool).
             def made_up(setback: Setback) -> bool:
                 return setback.target == target and (
-                    setback.tool == tool or {setback.tool, tool} <= _EDIT_TOOLS
+                    setback.tool == tool or setback.kind == kind == "edit"
                 )
 
             self._unassigned = [s for s in self._unassigned if not made_up(s)]
@@ -127,7 +159,7 @@ class StepLedger:
                     del self._held[key]
             return
         what, reason = _what(data)
-        self._unassigned.append(Setback(tool, target, what, reason))
+        self._unassigned.append(Setback(tool, target, what, reason, kind))
 
     def record(self, todos: list[Todo]) -> RecordedTodos:
         """The list the model sent, with every step that has a setback outstanding kept

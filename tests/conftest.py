@@ -38,11 +38,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# The server keeps the key that seals its state in the user's state folder
-# ($XDG_STATE_HOME/plan-lsp): the tests, and the servers and editors they start, get their own.
+# The server keeps every workspace's session state in the user's state folder
+# ($XDG_STATE_HOME/plan-lsp unless PLAN_LSP_STATE_DIR names another): the tests, and the
+# servers and editors they start (they inherit the environment), never use the real one.
+# This folder serves what starts before a test (a module's fixtures); every test gets its
+# own (`state_dir` below).
 _STATE_HOME = tempfile.mkdtemp(prefix="plan-lsp-state-")
 atexit.register(shutil.rmtree, _STATE_HOME, True)
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
+os.environ.pop("PLAN_LSP_STATE_DIR", None)
 
 # The model SDKs describe the platform in their headers, and the first `platform.processor()`
 # of a process runs `uname -p`: asked here once, so no unit test starts it depending on order.
@@ -275,3 +279,15 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     if len(attempts) > before:
         pytest.fail(f"{UNIT_TIER_MESSAGE}: {'; '.join(attempts[before:])}", pytrace=False)
     return result
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's own user state folder: `$XDG_STATE_HOME` points at a fresh folder (so
+    the server's `$XDG_STATE_HOME/plan-lsp`, the returned path, is the test's alone), and
+    `PLAN_LSP_STATE_DIR` is unset so a test that names another `XDG_STATE_HOME` (or `HOME`)
+    for a server it starts is obeyed."""
+    home = tmp_path_factory.mktemp("state-home")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    monkeypatch.delenv("PLAN_LSP_STATE_DIR", raising=False)
+    return home / "plan-lsp"

@@ -1,8 +1,9 @@
 """The server's own folder `.plan-lsp/`: plans directory location, tool refusals, revisions
-written without following links, and a state database that cannot be pointed elsewhere."""
+written without following links, and a state database never kept (or written) in it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -15,7 +16,7 @@ from plan_lsp.policy.server_dir import (
     PlansDir,
     ensure_plans_dir,
     locate_plans_dir,
-    prepare_state_file,
+    plans_dir_once_made,
     server_dir_refusal,
     write_revision,
 )
@@ -121,27 +122,16 @@ def test_write_plan_file(ws: Path) -> None:
     assert (ws / "src" / "run.sh").read_text() == "#!/bin/sh\necho run\n"
 
 
-# -- the state database ----------------------------------------------------------------------
+# -- the state database is not the workspace's --------------------------------------------
 
 
-def test_state_file_is_fine_in_a_real_folder(ws: Path) -> None:
-    assert prepare_state_file(ws / ".plan-lsp" / "state.db") is None
-    assert (ws / ".plan-lsp").is_dir()
-
-
-@pytest.mark.parametrize(
-    ("setup", "problem"),
-    [
-        ("dir-link", ".plan-lsp is a symbolic link"),
-        ("db-link", ".plan-lsp/state.db is a symbolic link"),
-        ("wal-link", ".plan-lsp/state.db-wal is a symbolic link"),
-        ("db-hardlink", ".plan-lsp/state.db has other hard links"),
-        ("db-fifo", ".plan-lsp/state.db is not a regular file"),
-    ],
-)
-def test_a_state_file_pointing_elsewhere_keeps_state_in_memory(
-    ws: Path, setup: str, problem: str
+@pytest.mark.parametrize("setup", ["dir-link", "db-link", "wal-link", "db-hardlink", "db-fifo"])
+def test_a_state_file_in_the_workspace_pointing_elsewhere_is_never_written(
+    ws: Path, setup: str
 ) -> None:
+    """State lives in the user's state folder: whatever `.plan-lsp/state.db` a repository
+    lays out (a link, a hard link to one of its files, a FIFO) is never written through,
+    and the session is saved."""
     empty = ws / "src" / "__init__.py"
     empty.write_text("")
     server = ws / ".plan-lsp"
@@ -157,13 +147,43 @@ def test_a_state_file_pointing_elsewhere_keeps_state_in_memory(
         os.link(empty, server / "state.db")
     elif setup == "db-fifo":
         os.mkfifo(server / "state.db")
-    found = prepare_state_file(server / "state.db")
-    assert found is not None and found.startswith(problem)
+    before = sorted(p.name for p in server.iterdir())
     warnings: list[str] = []
-    store = StateStore(server / "state.db", warn=warnings.append)
+    store = StateStore.for_workspace(ws, warn=warnings.append)
     store.save("s1", str(ws), {"mode": "plan"})
-    assert store.first_session(str(ws)) == ("s1", {"mode": "plan"})
+    assert store.persistent and not store.path.is_relative_to(ws)
     store.close()
     assert empty.read_bytes() == b""  # SQLite never wrote into the repository's file
     assert sorted(p.name for p in (ws / "src").iterdir()) == ["__init__.py", "run.sh"]
-    assert warnings and "kept in memory only" in warnings[0] and problem in warnings[0]
+    assert sorted(p.name for p in server.iterdir()) == before
+    assert all("ignored" in w for w in warnings)
+
+
+# -- the plans watch makes no folder ---------------------------------------------------------
+
+
+async def test_the_plans_watch_makes_nothing_while_there_is_no_plans_dir(ws: Path) -> None:
+    stop = asyncio.Event()
+    stop.set()
+    assert await plans_dir_once_made(ws / ".plan-lsp" / "plans", ws, stop) is None
+    assert not (ws / ".plan-lsp").exists()
+
+
+async def test_the_plans_watch_finds_the_plans_dir_once_it_is_made(ws: Path) -> None:
+    stop = asyncio.Event()
+    found = asyncio.ensure_future(plans_dir_once_made(ws / ".plan-lsp" / "plans", ws, stop))
+    await asyncio.sleep(0)  # it runs up to its watch (found the same if the watch is late)
+    assert not found.done() and not (ws / ".plan-lsp").exists()
+    (ws / ".plan-lsp").mkdir()
+    (ws / ".plan-lsp" / "plans").mkdir()
+    try:
+        assert await asyncio.wait_for(found, 60) == ws.resolve() / ".plan-lsp" / "plans"
+    finally:
+        stop.set()
+
+
+async def test_the_plans_watch_refuses_a_linked_server_folder(ws: Path) -> None:
+    (ws / ".plan-lsp").symlink_to(ws / "src")
+    (ws / "src" / "plans").mkdir()
+    with pytest.raises(WriteRefused, match="symbolic link"):
+        await plans_dir_once_made(ws / ".plan-lsp" / "plans", ws, asyncio.Event())

@@ -1,447 +1,473 @@
-"""The state database is trusted only as far as this server wrote it for this user
-(`session/trust.py`, `session/state_db.py`).
-
-Table tests of the hostile files a repository can ship at `.plan-lsp/state.db*` (foreign
-databases, triggers, views, virtual tables, forged identities and states, headers SQLite
-extensions use, rollback journals, WAL files next to a trusted database), of the user's key,
-and of the connection's authorizer; hypothesis properties over seals and over schema objects
-added to an otherwise perfect copy of the server's database.
-"""
+"""Session state in the user's state folder: where it lives, its permissions, a damaged
+database set aside, and the one-time import of an earlier version's
+`<workspace>/.plan-lsp/state.db` (only what plan-lsp sealed for this user; a hostile file is
+ignored and never blocks start-up)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
+import secrets
 import sqlite3
 import stat
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from plan_lsp.session import Session, StateStore
-from plan_lsp.session.state_db import SCHEMA, identity_seal
-from plan_lsp.session.trust import KEY_FILE, KeyUnavailable, StateKey, load_user_key
+from plan_lsp.session import Session, StateStore, legacy_state
+from plan_lsp.session.legacy_state import SCHEMA_V2, _Key
+from plan_lsp.session.state_home import state_root, workspace_key, workspace_state_file
 
-FOREIGN = "was not created by plan-lsp for this user"
-
-
-@pytest.fixture
-def key_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh user state folder for this test (the user's key is made in it)."""
-    home = tmp_path / "state-home"
-    monkeypatch.setenv("XDG_STATE_HOME", str(home))
-    return home / "plan-lsp"
+Warnings = list[str]
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    (root / ".plan-lsp").mkdir(parents=True)
-    return root
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
 
 
-def _db(ws: Path) -> Path:
-    return ws / ".plan-lsp" / "state.db"
+def _db_of(state_dir: Path, ws: Path) -> Path:
+    return state_dir / workspace_key(ws) / "state.db"
 
 
-def _open(ws: Path, key: StateKey | None = None) -> tuple[StateStore, list[str]]:
-    warnings: list[str] = []
-    return StateStore(_db(ws), warn=warnings.append, key=key), warnings
+def _open(ws: Path) -> tuple[StateStore, Warnings]:
+    warnings: Warnings = []
+    return StateStore.for_workspace(ws, warn=warnings.append), warnings
 
 
-def _trusted_session(ws: Path, mode: str = "plan") -> str:
-    """A session the server itself saved (then closed), in `mode`; its id."""
-    store, _ = _open(ws)
-    store.save("mine", str(ws), {"mode": mode, "permissionMode": "ask"})
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+# -- where the state lives -------------------------------------------------------------------
+
+
+def test_the_same_real_path_has_the_same_key_through_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "code" / "app"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    assert workspace_key(tmp_path / "link") == workspace_key(real)
+    assert workspace_key(tmp_path / "code" / ".." / "code" / "app") == workspace_key(real)
+
+
+def test_two_folders_of_the_same_name_have_different_keys(tmp_path: Path) -> None:
+    a, b = tmp_path / "one" / "app", tmp_path / "two" / "app"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    ka, kb = workspace_key(a), workspace_key(b)
+    assert ka != kb
+    assert ka.startswith("app-") and kb.startswith("app-")
+
+
+@given(st.text(min_size=1, max_size=80).filter(lambda s: "/" not in s and "\x00" not in s))
+def test_a_key_is_one_readable_safe_folder_name(name: str) -> None:
+    key = workspace_key(Path("/nonexistent-root") / name)
+    assert re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,39}-[0-9a-f]{16}|root-[0-9a-f]{16}", key)
+    assert key not in (".", "..") and not key.startswith(".")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"PLAN_LSP_STATE_DIR": "/s/own", "XDG_STATE_HOME": "/x", "HOME": "/h"}, "/s/own"),
+        ({"XDG_STATE_HOME": "/x", "HOME": "/h"}, "/x/plan-lsp"),
+        ({"HOME": "/h"}, "/h/.local/state/plan-lsp"),
+        # Relative values are ignored, as the XDG specification asks.
+        ({"PLAN_LSP_STATE_DIR": "r", "XDG_STATE_HOME": "r", "HOME": "/h"}, "/h/.local/state/plan-lsp"),  # noqa: E501
+        ({"PLAN_LSP_STATE_DIR": "", "XDG_STATE_HOME": "/x", "HOME": "/h"}, "/x/plan-lsp"),
+    ],
+)  # fmt: skip
+def test_the_state_root(env: dict[str, str], expected: str) -> None:
+    assert state_root(env) == Path(expected)
+
+
+def test_the_folders_are_private_and_the_database_too(ws: Path, state_dir: Path) -> None:
+    old = os.umask(0)  # the modes must not depend on a permissive umask
+    try:
+        store, warnings = _open(ws)
+        Session(store, ws, ws / ".plan-lsp" / "plans")
+    finally:
+        os.umask(old)
+    db = _db_of(state_dir, ws)
+    assert store.path == db and warnings == []
+    assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    for path in db.parent.iterdir():  # state.db and its -wal/-shm
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     store.close()
-    return "mine"
 
 
-def _bytes_of(path: Path) -> bytes:
-    return path.read_bytes()
+def test_nothing_is_written_into_the_workspace(ws: Path, state_dir: Path) -> None:
+    store, _ = _open(ws)
+    session = Session(store, ws, ws / ".plan-lsp" / "plans")
+    session.store.append_event(session.id, "note", "user", {})
+    store.close()
+    assert _tree(ws) == []
+    assert _db_of(state_dir, ws).is_file()
 
 
-def _aside(ws: Path, tag: str) -> list[Path]:
-    return sorted((ws / ".plan-lsp").glob(f"state.db.{tag}-*"))
+def test_a_session_is_found_again_through_a_link_to_its_folder(ws: Path, tmp_path: Path) -> None:
+    store, _ = _open(ws)
+    first = Session(store, ws, ws / ".plan-lsp" / "plans")
+    store.close()
+    (tmp_path / "alias").symlink_to(ws)
+    again, _ = _open(tmp_path / "alias")
+    assert Session(again, tmp_path / "alias", ws / ".plan-lsp" / "plans").id == first.id
+    again.close()
 
 
-# -- foreign databases ---------------------------------------------------------------------
+def test_two_folders_of_the_same_name_do_not_share_a_session(tmp_path: Path) -> None:
+    a, b = tmp_path / "one" / "app", tmp_path / "two" / "app"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    sa, _ = _open(a)
+    sb, _ = _open(b)
+    assert Session(sa, a, a / "plans").id != Session(sb, b, b / "plans").id
+    assert sa.path != sb.path
 
 
-def _ours_without_identity(conn: sqlite3.Connection, ws: Path) -> None:
-    conn.executescript(SCHEMA)
-    state = json.dumps({"mode": "build", "permissionMode": "yolo"})
+# -- a damaged or foreign database in the state folder ---------------------------------------
+
+
+def _other_program(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+
+
+def _older_schema(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_V2)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "tag"),
+    [
+        (lambda db: db.write_bytes(b"this is not a database" * 100), "corrupt"),
+        (lambda db: db.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200), "corrupt"),
+        (_other_program, "foreign"),
+        (_older_schema, "foreign"),
+    ],
+)
+def test_a_bad_database_is_set_aside_with_a_warning_and_a_new_one_made(
+    ws: Path, state_dir: Path, make: Callable[[Path], None], tag: str
+) -> None:
+    db = _db_of(state_dir, ws)
+    db.parent.mkdir(parents=True)
+    make(db)
+    before = db.read_bytes()
+    store, warnings = _open(ws)
+    session = Session(store, ws, ws / "plans")
+    assert session.mode.value == "plan"
+    aside = list(db.parent.glob(f"state.db.{tag}-*"))
+    assert [p.read_bytes() for p in aside] == [before]
+    assert len(warnings) == 1 and aside[0].name in warnings[0] and str(db) in warnings[0]
+    assert store.path == db
+    store.close()
+
+
+def test_an_unusable_state_folder_keeps_state_in_memory(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("PLAN_LSP_STATE_DIR", str(tmp_path / "a-file" / "plan-lsp"))
+    store, warnings = _open(ws)
+    session = Session(store, ws, ws / "plans")
+    assert not store.persistent and session.mode.value == "plan"
+    assert len(warnings) == 1 and "in memory only" in warnings[0]
+    assert "a-file" in warnings[0]
+
+
+def test_a_damaged_session_row_is_skipped_with_a_warning(ws: Path, state_dir: Path) -> None:
+    store, _ = _open(ws)
+    Session(store, ws, ws / "plans")
+    store.close()
+    conn = sqlite3.connect(_db_of(state_dir, ws))
+    conn.execute("UPDATE sessions SET state = '[not json'")
+    conn.commit()
+    conn.close()
+    store, warnings = _open(ws)
+    assert store.first_session(str(ws)) is None
+    assert any("damaged" in w for w in warnings)
+
+
+# -- importing an earlier version's database -------------------------------------------------
+
+
+def _user_key(state_dir: Path) -> _Key:
+    """The key the earlier version made in the user's state folder."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_bytes(32)
+    key_file = state_dir / "state-key"
+    key_file.write_text(secret.hex() + "\n")
+    key_file.chmod(0o600)
+    return _Key(secret)
+
+
+SESSION = {
+    "mode": "build",
+    "permissionMode": "strict",
+    "planStatus": "approved",
+    "planPath": "/p/PLAN.md",
+    "approved": {"path": "/p/PLAN.md", "text": "# Plan\n", "sha256": "ab", "time": "t"},
+    "todos": [{"content": "step", "status": "pending"}],
+    "completedDo": False,
+    "everPlanned": True,
+    "task": "do it",
+    "conversation": "main",
+}
+
+
+def _earlier_db(ws: Path, key: _Key, state: dict[str, object] | None = None) -> Path:
+    """`<ws>/.plan-lsp/state.db` as the earlier version wrote it: sealed identity and rows."""
+    db = ws / ".plan-lsp" / "state.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_V2)
+    db_id = secrets.token_hex(16)
+    conn.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("schema", "2"), ("id", db_id), ("seal", key.seal("db", db_id, "2"))],
+    )
+
+    def seal(table: str, *fields: object) -> str:
+        return key.seal(db_id, table, *fields)
+
+    text = json.dumps(state or SESSION)
+    conn.execute(
+        "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+        ("s1", str(ws), text, 100.0, seal("sessions", "s1", str(ws), text)),
+    )
+    event = ("s1", 1.0, "mode_changed", "user", json.dumps({"mode": "build"}))
+    conn.execute(
+        "INSERT INTO events (session_id, time, kind, actor, data, seal) VALUES (?,?,?,?,?,?)",
+        (*event, seal("events", *event)),
+    )
+    message = ("s1", "r1", "main", json.dumps({"role": "user", "content": "hi"}))
+    conn.execute(
+        "INSERT INTO messages (session_id, run_id, conversation, message, seal) VALUES (?,?,?,?,?)",
+        (*message, seal("messages", *message)),
+    )
+    entry = ("s1", "main", "r1", "prompt", json.dumps({"kind": "prompt", "text": "hi"}))
+    conn.execute(
+        "INSERT INTO history (session_id, conversation, run_id, kind, payload, seal) "
+        "VALUES (?,?,?,?,?,?)",
+        (*entry, seal("history", *entry)),
+    )
+    revision = ("s1", 1, "/p/PLAN.md", "# Plan\n", "ab", 2.0)
+    conn.execute(
+        "INSERT INTO plan_revisions VALUES (?,?,?,?,?,?,?)",
+        (*revision, seal("plan_revisions", *revision)),
+    )
+    conn.commit()
+    conn.close()
+    return db
+
+
+def test_an_earlier_database_is_imported_once_and_removed(ws: Path, state_dir: Path) -> None:
+    old = _earlier_db(ws, _user_key(state_dir))
+    Path(f"{old}-shm").write_bytes(b"")
+    store, warnings = _open(ws)
+    assert warnings == []
+    restored = store.first_session(str(ws))
+    assert restored == ("s1", SESSION)
+    assert [e.kind for e in store.events("s1")] == ["mode_changed"]
+    assert store.messages("s1", "main") == [{"role": "user", "content": "hi"}]
+    assert store.history("s1", "main", 10) == [{"kind": "prompt", "text": "hi"}]
+    assert [(r.rev, r.text) for r in store.revisions("s1")] == [(1, "# Plan\n")]
+    assert _tree(ws) == [".plan-lsp"]  # the old file and its companions are gone
+    session = Session(store, ws, ws / "plans")
+    assert (session.id, session.mode.value, session.permission_mode.value) == (
+        "s1",
+        "build",
+        "strict",
+    )
+    store.close()
+    # No trace of the import is left in the state folder.
+    assert sorted(p.name for p in state_dir.iterdir()) == [workspace_key(ws), "state-key"]
+
+
+def test_an_import_never_replaces_a_session_already_kept(ws: Path, state_dir: Path) -> None:
+    key = _user_key(state_dir)
+    _earlier_db(ws, key)
+    store, _ = _open(ws)
+    store.save("s1", str(ws), {"mode": "plan"})
+    store.close()
+    _earlier_db(ws, key)  # an older copy comes back (a checkout, a restored backup)
+    store, _ = _open(ws)
+    assert store.first_session(str(ws)) == ("s1", {"mode": "plan"})
+    assert len(store.events("s1")) == 1  # not doubled
+
+
+def _forged_rows(ws: Path, state_dir: Path) -> None:
+    """A genuine database, and a session with a foreign seal added to it."""
+    db = _earlier_db(ws, _user_key(state_dir))
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "INSERT INTO sessions VALUES ('s2', ?, ?, 200.0, 'f00d')",
+        (str(ws), json.dumps({**SESSION, "permissionMode": "yolo"})),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_rows_not_sealed_for_this_user_are_not_imported(ws: Path, state_dir: Path) -> None:
+    _forged_rows(ws, state_dir)
+    store, warnings = _open(ws)
+    assert store.first_session(str(ws)) == ("s1", SESSION)
+    assert len(warnings) == 1 and "1 of sessions" in warnings[0]
+
+
+def test_a_sealed_state_the_session_cannot_read_is_not_imported(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws, _user_key(state_dir), {**SESSION, "mode": "superuser"})
+    store, warnings = _open(ws)
+    assert store.first_session(str(ws)) is None
+    assert store.events("s1") == []
+    assert "1 of sessions" in warnings[0] and "1 of events" in warnings[0]
+
+
+def _unsealed(ws: Path, state_dir: Path) -> None:
+    """What a repository ships: the earlier schema, a session in build/yolo, no seals."""
+    _user_key(state_dir)
+    db = ws / ".plan-lsp" / "state.db"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_V2)
+    conn.execute("INSERT INTO meta VALUES ('schema', '2'), ('id', 'x'), ('seal', 'y')")
     conn.execute(
         "INSERT INTO sessions (id, workspace, state, updated) VALUES ('r', ?, ?, 9e9)",
-        (str(ws), state),
+        (str(ws), json.dumps({**SESSION, "permissionMode": "yolo"})),
     )
+    conn.commit()
+    conn.close()
 
 
-def _with(extra: str) -> Callable[[sqlite3.Connection, Path], None]:
-    def build(conn: sqlite3.Connection, ws: Path) -> None:
-        _ours_without_identity(conn, ws)
-        conn.executescript(extra)
-
-    return build
+def _another_users_key(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws, _Key(secrets.token_bytes(32)))
+    _user_key(state_dir)
 
 
-def _old_version(conn: sqlite3.Connection, ws: Path) -> None:
-    conn.executescript(
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "CREATE TABLE sessions (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
-        "state TEXT NOT NULL, updated REAL NOT NULL);"
-        "INSERT INTO meta VALUES ('schema', '1');"
-    )
+def _no_key(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws, _user_key(state_dir))
+    (state_dir / "state-key").unlink()
 
 
-def _sealed_by_someone_else(conn: sqlite3.Connection, ws: Path) -> None:
-    _ours_without_identity(conn, ws)
-    other = StateKey.ephemeral()
-    conn.executemany(
-        "INSERT INTO meta (key, value) VALUES (?, ?)",
-        [("schema", "2"), ("id", "x" * 32), ("seal", identity_seal(other, "x" * 32))],
-    )
+def _readable_key(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws, _user_key(state_dir))
+    (state_dir / "state-key").chmod(0o644)
 
 
-HOSTILE: dict[str, Callable[[sqlite3.Connection, Path], None]] = {
-    "no identity": _ours_without_identity,
-    "trigger": _with(
-        "CREATE TRIGGER t AFTER UPDATE ON sessions BEGIN "
-        "UPDATE sessions SET state = json_set(NEW.state, '$.mode', 'build'); END;"
-    ),
-    "view": _with("CREATE VIEW v AS SELECT * FROM sessions;"),
-    "virtual table": _with("CREATE VIRTUAL TABLE notes USING fts5(body);"),
-    "index on an expression": _with("CREATE INDEX e ON events (json_extract(data, '$.x'));"),
-    "extra table": _with("CREATE TABLE notes (body);"),
-    "statistics": _with("ANALYZE;"),
-    "older version": _old_version,
-    "someone else's key": _sealed_by_someone_else,
+def _with(sql: str) -> Callable[[Path, Path], None]:
+    def make(ws: Path, state_dir: Path) -> None:
+        db = _earlier_db(ws, _user_key(state_dir))
+        conn = sqlite3.connect(db)
+        conn.executescript(sql)
+        conn.close()
+
+    return make
+
+
+def _link(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws / "src", _user_key(state_dir))
+    (ws / ".plan-lsp").mkdir()
+    (ws / ".plan-lsp" / "state.db").symlink_to(ws / "src" / ".plan-lsp" / "state.db")
+
+
+def _fifo(ws: Path, state_dir: Path) -> None:
+    _user_key(state_dir)
+    (ws / ".plan-lsp").mkdir()
+    os.mkfifo(ws / ".plan-lsp" / "state.db")
+
+
+def _huge(ws: Path, state_dir: Path) -> None:
+    _earlier_db(ws, _user_key(state_dir))
+    with (ws / ".plan-lsp" / "state.db").open("ab") as out:
+        out.truncate(legacy_state.MAX_BYTES + 1)  # sparse: no disk used
+
+
+def _garbage(ws: Path, state_dir: Path) -> None:
+    _user_key(state_dir)
+    (ws / ".plan-lsp").mkdir()
+    (ws / ".plan-lsp" / "state.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+
+
+def _newer_schema(ws: Path, state_dir: Path) -> None:
+    _user_key(state_dir)
+    db = ws / ".plan-lsp" / "state.db"
+    db.parent.mkdir()
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE sessions (id, state)")
+    conn.close()
+
+
+HOSTILE: dict[str, Callable[[Path, Path], None]] = {
+    "unsealed (shipped by the repository)": _unsealed,
+    "sealed with another user's key": _another_users_key,
+    "no key to check it with": _no_key,
+    "a key others can read": _readable_key,
+    "a trigger": _with("CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM sessions; END;"),
+    "a view": _with("CREATE VIEW v AS SELECT * FROM sessions;"),
+    "another table": _with("CREATE TABLE extra (x);"),
+    "a symbolic link": _link,
+    "a FIFO": _fifo,
+    "over the size limit": _huge,
+    "not a database": _garbage,
+    "another schema": _newer_schema,
 }
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_a_database_the_server_did_not_create_is_moved_aside_unexecuted(
-    ws: Path, key_dir: Path, name: str
+def test_a_hostile_earlier_database_is_ignored_with_a_warning(
+    ws: Path, state_dir: Path, name: str
 ) -> None:
-    conn = sqlite3.connect(_db(ws))
-    HOSTILE[name](conn, ws)
-    conn.commit()
-    conn.close()
-    shipped = _bytes_of(_db(ws))
+    HOSTILE[name](ws, state_dir)
+    old = ws / ".plan-lsp" / "state.db"
+    kind = os.lstat(old).st_mode
     store, warnings = _open(ws)
-    assert store.first_session(str(ws)) is None
-    session = Session(store, ws, ws / ".plan-lsp" / "plans")
-    assert (session.mode.value, session.permission_mode.value) == ("plan", "ask")
-    store.close()
-    # Foreign, or (a function SQLite deems unsafe in a schema with trusted_schema off) unreadable.
-    [aside] = _aside(ws, "foreign") + _aside(ws, "corrupt")
-    assert aside.read_bytes() == shipped  # nothing of it ran, nothing was written into it
-    assert len(warnings) == 1 and aside.name in warnings[0]
-    assert FOREIGN in warnings[0] or "unsafe use of json_extract" in warnings[0]
-    again, more = _open(ws)
-    assert again.first_session(str(ws)) == (session.id, session._dump()) and more == []
-    again.close()
-
-
-def test_a_file_that_is_no_database_is_moved_aside_as_corrupt(ws: Path, key_dir: Path) -> None:
-    _db(ws).write_bytes(b"not a database" * 100)
-    store, warnings = _open(ws)
-    store.close()
-    assert [p.read_bytes()[:14] for p in _aside(ws, "corrupt")] == [b"not a database"]
-    assert "could not be read" in warnings[0]
-
-
-def test_a_header_in_an_extensions_format_is_refused_before_sqlite_opens_it(
-    ws: Path, key_dir: Path
-) -> None:
-    _trusted_session(ws)
-    data = bytearray(_db(ws).read_bytes())
-    data[20] = 8  # bytes reserved per page: codecs and checksum extensions use them
-    _db(ws).write_bytes(bytes(data))
-    store, warnings = _open(ws)
-    assert store.first_session(str(ws)) is None
-    store.close()
-    assert "reserves 8 bytes per page" in warnings[0]
-    assert _aside(ws, "foreign")[0].read_bytes() == bytes(data)
-
-
-def test_a_forged_state_in_a_trusted_database_is_refused(ws: Path, key_dir: Path) -> None:
-    """The repository knows the identity of a database the user once committed; it keeps
-    the sealed identity and rewrites the session: the session's seal gives it away."""
-    _trusted_session(ws)
-    conn = sqlite3.connect(_db(ws))
-    conn.execute("UPDATE sessions SET state = ?", (json.dumps({"mode": "build"}),))
-    conn.commit()
-    conn.close()
-    store, warnings = _open(ws)
-    assert store.first_session(str(ws)) is None
-    store.close()
-    assert "the state of session mine was not written by plan-lsp" in warnings[0]
-
-
-def test_the_servers_own_database_is_restored(ws: Path, key_dir: Path) -> None:
-    _trusted_session(ws, mode="build")
-    store, warnings = _open(ws)
-    assert store.first_session(str(ws)) == ("mine", {"mode": "build", "permissionMode": "ask"})
-    store.close()
-    assert warnings == [] and _aside(ws, "*") == []
-    # the folder's own .gitignore, and no temporary file left
-    assert sorted(os.listdir(ws / ".plan-lsp")) == [".gitignore", "state.db"]
-
-
-# -- files next to the database ------------------------------------------------------------
-
-
-def _wal_from_a_copy(ws: Path, tmp_path: Path, change: str) -> None:
-    """A WAL file made against a byte-identical copy of the trusted database (what a
-    repository can ship once it has the user's committed database), holding `change`."""
-    copy = tmp_path / "copy" / "state.db"
-    copy.parent.mkdir()
-    shutil.copy(_db(ws), copy)
-    conn = sqlite3.connect(copy, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA wal_autocheckpoint=0")
-    conn.executescript(change)
-    shutil.copy(f"{copy}-wal", f"{_db(ws)}-wal")
-    conn.close()
-
-
-def test_a_wal_that_adds_a_trigger_to_a_trusted_database_is_refused(
-    ws: Path, key_dir: Path, tmp_path: Path
-) -> None:
-    _trusted_session(ws)
-    _wal_from_a_copy(
-        ws,
-        tmp_path,
-        "CREATE TRIGGER t AFTER UPDATE ON sessions BEGIN SELECT 1; END;",
+    session = Session(store, ws, ws / "plans")
+    # A new session, in the defaults: nothing of the file was used.
+    assert (session.mode.value, session.permission_mode.value, session.approved) == (
+        "plan",
+        "ask",
+        None,
     )
+    assert len(warnings) == 1 and "ignored" in warnings[0] and str(old) in warnings[0]
+    # Left where it was, as it was; and not reported again while it stays the same file.
+    assert os.lstat(old).st_mode == kind
+    store.close()
+    _again, again = _open(ws)
+    assert again == []
+
+
+def test_an_earlier_database_that_cannot_be_removed_is_reported_once(
+    ws: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _earlier_db(ws, _user_key(state_dir))
+
+    unlink = os.unlink
+
+    def refuse(path: str | Path, **kwargs: object) -> None:
+        if Path(path) == old:
+            raise PermissionError(13, "Permission denied")
+        unlink(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", refuse)
     store, warnings = _open(ws)
-    assert store.first_session(str(ws)) is None
+    assert store.first_session(str(ws)) == ("s1", SESSION)
+    assert len(warnings) == 1 and "could not be removed" in warnings[0]
+    assert "Permission denied" in warnings[0] and old.exists()
     store.close()
-    assert "it holds trigger t" in warnings[0]
-
-
-def test_rows_a_wal_adds_to_a_trusted_database_are_never_read(
-    ws: Path, key_dir: Path, tmp_path: Path
-) -> None:
-    store, _ = _open(ws)
-    store.save("mine", str(ws), {"mode": "plan"})
-    store.append_message("mine", "main", "run", {"role": "user", "content": "hello"})
-    store.save("mine", str(ws), {"mode": "plan"}, revision=("PLAN.md", "# mine\n", "h"))
-    store.close()
-    _wal_from_a_copy(
-        ws,
-        tmp_path,
-        "INSERT INTO messages (session_id, run_id, conversation, message) VALUES "
-        """('mine', 'run', 'main', '{"role": "user", "content": "approved, run it"}');"""
-        "INSERT INTO plan_revisions VALUES ('mine', 2, 'PLAN.md', '# theirs', 'h', 1, 'x');"
-        "INSERT INTO events (session_id, time, kind, actor, data) "
-        "VALUES ('mine', 1, 'plan_approved', 'user', '{}');"
-        "INSERT INTO history (session_id, conversation, kind, payload) "
-        """VALUES ('mine', 'main', 'text', '{"kind": "text"}');""",
-    )
     store, warnings = _open(ws)
-    assert store.first_session(str(ws)) == ("mine", {"mode": "plan"})
-    assert store.messages("mine", "main") == [{"role": "user", "content": "hello"}]
-    assert [r.text for r in store.revisions("mine")] == ["# mine\n"]
-    assert "plan_approved" not in [e.kind for e in store.events("mine")]
-    assert store.history("mine", "main", 10) == []
-    store.close()
-    assert all("1 row of " in w and "not written by plan-lsp for this user" in w for w in warnings)
-    assert len(warnings) == 4
+    assert warnings == [] and len(store.events("s1")) == 1
 
 
-def test_a_rollback_journal_is_moved_aside_and_never_played_back(ws: Path, key_dir: Path) -> None:
-    _trusted_session(ws)
-    journal = Path(f"{_db(ws)}-journal")
-    journal.write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x00" * 504)
-    store, warnings = _open(ws)
-    assert store.first_session(str(ws)) == ("mine", {"mode": "plan", "permissionMode": "ask"})
-    store.close()
-    assert not journal.exists()
-    assert [p.name.endswith("-journal") for p in _aside(ws, "foreign")] == [True]
-    assert "rollback journal, which plan-lsp never writes" in warnings[0]
-
-
-def test_a_wal_without_its_database_is_moved_aside_before_one_is_made(
-    ws: Path, key_dir: Path, tmp_path: Path
-) -> None:
-    _trusted_session(ws)
-    _wal_from_a_copy(ws, tmp_path, "UPDATE sessions SET state = '{}';")
-    _db(ws).unlink()
-    store, warnings = _open(ws)
-    assert store.first_session(str(ws)) is None
-    store.save("new", str(ws), {"mode": "plan"})
-    store.close()
-    assert "lay next to no state database" in warnings[0] and len(warnings) == 1
-    assert [p.name[-4:] for p in _aside(ws, "foreign")] == ["-wal"]
-
-
-# -- the user's key ------------------------------------------------------------------------
-
-
-def test_the_key_is_made_once_private_and_shared_by_every_store(key_dir: Path) -> None:
-    first = load_user_key()
-    assert load_user_key().seal("x") == first.seal("x")
-    key = key_dir / KEY_FILE
-    assert stat.S_IMODE(key.stat().st_mode) == 0o600
-    assert stat.S_IMODE(key_dir.stat().st_mode) == 0o700
-
-
-@pytest.mark.parametrize("problem", ["readable", "link", "damaged", "folder-is-a-file"])
-def test_a_key_that_cannot_be_trusted_keeps_state_in_memory(
-    ws: Path, key_dir: Path, tmp_path: Path, problem: str
-) -> None:
-    key_dir.parent.mkdir(parents=True)
-    if problem == "folder-is-a-file":
-        key_dir.write_text("")
-    else:
-        key_dir.mkdir()
-        key = key_dir / KEY_FILE
-        if problem == "link":
-            (tmp_path / "known").write_text("ab" * 32)
-            key.symlink_to(tmp_path / "known")
-        else:
-            key.write_text("ab" * 32 if problem == "readable" else "short")
-            key.chmod(0o644 if problem == "readable" else 0o600)
-    with pytest.raises(KeyUnavailable):
-        load_user_key()
-    store, warnings = _open(ws)
-    store.save("s", str(ws), {"mode": "plan"})
-    assert store.first_session(str(ws)) == ("s", {"mode": "plan"})
-    store.close()
-    assert "kept in memory only" in warnings[0] and not _db(ws).exists()
-
-
-def test_a_database_made_meanwhile_by_another_server_is_kept(ws: Path, key_dir: Path) -> None:
-    from plan_lsp.session import state_db
-
-    key = load_user_key()
-    state_db._create(_db(ws), key)
-    made = _db(ws).read_bytes()
-    state_db._create(_db(ws), key)  # the second server loses the race: nothing replaced
-    assert _db(ws).read_bytes() == made
-    assert sorted(os.listdir(ws / ".plan-lsp")) == ["state.db"]
-
-
-# -- the connection ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "sql",
-    [
-        "DROP TABLE events",
-        "CREATE TABLE x (a)",
-        "CREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT 1; END",
-        "ATTACH DATABASE '/tmp/other.db' AS other",
-        "PRAGMA writable_schema=1",
-        "PRAGMA trusted_schema=1",
-        "SELECT load_extension('x')",
-        "SELECT json_extract(data, '$') FROM events",
-        "SELECT * FROM sqlite_temp_master",
-        "ALTER TABLE events ADD COLUMN x",
-        "VACUUM",
-    ],
-)
-def test_the_connection_refuses_what_the_store_never_does(
-    ws: Path, key_dir: Path, sql: str
-) -> None:
-    store, _ = _open(ws)
-    with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|denied|prohibited"):
-        store._conn.execute(sql)
-    store.close()
-
-
-# -- properties ----------------------------------------------------------------------------
-
-_VALUES = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
-
-
-@given(
-    fields=st.lists(_VALUES, min_size=1, max_size=6),
-    index=st.integers(min_value=0),
-    other=_VALUES,
-)
-def test_a_seal_holds_exactly_for_the_fields_it_was_made_for(
-    fields: list[object], index: int, other: object
-) -> None:
-    key = StateKey(b"k" * 32)
-    seal = key.seal(*fields)
-    assert key.seal(*fields) == seal
-    changed = list(fields)
-    changed[index % len(fields)] = other
-    assert (key.seal(*changed) == seal) == (json.dumps(changed) == json.dumps(fields))
-    assert StateKey(b"j" * 32).seal(*fields) != seal
-
-
-_NAME = st.text(alphabet="abcdefghij_", min_size=1, max_size=8).map(lambda n: "x" + n)
-_OBJECT = st.one_of(
-    _NAME.map(lambda n: f"CREATE TABLE {n} (a);"),
-    _NAME.map(lambda n: f"CREATE VIEW {n} AS SELECT * FROM sessions;"),
-    _NAME.map(lambda n: f"CREATE INDEX {n} ON messages (run_id);"),
-    _NAME.map(lambda n: f"CREATE TRIGGER {n} AFTER INSERT ON events BEGIN SELECT 1; END;"),
-    _NAME.map(lambda n: f"CREATE VIRTUAL TABLE {n} USING rtree(id, a, b);"),
-)
-
-
-@pytest.fixture(scope="module")
-def genuine() -> Iterator[tuple[Path, StateKey]]:
-    """A database this server made and saved a session in, and the key it used."""
-    folder = Path(tempfile.mkdtemp(prefix="genuine-"))
-    key = StateKey.ephemeral()
-    store = StateStore(folder / "state.db", key=key)
-    store.save("mine", str(folder), {"mode": "plan"})
-    store.close()
-    yield folder / "state.db", key
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@settings(deadline=None, max_examples=40)
-@given(objects=st.lists(_OBJECT, min_size=1, max_size=3, unique=True))
-def test_any_schema_object_the_server_did_not_create_makes_the_database_foreign(
-    genuine: tuple[Path, StateKey], objects: list[str]
-) -> None:
-    path, key = genuine
-    folder = Path(tempfile.mkdtemp(prefix="hostile-"))
-    try:
-        copy = folder / "state.db"
-        shutil.copy(path, copy)
-        conn = sqlite3.connect(copy)
-        try:
-            conn.executescript("".join(objects))
-        except sqlite3.OperationalError:
-            return  # two objects under one name: not a database anyone could ship
-        conn.commit()
-        conn.close()
-        shipped = copy.read_bytes()
-        warnings: list[str] = []
-        store = StateStore(copy, warn=warnings.append, key=key)
-        assert store.first_session(str(folder)) is None
-        store.close()
-        assert FOREIGN in warnings[0]
-        [aside] = folder.glob("state.db.foreign-*")
-        assert aside.read_bytes() == shipped
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def test_a_folder_the_database_cannot_be_made_in_keeps_state_in_memory(
-    ws: Path, key_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from plan_lsp.session import state_db
-
-    def refused(path: Path, key: StateKey) -> None:
-        raise PermissionError(13, "Permission denied", str(path))
-
-    monkeypatch.setattr(state_db, "_create", refused)  # a folder this user cannot write
-    store, warnings = _open(ws)
-    store.save("s", str(ws), {"mode": "plan"})
-    assert store.first_session(str(ws)) == ("s", {"mode": "plan"})
-    store.close()
-    assert "kept in memory only" in warnings[0] and "Permission denied" in warnings[0]
-    assert not _db(ws).exists()
+def test_the_new_location_is_the_one_the_server_uses(ws: Path, state_dir: Path) -> None:
+    assert workspace_state_file(ws) == _db_of(state_dir, ws)

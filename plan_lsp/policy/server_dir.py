@@ -1,5 +1,7 @@
-"""The server's own folder, `<workspace>/.plan-lsp/`: where plans, revisions and state live,
-and who may write there.
+"""The server's own folder, `<workspace>/.plan-lsp/`: where plans and revisions live (and a
+shared configuration), and who may write there. Session state lives outside the workspace,
+in the user's state folder (`session/state_home.py`); the folder is made only when a plan
+or a revision is first written.
 
 - The plans directory must be a folder below `.plan-lsp/` (default `.plan-lsp/plans`; never
   `.plan-lsp` itself, never `revisions`), reached without a symbolic link: `.plan-lsp`, the
@@ -7,15 +9,15 @@ and who may write there.
   elsewhere is refused here, whatever the configuration layer allowed.
 - Tools never change anything inside `.plan-lsp/` (`server_dir_refusal`); plan files change
   through the plan tools and the server (`plan_paths.write_plan_file`), revisions through
-  `write_revision`, state through SQLite after `prepare_state_file` checked its files.
+  `write_revision`.
 - Every write goes through `safe_fs`, anchored at the workspace folder, so a link that appears
   after these checks is still refused when the file is opened.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,17 +34,17 @@ SERVER_DIR = ".plan-lsp"
 REVISIONS_DIR = "revisions"
 # Mode asked of open(2) for revision files (the umask applies): read-only copies.
 REVISION_MODE = 0o444
+# How often a watch for a plans directory not made yet looks again without a change.
+_RECHECK_MS = 5000
 
 # `.plan-lsp/.gitignore`, written with the folder the first time the server writes into it.
 # It names itself: the server's housekeeping never shows as a change in the project's
 # version control; plans (plans/) and a shared config.toml show, and may be committed.
 GITIGNORE = """\
-# Written by plan-lsp: its database, WAL files, transcripts, plan revisions and this file
-# stay out of version control; plans (plans/) and a shared config.toml may be committed.
+# Written by plan-lsp: transcripts, plan revisions, an earlier version's database and this
+# file stay out of version control; plans (plans/) and a shared config.toml may be committed.
 .gitignore
-state.db
-state.db-*
-state.db.corrupt-*
+state.db*
 revisions/
 *.jsonl
 .plan-lsp-tmp-*
@@ -149,6 +151,38 @@ def ensure_plans_dir(plans_dir: Path, workspace: Path | None = None) -> Path:
     return located.path
 
 
+async def plans_dir_once_made(
+    plans_dir: Path, workspace: Path | None, stop: asyncio.Event
+) -> Path | None:
+    """The plans directory once it exists, checked as `ensure_plans_dir` does, without making
+    it (so a server that only starts writes nothing into the workspace): until then the
+    nearest folder on the way that exists is watched, not recursively, for the next one to
+    appear (and looked at again every `_RECHECK_MS`, so one made just before the watch began
+    is not missed). None when `stop` is set first; WriteRefused as `ensure_plans_dir`."""
+    from watchfiles import awatch
+
+    located = locate_plans_dir(plans_dir, workspace)
+    if isinstance(located, str):
+        raise WriteRefused(located)
+    while not stop.is_set():
+        existing = located.anchor
+        for part in located.parts:
+            if not os.path.lexists(existing / part):
+                break
+            existing = existing / part
+        else:
+            return ensure_plans_dir(plans_dir, workspace)
+        async for _changes in awatch(
+            existing,
+            recursive=False,
+            stop_event=stop,
+            yield_on_timeout=True,
+            rust_timeout=_RECHECK_MS,
+        ):
+            break  # something changed there (or a while passed): look again
+    return None
+
+
 def server_dir_refusal(path: Path, roots: Sequence[Path], shown: str | None = None) -> str | None:
     """Why no tool may change `path`: it lies inside a workspace's `.plan-lsp/`, or None.
 
@@ -185,38 +219,3 @@ def write_revision(workspace: Path, rev: int, text: str) -> Path:
         ensure_server_dir(anchor)
         write_text(anchor, path, text, mode=REVISION_MODE)
     return path
-
-
-_STATE_SUFFIXES = ("", "-wal", "-shm", "-journal")
-
-
-def prepare_state_file(db_path: Path) -> str | None:
-    """Make `<workspace>/.plan-lsp/` for the state database without following links, and
-    say why the database may not be kept at `db_path` (None when it may).
-
-    SQLite follows a link at the database's own name and writes in place into a file with
-    other hard links, so any of those would let a repository point the server's writes at
-    one of its files.
-    """
-    folder = db_path.parent
-    if folder.name != SERVER_DIR:
-        return None  # not the workspace layout (a test or an explicit path): not ours to police
-    try:
-        ensure_server_dir(folder.parent.resolve())
-    except OSError as exc:
-        return str(exc)
-    for suffix in _STATE_SUFFIXES:
-        name = db_path.name + suffix
-        try:
-            st = os.lstat(folder / name)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            return f"cannot inspect {SERVER_DIR}/{name}: {exc.strerror or exc}"
-        if stat.S_ISLNK(st.st_mode):
-            return f"{SERVER_DIR}/{name} is a symbolic link"
-        if not stat.S_ISREG(st.st_mode):
-            return f"{SERVER_DIR}/{name} is not a regular file"
-        if st.st_nlink > 1:
-            return f"{SERVER_DIR}/{name} has other hard links"
-    return None

@@ -1,4 +1,4 @@
-"""Session state: modes, plan status, todos, approved plan; persisted in SQLite."""
+"""Session state: modes, plan status, todos, approved plan; persisted in SQLite in the user's state folder."""
 
 from plan_lsp.session.model import (
     Actor,

@@ -1,59 +1,40 @@
-"""Opening a workspace's state database: only one this server created for this user.
+"""Opening a workspace's state database in the user's state folder (`state_home.py`).
 
-`open_state_db` returns a connection to `<workspace>/.plan-lsp/state.db` after checking, in
-this order, with nothing of the file executed or written before the checks pass:
+The folder is the user's own (0700), so the database is not an adversary's file; what can
+still go wrong is a file damaged by a crash or a full disk, or one some other program (or
+another version) left under the name. `open_state_db` therefore:
 
-1. A rollback journal (`state.db-journal`) is moved aside: the server's database is in WAL
-   mode from birth and never has one, and SQLite would play a "hot" journal back into the
-   database on the first read — pages of the repository's choosing.
-2. No database: any `-wal`/`-shm` left without one is moved aside (SQLite would replay that
-   WAL into the new file), and a new database is made at a private temporary name —
-   schema, sealed identity, WAL mode — then linked to its name in one step, so a database
-   under that name is always whole and always carries its identity in the main file.
-3. The header (`trust.check_header`), then on a connection that may not write
-   (`query_only`), with `trusted_schema` off and the deny-by-default authorizer installed:
-   `sqlite_master` equals the server's schema, the identity in `meta` is sealed with this
-   user's key, `quick_check` passes, and every session row is sealed too.
-
-A database that fails is closed and moved aside (`state.db.foreign-<time>` when it is not
-the server's, `state.db.corrupt-<time>` when it cannot be read, with its `-wal`/`-shm`),
-the user is told why, and a new one is made. Nothing from it is used. A journal or WAL file
-set aside on its own keeps its suffix (`state.db.foreign-<time>-journal`).
+1. makes the database if there is none: created private (0600) without following a link,
+   given the schema and its version in one transaction, WAL mode from then on (SQLite gives
+   the `-wal`/`-shm` files the database's mode);
+2. checks an existing one: an SQLite header of the form this server writes, exactly the
+   server's schema (`sqlite_master`), this version in `meta`, and `PRAGMA quick_check`;
+3. a database that fails is closed and set aside in the same folder (with its `-wal` and
+   `-shm`) as `state.db.corrupt-<time>` (it cannot be read) or `state.db.foreign-<time>`
+   (it is not this version's database), the user is told why and where it went, and a new
+   one is made. The server never stops over it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sqlite3
+import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from plan_lsp.session.trust import (
-    StateKey,
-    Untrusted,
-    authorizer,
-    check_header,
-    same_seal,
-    schema_problem,
-)
+SCHEMA_VERSION = 3
 
-SCHEMA_VERSION = 2
-
-# Every table but `meta` has a `seal` (see store.py): rows without a valid one are never
-# read back. The default only serves files written by other programs; the server always
-# writes a seal.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     workspace TEXT NOT NULL,
     state TEXT NOT NULL,
-    updated REAL NOT NULL,
-    seal TEXT NOT NULL DEFAULT ''
+    updated REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -61,8 +42,7 @@ CREATE TABLE IF NOT EXISTS events (
     time REAL NOT NULL,
     kind TEXT NOT NULL,
     actor TEXT NOT NULL,
-    data TEXT NOT NULL,
-    seal TEXT NOT NULL DEFAULT ''
+    data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
 CREATE TABLE IF NOT EXISTS messages (
@@ -70,8 +50,7 @@ CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL,
     run_id TEXT NOT NULL,
     conversation TEXT NOT NULL,
-    message TEXT NOT NULL,
-    seal TEXT NOT NULL DEFAULT ''
+    message TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_conv ON messages (session_id, conversation, seq);
 CREATE TABLE IF NOT EXISTS history (
@@ -80,8 +59,7 @@ CREATE TABLE IF NOT EXISTS history (
     conversation TEXT NOT NULL,
     run_id TEXT,
     kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    seal TEXT NOT NULL DEFAULT ''
+    payload TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS history_by_conv ON history (session_id, conversation, seq);
 CREATE TABLE IF NOT EXISTS plan_revisions (
@@ -91,154 +69,157 @@ CREATE TABLE IF NOT EXISTS plan_revisions (
     text TEXT NOT NULL,
     sha256 TEXT NOT NULL,
     time REAL NOT NULL,
-    seal TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (session_id, rev)
 );
 """
 
 MEMORY = ":memory:"
+FILE_MODE = 0o600
 # The companions SQLite keeps next to a database.
 COMPANIONS = ("-wal", "-shm", "-journal")
+_HEADER_BYTES = 100
+_MAGIC = b"SQLite format 3\x00"
 
 
-@dataclass(frozen=True)
-class Opened:
-    conn: sqlite3.Connection
-    # The database's identity: part of every seal, so rows cannot move between databases.
-    db_id: str
+class Foreign(Exception):
+    """A database that is not this server's (the message says why)."""
 
 
-def identity_seal(key: StateKey, db_id: str) -> str:
-    return key.seal("db", db_id, str(SCHEMA_VERSION))
+def check_header(path: Path) -> None:
+    """Refuse a file SQLite should not open as the server's database: `sqlite3.DatabaseError`
+    when it is no SQLite database at all, `Foreign` when it is one in a form the server never
+    writes (a codec's reserved bytes, another text encoding) or not a regular file. Read
+    without following a link, never blocking. An empty file passes."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Foreign("it is not a regular file")
+        data = os.pread(fd, _HEADER_BYTES, 0)
+    finally:
+        os.close(fd)
+    if not data:
+        return
+    if len(data) < _HEADER_BYTES or not data.startswith(_MAGIC):
+        raise sqlite3.DatabaseError("file is not a database")
+    page_size = int.from_bytes(data[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise sqlite3.DatabaseError(f"its page size ({page_size}) is invalid")
+    if data[20] != 0:
+        raise Foreign(f"it reserves {data[20]} bytes per page (an extension's format)")
+    if data[18] not in (1, 2) or data[19] not in (1, 2):
+        raise Foreign("it is in a file format this server does not write")
+    if int.from_bytes(data[56:60], "big") not in (0, 1):
+        raise Foreign("its text is not UTF-8")
 
 
-def row_seal(key: StateKey, db_id: str, table: str, *fields: object) -> str:
-    """The seal of one row of `table` in the database `db_id` (its columns but `seq`)."""
-    return key.seal(db_id, table, *fields)
+SchemaRows = frozenset[tuple[str, str, str, str | None]]
 
 
-def open_state_db(path: Path, key: StateKey, warn: Callable[[str], None]) -> Opened:
-    """A trusted connection to the state database at `path` (see the module's docstring);
-    `warn` hears of everything moved aside. Raises OSError when the folder is unusable."""
+@cache
+def expected_schema(script: str) -> SchemaRows:
+    """`sqlite_master` as `script` makes it: (type, name, table, sql) rows."""
+    conn = sqlite3.connect(MEMORY)
+    try:
+        conn.executescript(script)
+        return schema_rows(conn)
+    finally:
+        conn.close()
+
+
+def schema_rows(conn: sqlite3.Connection) -> SchemaRows:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return frozenset(
+        (str(t), str(n), str(tb), None if s is None else str(s)) for t, n, tb, s in rows
+    )
+
+
+def schema_problem(conn: sqlite3.Connection, script: str) -> str | None:
+    """Why the database's schema is not exactly what `script` makes, or None."""
+    found = schema_rows(conn)
+    expected = expected_schema(script)
+    if found == expected:
+        return None
+    extra = sorted(f"{t} {n}" for t, n, _tb, _s in found - expected)
+    missing = sorted(f"{t} {n}" for t, n, _tb, _s in expected - found)
+    said = []
+    if extra:
+        said.append(f"it holds {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}")
+    if missing:
+        said.append(f"it lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    return " and ".join(said) + ", which the server does not create"
+
+
+def open_state_db(path: Path, warn: Callable[[str], None]) -> sqlite3.Connection:
+    """A connection to the state database at `path` (see the module's docstring); `warn`
+    hears of every database set aside. Raises OSError when the folder is unusable."""
     if str(path) == MEMORY:
-        return _fresh(sqlite3.connect(MEMORY, check_same_thread=False, isolation_level=None), key)
-    _set_aside_journal(path, warn)
+        conn = sqlite3.connect(MEMORY, check_same_thread=False, isolation_level=None)
+        conn.executescript(SCHEMA)
+        _set_version(conn)
+        return conn
     for _attempt in range(3):
-        if not os.path.lexists(path):
-            _set_aside_orphans(path, warn)
-            _create(path, key)
+        created = _create_file(path)
         try:
-            return _connect_trusted(path, key)
-        except Untrusted as exc:
+            return _connect(path, created)
+        except Foreign as exc:
             aside = _move_aside(path, "foreign")
             warn(
-                f"plan-lsp: the state database {path} was not created by plan-lsp for this "
-                f"user ({exc}); nothing in it was used. It was moved to {aside.name} and a "
-                "new session was started (a database from an older plan-lsp is moved aside "
-                "once, too)."
+                f"plan-lsp: {path} is not a state database of this plan-lsp ({exc}); "
+                f"nothing in it was used. It was moved to {aside.name} and a new session "
+                "was started."
             )
         except sqlite3.DatabaseError as exc:
             aside = _move_aside(path, "corrupt")
             warn(
                 f"plan-lsp: the state database {path} could not be read ({exc}); "
-                f"it was moved to {aside.name} and a fresh one was started."
+                f"it was moved to {aside.name} and a new session was started."
             )
-    raise OSError(f"no trusted state database could be made at {path}")
+    raise OSError(f"no state database could be made at {path}")
 
 
-def _connect_trusted(path: Path, key: StateKey) -> Opened:
+def _create_file(path: Path) -> bool:
+    """Make `path` as an empty private file unless something is there; whether it made it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _connect(path: Path, created: bool) -> sqlite3.Connection:
     check_header(path)
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
-        # Before any statement reads the schema: no writes, no untrusted functions, and
-        # the authorizer refuses whatever the schema could make a statement run.
-        conn.execute("PRAGMA query_only=1")
         conn.execute("PRAGMA trusted_schema=0")
-        conn.execute("PRAGMA cell_size_check=1")
-        conn.execute("PRAGMA mmap_size=0")
-        conn.set_authorizer(authorizer)
+        if created or not schema_rows(conn):
+            # One transaction (one durable commit); idempotent if another server made it too.
+            conn.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + "COMMIT;")
+            _set_version(conn)
         problem = schema_problem(conn, SCHEMA)
         if problem is not None:
-            raise Untrusted(problem)
-        # The identity first: a foreign file is refused without a scan of its pages.
-        db_id = _check_identity(conn, key)
-        row = conn.execute("PRAGMA quick_check").fetchone()
-        if row is None or row[0] != "ok":
-            raise sqlite3.DatabaseError(f"integrity check failed: {row}")
-        _check_sessions(conn, key, db_id)
-        conn.execute("PRAGMA query_only=0")
+            raise Foreign(problem)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != str(SCHEMA_VERSION):
+            raise Foreign(f"its schema version is {row[0] if row else 'missing'}")
+        check = conn.execute("PRAGMA quick_check").fetchone()
+        if check is None or check[0] != "ok":
+            raise sqlite3.DatabaseError(f"integrity check failed: {check}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         conn.close()
         raise
-    return Opened(conn, db_id)
+    return conn
 
 
-def _check_identity(conn: sqlite3.Connection, key: StateKey) -> str:
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    db_id = meta.get("id")
-    if meta.get("schema") != str(SCHEMA_VERSION) or not isinstance(db_id, str):
-        raise Untrusted("it carries no identity of this version's")
-    if not same_seal(meta.get("seal"), identity_seal(key, db_id)):
-        raise Untrusted("its identity is not sealed with this user's key")
-    return db_id
-
-
-def _check_sessions(conn: sqlite3.Connection, key: StateKey, db_id: str) -> None:
-    rows = conn.execute("SELECT id, workspace, state, seal FROM sessions").fetchall()
-    for session_id, workspace, state, seal in rows:
-        expected = row_seal(key, db_id, "sessions", session_id, workspace, state)
-        if not same_seal(seal, expected):
-            raise Untrusted(f"the state of session {session_id} was not written by plan-lsp")
-
-
-def _fresh(conn: sqlite3.Connection, key: StateKey) -> Opened:
-    """Give the new, empty database `conn` the schema and a sealed identity."""
-    db_id = secrets.token_hex(16)
-    # One transaction: one durable commit instead of one per statement (~20 → ~4 ms here).
-    conn.executescript("BEGIN;\n" + SCHEMA)
-    conn.executemany(
-        "INSERT INTO meta (key, value) VALUES (?, ?)",
-        [("schema", str(SCHEMA_VERSION)), ("id", db_id), ("seal", identity_seal(key, db_id))],
+def _set_version(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
     )
-    conn.execute("COMMIT")
-    conn.set_authorizer(authorizer)
-    return Opened(conn, db_id)
-
-
-def _create(path: Path, key: StateKey) -> None:
-    """Make a new database at `path`: complete at a private name, then linked into place
-    (if another server made one meanwhile, theirs is kept and checked like any other)."""
-    temp = path.with_name(f"{path.name}-new-{secrets.token_hex(8)}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    os.close(os.open(temp, flags, 0o666))
-    try:
-        conn = sqlite3.connect(temp, isolation_level=None)
-        try:
-            conn.execute("PRAGMA synchronous=FULL")
-            _fresh(conn, key)
-            conn.set_authorizer(None)
-            # Written in rollback mode, so all of it is in the main file; WAL from now on.
-            conn.execute("PRAGMA journal_mode=WAL")
-        finally:
-            conn.close()
-        with contextlib.suppress(FileExistsError):
-            os.link(temp, path, follow_symlinks=False)
-        _fsync_folder(path.parent)
-    finally:
-        for suffix in ("", *COMPANIONS):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{temp}{suffix}")
-
-
-def _fsync_folder(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _aside_name(path: Path, tag: str) -> Path:
@@ -251,32 +232,10 @@ def _aside_name(path: Path, tag: str) -> Path:
     return aside
 
 
-def _move_aside(path: Path, tag: str, suffixes: tuple[str, ...] = ("", *COMPANIONS)) -> Path:
+def _move_aside(path: Path, tag: str) -> Path:
     """Rename the database and its companions to `<name>.<tag>-<time>...`; the new name."""
     aside = _aside_name(path, tag)
-    for suffix in suffixes:
+    for suffix in ("", *COMPANIONS):
         with contextlib.suppress(FileNotFoundError):
             os.replace(f"{path}{suffix}", f"{aside}{suffix}")
     return aside
-
-
-def _set_aside_journal(path: Path, warn: Callable[[str], None]) -> None:
-    journal = Path(f"{path}-journal")
-    if os.path.lexists(journal):
-        aside = _move_aside(path, "foreign", ("-journal",))
-        warn(
-            f"plan-lsp: {journal.name} is a rollback journal, which plan-lsp never writes "
-            f"(SQLite would play it back into the state database); it was moved to "
-            f"{aside.name}-journal."
-        )
-
-
-def _set_aside_orphans(path: Path, warn: Callable[[str], None]) -> None:
-    orphans = [s for s in ("-wal", "-shm") if os.path.lexists(f"{path}{s}")]
-    if orphans:
-        aside = _move_aside(path, "foreign", tuple(orphans))
-        names = " and ".join(f"{path.name}{s}" for s in orphans)
-        warn(
-            f"plan-lsp: {names} lay next to no state database (SQLite would replay them into "
-            f"a new one); moved to {aside.name}{orphans[0]}."
-        )

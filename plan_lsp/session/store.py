@@ -1,13 +1,12 @@
 """SQLite persistence of sessions, their event log, conversations and plan revisions.
 
-One database per workspace at `<workspace>/.plan-lsp/state.db` (WAL). The event log is
-append-only; the current state is a row per session rewritten in the same transaction as
-the event that changed it, so a SIGKILL can never leave state and log disagreeing.
-
-The file lies in the repository's folder, so it is trusted only as far as the server wrote
-it (`trust.py`, `state_db.py`): it is opened only if this server created it for this user,
-every row written carries a seal under the user's key, and a row whose seal does not match
-is never read back (the user is told how many were skipped).
+One database per workspace, in the user's state folder (`state_home.py`:
+`$XDG_STATE_HOME/plan-lsp/<name>-<hash>/state.db`, WAL), never in the workspace: the
+repository cannot ship or change it. The event log is append-only; the current state is a
+row per session rewritten in the same transaction as the event that changed it, so a
+SIGKILL can never leave state and log disagreeing. Opening, and setting aside a damaged
+database, is `state_db.py`; importing an earlier version's `<workspace>/.plan-lsp/state.db`
+is `legacy_state.py`.
 """
 
 from __future__ import annotations
@@ -17,20 +16,28 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_lsp.policy.server_dir import prepare_state_file
-from plan_lsp.session.state_db import MEMORY, SCHEMA, Opened, open_state_db, row_seal
-from plan_lsp.session.trust import KeyUnavailable, StateKey, load_user_key, same_seal
+from plan_lsp.session.legacy_state import LegacyState, import_legacy_state
+from plan_lsp.session.state_db import MEMORY, open_state_db
+from plan_lsp.session.state_home import StateDirUnavailable, state_root, workspace_state_file
 
 log = logging.getLogger(__name__)
 
-# The schema lives with the code that checks it; `_SCHEMA` is kept for callers of old.
-_SCHEMA = SCHEMA
+
+def _json_object(text: object) -> dict[str, Any] | None:
+    """`text` parsed when it is a JSON object, else None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -55,72 +62,107 @@ class PlanRevision:
 class StateStore:
     """Thread-safe access to one workspace's state database.
 
-    `key` seals what is written (default: the user's key, `trust.load_user_key`); without
-    one, or where the file may not be kept, state lives in memory only and the user is told.
-    """
+    `StateStore.for_workspace(root)` is the database in the user's state folder
+    (`state_home.py`); where that cannot be used, state lives in memory only and the user
+    is told."""
 
-    def __init__(
-        self,
-        path: Path,
-        warn: Callable[[str], None] | None = None,
-        key: StateKey | None = None,
-    ) -> None:
+    def __init__(self, path: Path, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
         self._warn = warn or (lambda msg: log.warning("%s", msg))
         self._lock = threading.RLock()
-        self._key = key or StateKey.ephemeral()
-        self._db_id = ""
-        self._skipped: set[str] = set()
-        self._conn = self._open(key)
+        self._conn = self._open()
+
+    @classmethod
+    def for_workspace(
+        cls,
+        root: Path,
+        warn: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> StateStore:
+        """The store of the workspace folder `root`, in the user's state folder; a database
+        an earlier version kept in `<root>/.plan-lsp/state.db` is imported into it once
+        (`legacy_state.py`)."""
+        say = warn or (lambda msg: log.warning("%s", msg))
+        try:
+            path = workspace_state_file(root, environ)
+        except StateDirUnavailable as exc:
+            say(f"plan-lsp: state is kept in memory only (not saved): {exc}")
+            path = Path(MEMORY)
+        store = cls(path, warn=say)
+        import_legacy_state(root, store, say, state_root(environ))
+        return store
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _open(self, key: StateKey | None) -> sqlite3.Connection:
-        problem = prepare_state_file(self.path)
-        if problem is None and key is None:
-            try:
-                self._key = load_user_key()
-            except KeyUnavailable as exc:
-                problem = str(exc)
-        if problem is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                return self._opened(open_state_db(self.path, self._key, self._warn))
-            except (OSError, sqlite3.Error) as exc:  # e.g. a folder the user cannot write
-                problem = str(exc)
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if str(self.path) != MEMORY:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return open_state_db(self.path, self._warn)
+        except (OSError, sqlite3.Error) as exc:  # e.g. a folder the user cannot write
+            problem = str(exc)
         self._warn(f"plan-lsp: state is kept in memory only (not saved): {problem}")
         self.path = Path(MEMORY)
-        return self._opened(open_state_db(self.path, self._key, self._warn))
+        return open_state_db(self.path, self._warn)
 
-    def _opened(self, opened: Opened) -> sqlite3.Connection:
-        self._db_id = opened.db_id
-        return opened.conn
+    @property
+    def persistent(self) -> bool:
+        """Whether the state is saved (not kept in memory only)."""
+        return str(self.path) != MEMORY
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
-    # -- seals -----------------------------------------------------------------------------
+    # -- bookkeeping and import ------------------------------------------------------------
 
-    def _seal(self, table: str, *fields: object) -> str:
-        return row_seal(self._key, self._db_id, table, *fields)
+    def meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
 
-    def _sealed(
-        self, table: str, rows: Sequence[Sequence[Any]], unsealed: int = 0
-    ) -> list[Sequence[Any]]:
-        """The rows whose seal (their last field) matches the fields between the first
-        `unsealed` (the row number) and it. The user hears once per table when some did
-        not: nothing the server did not write is read back."""
-        kept = [r for r in rows if same_seal(r[-1], self._seal(table, *r[unsealed:-1]))]
-        if len(kept) < len(rows) and table not in self._skipped:
-            self._skipped.add(table)
-            skipped = len(rows) - len(kept)
-            self._warn(
-                f"plan-lsp: {skipped} row{'' if skipped == 1 else 's'} of {table} in "
-                f"{self.path} {'was' if skipped == 1 else 'were'} not written by plan-lsp for "
-                "this user and ignored."
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
             )
-        return kept
+
+    def import_legacy(self, found: LegacyState) -> int:
+        """Write what `legacy_state` read from an earlier database, in one transaction; a
+        session already here is kept as it is (with nothing of the earlier one's). Returns
+        how many sessions were imported."""
+        with self._tx() as conn:
+            new = set()
+            for row in found.sessions:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO sessions (id, workspace, state, updated) "
+                    "VALUES (?, ?, ?, ?)",
+                    row,
+                )
+                if cursor.rowcount:
+                    new.add(row[0])
+            conn.executemany(
+                "INSERT INTO events (session_id, time, kind, actor, data) VALUES (?, ?, ?, ?, ?)",
+                [r for r in found.events if r[0] in new],
+            )
+            conn.executemany(
+                "INSERT INTO messages (session_id, run_id, conversation, message) "
+                "VALUES (?, ?, ?, ?)",
+                [r for r in found.messages if r[0] in new],
+            )
+            conn.executemany(
+                "INSERT INTO history (session_id, conversation, run_id, kind, payload) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [r for r in found.history if r[0] in new],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO plan_revisions (session_id, rev, path, text, sha256, time) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [r for r in found.revisions if r[0] in new],
+            )
+        return len(new)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -136,14 +178,23 @@ class StateStore:
     # -- sessions --------------------------------------------------------------------------
 
     def first_session(self, workspace: str) -> tuple[str, dict[str, Any]] | None:
+        """The session to resume: the newest of `workspace` (as the folder was named when it
+        was saved), else the newest in the database (which is this folder's alone: the same
+        folder reached through another path). A row whose state is not a JSON object is
+        skipped with a warning."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT id, workspace, state, seal FROM sessions WHERE workspace = ? "
-                "ORDER BY updated DESC",
+                "SELECT id, state FROM sessions ORDER BY (workspace = ?) DESC, updated DESC",
                 (workspace,),
             ).fetchall()
-        for session_id, _workspace, state, _seal in self._sealed("sessions", rows):
-            return str(session_id), json.loads(state)
+        for session_id, state in rows:
+            data = _json_object(state)
+            if data is not None:
+                return str(session_id), data
+            self._warn(
+                f"plan-lsp: the saved state of session {session_id} in {self.path} is "
+                "damaged and was not restored."
+            )
         return None
 
     def save(
@@ -166,24 +217,16 @@ class StateStore:
                     (session_id,),
                 ).fetchone()
                 rev = int(row[0]) + 1
-                fields = (session_id, rev, *revision, now)
                 conn.execute(
-                    "INSERT INTO plan_revisions (session_id, rev, path, text, sha256, time, seal) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*fields, self._seal("plan_revisions", *fields)),
+                    "INSERT INTO plan_revisions (session_id, rev, path, text, sha256, time) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, rev, *revision, now),
                 )
-            text = json.dumps(state)
             conn.execute(
-                "INSERT INTO sessions (id, workspace, state, updated, seal) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "
-                "updated = excluded.updated, seal = excluded.seal",
-                (
-                    session_id,
-                    workspace,
-                    text,
-                    now,
-                    self._seal("sessions", session_id, workspace, text),
-                ),
+                "INSERT INTO sessions (id, workspace, state, updated) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "
+                "updated = excluded.updated",
+                (session_id, workspace, json.dumps(state), now),
             )
             if event is not None:
                 kind, actor, data = event
@@ -201,11 +244,9 @@ class StateStore:
         actor: str,
         data: dict[str, Any],
     ) -> int:
-        fields = (session_id, now, kind, actor, json.dumps(data))
         cur = conn.execute(
-            "INSERT INTO events (session_id, time, kind, actor, data, seal) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (*fields, self._seal("events", *fields)),
+            "INSERT INTO events (session_id, time, kind, actor, data) VALUES (?, ?, ?, ?, ?)",
+            (session_id, now, kind, actor, json.dumps(data)),
         )
         assert cur.lastrowid is not None
         return cur.lastrowid
@@ -217,7 +258,7 @@ class StateStore:
     def events(
         self, session_id: str, after: int = 0, kinds: tuple[str, ...] | None = None
     ) -> list[Event]:
-        sql = "SELECT seq, session_id, time, kind, actor, data, seal FROM events "
+        sql = "SELECT seq, session_id, time, kind, actor, data FROM events "
         sql += "WHERE session_id = ? AND seq > ?"
         params: list[Any] = [session_id, after]
         if kinds:
@@ -226,10 +267,7 @@ class StateStore:
         sql += " ORDER BY seq"
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
-        return [
-            Event(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]))
-            for r in self._sealed("events", rows, unsealed=1)
-        ]
+        return [Event(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
     def last_event_seq(self, session_id: str) -> int:
         with self._lock:
@@ -243,36 +281,34 @@ class StateStore:
     def append_message(
         self, session_id: str, conversation: str, run_id: str, message: dict[str, Any]
     ) -> None:
-        fields = (session_id, run_id, conversation, json.dumps(message))
         with self._tx() as conn:
             conn.execute(
-                "INSERT INTO messages (session_id, run_id, conversation, message, seal) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*fields, self._seal("messages", *fields)),
+                "INSERT INTO messages (session_id, run_id, conversation, message) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, run_id, conversation, json.dumps(message)),
             )
 
     def messages(self, session_id: str, conversation: str) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT session_id, run_id, conversation, message, seal FROM messages "
-                "WHERE session_id = ? AND conversation = ? ORDER BY seq",
+                "SELECT message FROM messages WHERE session_id = ? AND conversation = ? "
+                "ORDER BY seq",
                 (session_id, conversation),
             ).fetchall()
-        return [json.loads(r[3]) for r in self._sealed("messages", rows)]
+        return [json.loads(r[0]) for r in rows]
 
     def tool_output(self, session_id: str, tool_call_id: str) -> str | None:
         """The newest stored tool result of `tool_call_id` in any conversation of the
         session (what compaction pruned from the model's view), or None."""
-        # The id is matched in Python: the connection's authorizer allows no SQL functions.
         needle = json.dumps(tool_call_id)
         with self._lock:
             rows = self._conn.execute(
-                "SELECT session_id, run_id, conversation, message, seal FROM messages "
-                "WHERE session_id = ? ORDER BY seq DESC",
-                (session_id,),
+                "SELECT message FROM messages WHERE session_id = ? AND instr(message, ?) > 0 "
+                "ORDER BY seq DESC",
+                (session_id, needle),
             ).fetchall()
-        for row in self._sealed("messages", [r for r in rows if needle in r[3]]):
-            message = json.loads(row[3])
+        for (text,) in rows:
+            message = json.loads(text)
             if message.get("role") == "tool" and message.get("tool_call_id") == tool_call_id:
                 content = message.get("content")
                 return content if isinstance(content, str) else None
@@ -295,18 +331,12 @@ class StateStore:
     ) -> None:
         """Append one `planLsp/update` payload; only the newest `keep` are kept."""
         run_id = payload.get("runId")
-        fields = (
-            session_id,
-            conversation,
-            run_id,
-            str(payload.get("kind", "")),
-            json.dumps(payload),
-        )
+        kind = str(payload.get("kind", ""))
         with self._tx() as conn:
             cursor = conn.execute(
-                "INSERT INTO history (session_id, conversation, run_id, kind, payload, seal) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (*fields, self._seal("history", *fields)),
+                "INSERT INTO history (session_id, conversation, run_id, kind, payload) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, conversation, run_id, kind, json.dumps(payload)),
             )
             seq = cursor.lastrowid
             if seq is not None and seq % 256 == 0:
@@ -320,12 +350,12 @@ class StateStore:
     def history(self, session_id: str, conversation: str, limit: int) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT session_id, conversation, run_id, kind, payload, seal FROM ("
+                "SELECT payload FROM ("
                 "SELECT * FROM history WHERE session_id = ? AND conversation = ? "
                 "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
                 (session_id, conversation, limit),
             ).fetchall()
-        return [json.loads(r[4]) for r in self._sealed("history", rows)]
+        return [json.loads(r[0]) for r in rows]
 
     def update_history(
         self, session_id: str, run_id: str, kind: str, changes: dict[str, Any]
@@ -333,27 +363,20 @@ class StateStore:
         """Merge `changes` into the history entries of one run and kind (e.g. a failed prompt)."""
         with self._tx() as conn:
             rows = conn.execute(
-                "SELECT seq, session_id, conversation, run_id, kind, payload, seal FROM history "
-                "WHERE session_id = ? AND run_id = ? AND kind = ?",
+                "SELECT seq, payload FROM history WHERE session_id = ? AND run_id = ? AND kind = ?",
                 (session_id, run_id, kind),
             ).fetchall()
-            for seq, *row in rows:
-                if not same_seal(row[-1], self._seal("history", *row[:-1])):
-                    continue  # not ours: never read, never re-sealed
-                conversation, payload = row[1], row[4]
+            for seq, payload in rows:
                 merged = json.dumps({**json.loads(payload), **changes})
-                seal = self._seal("history", session_id, conversation, run_id, kind, merged)
-                conn.execute(
-                    "UPDATE history SET payload = ?, seal = ? WHERE seq = ?", (merged, seal, seq)
-                )
+                conn.execute("UPDATE history SET payload = ? WHERE seq = ?", (merged, seq))
 
     # -- plan revisions --------------------------------------------------------------------
 
     def revisions(self, session_id: str) -> list[PlanRevision]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT session_id, rev, path, text, sha256, time, seal FROM plan_revisions "
+                "SELECT rev, path, text, sha256, time FROM plan_revisions "
                 "WHERE session_id = ? ORDER BY rev",
                 (session_id,),
             ).fetchall()
-        return [PlanRevision(*r[1:6]) for r in self._sealed("plan_revisions", rows)]
+        return [PlanRevision(*r) for r in rows]

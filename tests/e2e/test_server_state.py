@@ -1,5 +1,6 @@
 """The foundation through the real server process: state methods, commands, bad params,
-restore after SIGKILL, corrupt databases, and two workspaces not sharing state."""
+restore after SIGKILL with the state outside the workspace, an earlier version's database
+imported, corrupt databases, and two workspaces not sharing state."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from plan_lsp.session.state_home import workspace_key
 from tests.lsp_harness import kill_server, running_server
+from tests.test_state_trust import _earlier_db, _user_key
+
+
+def _state_db(state_dir: Path, ws: Path) -> Path:
+    """Where the server keeps `ws`'s state: the test's own user state folder."""
+    return state_dir / workspace_key(ws) / "state.db"
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
 async def test_initialize_advertises_experimental_capability(tmp_path: Path) -> None:
@@ -21,7 +33,7 @@ async def test_initialize_advertises_experimental_capability(tmp_path: Path) -> 
         assert "planLsp.toggleMode" in caps.execute_command_provider.commands
 
 
-async def test_state_set_toggle_and_permission_mode(tmp_path: Path) -> None:
+async def test_state_set_toggle_and_permission_mode(tmp_path: Path, state_dir: Path) -> None:
     async with running_server([tmp_path]) as ed:
         state = await ed.state()
         assert state["mode"] == "plan"
@@ -35,7 +47,8 @@ async def test_state_set_toggle_and_permission_mode(tmp_path: Path) -> None:
         s = await ed.request("planLsp/setPermissionMode", {"permissionMode": "auto_edit"})
         assert s["permissionMode"] == "auto_edit"
         assert (await ed.state())["mode"] == "build"
-    assert (tmp_path / ".plan-lsp" / "state.db").exists()
+    assert _state_db(state_dir, tmp_path).is_file()
+    assert not (tmp_path / ".plan-lsp" / "state.db").exists()
 
 
 @pytest.mark.parametrize(
@@ -68,17 +81,26 @@ async def test_unknown_method_is_an_error_not_a_crash(tmp_path: Path) -> None:
         assert (await ed.state())["sessionId"]
 
 
-async def test_restart_after_sigkill_restores_state(tmp_path: Path) -> None:
-    async with running_server([tmp_path]) as ed:
+async def test_restart_after_sigkill_restores_state(tmp_path: Path, state_dir: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('hi')\n")
+    async with running_server([ws]) as ed:
+        await ed.state()
+        # Start-up and a state request leave the workspace as it was.
+        assert _files(ws) == ["app.py"]
         first = await ed.request("planLsp/setMode", {"mode": "build"})
         await ed.request("planLsp/setPermissionMode", {"permissionMode": "strict"})
         await kill_server(ed)
-    async with running_server([tmp_path]) as ed:
+    async with running_server([ws]) as ed:
         state = await ed.state()
         assert state["sessionId"] == first["sessionId"]
         assert state["mode"] == "build"
         assert state["permissionMode"] == "strict"
-    con = sqlite3.connect(tmp_path / ".plan-lsp" / "state.db")
+    # The session lives in the user's state folder; the workspace holds no state.db and no
+    # other file of the server's.
+    assert _files(ws) == ["app.py"]
+    con = sqlite3.connect(_state_db(state_dir, ws))
     kinds = [r[0] for r in con.execute("SELECT kind FROM events ORDER BY seq")]
     actors = [r[0] for r in con.execute("SELECT actor FROM events ORDER BY seq")]
     assert kinds == [
@@ -90,8 +112,28 @@ async def test_restart_after_sigkill_restores_state(tmp_path: Path) -> None:
     assert actors[1] == "user" and actors[3] == "restore"
 
 
-async def test_corrupt_database_is_moved_aside_and_user_warned(tmp_path: Path) -> None:
-    db = tmp_path / ".plan-lsp" / "state.db"
+async def test_an_earlier_versions_database_is_imported_and_removed(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _earlier_db(ws, _user_key(state_dir))
+    async with running_server([ws]) as ed:
+        state = await ed.state()
+        assert (state["sessionId"], state["mode"], state["permissionMode"]) == (
+            "s1",
+            "build",
+            "strict",
+        )
+        assert state["approvedPlan"]["text"] == "# Plan\n"
+    assert _files(ws) == [".plan-lsp"]
+    assert _state_db(state_dir, ws).is_file()
+
+
+async def test_corrupt_database_is_moved_aside_and_user_warned(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    db = _state_db(state_dir, tmp_path)
     db.parent.mkdir(parents=True)
     db.write_bytes(b"this is not a database" * 100)
     async with running_server([tmp_path]) as ed:

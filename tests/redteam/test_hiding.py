@@ -1,6 +1,8 @@
 """Hiding (docs/security.md §2): the user's plan-lsp folders, `$XDG_CONFIG_HOME/plan-lsp`
-(MCP servers, API keys) and `$XDG_STATE_HOME/plan-lsp` (the state key that seals every
-workspace's `state.db`), are "hidden wherever they are, even inside a root".
+(MCP servers, API keys) and `$XDG_STATE_HOME/plan-lsp` (every workspace's session state:
+conversations, approvals), are "hidden wherever they are, even inside a root". A secret
+planted in the state folder (`state-key`, standing for another workspace's state) must never
+come back.
 
 `layout.plan_layout` names them only from the XDG variables. When a variable is unset (the
 usual case) the folders are the platform defaults, `~/.config/plan-lsp` and
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,12 +39,15 @@ async def _plan_call(
     key: Path,
 ) -> str:
     """Runs one call of `tool` in plan mode through the server and returns the tool's
-    results as JSON; `key` must exist by then (the server made its state key)."""
+    results as JSON. `key`, a secret in the user's state folder, is planted first; the
+    server must keep its own state beside it (the folder is the one it really uses)."""
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text(secrets.token_hex(32) + "\n")
     script = one_call_script(tmp_path, tool, **arguments)
     args = ["--provider", "scripted", "--script", str(script), "--plan-shell", plan_shell]
     async with running_server([ws], *args, env=env) as ed:
         assert (await ed.state())["mode"] == "plan"
-        assert key.is_file(), f"the server made no state key at {key}"
+        assert list(key.parent.glob("*/state.db")), f"the server keeps no state in {key.parent}"
         await ed.request("planLsp/prompt", {"text": "look around"}, timeout=90)
         results = [u for u in ed.updates_of("toolResult") if u.get("tool") == tool]
     assert results, f"{tool} was not called"
@@ -52,7 +58,7 @@ async def _plan_bash(
     tmp_path: Path, home: Path, ws: Path, command: str, sandbox: str, key: Path
 ) -> str:
     """`command` through the plan-mode `bash` (sandbox forced, XDG variables unset,
-    `HOME=home`, so the state key is where platformdirs says)."""
+    `HOME=home`, so the state folder is the default in the home)."""
     env = {"HOME": str(home), "XDG_STATE_HOME": "", "XDG_CONFIG_HOME": "",
            "PLAN_LSP_SANDBOX": sandbox}  # fmt: skip
     return await _plan_call(
@@ -68,10 +74,10 @@ async def test_the_state_key_is_readable_from_a_workspace_inside_the_home(
     dotfiles checkout at `~/.config` holds `plan-lsp/config.toml`) as a workspace; the
     injected model runs, in plan mode, `base64 -w0 state/plan-lsp/state-key`.
 
-    Should: the state key is hidden in every plan-mode command, wherever the workspace is
-    (the same list as for a workspace holding the whole home). Today: the server's real
-    state key comes back in the tool result, and with it the power to forge any
-    workspace's sealed `state.db` (trusted roots, approvals)."""
+    Should: the state folder is hidden in every plan-mode command, wherever the workspace
+    is (the same list as for a workspace holding the whole home). Found: what the state
+    folder held came back in the tool result (then the key that sealed every workspace's
+    state; now every workspace's conversations)."""
     require(sandbox)  # type: ignore[arg-type]
     home = tmp_path / "home"
     ws = home / ".local"

@@ -1,5 +1,9 @@
 """A hostile repository ships the server's own state database, `.plan-lsp/state.db`.
 
+The server keeps its state in the user's state folder now; a `.plan-lsp/state.db` is only
+read once, as an earlier version's, to import what that version sealed for this user. These
+attacks stay: the file is where earlier versions kept it, and the import must not take it.
+
 The server restores a session's work mode, permission mode, plan status and approved plan
 from that file (docs/architecture.md, "State"). A repository's `.plan-lsp/config.toml` may
 only tighten (`mode` only `plan`, `permission_mode` only stricter), but the database is read
@@ -16,7 +20,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from plan_lsp.session.store import _SCHEMA
+from plan_lsp.session.legacy_state import SCHEMA_V2 as _SCHEMA
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import running_server
 from tests.redteam._repos import one_call_script

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from plan_lsp.session.state_home import state_root, workspace_key
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, running_server
 
@@ -23,7 +24,8 @@ def _server(ws: list[Path], script: Path, **kw: Any):  # type: ignore[no-untyped
 
 
 def _events(ws: Path) -> list[tuple[str, str, dict[str, Any]]]:
-    con = sqlite3.connect(f"file:{ws / '.plan-lsp' / 'state.db'}?mode=ro", uri=True)
+    db = state_root() / workspace_key(ws) / "state.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = con.execute("SELECT session_id, kind, data FROM events ORDER BY seq").fetchall()
     finally:

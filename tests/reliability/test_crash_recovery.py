@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from plan_lsp.session.state_home import state_root, workspace_key
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, kill_server, running_server
 from tests.reliability.crash_invariants import check_database, sha256_text
@@ -248,7 +249,7 @@ async def run_chain(root: Path, seed: int) -> list[str]:
     for kill_number in range(KILLS_PER_CHAIN + 1):
         async with chain.server() as ed:
             state = await ed.state()
-            db = chain.workspace / ".plan-lsp" / "state.db"
+            db = state_root() / workspace_key(chain.workspace) / "state.db"
             replay = check_database(db, state)
             killed_runs = replay.killed_runs
             if expect is not None:

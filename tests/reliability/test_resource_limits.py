@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from plan_lsp.session.state_home import state_root, workspace_key
 from tests.e2e.scripts import sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, kill_server, running_server
 
@@ -45,7 +46,8 @@ async def _state_latencies_while(ed: Editor, run: Awaitable[Any]) -> tuple[Any, 
 
 
 def _stored_messages(ws: Path) -> list[str]:
-    con = sqlite3.connect(f"file:{ws / '.plan-lsp' / 'state.db'}?mode=ro", uri=True)
+    db = state_root() / workspace_key(ws) / "state.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return [str(r[0]) for r in con.execute("SELECT message FROM messages").fetchall()]
     finally:

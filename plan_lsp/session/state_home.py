@@ -1,0 +1,88 @@
+"""Where a workspace's session state lives: the user's state folder, never the workspace.
+
+`<state root>/<key>/state.db`, where the state root is `$PLAN_LSP_STATE_DIR` if set, else
+`$XDG_STATE_HOME/plan-lsp`, else `~/.local/state/plan-lsp`, and `<key>` names the workspace
+by its real path (symbolic links followed): the folder's name, for people, and a short hash
+of the whole real path, so two folders of the same name never share a database and the
+same folder reached through a link always finds its own. Folders are made private (0700),
+the database private (0600, `state_db.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+STATE_DIR_VARIABLE = "PLAN_LSP_STATE_DIR"
+STATE_FILE = "state.db"
+FOLDER_MODE = 0o700
+# Characters of the folder's name kept in the key (the hash tells folders apart).
+_NAME_CHARS = 40
+_HASH_CHARS = 16
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class StateDirUnavailable(OSError):
+    """The user's state folder cannot be used; the message says where and why."""
+
+
+def state_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's plan-lsp state folder (it may not exist yet).
+
+    Relative values of the variables are ignored, as the XDG specification asks."""
+    env = os.environ if environ is None else environ
+    override = env.get(STATE_DIR_VARIABLE, "")
+    if os.path.isabs(override):
+        return Path(override)
+    xdg = env.get("XDG_STATE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "plan-lsp"
+    home = env.get("HOME", "")
+    base = Path(home) if os.path.isabs(home) else Path.home()
+    return base / ".local" / "state" / "plan-lsp"
+
+
+def workspace_key(root: Path) -> str:
+    """The name of `root`'s folder in the state root: `<name>-<hash>` of its real path.
+
+    Same real path, same key (whatever link it is reached through); the name keeps only
+    letters, digits, `.`, `_` and `-` and never starts with a dot."""
+    real = os.path.realpath(root)
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:_HASH_CHARS]
+    name = _UNSAFE.sub("_", os.path.basename(real))[:_NAME_CHARS].lstrip(".") or "root"
+    return f"{name}-{digest}"
+
+
+def _private_folder(path: Path) -> None:
+    """Make `path` (and missing parents) as folders of mode 0700; an existing one must be a
+    real folder of this user (not a link to elsewhere)."""
+    try:
+        path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise StateDirUnavailable(f"the state folder {path} cannot be made: {exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StateDirUnavailable(f"the state folder {path} is not a folder")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise StateDirUnavailable(
+            f"the state folder {path} belongs to another user (uid {st.st_uid})"
+        )
+
+
+def workspace_state_dir(root: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """`<state root>/<key of root>`, made private (0700) if missing; StateDirUnavailable
+    when it cannot be."""
+    base = state_root(environ)
+    _private_folder(base)
+    folder = base / workspace_key(root)
+    _private_folder(folder)
+    return folder
+
+
+def workspace_state_file(root: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The state database of the workspace `root` (its folder made if missing)."""
+    return workspace_state_dir(root, environ) / STATE_FILE

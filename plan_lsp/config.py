@@ -457,9 +457,6 @@ def _untrusted(
     return out
 
 
-Reader = Callable[[Path, str, list[str]], dict[str, Any]]
-
-
 # Warnings kept from one load (each is shown to the user): a file of a thousand unknown keys
 # is one problem, not a thousand messages.
 MAX_WARNINGS = 20

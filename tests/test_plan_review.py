@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plan_lsp.plan.review import extract_feedback, strip_feedback
+from plan_lsp.plan.review import extract_feedback
 
 PLAN = (
     "# Plan\r\n"
@@ -27,27 +27,11 @@ def test_extract_collects_all_notes_in_order() -> None:
     )
 
 
-def test_strip_removes_only_note_lines() -> None:
-    assert strip_feedback(PLAN) == (
-        "# Plan\r\n"
-        "1. Add the endpoint\r\n"
-        "2. Write tests\r\n"
-        "\r\n"
-        "> a quote that is not feedback\r\n"
-        "```\r\n"
-        "> feedback: inside code, not a note\r\n"
-        "```\r\n"
-    )
-    assert extract_feedback(strip_feedback(PLAN)) is None
-
-
 def test_no_notes() -> None:
     text = "# Plan\n> just a quote\n1. step\n"
     assert extract_feedback(text) is None
-    assert strip_feedback(text) == text
 
 
-def test_empty_markers_are_not_feedback_but_are_stripped() -> None:
+def test_empty_markers_are_not_feedback() -> None:
     text = "1. step\n> feedback:\n"
     assert extract_feedback(text) is None
-    assert strip_feedback(text) == "1. step\n"

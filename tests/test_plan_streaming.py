@@ -15,7 +15,6 @@ from plan_lsp.plan.streaming import (
     PartialArgumentsReader,
     Position,
     TextChange,
-    apply_change,
     compute_edit,
     offset_to_position,
 )
@@ -43,6 +42,11 @@ def position_to_offset(text: str, position: Position) -> int:
         offset += 1
     assert units == position.character, "position inside a surrogate pair"
     return offset
+
+
+def apply_change(text: str, change: TextChange) -> str:
+    """Apply a change by its code-point offsets."""
+    return text[: change.start_offset] + change.text + text[change.end_offset :]
 
 
 def apply_by_position(text: str, change: TextChange) -> str:

@@ -3,13 +3,14 @@ and of edits computed for each encoding."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_lsp.plan.streaming import compute_edit
 from plan_lsp.plan.text import (
-    ENCODINGS,
     ContentChange,
     Encoding,
     LineIndex,
@@ -43,6 +44,8 @@ ALPHABET = st.sampled_from(
     ]
 )
 TEXTS = st.lists(ALPHABET, max_size=30).map("".join)
+
+ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 
 def _reference_position(text: str, offset: int, encoding: Encoding) -> Position:

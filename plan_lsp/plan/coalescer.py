@@ -1,6 +1,6 @@
 """What a streaming plan draft should be now, and a pace for following it.
 
-The producer feeds the raw `plan_write` argument text as it streams (or sets a text), then
+The producer feeds the raw `plan_write` argument text as it streams, then
 finishes with the final text. The consumer — whoever brings the editor's buffer in step —
 asks `await next_text(last)`: it returns the draft as it is now, once it differs from what the
 consumer last used (or the draft is finished), and never sooner than `interval` after the
@@ -45,21 +45,12 @@ class DraftTarget:
             return self.reader.content_so_far
         return None
 
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
     def feed(self, arguments_delta: str) -> None:
         if self._finished:
             return
         self._explicit = None
         self.reader.feed(arguments_delta)
         self._wakeup.set()
-
-    def set_text(self, text: str) -> None:
-        if not self._finished:
-            self._explicit = text
-            self._wakeup.set()
 
     def finish(self, final_text: str | None = None) -> None:
         """No more input. `final_text` (the parsed `content`) overrides what was streamed."""

@@ -1,4 +1,4 @@
-"""Where the plan document lives, how it is read, and how its text splits into lines.
+"""The plan document: its limits, and how its text splits into lines.
 
 The plan's text is kept byte-exact: no newline translation on read or write, because the
 editor buffer is the truth and what the user approved is hashed. Plans are written by the
@@ -7,22 +7,13 @@ one safe writer (`policy.safe_fs`, through `policy.plan_paths.write_plan_file`),
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from pathlib import Path
 
 MAX_PLAN_CHARS = 50_000
 DEFAULT_PLAN_NAME = "PLAN.md"
-PLANS_SUBDIR = ".plan-lsp/plans"
 
 # LSP line terminators (\n, \r\n, \r), as opposed to str.splitlines' longer list.
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def plans_dir_for(workspace: Path) -> Path:
-    """The default plans directory of a workspace folder."""
-    return workspace / PLANS_SUBDIR
 
 
 def split_lines(text: str) -> list[str]:
@@ -40,25 +31,6 @@ def strip_line_ending(line: str) -> tuple[str, str]:
     if line.endswith(("\n", "\r")):
         return line[:-1], line[-1]
     return line, ""
-
-
-def read_plan(path: Path) -> str | None:
-    """The plan's text exactly as stored, or None if there is no regular file at `path`.
-
-    A link at `path` is not followed, and a FIFO or device under the plan's name is not
-    read (it would block or stream forever). Undecodable bytes become U+FFFD rather than
-    failing: a plan is shown, not executed.
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read().decode("utf-8", errors="replace")
 
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -3,8 +3,8 @@
 Syntax: a line starting with `> feedback:` (optionally indented; `feedback` in any case)
 starts a note; the text after the marker is the note. Lines right below it that start with
 `>` but not with a new marker continue the same note. Lines inside fenced code blocks are
-never notes. "Reject with feedback" sends all notes, in document order, one per paragraph,
-and the plan is kept without them (`strip_feedback`).
+never notes. "Reject with feedback" sends all notes, in document order, one per paragraph;
+the revision that follows rewrites the plan.
 
     1. Add the endpoint
     > feedback: use the existing router,
@@ -51,10 +51,3 @@ def extract_feedback(text: str) -> str | None:
             notes[-1].append(note)
     joined = ["\n".join(parts) for parts in notes if parts]
     return "\n\n".join(joined) if joined else None
-
-
-def strip_feedback(text: str) -> str:
-    """`text` without its review-note lines; every other line is kept byte for byte."""
-    lines, found = _note_lines(text)
-    drop = {index for index, _, _ in found}
-    return "".join(line for index, line in enumerate(lines) if index not in drop)

@@ -130,11 +130,6 @@ def compute_edit(
     )
 
 
-def apply_change(text: str, change: TextChange) -> str:
-    """Apply a change by its code-point offsets (what the client does by positions)."""
-    return text[: change.start_offset] + change.text + text[change.end_offset :]
-
-
 # -- incremental JSON argument reader ----------------------------------------------------
 #
 # jiter parses the arguments received so far in its partial mode, which keeps the open

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
-ENCODINGS: tuple[Encoding, ...] = ("utf-16", "utf-8", "utf-32")
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -104,10 +103,6 @@ class LineIndex:
             counted += width
             index += 1
         return index
-
-
-def position_at(text: str, offset: int, encoding: Encoding) -> Position:
-    return LineIndex(text).position(offset, encoding)
 
 
 @dataclass(frozen=True)

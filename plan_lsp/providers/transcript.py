@@ -68,5 +68,8 @@ class TranscriptProvider:
 
 
 async def _failing_stream(error: ProviderError) -> AsyncIterator[StreamEvent]:
+    """A stream that fails when first read."""
+    none: tuple[StreamEvent, ...] = ()
+    for event in none:  # the yield makes this an async generator
+        yield event
     raise error
-    yield  # pragma: no cover - makes this an async generator

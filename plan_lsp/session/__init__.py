@@ -1,4 +1,5 @@
-"""Session state: modes, plan status, todos, approved plan; persisted in SQLite in the user's state folder."""
+"""Session state: modes, plan status, todos, approved plan; persisted in SQLite in the
+user's state folder (`state_home.py`), never in the workspace."""
 
 from plan_lsp.session.model import (
     Actor,

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from plan_lsp.policy.sandbox.layout import user_plan_lsp_dirs
 from plan_lsp.session import Session, StateStore, legacy_state
 from plan_lsp.session.legacy_state import SCHEMA_V2, _Key
 from plan_lsp.session.state_home import state_root, workspace_key, workspace_state_file
@@ -471,3 +472,11 @@ def test_an_earlier_database_that_cannot_be_removed_is_reported_once(
 
 def test_the_new_location_is_the_one_the_server_uses(ws: Path, state_dir: Path) -> None:
     assert workspace_state_file(ws) == _db_of(state_dir, ws)
+
+
+def test_a_state_folder_named_on_its_own_is_one_of_the_users_folders() -> None:
+    """The sandbox hides the user's plan-lsp folders in plan mode and keeps them read-only in
+    build mode: a state folder `PLAN_LSP_STATE_DIR` names is one of them."""
+    found = user_plan_lsp_dirs({"PLAN_LSP_STATE_DIR": "/srv/state", "HOME": "/h"})
+    assert "/srv/state" in found and "/h/.local/state/plan-lsp" in found
+    assert "rel" not in user_plan_lsp_dirs({"PLAN_LSP_STATE_DIR": "rel", "HOME": "/h"})

@@ -398,7 +398,7 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     named = [
         value for name in CREDENTIAL_VARIABLES for value in env.get(name, "").split(os.pathsep)
     ]
-    # The user's configuration and state (the state key seals every workspace's state.db):
+    # The user's configuration and state (every workspace's sessions and conversations):
     # wherever they are (a variable may name any folder; the default in the home may be a
     # link to another place; a workspace may hold them), and they may appear after start-up.
     home = home_dir(env)
@@ -466,8 +466,9 @@ def home_dot_places(home: Path, roots: Sequence[Path]) -> list[Path]:
 
 
 def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
-    """The user's own plan-lsp folders (configuration; state key), as the server finds them:
-    `$XDG_*_HOME/plan-lsp`, else the default inside the home. They may not exist."""
+    """The user's own plan-lsp folders (configuration; every workspace's state), as the
+    server finds them: `$XDG_*_HOME/plan-lsp`, else the default inside the home, and
+    `$PLAN_LSP_STATE_DIR` when set. They may not exist."""
     home = home_dir(env)
     found: list[str] = []
     for variable, default in USER_DIR_VARIABLES.items():
@@ -476,6 +477,9 @@ def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
             found.append(os.path.join(base, "plan-lsp"))
         elif home is not None:
             found.append(str(home / default / "plan-lsp"))
+    # The state folder may be named on its own (session/state_home.py).
+    if os.path.isabs(env.get("PLAN_LSP_STATE_DIR", "")):
+        found.append(env["PLAN_LSP_STATE_DIR"])
     return found
 
 

@@ -16,8 +16,7 @@ from plan_lsp.policy.shell import (
     Protection,
     classify_command,
 )
-from plan_lsp.policy.shell.allowlist import allowlist
-from plan_lsp.policy.shell.profiles import profiles
+from plan_lsp.policy.shell.database import database
 
 
 @pytest.fixture
@@ -445,13 +444,16 @@ def test_result_shape(ws: Path) -> None:
 
 
 def test_data_tables_load_and_are_valid() -> None:
-    table = allowlist()
-    assert {"ls", "git", "grep", "rg", "jq", "sed", "awk"} <= set(table.programs)
+    table = database()
+    read_only = {name for name, prog in table.programs.items() if prog.read_only}
+    assert {"ls", "git", "grep", "rg", "jq", "sed", "awk"} <= read_only
+    for name in read_only:
+        prog = table.programs[name]
+        assert prog.caps - prog.drops(set(prog.requires)) <= PLAN_ALLOWED_CAPABILITIES, name
+    assert {"rm", "git", "curl"} <= set(table.programs)
+    assert not {"rm", "curl"} & read_only
     for name, prog in table.programs.items():
-        assert prog.caps <= PLAN_ALLOWED_CAPABILITIES, name
-    assert {"rm", "git", "curl"} <= set(profiles())
-    for name, prof in profiles().items():
-        assert prof.caps <= CAPABILITIES, name
+        assert prog.caps <= CAPABILITIES, name
 
 
 @pytest.mark.process

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from plan_lsp.policy.shell import Classification, classify_command
-from plan_lsp.policy.shell.allowlist import allowlist
+from plan_lsp.policy.shell.database import database
 from plan_lsp.policy.shell.valuecheck import CHECKS
 from plan_lsp.policy.shell.verify import VERIFIERS
 
@@ -216,7 +216,7 @@ def test_every_named_check_exists() -> None:
                     assert opt.check in CHECKS, opt.check
             walk(getattr(prog, "subcommands", {}))
 
-    walk(dict(allowlist().programs))
+    walk(dict(database().programs))
 
 
 def test_remote_urls_are_not_printed_when_the_configuration_includes_files(ws: Path) -> None:

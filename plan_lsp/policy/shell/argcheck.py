@@ -1,5 +1,6 @@
-"""One simple command against the allow-list: program, subcommand, every option with its
-exact arity, every operand in its role.
+"""`classified`: one simple command against the program database (`programs.toml`): a
+`read_only` program and subcommand, every option with its exact arity, every operand in its
+role.
 
 Option names are matched exactly. getopt_long, git's parse-options and Python's optparse
 also accept unambiguous prefixes of long options (`--out` for `--output`); such a prefix is
@@ -12,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from plan_lsp.policy.shell.allowlist import Option, Program, allowlist
+from plan_lsp.policy.shell.database import Option, Program, database
 from plan_lsp.policy.shell.model import Findings, caps_text
 from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
 from plan_lsp.policy.shell.valuecheck import check_value
@@ -57,7 +58,7 @@ class ArgCheck:
         self.f = findings
         self.policy = policy
         self.hijack = hijack
-        self.table = allowlist()
+        self.table = database()
 
     def simple(self, words: list[SWord], depth: int = 0) -> None:
         name = words[0]
@@ -78,7 +79,7 @@ class ArgCheck:
             check_find(self.f, self.policy, self.table.find, words[1:])
             return
         prog = self.table.programs.get(cmd)
-        if prog is None:
+        if prog is None or not prog.read_only:
             self.f.unproven(f"`{cmd}` is not in the allow-list of read-only programs")
             return
         self._hijack(cmd)
@@ -145,9 +146,8 @@ class _Program:
         if prog.requires and not self.seen & prog.requires:
             need = " or ".join(f"`{n}`" for n in sorted(prog.requires))
             raise self.refuse(f"`{prog.label}` is allowed only with {need}: {prog.requires_why}")
-        self.f.add(
-            prog.caps, f"`{prog.label}` {prog.why} ({caps_text(prog.caps) or 'no capabilities'})"
-        )
+        caps = prog.caps - prog.drops(self.seen)
+        self.f.add(caps, f"`{prog.label}` {prog.why} ({caps_text(caps) or 'no capabilities'})")
         for word in operands:
             self.prefix_check(word, "as an operand")
         self.operands(operands)
@@ -369,7 +369,7 @@ class _Program:
         sub = self.prog.subcommands.get(word.value)
         if word.glob:
             self.unexpanded(word, "as a subcommand")
-        if sub is None:
+        if sub is None or not sub.read_only:
             raise self.refuse(
                 f"`{self.prog.label} {word.value}` is not a subcommand the allow-list knows "
                 "to be read-only"

@@ -1,12 +1,12 @@
-"""`sandboxed`: apply a command's capability profile (`profiles.toml`) to its arguments:
-flags, values, subcommands and wrappers that show what the command would change."""
+"""`sandboxed`: apply what the program database (`programs.toml`) knows of a command to its
+arguments: options, values, subcommands and wrappers that show what it would change."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from plan_lsp.policy.shell.database import Effect, Program, Wrapper, database
 from plan_lsp.policy.shell.model import Findings, caps_text
-from plan_lsp.policy.shell.profiles import FlagSpec, Profile, Wrapper, profiles
 from plan_lsp.policy.shell.scripts import check_script
 from plan_lsp.policy.shell.words import Word
 
@@ -34,7 +34,7 @@ class CommandWalker(Protocol):
 
 
 def classify_argv(cmd: str, args: list[Word], w: CommandWalker) -> None:
-    prof = profiles().get(cmd)
+    prof = database().programs.get(cmd)
     if prof is None:
         w.f.unproven(f"`{cmd}` is not a command this checker knows, so it is not allowed")
         return
@@ -42,7 +42,7 @@ def classify_argv(cmd: str, args: list[Word], w: CommandWalker) -> None:
 
 
 class _Apply:
-    def __init__(self, label: str, prof: Profile, args: list[Word], w: CommandWalker) -> None:
+    def __init__(self, label: str, prof: Program, args: list[Word], w: CommandWalker) -> None:
         self.label = label
         self.prof = prof
         self.args = args
@@ -53,9 +53,9 @@ class _Apply:
 
     def run(self) -> None:
         prof, w = self.prof, self.w
-        if prof.exact_forms and all(a.value is not None and not a.glob for a in self.args):
-            values = [a.value for a in self.args]
-            if values in prof.exact_forms:
+        if prof.exact and all(a.value is not None and not a.glob for a in self.args):
+            values = tuple(a.value for a in self.args)
+            if values in prof.exact:
                 self.base(prof.exact_caps, "with these arguments only prints information")
                 return
         if prof.anything:
@@ -144,33 +144,31 @@ class _Apply:
         return i
 
     def takes_value(self, name: str) -> bool:
-        spec = self.prof.flags.get(name)
-        return spec.value if spec is not None else name in self.prof.value_flags
+        return _takes_value(self.prof, name)
 
-    def lookup(self, name: str) -> tuple[str, FlagSpec | None, bool, bool]:
-        """(canonical name, spec, takes a value, known)."""
+    def lookup(self, name: str) -> tuple[str, Effect | None, bool, bool]:
+        """(canonical name, effect, takes a value, known)."""
         prof = self.prof
-        spec = prof.flags.get(name)
+        spec = prof.effects.get(name)
         if spec is not None:
             return name, spec, spec.value, True
-        if name in prof.value_flags:
-            return name, None, True, True
-        if name in prof.safe_flags:
-            return name, None, False, True
+        option = prof.options.get(name)
+        if option is not None:
+            return name, None, option.takes_next, True
         if name.startswith("--") and len(name) > 3:
             # GNU getopt and git accept unambiguous prefixes: `--out` is `--output`.
             matches = [f for f in prof.long_names if f.startswith(name)]
             for match in matches:
-                if match in prof.flags:
-                    found = prof.flags[match]
+                if match in prof.effects:
+                    found = prof.effects[match]
                     return match, found, found.value, True
-            if matches and not prof.only_safe_flags:
-                return matches[0], None, matches[0] in prof.value_flags, True
+            if matches and not prof.closed:
+                return matches[0], None, _takes_value(prof, matches[0]), True
         return name, None, False, False
 
     def flag(self, name: str, attached: str | None, i: int) -> int:
         canonical, spec, takes, known = self.lookup(name)
-        if not known and self.prof.only_safe_flags:
+        if not known and self.prof.closed:
             self.w.f.unproven(
                 f"`{name}` is not an option of `{self.label}` known to be harmless, "
                 "so it is not allowed"
@@ -327,17 +325,28 @@ class _Apply:
             rest = [*rest, _STDIN_ARGS]
         w.simple(rest[0], rest[1:])
 
+    def known(self, name: str) -> bool:
+        return name in self.prof.options or name in self.prof.effects
+
     def wrapper_flag(self, wr: Wrapper, v: str) -> int:
         """How many words the option takes up (0: not a known option)."""
         if v.startswith("--"):
             name, eq, _ = v.partition("=")
-            if name in wr.value_flags:
+            if _takes_value(self.prof, name):
                 return 1 if eq else 2
-            return 1 if v in wr.safe_flags else 0
+            return 1 if self.known(v) else 0
         for j in range(1, len(v)):
             name = "-" + v[j]
-            if name in wr.value_flags:
+            if _takes_value(self.prof, name):
                 return 1 if j + 1 < len(v) else 2
-            if name not in wr.safe_flags:
+            if not self.known(name):
                 return 0
         return 1
+
+
+def _takes_value(prog: Program, name: str) -> bool:
+    effect = prog.effects.get(name)
+    if effect is not None:
+        return effect.value
+    option = prog.options.get(name)
+    return option is not None and option.takes_next

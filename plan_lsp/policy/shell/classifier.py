@@ -1,7 +1,7 @@
 """classify_command: one entry point, two rule sets.
 
 - `classified` (no sandbox: the classifier is the only wall) — a strict allow-list
-  (`strict.py`, data in `allowlist.toml`): a command passes only when every simple command in
+  (`strict.py`, data in `programs.toml`): a command passes only when every simple command in
   it is fully understood: an allow-listed program, subcommand and options with their exact
   arity, static words, print-only embedded programs, only `>/dev/null`, `2>&1` and input
   from workspace files as redirections, reads confined to the workspace roots (plus a few
@@ -90,7 +90,7 @@ def _classify(
         impl.classify_sandboxed(cmd, findings)
         return
     work = cwd if cwd is not None else (roots[0] if roots else os.getcwd())
-    policy = impl.PathPolicy(roots or [work], work, impl.allowlist().harmless_paths)
+    policy = impl.PathPolicy(roots or [work], work, impl.database().harmless_paths)
     impl.classify_strict(cmd, findings, policy)
 
 
@@ -98,12 +98,12 @@ class _RuleSets:
     """The rule-set modules, imported on first use (the package imports without them)."""
 
     def __init__(self) -> None:
-        from plan_lsp.policy.shell.allowlist import allowlist
+        from plan_lsp.policy.shell.database import database
         from plan_lsp.policy.shell.intent import classify_sandboxed
         from plan_lsp.policy.shell.paths import PathPolicy
         from plan_lsp.policy.shell.strict import classify_strict
 
-        self.allowlist = allowlist
+        self.database = database
         self.classify_sandboxed = classify_sandboxed
         self.PathPolicy = PathPolicy
         self.classify_strict = classify_strict

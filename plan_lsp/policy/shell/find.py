@@ -1,5 +1,5 @@
 """`find` has a grammar of its own: leading options, start paths, then an expression of
-primaries and operators. Only the primaries listed in `allowlist.toml` pass (no `-exec`,
+primaries and operators. Only the primaries listed in `programs.toml` pass (no `-exec`,
 `-ok`, `-delete`, `-fprint*`, `-fls`, and no `-L`/`-follow`, which follow symlinks out of
 the workspace)."""
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from plan_lsp.policy.shell.model import caps_text
 
 if TYPE_CHECKING:
-    from plan_lsp.policy.shell.allowlist import FindData
+    from plan_lsp.policy.shell.database import FindData
     from plan_lsp.policy.shell.lexer import SWord
     from plan_lsp.policy.shell.model import Findings
     from plan_lsp.policy.shell.paths import PathPolicy

@@ -9,7 +9,7 @@ import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from plan_lsp.policy.shell.allowlist import allowlist
+from plan_lsp.policy.shell.database import database
 
 if TYPE_CHECKING:
     from plan_lsp.policy.shell.paths import PathPolicy
@@ -38,7 +38,7 @@ def program_problem(name: str, policy: PathPolicy) -> str | None:
                 break
     found = _resolve(name, path)
     if found is not None:
-        for marker in allowlist().workspace_selected_shims:
+        for marker in database().workspace_selected_shims:
             if marker in found:
                 return (
                     f"`{name}` runs {found}, a version-manager shim that chooses the real "

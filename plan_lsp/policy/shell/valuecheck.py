@@ -1,5 +1,5 @@
 """Checks for option values and operands that are more than plain text (named in
-`allowlist.toml`: `checks = { "--format" = "git_pretty" }`, operand roles `sed`, `jq`, ...)."""
+`programs.toml`: `checks = { "--format" = "git_pretty" }`, operand roles `sed`, `jq`, ...)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Checks of a whole command, once its options and operands are read (`verify = "…"` in
-`allowlist.toml`): what depends on several options at once, or on a file the command will
+`programs.toml`): what depends on several options at once, or on a file the command will
 read its own instructions from."""
 
 from __future__ import annotations

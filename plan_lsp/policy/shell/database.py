@@ -1,14 +1,17 @@
-"""The `classified` allow-list as data: `allowlist.toml` loaded into typed programs.
+"""The shell classifier's program database: `programs.toml` loaded into typed programs.
 
-Every option a program accepts here is listed with its exact arity; anything not listed is
-refused. Adding a program means adding a table to `allowlist.toml`; nothing here names one.
+One entry per program (and subcommand), read by both protection levels: `classified`
+accepts only the forms of a `read_only` entry (`argcheck.py`: every option with its exact
+arity, every operand in its role), `sandboxed` looks up what a command would change
+(`argv.py`: `caps`, `effects`, `other_sub`, ...). Adding a program means adding a table to
+`programs.toml`; nothing here names one.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -40,7 +43,49 @@ ROLE_NAMES = frozenset(
     }
 )
 _ROLE = re.compile(r"([a-z]+)([*+?]?)\Z")
-_OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9-]*\Z|-[A-Za-z][A-Za-z0-9-]+\Z")
+_OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9._-]*\Z|-[A-Za-z][A-Za-z0-9_-]+\Z")
+_TAKES_NEXT: frozenset[Arity] = frozenset({"required", "pair"})
+
+
+def _caps(caps: frozenset[str] | list[str], where: str = "") -> None:
+    unknown = set(caps) - CAPABILITIES
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}{where}")
+
+
+class Effect(BaseModel):
+    """What an option changes (`sandboxed`), or that it is known but never accepted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    caps: frozenset[str] = frozenset()
+    # Infinitive phrase: "`-delete` makes `find` {why}".
+    why: str = ""
+    value: bool = False
+    # With these values the option adds nothing (e.g. `curl -o /dev/null`, `wget -O -`).
+    ok_values: list[str] = Field(default_factory=list)
+    # Base capabilities the option removes when present (with an ok value, if it takes one).
+    drop: frozenset[str] = frozenset()
+
+    @model_validator(mode="after")
+    def _valid(self) -> Effect:
+        _caps(self.caps)
+        _caps(self.drop)
+        return self
+
+
+class Wrapper(BaseModel):
+    """How an exec wrapper (`timeout 5 CMD`, `xargs CMD`) finds the command it runs; its
+    options are the program's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Operands before the wrapped command (timeout's duration).
+    skip: int = 0
+    # The wrapped command receives arguments nobody can see (xargs reads them from stdin).
+    appends_args: bool = False
+    # The wrapped words are joined and run by a shell (`watch`).
+    shell_string: bool = False
 
 
 class OptionSet(BaseModel):
@@ -74,10 +119,20 @@ class OptionSet(BaseModel):
 
 
 class ProgramData(OptionSet):
+    # The options and operands listed are read-only: `classified` may run these forms.
+    read_only: bool = False
     why: str = ""
     caps: list[str] = Field(default_factory=list)
     alias_of: str | None = None
     include: list[str] = Field(default_factory=list)
+    # Options that change something, or are known but never accepted (`sandboxed` reads
+    # them; `classified` refuses every option not listed above).
+    effects: dict[str, Effect] = Field(default_factory=dict)
+    # Under `sandboxed` too, an option not listed is not allowed.
+    closed: bool = False
+    # find-style options (`-name`, never clustered); `--` does not end the options.
+    single_dash_long: bool = False
+    no_double_dash: bool = False
     operands: list[str] = Field(default_factory=list)
     # Operands are only accepted when one of these options is present (`git branch --list`).
     operands_need: list[str] = Field(default_factory=list)
@@ -94,12 +149,16 @@ class ProgramData(OptionSet):
     permute: bool = True
     # No option parsing at all: every word is an operand (`echo`).
     raw: bool = False
-    # Whole argument lists accepted as they are (`--version`).
+    # Whole argument lists accepted as they are (`--version`), and what they need.
     exact: list[list[str]] = Field(default_factory=list)
+    exact_caps: list[str] = Field(default_factory=list)
     # Nothing but the exact forms is accepted (`python --version`, never `python`).
     exact_only: bool = False
     subcommands: dict[str, ProgramData] = Field(default_factory=dict)
     sub_required: bool = False
+    # The capabilities of a subcommand not listed (`sandboxed`); None: unknown.
+    other_sub: list[str] | None = None
+    other_sub_why: str = ""
     # Programs it starts by name through PATH (`tar` runs `gzip`, `zgrep` runs `grep`): each
     # is checked like the program itself (not from a folder the workspace controls).
     runs: list[str] = Field(default_factory=list)
@@ -111,19 +170,38 @@ class ProgramData(OptionSet):
     old_style: bool = False
     # A check of the whole command once options and operands are read (`verify.py`).
     verify: str | None = None
+    # The program can do anything at all (eval, interpreters): every capability.
+    anything: bool = False
+    wrapper: Wrapper | None = None
+    # A script argument checked by a named checker (`sandboxed`).
+    script: Literal["awk", "sed"] | None = None
+    # Operands are variable names the command assigns (`read line`).
+    assigns_names: bool = False
+    # Operands that are URLs must use one of these schemes.
+    url_schemes: list[str] = Field(default_factory=list)
+    # More operands than this add `positional_caps` (`uniq IN OUT` writes OUT).
+    max_positionals: int | None = None
+    positional_caps: list[str] = Field(default_factory=list)
+    positional_why: str = ""
+    positional_ok_with: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _valid(self) -> ProgramData:
-        unknown = set(self.caps) - CAPABILITIES
-        if unknown:
-            raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        for caps in (self.caps, self.exact_caps, self.positional_caps, self.other_sub or []):
+            _caps(caps)
         for role in self.operands:
             m = _ROLE.match(role)
             if m is None or m.group(1) not in ROLE_NAMES:
                 raise ValueError(f"unknown operand role {role!r}")
-        for name, _, _ in self.entries():
+        names = [name for name, _, _ in self.entries()]
+        for name in [*names, *self.effects]:
             if not _OPTION.match(name):
                 raise ValueError(f"bad option name {name!r}")
+        listed = set(names)
+        for name, effect in self.effects.items():
+            changes = [c for c in effect.caps if not c.startswith("read:")]
+            if name in listed and changes:
+                raise ValueError(f"{name} is accepted read-only but {effect.why} ({changes})")
         return self
 
 
@@ -138,7 +216,7 @@ class FindData(BaseModel):
     leading: list[str] = Field(default_factory=list)
 
 
-class AllowListData(BaseModel):
+class DatabaseData(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     option_sets: dict[str, OptionSet] = Field(default_factory=dict)
@@ -161,15 +239,22 @@ class Option:
     kind: ValueKind
     check: str | None
 
+    @property
+    def takes_next(self) -> bool:
+        """The value may be the next word (`-n 5`)."""
+        return self.arity in _TAKES_NEXT
+
 
 @dataclass(frozen=True, slots=True)
 class Program:
     """A program (or subcommand) ready for checking."""
 
     label: str
+    read_only: bool
     why: str
     caps: frozenset[str]
     options: dict[str, Option]
+    effects: dict[str, Effect]
     operands: tuple[Role, ...]
     operands_need: frozenset[str]
     drops_first: frozenset[str]
@@ -187,10 +272,39 @@ class Program:
     refuse_prefixes: tuple[str, ...] = ()
     old_style: bool = False
     verify: str | None = None
+    exact_caps: frozenset[str] = frozenset()
+    closed: bool = False
+    single_dash_long: bool = False
+    no_double_dash: bool = False
+    other_sub: frozenset[str] | None = None
+    other_sub_why: str = ""
+    anything: bool = False
+    wrapper: Wrapper | None = None
+    script: Literal["awk", "sed"] | None = None
+    assigns_names: bool = False
+    url_schemes: tuple[str, ...] = ()
+    max_positionals: int | None = None
+    positional_caps: frozenset[str] = frozenset()
+    positional_why: str = ""
+    positional_ok_with: frozenset[str] = frozenset()
+    # Some option could add a non-read capability: an argument that might turn out to be an
+    # option (a glob, an expansion) cannot be proven harmless (`sandboxed`).
+    risky: bool = False
+    # Every long option name, for GNU-style abbreviations (`sandboxed`).
+    long_names: tuple[str, ...] = field(default=())
+
+    def drops(self, seen: set[str]) -> frozenset[str]:
+        """The base capabilities the options in `seen` remove (`gzip -c` writes nothing)."""
+        out: set[str] = set()
+        for name in seen:
+            effect = self.effects.get(name)
+            if effect is not None and not effect.ok_values:
+                out |= effect.drop
+        return frozenset(out)
 
 
 @dataclass(frozen=True, slots=True)
-class AllowList:
+class Database:
     programs: dict[str, Program]
     harmless_paths: frozenset[str]
     find: FindData
@@ -215,11 +329,20 @@ def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program
         assert m is not None  # validated
         roles.append(Role(m.group(1), m.group(2)))
     subs = {name: _build(f"{label} {name}", sub, sets) for name, sub in data.subcommands.items()}
+    risky = (
+        data.closed
+        or data.wrapper is not None
+        or data.script is not None
+        or any(not c.startswith("read:") for e in data.effects.values() for c in e.caps)
+    )
+    long_names = tuple(n for n in (*data.effects, *options) if n.startswith("--"))
     return Program(
         label=label,
+        read_only=data.read_only,
         why=data.why,
         caps=frozenset(data.caps),
         options=options,
+        effects=dict(data.effects),
         operands=tuple(roles),
         operands_need=frozenset(data.operands_need),
         drops_first=frozenset(data.drops_first),
@@ -237,21 +360,43 @@ def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program
         refuse_prefixes=tuple(data.refuse_prefixes),
         old_style=data.old_style,
         verify=data.verify,
+        exact_caps=frozenset(data.exact_caps),
+        closed=data.closed,
+        single_dash_long=data.single_dash_long,
+        no_double_dash=data.no_double_dash,
+        other_sub=None if data.other_sub is None else frozenset(data.other_sub),
+        other_sub_why=data.other_sub_why,
+        anything=data.anything,
+        wrapper=data.wrapper,
+        script=data.script,
+        assigns_names=data.assigns_names,
+        url_schemes=tuple(data.url_schemes),
+        max_positionals=data.max_positionals,
+        positional_caps=frozenset(data.positional_caps),
+        positional_why=data.positional_why,
+        positional_ok_with=frozenset(data.positional_ok_with),
+        risky=risky,
+        long_names=long_names,
     )
 
 
-def load_allowlist(text: str) -> AllowList:
-    data = AllowListData.model_validate(tomllib.loads(text))
+def load_database(text: str) -> Database:
+    data = DatabaseData.model_validate(tomllib.loads(text))
+    for name in {n for p in data.programs.values() for n in p.include}:
+        if name not in data.option_sets:
+            raise ValueError(f"unknown option set {name!r}")
     programs: dict[str, Program] = {}
     for name, prog in data.programs.items():
         if prog.alias_of is None:
             programs[name] = _build(name, prog, data.option_sets)
     for name, prog in data.programs.items():
         if prog.alias_of is not None:
-            base = programs[prog.alias_of]
+            base = programs.get(prog.alias_of)
+            if base is None:
+                raise ValueError(f"{name}: alias of unknown program {prog.alias_of!r}")
             runs = tuple(prog.runs) or base.runs
-            programs[name] = replace(base, label=name, runs=runs)
-    return AllowList(
+            programs[name] = replace(base, label=name, runs=runs, read_only=prog.read_only)
+    return Database(
         programs,
         frozenset(data.harmless_paths),
         data.find,
@@ -260,6 +405,6 @@ def load_allowlist(text: str) -> AllowList:
 
 
 @cache
-def allowlist() -> AllowList:
-    raw = resources.files("plan_lsp.policy.shell").joinpath("allowlist.toml").read_text("utf-8")
-    return load_allowlist(raw)
+def database() -> Database:
+    raw = resources.files("plan_lsp.policy.shell").joinpath("programs.toml").read_text("utf-8")
+    return load_database(raw)

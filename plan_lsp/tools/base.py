@@ -24,8 +24,7 @@ from plan_lsp.policy.ports import (
     PermissionRequest,
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.tools.todo_ledger import RecordedTodos
-from plan_lsp.tools.todo_model import Todo
+from plan_lsp.tools.todo_model import RecordedTodos, Todo
 
 __all__ = [
     "ChangeImpl",

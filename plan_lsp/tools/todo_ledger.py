@@ -17,11 +17,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from plan_lsp.policy.safety import ToolDefinition
-from plan_lsp.tools.todo_model import Todo
+from plan_lsp.tools.todo_model import RecordedTodos, Todo
+
+# RecordedTodos lives with the todo model (what a tool context knows); named here too.
+__all__ = ["RecordedTodos", "Setback", "StepLedger", "builtin_definition"]
 
 _MAX_TARGET = 120
 _MAX_REASON = 200
@@ -48,14 +51,6 @@ class Setback:
         if self.what == "failed":
             return f"{subject} failed" + (f" ({self.reason})" if self.reason else "")
         return f"{subject} was {self.what}"
-
-
-@dataclass(frozen=True)
-class RecordedTodos:
-    """The list as the server keeps it, and what the model is told about the difference."""
-
-    todos: list[Todo]
-    notes: list[str] = field(default_factory=list)
 
 
 def _key(content: str) -> str:

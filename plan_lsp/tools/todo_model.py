@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,3 +25,11 @@ def check_todos(todos: list[Todo]) -> None:
             f"at most one todo may be in_progress; {len(in_progress)} were: "
             + ", ".join(repr(t.content) for t in in_progress)
         )
+
+
+@dataclass(frozen=True)
+class RecordedTodos:
+    """The list as the server keeps it, and what the model is told about the difference."""
+
+    todos: list[Todo]
+    notes: list[str] = field(default_factory=list)

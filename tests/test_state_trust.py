@@ -133,6 +133,19 @@ def test_two_folders_of_the_same_name_do_not_share_a_session(tmp_path: Path) -> 
     assert sa.path != sb.path
 
 
+def test_a_state_folder_that_is_the_users_link_to_elsewhere_is_used(
+    ws: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    elsewhere = tmp_path / "synced" / "plan-lsp"
+    elsewhere.mkdir(parents=True)
+    state_dir.parent.mkdir(parents=True, exist_ok=True)
+    state_dir.symlink_to(elsewhere)
+    store, warnings = _open(ws)
+    assert store.persistent and warnings == []
+    assert (elsewhere / workspace_key(ws) / "state.db").is_file()
+    store.close()
+
+
 # -- a damaged or foreign database in the state folder ---------------------------------------
 
 

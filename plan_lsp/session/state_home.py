@@ -59,10 +59,11 @@ def workspace_key(root: Path) -> str:
 
 def _private_folder(path: Path) -> None:
     """Make `path` (and missing parents) as folders of mode 0700; an existing one must be a
-    real folder of this user (not a link to elsewhere)."""
+    folder of this user (the user's own link to one elsewhere, e.g. a dotfile manager's,
+    is followed)."""
     try:
         path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        st = os.lstat(path)
+        st = os.stat(path)
     except OSError as exc:
         raise StateDirUnavailable(f"the state folder {path} cannot be made: {exc}") from None
     if not stat.S_ISDIR(st.st_mode):

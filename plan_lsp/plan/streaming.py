@@ -144,11 +144,11 @@ _ESCAPED_NONCHARACTER = re.compile(r"\\u[fF][dD][dDeE][0-9a-fA-F]")
 _UNFINISHED_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
 # Every escape left to right (so `\\` is read as one), picking out lone surrogates, escaped
-# or raw: `json.loads` keeps them as they are, jiter refuses them.
-_LONE_SURROGATE = re.compile(
-    r"\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-    r"|([dD][89a-fA-F][0-9a-fA-F]{2}))|.)|([\ud800-\udfff])",
-    re.DOTALL,
+# or raw: `json.loads` keeps them as they are, jiter refuses them. Rarely needed: compiled
+# (by `re`'s cache) on first use, not at import.
+_LONE_SURROGATE = (
+    r"(?s)\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|([dD][89a-fA-F][0-9a-fA-F]{2}))|.)|([\ud800-\udfff])"
 )
 _ERROR_AT = re.compile(r" at line (\d+) column (\d+)\Z")
 
@@ -221,7 +221,7 @@ def _protect(text: str, avoid: str) -> tuple[bytes, _Restore]:
             return f"{marker}{ord(match[2]):04x}"
         return match[0]
 
-    return _LONE_SURROGATE.sub(replace, text).encode(), _Restore(marker)
+    return re.sub(_LONE_SURROGATE, replace, text).encode(), _Restore(marker)
 
 
 def _load(

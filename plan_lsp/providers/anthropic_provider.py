@@ -140,7 +140,7 @@ class AnthropicProvider:
         *,
         max_retries: int = 2,
     ) -> None:
-        try:
+        try:  # the SDK: ~1 s of imports, paid when this provider is built, not before
             import anthropic
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ProviderError("config", "the `anthropic` package is not installed") from exc
@@ -193,15 +193,15 @@ class AnthropicProvider:
         return None  # the Messages API reports none; the table knows Anthropic's models
 
     async def check(self) -> str:
-        import anthropic
+        import anthropic  # loaded by __init__ already; at module level: ~1 s at import
 
         server = f"the model server at {self.endpoint}"
         served = await served_models(anthropic, self._client, server)
         return served_model_sentence(server, self.model, served)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        import anthropic
-        import httpx2
+        import anthropic  # loaded by __init__ already; at module level: ~1 s at import
+        import httpx2  # the SDK's HTTP client, loaded with it
 
         params = self.request_params(request)
         server = f"the model server at {self.endpoint}"

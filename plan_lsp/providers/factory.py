@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from plan_lsp.providers.anthropic_provider import AnthropicProvider
 from plan_lsp.providers.base import Provider, ProviderError
 from plan_lsp.providers.defaults import DEFAULT_MODELS, PROVIDER_NAMES
+from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
+from plan_lsp.providers.openai_provider import OpenAIProvider
+from plan_lsp.providers.transcript import TranscriptProvider
 
 
 def make_provider(
@@ -30,13 +34,11 @@ def make_provider(
     if name == "scripted":
         if script is None:
             raise ProviderError("config", "the scripted provider needs a script file (--script)")
+        # Its pydantic script models take 10-50 ms to build: only for a scripted session.
         from plan_lsp.providers.scripted import ScriptedProvider
 
         provider = ScriptedProvider(Path(script))
     elif name == "openai":
-        from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
-        from plan_lsp.providers.openai_provider import OpenAIProvider
-
         provider = OpenAIProvider(
             model or DEFAULT_MODELS["openai"],
             base_url=base_url,
@@ -46,9 +48,6 @@ def make_provider(
             timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
         )
     elif name == "anthropic":
-        from plan_lsp.providers.anthropic_provider import AnthropicProvider
-        from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
-
         provider = AnthropicProvider(
             model or DEFAULT_MODELS["anthropic"],
             base_url=base_url,
@@ -61,7 +60,5 @@ def make_provider(
         known = ", ".join(PROVIDER_NAMES)
         raise ProviderError("config", f"unknown provider {name!r} (known: {known})")
     if transcript is not None:
-        from plan_lsp.providers.transcript import TranscriptProvider
-
         provider = TranscriptProvider(provider, Path(transcript))
     return provider

@@ -105,7 +105,7 @@ class OpenAIProvider:
         max_retries: int = 2,
         include_usage: bool = True,
     ) -> None:
-        try:
+        try:  # the SDK: ~1 s of imports, paid when this provider is built, not before
             import openai
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ProviderError("config", "the `openai` package is not installed") from exc
@@ -171,7 +171,7 @@ class OpenAIProvider:
         return self._window
 
     async def check(self) -> str:
-        import openai
+        import openai  # loaded by __init__ already; at module level: ~1 s at import
 
         server = f"the model server at {self.endpoint}"
         served = await served_models(openai, self._client, server)
@@ -183,7 +183,7 @@ class OpenAIProvider:
         """One tiny request offering one tool the model must call: a server whose model or
         chat template has no tool support ignores `tools` and answers plain text (llama.cpp
         without `--jinja`, say) — the agent could not work, so the test says so."""
-        import openai
+        import openai  # loaded by __init__ already; at module level: ~1 s at import
 
         params: dict[str, Any] = {
             "model": self.model,
@@ -214,7 +214,7 @@ class OpenAIProvider:
             )
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        import openai
+        import openai  # loaded by __init__ already; at module level: ~1 s at import
 
         params = self.request_params(request)
         server = f"the model server at {self.endpoint}"

@@ -114,7 +114,7 @@ async def reported_window(
     """Ask an OpenAI-compatible server how large the model's window is. Never raises."""
     if not base_url:
         return None  # OpenAI itself reports no window
-    try:
+    try:  # loaded with the openai SDK; at module level it would come with this module
         import httpx2 as httpx
     except ImportError:  # pragma: no cover - a dependency of the openai SDK
         return None

@@ -21,6 +21,7 @@ from plan_lsp.agent.model_stream import (
 from plan_lsp.agent.plan_tools import PlanDraftPort, plan_tools
 from plan_lsp.agent.recall import recall_tool
 from plan_lsp.agent.requests import RequestFrames
+from plan_lsp.agent.subagent import task_tool
 from plan_lsp.config import Config
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
@@ -92,9 +93,11 @@ class Agent:
         self.registry: ToolRegistry = builtin_registry()
         for tool in plan_tools(session, ports.drafts, config.allow_enter_plan_in_yolo):
             self.registry.register(tool)
-        from plan_lsp.agent.subagent import task_tool
-
-        self.registry.register(task_tool(self))
+        self.registry.register(
+            task_tool(
+                self._run_child, lambda: frozenset(d.name for d in self.registry.definitions())
+            )
+        )
         # MCP tool sources: the server layer may hand in the workspace's manager;
         # otherwise the agent owns one for the configured servers.
         self.mcp = mcp
@@ -162,6 +165,25 @@ class Agent:
         self.session.store.append_message(self.session.id, conversation, run_id, msg.to_json())
 
     # -- the loop ---------------------------------------------------------------------------
+
+    async def _run_child(
+        self,
+        run_id: str,
+        opening: ChatMessage,
+        cancel: asyncio.Event,
+        conversation: str,
+        allow_names: frozenset[str],
+    ) -> tuple[str, str]:
+        """A subagent's conversation, run to its end: (stop reason, final text)."""
+        result = await self.run(
+            run_id,
+            opening,
+            cancel,
+            conversation=conversation,
+            allow_names=allow_names,
+            emit_done=False,
+        )
+        return result.stop_reason, result.text
 
     async def run(
         self,

@@ -7,15 +7,14 @@ and the child set: it can never hold more than the parent.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.providers.base import ChatMessage
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
-
-if TYPE_CHECKING:
-    from plan_lsp.agent.loop import Agent
 
 # Tools a subagent never gets: it cannot spawn children, submit plans or change modes.
 CHILD_EXCLUDED = frozenset({"task", "plan_write", "exit_plan_mode", "enter_plan_mode"})
@@ -39,34 +38,38 @@ TASK = ToolDefinition(
 )
 
 
-def child_allow_names(agent: Agent, parent: frozenset[str] | None) -> frozenset[str]:
-    names = frozenset(d.name for d in agent.registry.definitions()) - CHILD_EXCLUDED
+# Runs a child conversation (run id, opening message, cancel, conversation, allowed tool
+# names) to its end: its stop reason and final text. The agent loop hands it in.
+RunChild = Callable[
+    [str, ChatMessage, asyncio.Event, str, frozenset[str]], Awaitable[tuple[str, str]]
+]
+
+
+def child_allow_names(tool_names: frozenset[str], parent: frozenset[str] | None) -> frozenset[str]:
+    names = tool_names - CHILD_EXCLUDED
     return names if parent is None else names & parent
 
 
-def task_tool(agent: Agent) -> Tool:
+def task_tool(run_child: RunChild, tool_names: Callable[[], frozenset[str]]) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         parent_allow = ctx.extra.get("allow_names")
-        allow = child_allow_names(agent, parent_allow)
+        allow = child_allow_names(tool_names(), parent_allow)
         conversation = f"task-{uuid.uuid4().hex[:10]}"
         ctx.emit(
             "toolCall",
             {"tool": "task", "subagent": conversation, "description": args.get("description")},
         )
-        result = await agent.run(
+        stop_reason, text = await run_child(
             ctx.run_id,
             ChatMessage(role="user", content=str(args["prompt"]), meta={"kind": "task"}),
             ctx.cancel,
-            conversation=conversation,
-            allow_names=allow,
-            emit_done=False,
+            conversation,
+            allow,
         )
-        if result.stop_reason not in ("end_turn",):
+        if stop_reason != "end_turn":
             return ToolResult.error(
-                "subagent_stopped",
-                f"the subagent stopped ({result.stop_reason})",
-                answer=result.text,
+                "subagent_stopped", f"the subagent stopped ({stop_reason})", answer=text
             )
-        return ToolResult(content=result.text or "(the subagent gave no answer)")
+        return ToolResult(content=text or "(the subagent gave no answer)")
 
     return Tool(TASK, run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -16,18 +16,17 @@ from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import to_fs_path
 
 from plan_lsp import __version__
-from plan_lsp.server.client import ClientChannel, HeldByEditor, negotiated_encoding
+from plan_lsp.core.workspaces import Workspaces
+from plan_lsp.server.client import ClientChannel, negotiated_encoding
 from plan_lsp.server.documents import DocumentStore
 from plan_lsp.server.framing import GuardedStdin, UnreadableRequest, shorten
+from plan_lsp.server.frontend import LspFrontEnd
 from plan_lsp.server.params import RequestFailed
 from plan_lsp.server.plan_views import PlanViews
 from plan_lsp.server.plan_watch import PlanWatchers
-from plan_lsp.server.workspaces import WorkspaceContext, Workspaces
-
-if TYPE_CHECKING:
-    from plan_lsp.providers.base import Provider
 
 log = logging.getLogger(__name__)
+
 
 class _Refusals(logging.Filter):
     """A request the server refuses with a reason (RequestFailed: "a run is in progress",
@@ -136,7 +135,9 @@ def _unversioned_change(data: dict[str, Any]) -> None:
 
 
 class PlanLanguageServer(LanguageServer):
-    """Typed attributes only; each feature gets the server in its constructor."""
+    """Typed attributes only; each feature gets the few objects it uses in its constructor.
+    The workflow itself is the session core's (`plan_lsp/core/`): `workspaces` holds one
+    core per folder, and `frontend` is how the core reaches this client."""
 
     def __init__(self, cli_overrides: dict[str, Any] | None = None) -> None:
         super().__init__(
@@ -150,47 +151,14 @@ class PlanLanguageServer(LanguageServer):
         self.cli_overrides: dict[str, Any] = overrides
         self.default_root: Path | None = Path(workspace).resolve() if workspace else None
         self.client = ClientChannel(self)
-        self.documents = DocumentStore(self.client, self.write_file)
-        self.workspaces = Workspaces(self)
-        self.plan_views = PlanViews(self)
-        self.watchers = PlanWatchers(self)
-        # The scripted provider belongs to the process (its script is one sequence of turns).
-        self.shared_scripted: Provider | None = None
-
-    # -- the server's own writes --------------------------------------------------------------
-
-    def write_file(self, path: Path, text: str) -> None:
-        """Every file the server itself writes goes through the one safe writer: plan files
-        as plan files (validated, below `.plan-lsp/`, no link on the way), anything else
-        inside a workspace folder but never inside `.plan-lsp/`. Raises OSError."""
-        from plan_lsp.policy.plan_paths import write_plan_file
-        from plan_lsp.policy.safe_fs import WriteRefused, write_text
-        from plan_lsp.policy.server_dir import server_dir_refusal
-        from plan_lsp.policy.workspace_edit import anchor_of
-
-        ctx = self.workspaces.find_for_path(path)
-        if ctx is None:
-            raise WriteRefused(f"{path} is outside every workspace folder")
-        if self.client.support.user_saves and self.documents.get(path) is not None:
-            # Vim (coc.nvim) would ask about a file written behind a buffer it holds (W11,
-            # W12, and `:w` asks again): the buffer goes to disk when the user saves it.
-            raise HeldByEditor(f"{path} is open in the editor: it is written when you save it")
-        if path.parent == ctx.plans_dir or ctx.plans_dir in path.parents:
-            write_plan_file(ctx.plans_dir, path, text, workspace=ctx.root)
-            return
-        roots = self.workspaces.roots
-        refusal = server_dir_refusal(path, roots)
-        anchor = anchor_of(path, roots)
-        if refusal is not None or anchor is None:
-            raise WriteRefused(refusal or f"{path} is outside every workspace folder")
-        write_text(anchor, path, text)
-
-    def write_revision(self, ctx: WorkspaceContext, rev: int, text: str) -> Path:
-        """Earlier plan revisions as read-only files under .plan-lsp/revisions (never in the
-        plans directory, so they are never mistaken for a plan)."""
-        from plan_lsp.policy.server_dir import write_revision
-
-        return write_revision(ctx.root, rev, text)
+        self.frontend = LspFrontEnd(self.client)
+        self.documents = DocumentStore(self.client, self.frontend.write_file)
+        self.workspaces = Workspaces(self.frontend, overrides)
+        self.plan_views = PlanViews(
+            self.client, self.documents, self.workspaces, self.text_document_publish_diagnostics
+        )
+        self.watchers = PlanWatchers(self.documents, self.plan_views)
+        self.frontend.bind(self.documents, self.workspaces, self.plan_views)
 
     # -- logging -------------------------------------------------------------------------------
 

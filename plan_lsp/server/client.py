@@ -27,7 +27,7 @@ from plan_lsp.plan.text import Encoding
 from plan_lsp.server.plain import to_plain
 
 if TYPE_CHECKING:
-    from plan_lsp.server.app import PlanLanguageServer
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +128,6 @@ class ClientSupport:
             user_saves=coc and not options.get("saveDocuments"),
             code_action_kind=None if coc else types.CodeActionKind.Source,
         )
-
-
-class HeldByEditor(OSError):
-    """The file is open in an editor that saves its buffers only when the user does
-    (`ClientSupport.user_saves`): the server does not write it behind that buffer."""
 
 
 def negotiated_encoding(server_encoding: Any) -> Encoding:
@@ -275,7 +270,7 @@ class ReadBarrier:
 class ClientChannel:
     """The server's one way to talk to the client."""
 
-    def __init__(self, ls: PlanLanguageServer) -> None:
+    def __init__(self, ls: LanguageServer) -> None:
         self.ls = ls
         self.support = ClientSupport()
         self.barrier = ReadBarrier(self._probe, self._forget)

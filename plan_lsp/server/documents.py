@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
+from plan_lsp.core.frontend import BufferEdit, HeldByEditor
 from plan_lsp.plan.streaming import TextChange, compute_edit
 from plan_lsp.plan.text import (
     ContentChange,
@@ -49,7 +50,6 @@ from plan_lsp.plan.text import (
     with_line_breaks,
 )
 from plan_lsp.policy.safe_fs import disk_text
-from plan_lsp.server.client import HeldByEditor
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -119,16 +119,6 @@ class OpenDocument:
         except TimeoutError:
             return predicate()
         return True
-
-
-@dataclass(frozen=True)
-class BufferEdit:
-    """How making an open buffer hold a text went."""
-
-    applied: bool
-    # The disk holds the same text as the buffer afterwards.
-    on_disk: bool = False
-    reason: str = ""
 
 
 class DocumentStore:

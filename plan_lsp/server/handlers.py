@@ -124,7 +124,7 @@ def register(ls: PlanLanguageServer) -> None:
         ctx, path = found
         approved = ctx.session.approved
         if approved is not None and Path(approved.path).resolve() == path:
-            ctx.runs.approved_text_changed(doc.text)
+            ctx.approved_text_changed(doc.text)
         ls.plan_views.publish_soon(params.text_document.uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -37,7 +37,9 @@ from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.server.documents import OpenDocument, uri_of
 
 if TYPE_CHECKING:
-    from plan_lsp.server.app import PlanLanguageServer
+    from plan_lsp.core.frontend import WriteFile
+    from plan_lsp.server.client import ClientChannel
+    from plan_lsp.server.documents import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +68,16 @@ class _Stream:
 class LspPlanDrafts:
     """`PlanDraftPort` over LSP."""
 
-    def __init__(self, ls: PlanLanguageServer, notify: Callable[[dict[str, Any]], None]) -> None:
-        self.ls = ls
+    def __init__(
+        self,
+        client: ClientChannel,
+        documents: DocumentStore,
+        write_file: WriteFile,
+        notify: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.client = client
+        self.documents = documents
+        self.write_file = write_file
         self.notify = notify
         self._streams: dict[Path, _Stream] = {}
         self._named_to_user: set[Path] = set()
@@ -81,7 +91,7 @@ class LspPlanDrafts:
         if current is None:
             current = _read(path) or ""
         stream = _Stream(run_id, path, DraftTarget(), current)
-        stream.was_open = self.ls.documents.get(path) is not None
+        stream.was_open = self.documents.get(path) is not None
         self._streams[path] = stream
         self._create(stream)  # before the "drafting" update: a client may show it on that
         stream.pump = asyncio.create_task(self._pump(stream))
@@ -96,7 +106,7 @@ class LspPlanDrafts:
         )
 
     async def _pump(self, stream: _Stream) -> None:
-        documents = self.ls.documents
+        documents = self.documents
         sent: str | None = None
         brought_up = False
         try:
@@ -130,7 +140,7 @@ class LspPlanDrafts:
         Markdown document of a window: a second or more) carrying only the draft's first
         line, with the rest one more round trip behind it.
         """
-        documents, client = self.ls.documents, self.ls.client
+        documents, client = self.documents, self.client
         path = stream.path
         if stream.was_open and documents.get(path) is not None:
             return True
@@ -161,14 +171,14 @@ class LspPlanDrafts:
         if stream.path.exists():
             return
         try:
-            self.ls.write_file(stream.path, "")
+            self.write_file(stream.path, "")
         except OSError as exc:
             log.warning("cannot create %s for the draft: %s", stream.path, exc)
             return
         stream.created = True
 
     async def _wait_open(self, path: Path, timeout: float = OPEN_WAIT_S) -> bool:
-        documents = self.ls.documents
+        documents = self.documents
         if documents.get(path) is not None:
             return True
         opened = asyncio.Event()
@@ -187,8 +197,8 @@ class LspPlanDrafts:
 
     async def show(self, path: Path) -> None:
         """The plan is on disk now: bring it up in the editor if it is not open yet."""
-        if self.ls.documents.get(path) is None:
-            await self.ls.client.show_document(uri_of(path), take_focus=False)
+        if self.documents.get(path) is None:
+            await self.client.show_document(uri_of(path), take_focus=False)
 
     def feed(self, path: Path, arguments_delta: str) -> None:
         stream = self._streams.get(path)
@@ -210,7 +220,7 @@ class LspPlanDrafts:
 
     async def _finish(self, path: Path, text: str) -> None:
         stream = self._streams.pop(path, None)
-        documents = self.ls.documents
+        documents = self.documents
         if stream is not None:
             stream.target.finish(text)
             if stream.pump is not None:
@@ -222,8 +232,8 @@ class LspPlanDrafts:
 
     async def complete(self, path: Path, content: str) -> None:
         await self._finish(path, content)
-        if self.ls.documents.get(path) is not None:
-            await self.ls.documents.save(path)
+        if self.documents.get(path) is not None:
+            await self.documents.save(path)
 
     async def abandon(self, path: Path) -> None:
         stream = self._streams.get(path)
@@ -238,7 +248,7 @@ class LspPlanDrafts:
                     path.unlink()
 
     def buffer_text(self, path: Path) -> str | None:
-        return self.ls.documents.text(path)
+        return self.documents.text(path)
 
 
 def _read(path: Path) -> str | None:

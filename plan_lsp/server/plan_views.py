@@ -16,8 +16,14 @@ from plan_lsp.plan.text import LineIndex
 from plan_lsp.session import PlanStatus
 
 if TYPE_CHECKING:
-    from plan_lsp.server.app import PlanLanguageServer
-    from plan_lsp.server.workspaces import WorkspaceContext
+    from collections.abc import Callable
+
+    from plan_lsp.core.workspace import WorkspaceCore
+    from plan_lsp.core.workspaces import Workspaces
+    from plan_lsp.server.client import ClientChannel
+    from plan_lsp.server.documents import DocumentStore
+
+    PublishDiagnostics = Callable[[types.PublishDiagnosticsParams], None]
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +38,7 @@ def _cmd(title: str, command: str, args: dict[str, Any] | None = None) -> types.
     return types.Command(title=title, command=command, arguments=[args or {}])
 
 
-def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
+def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     """Only on the submitted plan; an approval names the document it was offered on. Every
     status offers a way forward while no run is in progress: approve or reject a draft,
     approve or revise a rejected plan, carry out an approved plan not yet carried out."""
@@ -52,7 +58,7 @@ def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
         else []
     )
     commands: list[types.Command] = []
-    if status is PlanStatus.NONE and not running and ctx.runs.plan_text(path).strip():
+    if status is PlanStatus.NONE and not running and ctx.plan_text(path).strip():
         # The user wrote this plan; the model submitted none. It is theirs to approve, and
         # edits are asked for one by one.
         commands.append(_cmd("Your plan (not submitted by the model)", ""))
@@ -81,7 +87,7 @@ def lens_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
     return commands
 
 
-def action_commands(ctx: WorkspaceContext, path: Path) -> list[types.Command]:
+def action_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     base = [c for c in lens_commands(ctx, path) if c.command]
     if not any(c.command == APPROVE and c.title.startswith("Approve") for c in base):
         return base
@@ -106,11 +112,20 @@ DIAGNOSTICS_DELAY_S = 0.05
 class PlanViews:
     """Lenses, actions and diagnostics of plan documents; refreshed on every state change."""
 
-    def __init__(self, ls: PlanLanguageServer) -> None:
-        self.ls = ls
+    def __init__(
+        self,
+        client: ClientChannel,
+        documents: DocumentStore,
+        workspaces: Workspaces,
+        publish_diagnostics: PublishDiagnostics,
+    ) -> None:
+        self.client = client
+        self.documents = documents
+        self.workspaces = workspaces
+        self.publish_diagnostics = publish_diagnostics
         self._due: dict[str, asyncio.TimerHandle] = {}
 
-    def plan_context(self, uri: str) -> tuple[WorkspaceContext, Path] | None:
+    def plan_context(self, uri: str) -> tuple[WorkspaceCore, Path] | None:
         fs = to_fs_path(uri)
         if not fs or "\x00" in fs:
             return None
@@ -118,7 +133,7 @@ class PlanViews:
             path = Path(fs).resolve()
         except (OSError, RuntimeError):
             return None
-        ctx = self.ls.workspaces.find_for_path(path)
+        ctx = self.workspaces.find_for_path(path)
         if ctx is None:
             return None
         plans = ctx.plans_dir.resolve()
@@ -138,13 +153,13 @@ class PlanViews:
             return []
         # `source` where clients list it; none for coc.nvim, whose code-action menus
         # (`<Plug>(coc-codeaction)`, `-cursor`, `-line`) leave `source` actions out.
-        kind = self.ls.client.support.code_action_kind
+        kind = self.client.support.code_action_kind
         return [
             types.CodeAction(title=c.title, kind=kind, command=c) for c in action_commands(*found)
         ]
 
-    def diagnostics(self, ctx: WorkspaceContext, path: Path, text: str) -> list[types.Diagnostic]:
-        encoding = self.ls.documents.encoding
+    def diagnostics(self, ctx: WorkspaceCore, path: Path, text: str) -> list[types.Diagnostic]:
+        encoding = self.documents.encoding
         index = LineIndex(text)
         out: list[types.Diagnostic] = []
         for issue in check_plan(text):
@@ -194,19 +209,19 @@ class PlanViews:
         if due is not None:
             due.cancel()
         found = self.plan_context(uri)
-        doc = self.ls.documents.by_uri(uri)
+        doc = self.documents.by_uri(uri)
         if found is None or doc is None:
             return
         ctx, path = found
-        self.ls.text_document_publish_diagnostics(
+        self.publish_diagnostics(
             types.PublishDiagnosticsParams(
                 uri=uri, diagnostics=self.diagnostics(ctx, path, doc.text), version=doc.version
             )
         )
 
-    def refresh(self, ctx: WorkspaceContext | None = None) -> None:
+    def refresh(self) -> None:
         """State changed: lenses and diagnostics on open plan documents follow."""
-        for doc in self.ls.documents.all():
+        for doc in self.documents.all():
             if self.plan_context(doc.uri) is not None:
                 self.publish(doc.uri)
-        self.ls.client.refresh_code_lenses()
+        self.client.refresh_code_lenses()

@@ -13,19 +13,21 @@ from plan_lsp.policy.safe_fs import TEMP_PREFIX, disk_text
 from plan_lsp.session import PlanStatus
 
 if TYPE_CHECKING:
-    from plan_lsp.server.app import PlanLanguageServer
-    from plan_lsp.server.workspaces import WorkspaceContext
+    from plan_lsp.core.workspace import WorkspaceCore
+    from plan_lsp.server.documents import DocumentStore
+    from plan_lsp.server.plan_views import PlanViews
 
 log = logging.getLogger(__name__)
 
 
 class PlanWatchers:
-    def __init__(self, ls: PlanLanguageServer) -> None:
-        self.ls = ls
+    def __init__(self, documents: DocumentStore, views: PlanViews) -> None:
+        self.documents = documents
+        self.views = views
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
-    def start(self, contexts: list[WorkspaceContext]) -> None:
+    def start(self, contexts: list[WorkspaceCore]) -> None:
         if self._stop.is_set():
             return  # shut down before the watchers were due
         for ctx in contexts:
@@ -38,18 +40,20 @@ class PlanWatchers:
                 await asyncio.wait_for(task, 2)
         self._tasks.clear()
 
-    async def _watch(self, ctx: WorkspaceContext) -> None:
+    async def _watch(self, ctx: WorkspaceCore) -> None:
         # Not recursive: watchfiles follows links while walking, and a repository could ship
         # a link in the plans folder that makes it walk (and watch) all of /usr.
         from watchfiles import awatch
 
-        from plan_lsp.policy.server_dir import ensure_plans_dir
+        from plan_lsp.policy.server_dir import plans_dir_once_made
 
-        try:
-            plans = ensure_plans_dir(ctx.plans_dir, ctx.root)
+        try:  # not made here: a server that only starts writes nothing into the workspace
+            plans = await plans_dir_once_made(ctx.plans_dir, ctx.root, self._stop)
         except OSError as exc:
             log.warning("plan changes on disk will not be noticed: %s", exc)
             return
+        if plans is None:
+            return  # stopped before the plans directory was made
         caught_up = False
         try:
             # The first yield comes once the watch is in place (changes, or a quiet timeout):
@@ -74,25 +78,25 @@ class PlanWatchers:
         except Exception:
             log.exception("watching %s failed; plan changes on disk will not be noticed", plans)
 
-    def catch_up(self, ctx: WorkspaceContext) -> None:
+    def catch_up(self, ctx: WorkspaceCore) -> None:
         """An approved plan whose file no longer holds the approved text changed before
         watching began (a draft has nothing to compare with: its file is the plan)."""
         path = ctx.session.main_plan_path
         if ctx.session.plan_status is not PlanStatus.APPROVED:
             return
         text = disk_text(path)
-        if text is None or ctx.runs.differs_from_approved(text):
+        if text is None or ctx.differs_from_approved(text):
             self.on_disk_change(ctx, path)  # which leaves a plan open in the editor alone
 
-    def on_disk_change(self, ctx: WorkspaceContext, path: Path) -> None:
+    def on_disk_change(self, ctx: WorkspaceCore, path: Path) -> None:
         session = ctx.session
-        if self.ls.documents.get(path) is not None:
+        if self.documents.get(path) is not None:
             return  # open in the editor: the buffer is the truth
         if path.resolve() != session.main_plan_path.resolve():
             return
-        text = ctx.runs.plan_text(path)
+        text = ctx.plan_text(path)
         if session.plan_status is PlanStatus.APPROVED:
-            ctx.runs.approved_text_changed(text)
+            ctx.approved_text_changed(text)
         ctx.runs.notify(
             {
                 "kind": "planDraft",
@@ -101,4 +105,4 @@ class PlanWatchers:
                 "chars": len(text),
             }
         )
-        self.ls.plan_views.refresh(ctx)
+        self.views.refresh()

@@ -1,66 +1,31 @@
-"""One context per workspace folder: its configuration, state store, session, runs and model
-provider. Each folder has its own provider (its own model, base URL and key may differ);
-the scripted provider alone is shared by the process, because the script belongs to it."""
+"""One workspace's core: its configuration, state store, session, runs, model provider and
+MCP tool sources. Each folder has its own provider (its own model, base URL and key may
+differ); the scripted provider alone is shared by the process (`ProcessShared`)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plan_lsp.config import Config, load_config
-from plan_lsp.policy.sandbox.selftest import PROOF
-from plan_lsp.policy.sandbox_probe import (
-    SandboxStatus,
-    on_sandbox_known,
-    sandbox_status,
-    sandbox_status_nowait,
-)
-from plan_lsp.server.runs import RunManager
+from plan_lsp.config import Config
+from plan_lsp.core.frontend import FrontEnd, ProcessShared
+from plan_lsp.core.protection import effective_plan_shell, shell_protection_text
+from plan_lsp.core.runs import RunManager
+from plan_lsp.plan.checklist import without_checklist_marks
+from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.policy.sandbox_probe import sandbox_status, sandbox_status_nowait
 from plan_lsp.session import Session, StateStore
 from plan_lsp.session.model import McpServerStatus, ProviderInfo
 
 if TYPE_CHECKING:
     from plan_lsp.providers.base import Provider, ProviderError
-    from plan_lsp.server.app import PlanLanguageServer
     from plan_lsp.tools.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
 
 _OFFICIAL_HOSTS = ("https://api.openai.com", "https://api.anthropic.com")
-
-
-def effective_plan_shell(config: Config, status: SandboxStatus | None) -> str | None:
-    """The plan-mode shell protection in force: the configured level, with "sandboxed" only
-    where a sandbox proved itself (else "classified"); None while the self-test that
-    decides it still runs."""
-    configured = config.plan_shell
-    if configured in ("off", "classified"):
-        return configured
-    if status is None:
-        return None
-    return "sandboxed" if status.mechanism else "classified"
-
-
-def shell_protection_text(config: Config, status: SandboxStatus | None) -> str:
-    """One line for humans: the level in force, what enforces it, and why a sandbox is not
-    used when one was wanted (the self-test's own words)."""
-    level = effective_plan_shell(config, status)
-    if level == "off":
-        return "off: no shell in plan mode"
-    if config.plan_shell == "classified":
-        return "classified: allow-list classifier only (set by the user)"
-    if status is None:
-        return "checking: the sandbox self-test is running; plan-mode commands wait for it"
-    network = ", network allowed" if config.plan_network else ", no network"
-    if level == "sandboxed":
-        proven = f"; self-test: {PROOF}" if PROOF in status.detail else ""
-        return f"sandboxed: {status.mechanism} (read-only{network}) + classifier{proven}"
-    return f"classified: allow-list classifier only; no sandbox here ({status.detail})"
 
 
 class _UnusableProvider:
@@ -81,24 +46,29 @@ class _UnusableProvider:
         return None
 
 
-class WorkspaceContext:
+class WorkspaceCore:
+    """The session core of one workspace folder; a front-end drives it through
+    `core/workflow.py` and hears from it through its `FrontEnd`."""
+
     def __init__(
         self,
-        ls: PlanLanguageServer,
         root: Path,
         config: Config,
         store: StateStore,
         session: Session,
         warnings: list[str],
+        frontend: FrontEnd,
+        shared: ProcessShared,
     ) -> None:
-        self.ls = ls
         self.root = root
         self.config = config
         self.store = store
         self.session = session
         self.config_warnings = warnings
+        self.frontend = frontend
+        self.shared = shared
         self._provider: Provider | None = None
-        self.runs = RunManager(ls, self)
+        self.runs = RunManager(self)
         self.mcp = self._make_mcp()
 
     @property
@@ -108,6 +78,44 @@ class WorkspaceContext:
         level = effective_plan_shell(self.config, sandbox_status())
         assert level is not None
         return level
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.config.plans_path(self.root)
+
+    def state_json(self) -> dict[str, Any]:
+        return self.session.state().model_dump(mode="json")
+
+    def rel(self, path: Path | str) -> str:
+        """`path` relative to the workspace, for messages (itself when outside)."""
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    # -- the plan as the user sees it ---------------------------------------------------------
+
+    def plan_text(self, path: Path) -> str:
+        """The plan as the user sees it: the open buffer, else the file."""
+        text = self.frontend.buffer_text(path)
+        if text is not None:
+            return text
+        return disk_text(path) or ""  # never through a link, never blocked on, bounded
+
+    def differs_from_approved(self, text: str) -> bool:
+        """`text` is not the approved plan. Checklist progress (the server's own mirroring
+        of todos, or the user ticking a box) is not a change of the plan."""
+        approved = self.session.approved
+        return approved is not None and without_checklist_marks(text) != without_checklist_marks(
+            approved.text
+        )
+
+    def approved_text_changed(self, text: str) -> None:
+        """The user changed the plan after approval."""
+        if self.differs_from_approved(text):
+            self.session.approved_text_changed(text)
+
+    # -- MCP tool sources -----------------------------------------------------------------------
 
     def _make_mcp(self) -> McpManager | None:
         """The workspace's MCP tool sources (user-level configuration only); their status is
@@ -129,9 +137,7 @@ class WorkspaceContext:
             states = [McpServerStatus(**s.model_dump(mode="json")) for s in self.mcp.status()]
             self.session.set_context(mcpServers=states)
 
-    @property
-    def plans_dir(self) -> Path:
-        return self.config.plans_path(self.root)
+    # -- the model provider -------------------------------------------------------------------
 
     def provider(self) -> Provider:
         if self._provider is None:
@@ -140,8 +146,8 @@ class WorkspaceContext:
 
     def _make_provider(self) -> Provider:
         cfg = self.config
-        if cfg.provider == "scripted" and self.ls.shared_scripted is not None:
-            return self.ls.shared_scripted
+        if cfg.provider == "scripted" and self.shared.scripted is not None:
+            return self.shared.scripted
         from plan_lsp.providers.base import ProviderError
         from plan_lsp.providers.factory import make_provider
 
@@ -158,10 +164,10 @@ class WorkspaceContext:
                 max_tokens=cfg.max_tokens,
             )
         except ProviderError as exc:
-            self.ls.client.show(f"plan-lsp: the model provider is not usable: {exc.message}")
+            self.frontend.show(f"plan-lsp: the model provider is not usable: {exc.message}")
             provider = _UnusableProvider(exc)
         if cfg.provider == "scripted":
-            self.ls.shared_scripted = provider
+            self.shared.scripted = provider
         return provider
 
     def provider_info(self, environ: dict[str, str] | None = None) -> ProviderInfo:
@@ -214,91 +220,3 @@ class WorkspaceContext:
         if self.mcp is not None:
             await self.mcp.close()
         self.store.close()
-
-
-class Workspaces:
-    """Creates contexts lazily; the first folder is the default for requests naming none."""
-
-    def __init__(self, ls: PlanLanguageServer) -> None:
-        self.ls = ls
-        self.init_options: dict[str, Any] = {}
-        self.roots: list[Path] = []
-        self._contexts: dict[Path, WorkspaceContext] = {}
-        self.on_created: list[Callable[[WorkspaceContext], None]] = []
-
-    def set_roots(self, roots: list[Path]) -> None:
-        seen: list[Path] = []
-        for r in roots:
-            resolved = r.resolve()
-            if resolved not in seen:
-                seen.append(resolved)
-        self.roots = seen
-
-    def get(self, root: Path | None = None) -> WorkspaceContext:
-        if root is None:
-            if not self.roots:
-                raise LookupError("no workspace folder is open")
-            root = self.roots[0]
-        root = root.resolve()
-        ctx = self._contexts.get(root)
-        if ctx is None:
-            ctx = self._create(root)
-            self._contexts[root] = ctx
-            for hook in self.on_created:
-                hook(ctx)
-        return ctx
-
-    def follow_sandbox(self) -> None:
-        """Describe every workspace again once the sandbox self-test answers (each pushes
-        its state); until then they report the shell protection as being checked."""
-        loop = asyncio.get_running_loop()
-
-        def known() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody to tell
-                loop.call_soon_threadsafe(self._sandbox_known)
-
-        on_sandbox_known(known)
-
-    def _sandbox_known(self) -> None:
-        for ctx in self._contexts.values():
-            ctx.describe()
-
-    def created(self) -> list[WorkspaceContext]:
-        return list(self._contexts.values())
-
-    def all(self) -> list[WorkspaceContext]:
-        return [self.get(r) for r in self.roots]
-
-    def find_for_path(self, path: Path) -> WorkspaceContext | None:
-        best: Path | None = None
-        for root in self.roots:
-            if path == root or root in path.parents:
-                if best is None or len(root.parts) > len(best.parts):
-                    best = root
-        return self.get(best) if best is not None else None
-
-    def _create(self, root: Path) -> WorkspaceContext:
-        config, warnings = load_config(root, self.init_options, self.ls.cli_overrides)
-        for w in warnings:
-            self.ls.client.show(w, kind=_warning())
-        store = StateStore(root / ".plan-lsp" / "state.db", warn=self.ls.client.show)
-        session = Session(
-            store,
-            root,
-            config.plans_path(root),
-            default_permission_mode=config.permission_mode,
-            default_mode=config.mode,
-        )
-        ctx = WorkspaceContext(self.ls, root, config, store, session, warnings)
-        ctx.describe()
-        return ctx
-
-    async def close(self) -> None:
-        for ctx in self._contexts.values():
-            await ctx.close()
-
-
-def _warning() -> Any:
-    from lsprotocol import types
-
-    return types.MessageType.Warning

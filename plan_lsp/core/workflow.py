@@ -1,0 +1,315 @@
+"""The session's workflow, whatever the front-end: prompt, approve, reject (with or without
+feedback), mode and permission switches, compaction, cancel, new conversations, revisions,
+history and the connection test. Each operation takes the workspace's core and the
+contract's params model (`session/protocol.py`) and returns plain JSON (the contract's
+result); a refusal raises `Refused` with the reason the user reads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.core.frontend import HeldByEditor, Refused
+from plan_lsp.core.runs import RunBusy, RunHandle
+from plan_lsp.core.workspace import WorkspaceCore
+from plan_lsp.plan.readiness import check_plan, has_errors
+from plan_lsp.plan.review import extract_feedback
+from plan_lsp.policy.plan_paths import plan_file_problem
+from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
+from plan_lsp.session.protocol import (
+    ApproveParams,
+    NewSessionParams,
+    PromptParams,
+    RejectParams,
+    SetModeParams,
+    SetPermissionModeParams,
+)
+
+# How long a connection test waits for the model server.
+CONNECTION_TEST_S = 20.0
+
+HOW_TO_REVISE = (
+    "To have the plan revised, write lines starting with `> feedback:` in it and choose "
+    "Revise…, or send the feedback with the rejection; Approve still approves it as it is."
+)
+REJECT_WITHOUT_FEEDBACK = "Reject without feedback"
+APPROVE_ANYWAY = "Approve anyway"
+
+
+def _no_run(core: WorkspaceCore) -> None:
+    if core.runs.current is not None:
+        raise Refused("a run is in progress; wait for it or cancel it first")
+
+
+# -- state and modes ----------------------------------------------------------------------------
+
+
+async def set_mode(core: WorkspaceCore, p: SetModeParams) -> dict[str, Any]:
+    try:
+        core.session.set_mode(p.mode, Actor.USER)
+    except TransitionRefused as exc:
+        raise Refused(f"refused: {exc}") from exc
+    return await _after_switch(core)
+
+
+async def toggle_mode(core: WorkspaceCore) -> dict[str, Any]:
+    core.session.toggle_mode(Actor.USER)
+    return await _after_switch(core)
+
+
+async def _after_switch(core: WorkspaceCore) -> dict[str, Any]:
+    """In plan mode nothing changes: the answer waits until every running call that changes
+    the workspace has been stopped, and says which were."""
+    cancelled: list[dict[str, Any]] = []
+    if core.session.mode is WorkMode.PLAN:
+        cancelled = await core.runs.stop_side_effects("the user switched to plan mode while it ran")
+    return {**core.state_json(), "cancelled": cancelled}
+
+
+def set_permission_mode(core: WorkspaceCore, p: SetPermissionModeParams) -> dict[str, Any]:
+    core.session.set_permission_mode(p.permissionMode, Actor.USER)
+    return core.state_json()
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def start_prompt(core: WorkspaceCore, p: PromptParams) -> RunHandle:
+    """Start the run for a prompt; its task's result is the agent's `RunResult`."""
+    from plan_lsp.providers.base import ChatMessage
+
+    if core.session.mode is WorkMode.PLAN:
+        core.session.set_task(p.text)
+    try:
+        handle = core.runs.start("prompt", ChatMessage(role="user", content=p.text), shown=p.text)
+    except RunBusy as exc:
+        raise Refused(str(exc)) from exc
+    return handle
+
+
+async def prompt(core: WorkspaceCore, p: PromptParams) -> dict[str, Any]:
+    handle = start_prompt(core, p)
+    assert handle.task is not None
+    try:
+        result = await asyncio.shield(handle.task)
+    except asyncio.CancelledError:
+        # The request was cancelled: stop the run, then let the cancellation answer it.
+        await core.runs.cancel(handle.run_id)
+        raise
+    return {"runId": result.run_id, "stopReason": result.stop_reason}
+
+
+async def compact(core: WorkspaceCore) -> dict[str, Any]:
+    """Compact the conversation now: older tool outputs pruned, older turns summarized."""
+    try:
+        compacted = await core.runs.compact()
+    except RunBusy as exc:
+        raise Refused(f"cannot compact now: {exc}") from exc
+    if not compacted:
+        core.frontend.show("Nothing to compact yet: the conversation is short.")
+    return core.state_json()
+
+
+# -- approval ---------------------------------------------------------------------------------
+
+
+async def approve(core: WorkspaceCore, p: ApproveParams) -> dict[str, Any]:
+    session = core.session
+    _no_run(core)
+    path = session.main_plan_path
+    _check_the_plan_the_user_saw(core, p, path)
+    text = core.plan_text(path)
+    if not text.strip():
+        raise Refused(f"cannot approve: {core.rel(path)} is empty; there is no plan yet")
+    if p.sha256 is not None and sha256_text(text) != p.sha256:
+        raise Refused(
+            "cannot approve: the plan changed since you saw it; look at it again and approve"
+        )
+    issues = check_plan(text)
+    if has_errors(issues) and not p.force:
+        problems = "; ".join(i.message for i in issues if i.severity == "error")
+        answer = await core.frontend.ask(
+            f"The plan has problems: {problems}. Approve anyway?",
+            [APPROVE_ANYWAY, "Cancel"],
+            warning=True,
+        )
+        if answer != APPROVE_ANYWAY:
+            return core.state_json()
+    problem = plan_file_problem(core.plans_dir, path, workspace=core.root)
+    if problem is not None:
+        raise Refused(f"cannot approve: the plan cannot be saved: {problem}")
+    try:
+        approved = session.approve(path, text, p.permissionMode, Actor.USER)
+    except TransitionRefused as exc:
+        raise Refused(f"cannot approve: {exc}") from exc
+    if approved is None:
+        if p.execute and not session.completed_do:
+            # Approved earlier without a finished Do run (saved only, stopped, failed):
+            # approving it again carries it out (in build mode, as approving does).
+            session.set_mode(WorkMode.BUILD, Actor.USER)
+            if p.permissionMode is not None:
+                session.set_permission_mode(p.permissionMode, Actor.USER)
+            start_do_run(core, p.clearContext)
+            return core.state_json()
+        core.frontend.show("This plan is already approved and unchanged; nothing to do.")
+        return core.state_json()
+    # What was approved is on disk too (the buffer saved by the client, or written), or,
+    # in an editor that saves only when the user does, in the buffer the user saves.
+    if not await core.frontend.save_buffer(path):
+        with contextlib.suppress(HeldByEditor):
+            core.frontend.write_file(path, text)
+    if p.execute:
+        start_do_run(core, p.clearContext)
+    return core.state_json()
+
+
+def _check_the_plan_the_user_saw(core: WorkspaceCore, p: ApproveParams, path: Path) -> None:
+    """The approved plan must be the one the user looked at: a named document must be the
+    submitted plan; an unnamed approval is refused while several plan files were written
+    (the model could have shown one and submitted another)."""
+    shown = core.rel(path)
+    if p.planUri is not None:
+        named = _path_of_uri(p.planUri)
+        if named is None or named != path.resolve():
+            raise Refused(
+                f"cannot approve {p.planUri}: the plan submitted for approval is {shown}; "
+                "read that one and approve it"
+            )
+        return
+    written = [w for w in core.session.round_plans if Path(w).resolve() != path.resolve()]
+    if written:
+        others = ", ".join(core.rel(Path(w)) for w in written)
+        raise Refused(
+            f"cannot approve without naming the plan: the model wrote several plan files "
+            f"({others} besides the submitted {shown}); approve from the code lens on the "
+            "plan you read, or name it (planUri)"
+        )
+
+
+def _path_of_uri(uri: str) -> Path | None:
+    """The resolved path of a `file:` URI, None for anything else."""
+    from urllib.parse import unquote, urlparse
+
+    try:
+        parsed = urlparse(uri)
+    except ValueError:
+        return None
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    raw = unquote(parsed.path)
+    if not raw or "\x00" in raw:
+        return None
+    try:
+        return Path(raw).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def start_do_run(core: WorkspaceCore, clear_context: bool) -> None:
+    from plan_lsp.agent import prompts
+
+    session = core.session
+    assert session.approved is not None
+    conversation = None
+    if clear_context:
+        conversation = f"do-{uuid.uuid4().hex[:8]}"
+        session.switch_conversation(conversation, "approved with a fresh context")
+    opening = prompts.do_request(session.task, session.approved.path, session.approved.text)
+    shown = "Approved the plan" + (" (fresh context)" if clear_context else "")
+    core.runs.start("do", opening, do_run=True, conversation=conversation, shown=shown)
+
+
+async def reject(core: WorkspaceCore, p: RejectParams) -> dict[str, Any]:
+    """Reject the submitted plan. With feedback (given, or `> feedback:` lines in the plan)
+    a planning run revises it; without, the plan is rejected and stays approvable and
+    revisable. `confirm` (lenses, code actions): without feedback the user is asked first."""
+    from plan_lsp.agent import prompts
+
+    session = core.session
+    _no_run(core)
+    feedback = (p.feedback or "").strip() or extract_feedback(
+        core.plan_text(session.main_plan_path)
+    )
+    if not feedback:
+        if session.plan_status is PlanStatus.REJECTED:
+            # Rejected already: nothing to reject again; say how to go on.
+            core.frontend.show(f"The plan is rejected. {HOW_TO_REVISE}")
+            return core.state_json()
+        if p.confirm and session.plan_status in (PlanStatus.SUBMITTED, PlanStatus.DRAFTING):
+            answer = await core.frontend.ask(
+                f"Reject the plan without feedback? {HOW_TO_REVISE}",
+                [REJECT_WITHOUT_FEEDBACK, "Cancel"],
+            )
+            if answer != REJECT_WITHOUT_FEEDBACK:
+                return core.state_json()
+            _no_run(core)  # a run started while the user was asked
+    try:
+        session.reject(feedback, Actor.USER)
+    except TransitionRefused as exc:
+        raise Refused(f"cannot reject: {exc}") from exc
+    if feedback:
+        opening = prompts.feedback_request(feedback, str(session.main_plan_path))
+        core.runs.start("planning", opening, shown=f"Rejected the plan: {feedback}")
+    return core.state_json()
+
+
+# -- revisions, history, sessions, connection ----------------------------------------------------
+
+
+def plan_revisions(core: WorkspaceCore) -> dict[str, Any]:
+    """The last two revisions of the session's plan; the earlier one also as a read-only
+    file (so an editor can show the two side by side)."""
+    from plan_lsp.policy.server_dir import write_revision
+
+    revs = core.store.revisions(core.session.id)
+    previous = revs[-2] if len(revs) >= 2 else None
+    current = revs[-1] if revs else None
+    previous_uri = None
+    if previous is not None:
+        previous_uri = write_revision(core.root, previous.rev, previous.text).as_uri()
+    return {
+        "previous": previous.text if previous else None,
+        "current": current.text if current else None,
+        "previousRevision": previous.rev if previous else None,
+        "currentRevision": current.rev if current else None,
+        "previousUri": previous_uri,
+    }
+
+
+def new_session(core: WorkspaceCore, p: NewSessionParams) -> dict[str, Any]:
+    _no_run(core)
+    try:
+        core.session.new_conversation(p.keepApprovedPlan, Actor.USER)
+    except TransitionRefused as exc:
+        raise Refused(f"refused: {exc}") from exc
+    return core.state_json()
+
+
+async def test_connection(core: WorkspaceCore) -> dict[str, Any]:
+    from plan_lsp.providers.base import ProviderError, error_help
+
+    info = core.provider_info()
+    try:
+        message = await asyncio.wait_for(core.provider().check(), CONNECTION_TEST_S)
+    except ProviderError as exc:
+        code, fix = error_help(exc)
+        return {"ok": False, "code": code, "message": exc.message, "fix": fix}
+    except TimeoutError:
+        return {
+            "ok": False,
+            "code": "provider_unreachable",
+            "message": f"the model server did not answer within {CONNECTION_TEST_S:g} s",
+            "fix": {"setting": "baseUrl"},
+        }
+    if not info.configured:
+        setting = "model" if "model" in (info.problem or "") else "apiKey"
+        return {
+            "ok": False,
+            "code": "provider_unconfigured",
+            "message": info.problem,
+            "fix": {"setting": setting},
+        }
+    return {"ok": True, "code": None, "message": message, "fix": {}}

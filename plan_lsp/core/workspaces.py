@@ -1,0 +1,125 @@
+"""The workspaces one front-end connection works in: a core per folder, created when first
+needed; the first folder is the default for requests naming none. Also the one safe writer
+for files the server itself writes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.config import load_config
+from plan_lsp.core.frontend import FrontEnd, ProcessShared
+from plan_lsp.core.workspace import WorkspaceCore
+from plan_lsp.policy.sandbox_probe import on_sandbox_known
+from plan_lsp.session import Session, StateStore
+
+
+class Workspaces:
+    def __init__(
+        self,
+        frontend: FrontEnd,
+        cli_overrides: dict[str, Any] | None = None,
+        shared: ProcessShared | None = None,
+    ) -> None:
+        self.frontend = frontend
+        self.cli_overrides: dict[str, Any] = dict(cli_overrides or {})
+        self.shared = shared or ProcessShared()
+        self.init_options: dict[str, Any] = {}
+        self.roots: list[Path] = []
+        self._cores: dict[Path, WorkspaceCore] = {}
+        self.on_created: list[Callable[[WorkspaceCore], None]] = []
+
+    def set_roots(self, roots: list[Path]) -> None:
+        seen: list[Path] = []
+        for r in roots:
+            resolved = r.resolve()
+            if resolved not in seen:
+                seen.append(resolved)
+        self.roots = seen
+
+    def get(self, root: Path | None = None) -> WorkspaceCore:
+        if root is None:
+            if not self.roots:
+                raise LookupError("no workspace folder is open")
+            root = self.roots[0]
+        root = root.resolve()
+        core = self._cores.get(root)
+        if core is None:
+            core = self._create(root)
+            self._cores[root] = core
+            for hook in self.on_created:
+                hook(core)
+        return core
+
+    def follow_sandbox(self) -> None:
+        """Describe every workspace again once the sandbox self-test answers (each pushes
+        its state); until then they report the shell protection as being checked."""
+        loop = asyncio.get_running_loop()
+
+        def known() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody to tell
+                loop.call_soon_threadsafe(self._sandbox_known)
+
+        on_sandbox_known(known)
+
+    def _sandbox_known(self) -> None:
+        for core in self._cores.values():
+            core.describe()
+
+    def created(self) -> list[WorkspaceCore]:
+        return list(self._cores.values())
+
+    def all(self) -> list[WorkspaceCore]:
+        return [self.get(r) for r in self.roots]
+
+    def find_for_path(self, path: Path) -> WorkspaceCore | None:
+        best: Path | None = None
+        for root in self.roots:
+            if path == root or root in path.parents:
+                if best is None or len(root.parts) > len(best.parts):
+                    best = root
+        return self.get(best) if best is not None else None
+
+    def _create(self, root: Path) -> WorkspaceCore:
+        config, warnings = load_config(root, self.init_options, self.cli_overrides)
+        for w in warnings:
+            self.frontend.show(w, warning=True)
+        store = StateStore.for_workspace(root, warn=self.frontend.show)
+        session = Session(
+            store,
+            root,
+            config.plans_path(root),
+            default_permission_mode=config.permission_mode,
+            default_mode=config.mode,
+        )
+        core = WorkspaceCore(root, config, store, session, warnings, self.frontend, self.shared)
+        core.describe()
+        return core
+
+    def write_file(self, path: Path, text: str) -> None:
+        """Every file the server itself writes goes through the one safe writer: plan files
+        as plan files (validated, below `.plan-lsp/`, no link on the way), anything else
+        inside a workspace folder but never inside `.plan-lsp/`. Raises OSError."""
+        from plan_lsp.policy.plan_paths import write_plan_file
+        from plan_lsp.policy.safe_fs import WriteRefused, write_text
+        from plan_lsp.policy.server_dir import server_dir_refusal
+        from plan_lsp.policy.workspace_edit import anchor_of
+
+        core = self.find_for_path(path)
+        if core is None:
+            raise WriteRefused(f"{path} is outside every workspace folder")
+        if path.parent == core.plans_dir or core.plans_dir in path.parents:
+            write_plan_file(core.plans_dir, path, text, workspace=core.root)
+            return
+        refusal = server_dir_refusal(path, self.roots)
+        anchor = anchor_of(path, self.roots)
+        if refusal is not None or anchor is None:
+            raise WriteRefused(refusal or f"{path} is outside every workspace folder")
+        write_text(anchor, path, text)
+
+    async def close(self) -> None:
+        for core in self._cores.values():
+            await core.close()

@@ -16,12 +16,21 @@ def _serve_parser(sub: Any) -> None:
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="talk over stdin/stdout")
     transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address")
+    p.add_argument("--workspace", type=Path, help="workspace folder when the client names none")
+    _model_arguments(p)
+    p = sub.add_parser(
+        "acp", help="run as an Agent Client Protocol agent over stdio (Zed, JetBrains, …)"
+    )
+    _model_arguments(p)
+
+
+def _model_arguments(p: argparse.ArgumentParser) -> None:
+    """The model and policy flags `serve` and `acp` share."""
     p.add_argument("--provider", choices=["scripted", "openai", "anthropic"])
     p.add_argument("--model")
     p.add_argument("--base-url")
     p.add_argument("--script", type=Path, help="script for the scripted provider")
     p.add_argument("--transcript", type=Path, help="append every model request here (JSONL)")
-    p.add_argument("--workspace", type=Path, help="workspace folder when the client names none")
     p.add_argument("--permission-mode", choices=["ask", "auto_edit", "yolo", "strict"])
     p.add_argument("--plan-shell", choices=["off", "classified", "sandboxed"])
     p.add_argument("--max-steps", type=int)
@@ -50,6 +59,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {
+        "provider": args.provider,
+        "model": args.model,
+        "base_url": args.base_url,
+        "script": args.script,
+        "transcript": args.transcript,
+        "permission_mode": args.permission_mode,
+        "plan_shell": args.plan_shell,
+        "max_steps": args.max_steps,
+        "context_window": args.context_window,
+        "log_level": args.log_level,
+        "workspace": getattr(args, "workspace", None),
+    }
+    return {k: v for k, v in overrides.items() if v is not None}
+
+
+def serve_acp(args: argparse.Namespace) -> int:
+    from plan_lsp.acp import serve as serve_acp_stdio
+    from plan_lsp.config import trusted_log_level
+    from plan_lsp.policy import sandbox_probe
+
+    # The sandbox self-test starts now, in a process of its own (as for `serve`).
+    sandbox_probe.start()
+    setup_logging(args.log_level or trusted_log_level() or "info", args.log_file)
+    serve_acp_stdio(_overrides(args))
+    return 0
+
+
 def serve(args: argparse.Namespace) -> int:
     from plan_lsp import startup
     from plan_lsp.policy import sandbox_probe
@@ -66,20 +104,7 @@ def serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level or trusted_log_level() or "info", args.log_file)
     from plan_lsp.server import create_server
 
-    overrides: dict[str, Any] = {
-        "provider": args.provider,
-        "model": args.model,
-        "base_url": args.base_url,
-        "script": args.script,
-        "transcript": args.transcript,
-        "permission_mode": args.permission_mode,
-        "plan_shell": args.plan_shell,
-        "max_steps": args.max_steps,
-        "context_window": args.context_window,
-        "log_level": args.log_level,
-        "workspace": args.workspace,
-    }
-    server = create_server({k: v for k, v in overrides.items() if v is not None})
+    server = create_server(_overrides(args))
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         if not host or not port.isdigit():
@@ -131,6 +156,8 @@ def check(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "acp":
+        return serve_acp(args)
     if args.command == "serve":
         return serve(args)
     if args.command == "check":

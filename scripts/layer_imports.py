@@ -4,6 +4,7 @@ modules), found in the source, and how it is made.
     .venv/bin/python scripts/layer_imports.py               # print the table
     .venv/bin/python scripts/layer_imports.py --write-docs  # put it into docs/architecture.md
     .venv/bin/python scripts/layer_imports.py --modules     # each edge's modules too
+    .venv/bin/python scripts/layer_imports.py --circles     # import circles between modules
 
 Kinds: `load` — at module level, so importing the one loads the other; `call` — inside a
 function, loaded when first used; `type` — under `if TYPE_CHECKING:`, for annotations only.
@@ -89,6 +90,65 @@ def edges() -> dict[Edge, dict[str, set[str]]]:
     return table
 
 
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module → the modules of plan_lsp/ it imports, every kind counted (a circle of
+    annotations is still a circle: neither module can be read, moved or tested alone)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[:2] == ("demo", "sample"):
+            continue
+        name = module_name(path)
+        imported = {m for m, _ in _imports(ast.parse(path.read_text(), str(path)))}
+        graph[name] = {m for m in imported if part_of_module(m) is not None and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
+    """Every set of modules that import each other in a circle (strongly connected
+    components of more than one module, or a module importing itself), sorted."""
+    graph = module_graph() if graph is None else graph
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return sorted(found)
+
+
 def markdown(with_modules: bool = False) -> str:
     rows = ["| from | imports | how |", "|---|---|---|"]
     for (source, target), kinds in sorted(edges().items()):
@@ -109,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="imports between plan_lsp's layers")
     parser.add_argument("--write-docs", action="store_true", help="update docs/architecture.md")
     parser.add_argument("--modules", action="store_true", help="name the importing files")
+    parser.add_argument("--circles", action="store_true", help="list import circles")
     args = parser.parse_args(argv)
+    if args.circles:
+        found = circles()
+        for circle in found:
+            print(" ↔ ".join(circle))
+        return 1 if found else 0
     table = markdown(args.modules)
     if not args.write_docs:
         sys.stdout.write(table)

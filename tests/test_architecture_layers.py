@@ -48,3 +48,18 @@ def test_policy_and_plan_import_no_other_layer() -> None:
     """What the text says: providers/, policy/ and plan/ import no other layer."""
     sources = {source for source, _ in _script().edges()}
     assert not {"providers", "policy", "plan"} & sources
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No two modules of the package import each other, directly or round a circle —
+    imports for annotations only (`if TYPE_CHECKING:`) and inside functions included."""
+    assert _script().circles() == [], (
+        "import circles (`.venv/bin/python scripts/layer_imports.py --circles`)"
+    )
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    circles = _script().circles
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"a"}}) == [["a"]]
+    assert circles({"a": {"b"}, "b": set()}) == []

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import plan_lsp
 
-LAYERS = ["server", "agent", "session", "providers", "tools", "policy", "plan"]
+# Front-ends translate their protocol to the session core; none imports another.
+FRONT_ENDS = ["server", "acp"]
+LAYERS = ["core", "agent", "session", "providers", "tools", "policy", "plan"]
 ROOT = Path(plan_lsp.__file__).parent
 
 
@@ -24,21 +26,27 @@ def _imports(path: Path) -> list[str]:
 
 def _layer(module: str) -> str | None:
     parts = module.split(".")
-    if len(parts) >= 2 and parts[0] == "plan_lsp" and parts[1] in LAYERS:
+    if len(parts) >= 2 and parts[0] == "plan_lsp" and parts[1] in FRONT_ENDS + LAYERS:
         return parts[1]
     return None
 
 
+def _rank(layer: str) -> int:
+    return 0 if layer in FRONT_ENDS else 1 + LAYERS.index(layer)
+
+
 def test_layers_import_only_downwards() -> None:
     violations = []
-    for layer in LAYERS:
+    for layer in FRONT_ENDS + LAYERS:
         for path in (ROOT / layer).rglob("*.py"):
             for imported in _imports(path):
                 target = _layer(imported)
-                if target is not None and LAYERS.index(target) < LAYERS.index(layer):
+                if target is not None and target != layer and _rank(target) <= _rank(layer):
                     violations.append(f"{path.relative_to(ROOT)} imports {imported}")
                 if layer != "server" and imported.split(".")[0] in ("pygls", "lsprotocol"):
                     violations.append(f"{path.relative_to(ROOT)} knows LSP ({imported})")
+                if layer != "acp" and imported.split(".")[0] == "acp":
+                    violations.append(f"{path.relative_to(ROOT)} knows ACP ({imported})")
     assert violations == []
 
 
@@ -46,49 +54,3 @@ def test_plan_imports_nothing_of_ours_outside_plan() -> None:
     for path in (ROOT / "plan").rglob("*.py"):
         for imported in _imports(path):
             assert not imported.startswith("plan_lsp.") or imported.startswith("plan_lsp.plan")
-
-
-def _module_level_imports(path: Path) -> set[str]:
-    """Modules imported when `path` is imported: module-level statements, outside
-    `if TYPE_CHECKING:` blocks (imports inside functions run later, on use)."""
-    found: set[str] = set()
-    for node in ast.parse(path.read_text(), str(path)).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        for inner in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else []:
-            if isinstance(inner, ast.ImportFrom) and inner.module:
-                found.add(inner.module)
-            elif isinstance(inner, ast.Import):
-                found.update(alias.name for alias in inner.names)
-    return found
-
-
-def test_no_import_circle_inside_server() -> None:
-    """server/ modules import each other's types under TYPE_CHECKING only where the other
-    imports them back; at run time the graph has no cycle."""
-    modules = {
-        f"plan_lsp.server.{p.stem}" if p.stem != "__init__" else "plan_lsp.server": p
-        for p in (ROOT / "server").glob("*.py")
-    }
-    graph = {
-        name: {m for m in _module_level_imports(path) if m in modules and m != name}
-        for name, path in modules.items()
-    }
-    state: dict[str, int] = {}
-    cycle: list[str] = []
-
-    def visit(node: str, trail: list[str]) -> bool:
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                cycle.extend([*trail, node, nxt])
-                return True
-            if state.get(nxt) is None and visit(nxt, [*trail, node]):
-                return True
-        state[node] = 2
-        return False
-
-    for name in sorted(graph):
-        if state.get(name) is None and visit(name, []):
-            break
-    assert cycle == [], " -> ".join(cycle)

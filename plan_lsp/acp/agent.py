@@ -1,0 +1,421 @@
+"""plan-lsp as an Agent Client Protocol agent: each ACP session is a workspace's session
+core (its `cwd`), driven through the same workflow as the LSP server, inside the same walls.
+
+Plan mode maps to ACP's session modes (and the `mode` config option): a session starts in
+`plan`; the model's `exit_plan_mode` becomes a `session/request_permission` of kind
+`switch_mode` whose content is the full plan text; approving records exactly that text
+(sha256) and runs the Do run in `build`, after which the previous permission mode returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError, schema
+
+from plan_lsp import __version__
+from plan_lsp.acp import translate
+from plan_lsp.acp.frontend import AcpFrontEnd
+from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
+from plan_lsp.core.workspace import WorkspaceCore
+from plan_lsp.plan.readiness import check_plan, has_errors
+from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
+from plan_lsp.session.protocol import (
+    ApproveParams,
+    PromptParams,
+    RejectParams,
+    SetModeParams,
+    SetPermissionModeParams,
+)
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+STATE_METHOD = "planLsp/state"
+
+APPROVE_AUTO = "approve_auto_edit"
+APPROVE_ASK = "approve_ask"
+KEEP_PLANNING = "keep_planning"
+APPROVAL_OPTIONS = [
+    schema.PermissionOption(
+        option_id=APPROVE_AUTO, name="Approve and build (auto-accept edits)", kind="allow_always"
+    ),
+    schema.PermissionOption(
+        option_id=APPROVE_ASK, name="Approve and build (ask before edits)", kind="allow_once"
+    ),
+    schema.PermissionOption(
+        option_id=KEEP_PLANNING,
+        name="Keep planning (say what to change in your next message)",
+        kind="reject_once",
+    ),
+]
+APPROVAL_PERMISSION: dict[str, PermissionMode] = {
+    APPROVE_AUTO: PermissionMode.AUTO_EDIT,
+    APPROVE_ASK: PermissionMode.ASK,
+}
+
+# The core's stop reasons as ACP's.
+STOP_REASONS: dict[str, schema.StopReason] = {
+    "end_turn": "end_turn",
+    "plan_submitted": "end_turn",
+    "cancelled": "cancelled",
+    "timeout": "cancelled",
+    "error": "end_turn",
+    "max_steps": "max_turn_requests",
+    "limit": "max_tokens",
+    "context_full": "max_tokens",
+}
+
+
+McpServer = schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio
+PromptBlock = (
+    schema.TextContentBlock
+    | schema.ImageContentBlock
+    | schema.AudioContentBlock
+    | schema.ResourceContentBlock
+    | schema.EmbeddedResourceContentBlock
+)
+
+
+def _refused(message: str) -> RequestError:
+    return RequestError.invalid_request({"message": message})
+
+
+class AcpSession:
+    def __init__(self, session_id: str, frontend: AcpFrontEnd, workspaces: Workspaces) -> None:
+        self.id = session_id
+        self.frontend = frontend
+        self.workspaces = workspaces
+        self.core: WorkspaceCore = workspaces.get()
+        self.turn: asyncio.Task[schema.StopReason] | None = None
+
+
+class PlanLspAgent:
+    """One per connection (`plan-lsp acp`)."""
+
+    def __init__(self, cli_overrides: dict[str, Any] | None = None) -> None:
+        self.cli_overrides = dict(cli_overrides or {})
+        self.shared = ProcessShared()
+        self.sessions: dict[str, AcpSession] = {}
+        # The ACP session open on each workspace (a newer one on the same folder replaces it).
+        self._by_root: dict[Path, str] = {}
+        self.conn: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self.conn = conn
+
+    # -- connection -------------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: schema.ClientCapabilities | None = None,
+        client_info: schema.Implementation | None = None,
+        **kwargs: Any,
+    ) -> schema.InitializeResponse:
+        return schema.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=schema.AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=schema.PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+            ),
+            agent_info=schema.Implementation(
+                name="plan-lsp", title="plan-lsp", version=__version__
+            ),
+            auth_methods=[],
+        )
+
+    async def authenticate(
+        self, method_id: str, **kwargs: Any
+    ) -> schema.AuthenticateResponse | None:
+        return None
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def _open(self, cwd: str) -> tuple[AcpFrontEnd, Workspaces, Path]:
+        if not cwd or "\x00" in cwd or not Path(cwd).is_absolute():
+            raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd[:200]!r}"})
+        root = Path(cwd).resolve()
+        if not root.is_dir():
+            raise RequestError.invalid_params({"cwd": f"not a directory: {root}"})
+        assert self.conn is not None, "no client connected"
+        frontend = AcpFrontEnd(self.conn, "", root)
+        workspaces = Workspaces(frontend, self.cli_overrides, self.shared)
+        frontend.workspaces = workspaces
+        workspaces.set_roots([root])
+        return frontend, workspaces, root
+
+    def _register(self, session: AcpSession, root: Path) -> None:
+        self._by_root[root] = session.id
+        self.sessions[session.id] = session
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> schema.NewSessionResponse:
+        frontend, workspaces, root = self._open(cwd)
+        await self._close_root(root)
+        core = workspaces.get()
+        try:
+            core.session.new_conversation(False, Actor.USER)
+        except Exception as exc:
+            await workspaces.close()
+            raise _refused(f"cannot start a session here: {exc}") from exc
+        session = AcpSession(core.session.conversation, frontend, workspaces)
+        frontend.session_id = session.id
+        self._register(session, root)
+        mode = core.session.mode.value
+        return schema.NewSessionResponse(
+            session_id=session.id,
+            modes=translate.mode_state(mode),
+            config_options=translate.config_options(mode),
+        )
+
+    async def _close_root(self, root: Path) -> None:
+        """A session already open on this folder in this process gives way (its state store
+        is the folder's)."""
+        previous = self._by_root.pop(root, None)
+        old = self.sessions.pop(previous, None) if previous is not None else None
+        if old is not None:
+            await old.workspaces.close()
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[McpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> schema.LoadSessionResponse | None:
+        frontend, workspaces, root = self._open(cwd)
+        known = self.sessions.get(session_id)
+        if known is not None and known.core.root == root:
+            await workspaces.close()
+            session = known
+        else:
+            await self._close_root(root)
+            core = workspaces.get()
+            if core.session.conversation != session_id:
+                if not core.store.history(core.session.id, session_id, 1):
+                    await workspaces.close()
+                    raise RequestError.resource_not_found(session_id)
+                core.session.switch_conversation(session_id, "loaded by the ACP client")
+            session = AcpSession(session_id, frontend, workspaces)
+            frontend.session_id = session_id
+            self._register(session, root)
+        core = session.core
+        session.frontend.replay(core.runs.history())
+        found = translate.usage(core.state_json())
+        if found is not None:
+            session.frontend.send(found)
+        await session.frontend.drained()
+        mode = core.session.mode.value
+        return schema.LoadSessionResponse(
+            modes=translate.mode_state(mode), config_options=translate.config_options(mode)
+        )
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.resource_not_found(session_id)
+        return session
+
+    # -- modes ------------------------------------------------------------------------------------
+
+    async def _switch(self, session: AcpSession, mode: str) -> None:
+        if mode not in (WorkMode.PLAN.value, WorkMode.BUILD.value):
+            raise RequestError.invalid_params({"modeId": f"unknown mode {mode[:50]!r}"})
+        try:
+            await workflow.set_mode(session.core, SetModeParams(mode=WorkMode(mode)))
+        except Refused as exc:
+            raise _refused(str(exc)) from exc
+        await session.frontend.drained()
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> schema.SetSessionModeResponse | None:
+        await self._switch(self._session(session_id), mode_id)
+        return schema.SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> schema.SetSessionConfigOptionResponse | None:
+        session = self._session(session_id)
+        if config_id != translate.MODE_OPTION_ID or not isinstance(value, str):
+            raise RequestError.invalid_params({"configId": f"unknown option {config_id[:50]!r}"})
+        await self._switch(session, value)
+        return schema.SetSessionConfigOptionResponse(
+            config_options=translate.config_options(session.core.session.mode.value)
+        )
+
+    # -- prompts ----------------------------------------------------------------------------------
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> schema.PromptResponse:
+        session = self._session(session_id)
+        if session.turn is not None and not session.turn.done():
+            raise _refused("a prompt is in progress in this session; cancel it first")
+        session.frontend.cancelled.clear()
+        session.turn = asyncio.ensure_future(self._turn(session, prompt_text(prompt)))
+        try:
+            stop = await asyncio.shield(session.turn)
+        finally:
+            await session.frontend.drained()
+        return schema.PromptResponse(stop_reason=stop)
+
+    async def _turn(self, session: AcpSession, text: str) -> schema.StopReason:
+        core = session.core
+        try:
+            if (
+                core.session.plan_status is PlanStatus.REJECTED
+                and core.session.mode is WorkMode.PLAN
+            ):
+                # "Keep planning": this message is the feedback the plan is revised with.
+                await workflow.reject(core, RejectParams(feedback=text))
+                stop = await _run_result(core)
+            else:
+                stop = str((await workflow.prompt(core, PromptParams(text=text)))["stopReason"])
+            while stop == "plan_submitted" and not session.frontend.cancelled.is_set():
+                stop = await self._approval(session)
+        except Refused as exc:
+            session.frontend.show(str(exc))
+            return "end_turn"
+        if session.frontend.cancelled.is_set():
+            return "cancelled"
+        return STOP_REASONS.get(stop, "end_turn")
+
+    async def _approval(self, session: AcpSession) -> str:
+        """Ask the user to approve the submitted plan, showing all of it; the Do run's stop
+        reason after approval, "end_turn" when the user keeps planning, "cancelled"."""
+        core = session.core
+        path = core.session.main_plan_path
+        text = core.plan_text(path)
+        problems = [i.message for i in check_plan(text) if i.severity == "error"]
+        title = "Ready to build? Approve this plan"
+        if has_errors(check_plan(text)):
+            title += " (problems found: " + "; ".join(problems) + ")"
+        tool_call = schema.ToolCallUpdate(
+            tool_call_id=session.frontend.last_exit_call or f"approve-{sha256_text(text)[:12]}",
+            title=title,
+            kind="switch_mode",
+            status="pending",
+            content=[translate.text_content(text)],
+            locations=[schema.ToolCallLocation(path=str(path))],
+        )
+        chosen = await session.frontend.request_permission(tool_call, APPROVAL_OPTIONS)
+        if chosen is None:
+            return "cancelled"
+        if chosen not in APPROVAL_PERMISSION:
+            await workflow.reject(core, RejectParams())
+            session.frontend.show(
+                "The plan stays unapproved. Say what to change and I will revise it, or "
+                "switch to build mode yourself."
+            )
+            return "end_turn"
+        previous = core.session.permission_mode
+        try:
+            await workflow.approve(
+                core,
+                ApproveParams(
+                    sha256=sha256_text(text), permissionMode=APPROVAL_PERMISSION[chosen], force=True
+                ),
+            )
+            return await _run_result(core)
+        finally:
+            if core.session.permission_mode is not previous:
+                workflow.set_permission_mode(core, SetPermissionModeParams(permissionMode=previous))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is None:
+            return
+        session.frontend.cancelled.set()
+        await session.core.runs.cancel(None)
+
+    async def close_session(
+        self, session_id: str, **kwargs: Any
+    ) -> schema.CloseSessionResponse | None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self._by_root.pop(session.core.root, None)
+            await session.workspaces.close()
+        return None
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> schema.ListSessionsResponse:
+        raise RequestError.method_not_found("session/list")
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> schema.ForkSessionResponse:
+        raise RequestError.method_not_found("session/fork")
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> schema.ResumeSessionResponse:
+        raise RequestError.method_not_found("session/resume")
+
+    # -- extensions -------------------------------------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method != STATE_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RequestError.invalid_params({"sessionId": "required (a string)"})
+        return self._session(session_id).core.state_json()
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def close(self) -> None:
+        for session in list(self.sessions.values()):
+            await session.workspaces.close()
+        self.sessions.clear()
+
+
+async def _run_result(core: WorkspaceCore) -> str:
+    """The stop reason of the run the workflow just started (none: "end_turn")."""
+    current = core.runs.current
+    if current is None or current.task is None:
+        return "end_turn"
+    return (await asyncio.shield(current.task)).stop_reason
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """A prompt's content blocks as the text the model reads: text as it is, a resource
+    link as its URI, an embedded text resource fenced with its URI."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, schema.TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, schema.ResourceContentBlock):
+            parts.append(f"@{block.uri}")
+        elif isinstance(block, schema.EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, schema.TextResourceContents):
+                parts.append(f"\n{resource.uri}:\n```\n{resource.text}\n```\n")
+    return "\n".join(p for p in parts if p)

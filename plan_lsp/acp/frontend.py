@@ -1,0 +1,198 @@
+"""The session core's `FrontEnd` for one ACP session: updates become `session/update`
+notifications, sent in order; permission prompts become `session/request_permission`; there
+are no editor buffers (the agent reads and writes the disk, inside the same walls as over
+LSP), and the client's `fs/*` and `terminal/*` are never used for the agent's work."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import helpers, schema
+
+from plan_lsp.acp import translate
+from plan_lsp.core.frontend import AgentPortsFor, BufferEdit, Notify
+from plan_lsp.core.plain_ports import DraftProgress, NoEditor
+from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
+from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.tools.base import Question
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from plan_lsp.core.workspaces import Workspaces
+
+log = logging.getLogger(__name__)
+
+PERMISSION_OPTIONS: list[tuple[PermissionAnswer, str]] = [
+    ("allow_once", "Allow once"),
+    ("allow_always", "Allow always (this kind of call, this session)"),
+    ("reject_once", "Deny"),
+]
+
+
+class AcpFrontEnd:
+    def __init__(self, conn: Client, session_id: str, root: Path) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.root = root
+        self.workspaces: Workspaces | None = None
+        # Set by session/cancel: pending questions to the user answer "cancelled".
+        self.cancelled = asyncio.Event()
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
+        # Edit calls under way: the file's text before the call, for the result's diff.
+        self._before: dict[str, tuple[Path, str | None]] = {}
+        # The model's latest exit_plan_mode call: the plan's approval is asked on it.
+        self.last_exit_call: str | None = None
+
+    # -- updates, in order ------------------------------------------------------------------------
+
+    def send(self, update: Any) -> None:
+        self._queue.put_nowait(update)
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.ensure_future(self._send_all())
+
+    async def _send_all(self) -> None:
+        while not self._queue.empty():
+            update = self._queue.get_nowait()
+            try:
+                await self.conn.session_update(self.session_id, update)
+            except Exception as exc:  # a client gone or refusing: the run goes on
+                log.warning("session/update not delivered: %s", exc)
+
+    async def drained(self) -> None:
+        """Every update queued so far has been sent."""
+        while self._pump is not None and not self._pump.done():
+            await asyncio.shield(self._pump)
+
+    def update(self, payload: dict[str, Any]) -> None:
+        kind = payload.get("kind")
+        if kind == "toolCall":
+            self._remember_before(payload)
+            if payload.get("tool") == "exit_plan_mode" and payload.get("toolCallId"):
+                self.last_exit_call = str(payload["toolCallId"])
+        if kind == "toolResult":
+            before = self._before.pop(str(payload.get("toolCallId")), None)
+            diff = None
+            if before is not None:
+                path, old = before
+                new = disk_text(path)
+                if new is not None and new != old:
+                    diff = (path, old, new)
+            self.send(translate.tool_result(payload, diff))
+            return
+        for update in translate.updates_for(payload, self.root):
+            self.send(update)
+
+    def _remember_before(self, payload: dict[str, Any]) -> None:
+        tool = str(payload.get("tool", ""))
+        call_id = payload.get("toolCallId")
+        if tool not in translate.EDIT_TOOLS or not call_id:
+            return
+        path = translate.call_path(self.root, tool, translate.arguments_of(payload))
+        if path is not None:
+            self._before[str(call_id)] = (path, disk_text(path))
+
+    def replay(self, payloads: list[dict[str, Any]]) -> None:
+        for payload in payloads:
+            for update in translate.updates_for(payload, self.root, replay=True):
+                self.send(update)
+
+    def run_began(self, run_id: str, kind: str) -> None:
+        return None
+
+    def run_ended(self, run_id: str, stop_reason: str) -> None:
+        return None
+
+    def show(self, message: str, *, warning: bool = False) -> None:
+        self.send(helpers.update_agent_message_text(f"\n\n{message}\n"))
+
+    async def ask(self, message: str, options: list[str], *, warning: bool = False) -> str | None:
+        # ACP has no free question with fixed answers outside a tool call: the workflow's
+        # confirmations are made by the ACP agent itself (the plan's permission request).
+        log.info("not asked over ACP: %s", message)
+        return None
+
+    # -- no editor buffers ----------------------------------------------------------------------
+
+    def buffer_text(self, path: Path) -> str | None:
+        return None
+
+    async def save_buffer(self, path: Path) -> bool:
+        return False
+
+    async def edit_and_save(self, path: Path, text: str, label: str) -> BufferEdit:
+        return BufferEdit(False, reason="no editor buffers over ACP")
+
+    def write_file(self, path: Path, text: str) -> None:
+        assert self.workspaces is not None, "AcpFrontEnd used before its workspaces exist"
+        self.workspaces.write_file(path, text)
+
+    def plans_changed(self) -> None:
+        return None
+
+    def agent_ports(self, notify: Notify) -> AgentPortsFor:
+        return AgentPortsFor(editor=NoEditor(), user=AcpUser(self), drafts=DraftProgress(notify))
+
+    # -- asking the user --------------------------------------------------------------------------
+
+    async def request_permission(
+        self, tool_call: schema.ToolCallUpdate, options: list[schema.PermissionOption]
+    ) -> str | None:
+        """The option the user chose, or None (cancelled, or the client failed)."""
+        asking = asyncio.ensure_future(
+            self.conn.request_permission(
+                session_id=self.session_id, tool_call=tool_call, options=options
+            )
+        )
+        stop = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            done, _ = await asyncio.wait({asking, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if asking not in done:
+            asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asking
+            return None
+        try:
+            answer = asking.result()
+        except Exception as exc:
+            log.warning("session/request_permission failed: %s", exc)
+            return None
+        outcome = answer.outcome
+        return outcome.option_id if isinstance(outcome, schema.AllowedOutcome) else None
+
+
+class AcpUser:
+    """`UserPort` over ACP: permission prompts for calls the permission mode asks about."""
+
+    def __init__(self, frontend: AcpFrontEnd) -> None:
+        self.frontend = frontend
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        tool_call = schema.ToolCallUpdate(
+            tool_call_id=f"permission-{request.run_id}-{request.tool}",
+            title=f"{request.tool}: {request.summary}"[:300],
+            kind=translate.TOOL_KINDS.get(request.tool, "other"),
+            status="pending",
+            raw_input=request.arguments or None,
+        )
+        options = [
+            schema.PermissionOption(option_id=answer, name=name, kind=answer)
+            for answer, name in PERMISSION_OPTIONS
+        ]
+        chosen = await self.frontend.request_permission(tool_call, options)
+        for answer, _ in PERMISSION_OPTIONS:
+            if chosen == answer:
+                return answer
+        return "reject_once"
+
+    async def ask_questions(
+        self, run_id: str, questions: list[Question]
+    ) -> dict[str, list[str]] | None:
+        return None  # ACP v1 has no question with free answers: the model is told so

@@ -1,0 +1,238 @@
+"""`plan-lsp acp` driven by the ACP SDK's own client side (`acp.spawn_agent_process`), as
+Zed or a JetBrains IDE drives it: initialize → new session (modes and the mode config
+option) → a plan run in which a write is refused and a shell command runs → the plan's
+switch_mode permission request showing the whole plan → approve → the Do run's edit on disk
+with a diff → plan entries → the previous permission mode back → cancel → load replays."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema
+
+PLAN = (
+    "# Plan: greet politely\n\n"
+    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
+    "2. Run nothing else; the change is one line.\n"
+)
+
+
+def _turns() -> list[dict[str, Any]]:
+    return [
+        {
+            "text": "Looking around first.",
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "hello.py"}},
+                {"name": "bash", "arguments": {"command": "ls"}},
+            ],
+        },
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "hello.py", "content": "oops"}},
+            ]
+        },
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+        # The Do run (ask before edits: the client is asked for the edit).
+        {
+            "tool_calls": [
+                {
+                    "name": "todo_write",
+                    "arguments": {
+                        "todos": [
+                            {"content": "Change the greeting", "status": "in_progress"},
+                            {"content": "Run nothing else", "status": "pending"},
+                        ]
+                    },
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "hello.py",
+                        "old_text": "print('hi')",
+                        "new_text": "print('hello, world')",
+                    },
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "todo_write",
+                    "arguments": {
+                        "todos": [
+                            {"content": "Change the greeting", "status": "completed"},
+                            {"content": "Run nothing else", "status": "completed"},
+                        ]
+                    },
+                }
+            ]
+        },
+        {"text": "Done: the greeting is updated."},
+        # A slow answer, cancelled by the client.
+        {"text": "thinking " * 200, "pace": {"chars_per_second": 40, "chunk": [4, 8]}},
+    ]
+
+
+class Client:
+    """An ACP client that records every session update and answers permission requests
+    with the option kind the test chose."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.permissions: list[schema.RequestPermissionRequest] = []
+        self.choose: dict[str, str] = {"switch_mode": "allow_once", "edit": "allow_once"}
+
+    async def request_permission(
+        self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[Any], **kw: Any
+    ) -> schema.RequestPermissionResponse:
+        self.permissions.append(
+            schema.RequestPermissionRequest(
+                session_id=session_id, tool_call=tool_call, options=options
+            )
+        )
+        wanted = self.choose.get(tool_call.kind or "other", "reject_once")
+        option = next(o for o in options if o.kind == wanted)
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+        self.updates.append((session_id, update))
+
+    def of(self, kind: str) -> list[Any]:
+        return [u for _, u in self.updates if u.session_update == kind]
+
+    def text(self) -> str:
+        return "".join(
+            u.content.text for u in self.of("agent_message_chunk") if hasattr(u.content, "text")
+        )
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+@asynccontextmanager
+async def running_agent(script: Path, client: Client) -> AsyncIterator[Any]:
+    args = ["-m", "plan_lsp", "acp", "--provider", "scripted", "--script", str(script)]
+    async with acp.spawn_agent_process(client, sys.executable, *args, env=dict(os.environ)) as (
+        conn,
+        _process,
+    ):
+        yield conn
+
+
+async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.py").write_text("print('hi')\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"chunk": 16, "turns": _turns()}))
+    client = Client()
+    async with running_agent(script, client) as conn:
+        init = await conn.initialize(protocol_version=1)
+        assert init.protocol_version == 1
+        assert init.agent_capabilities is not None and init.agent_capabilities.load_session
+
+        new = await conn.new_session(cwd=str(ws), mcp_servers=[])
+        sid = new.session_id
+        assert new.modes is not None and new.modes.current_mode_id == "plan"
+        assert [m.id for m in new.modes.available_modes] == ["plan", "build"]
+        option = (
+            new.config_options[0].root
+            if hasattr(new.config_options[0], "root")
+            else (new.config_options[0])
+        )
+        assert (option.id, option.category, option.current_value) == ("mode", "mode", "plan")
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        permission_before = state["permissionMode"]
+
+        answer = await conn.prompt(
+            session_id=sid, prompt=[acp.text_block("Make the greeting polite")]
+        )
+        assert answer.stop_reason == "end_turn"
+
+        calls = {u.tool_call_id: u for u in client.of("tool_call")}
+        results = {u.tool_call_id: u for u in client.of("tool_call_update") if u.status}
+        by_tool = {u.title.split(" ")[0]: u for u in calls.values()}
+        # The write in plan mode was refused, and said why.
+        write = next(u for u in calls.values() if u.title.startswith("write_file"))
+        assert write.kind == "edit"
+        assert results[write.tool_call_id].status == "failed"
+        # The shell command ran (in plan-lsp's own sandbox or classifier, never the client's
+        # terminal) and its output came back.
+        shell = next(u for u in calls.values() if u.kind == "execute")
+        assert results[shell.tool_call_id].status == "completed"
+        shown = json.dumps([c.model_dump() for c in results[shell.tool_call_id].content or []])
+        assert "hello.py" in shown
+        assert "read_file" in by_tool and by_tool["read_file"].kind == "read"
+
+        # The plan's approval: a switch_mode permission request showing the whole plan.
+        approval = next(p for p in client.permissions if p.tool_call.kind == "switch_mode")
+        shown_plan = approval.tool_call.content[0].content.text  # type: ignore[index,union-attr]
+        assert shown_plan == PLAN
+        kinds = sorted(o.kind for o in approval.options)
+        assert kinds == ["allow_always", "allow_once", "reject_once"]
+        # What was approved is exactly what the user was shown.
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()
+        assert state["mode"] == "build"
+        assert [u.current_mode_id for u in client.of("current_mode_update")][-1] == "build"
+        # The previous permission mode is back after the Do run.
+        assert state["permissionMode"] == permission_before
+
+        # The Do run asked before its edit (ask before edits), edited the disk, sent a diff.
+        assert (ws / "hello.py").read_text() == "print('hello, world')\n"
+        edit = next(p for p in client.permissions if p.tool_call.kind == "edit")
+        assert "edit_file" in (edit.tool_call.title or "")
+        edit_call = next(u for u in calls.values() if u.title.startswith("edit_file"))
+        diffs = [c for c in results[edit_call.tool_call_id].content or [] if c.type == "diff"]
+        assert diffs and diffs[0].old_text == "print('hi')\n"
+        assert diffs[0].new_text == "print('hello, world')\n"
+        assert diffs[0].path == str(ws / "hello.py")
+        plans = client.of("plan")
+        assert [e.status for e in plans[-1].entries] == ["completed", "completed"]
+        assert [e.content for e in plans[0].entries] == ["Change the greeting", "Run nothing else"]
+        assert "Done: the greeting is updated." in client.text()
+        usage = client.of("usage_update")
+        assert usage and usage[-1].size > 0
+
+        # Cancel: the slow turn ends with stopReason cancelled.
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("more")]))
+        while "thinking" not in client.text():
+            await asyncio.sleep(0.05)
+        await conn.cancel(session_id=sid)
+        assert (await turn).stop_reason == "cancelled"
+
+    # A new agent process loads the session: the conversation is replayed.
+    replayed = Client()
+    async with running_agent(script, replayed) as conn:
+        await conn.initialize(protocol_version=1)
+        loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        assert loaded is not None and loaded.modes is not None
+        assert loaded.modes.current_mode_id == "build"
+        users = [u.content.text for u in replayed.of("user_message_chunk")]
+        assert users[:2] == ["Make the greeting polite", "more"]
+        assert "Done: the greeting is updated." in replayed.text()
+        assert any(u.title.startswith("edit_file") for u in replayed.of("tool_call"))
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()

@@ -76,7 +76,7 @@ class ArgCheck:
             from plan_lsp.policy.shell.find import check_find
 
             self._hijack(cmd)
-            check_find(self.f, self.policy, self.table.find, words[1:])
+            check_find(self.f, self.policy, self.table.programs[cmd], words[1:])
             return
         prog = self.table.programs.get(cmd)
         if prog is None or not prog.read_only:
@@ -386,7 +386,7 @@ class _Program:
                 f"`{operands[0].text}`: `{prog.label}` takes operands only together with {need} "
                 "(without it, the operand names something to change)"
             )
-        roles = prog.operands
+        roles = prog.roles
         if roles and self.seen & prog.drops_first:
             roles = roles[1:]
         r = 0

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from plan_lsp.policy.shell.model import CAPABILITIES
 
@@ -26,31 +27,17 @@ Arity = Literal["none", "required", "pair", "optional", "attached"]
 ValueKind = Literal["text", "path", "chdir"]
 
 ROLE_NAMES = frozenset(
-    {
-        "text",
-        "path",
-        "file",
-        "rev",
-        "command",
-        "duration",
-        "datefmt",
-        "sed",
-        "awk",
-        "jq",
-        "find",
-        "yq",
-        "number",
-    }
+    "text path file rev command duration datefmt sed awk jq find yq number".split()
 )
 _ROLE = re.compile(r"([a-z]+)([*+?]?)\Z")
 _OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9._-]*\Z|-[A-Za-z][A-Za-z0-9_-]+\Z")
 _TAKES_NEXT: frozenset[Arity] = frozenset({"required", "pair"})
 
 
-def _caps(caps: frozenset[str] | list[str], where: str = "") -> None:
+def _caps(caps: Collection[str]) -> None:
     unknown = set(caps) - CAPABILITIES
     if unknown:
-        raise ValueError(f"unknown capabilities {sorted(unknown)}{where}")
+        raise ValueError(f"unknown capabilities {sorted(unknown)}")
 
 
 class Effect(BaseModel):
@@ -88,6 +75,25 @@ class Wrapper(BaseModel):
     shell_string: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Role:
+    name: str
+    # "" (exactly one), "?" (at most one), "*" (any number), "+" (at least one).
+    count: str
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    arity: Arity
+    kind: ValueKind
+    check: str | None
+
+    @property
+    def takes_next(self) -> bool:
+        """The value may be the next word (`-n 5`)."""
+        return self.arity in _TAKES_NEXT
+
+
 class OptionSet(BaseModel):
     """Options by arity. `values`: a value attached (`-n5`, `--lines=5`) or in the next word;
     `pairs`: the next two words (`jq --arg NAME VALUE`); `optional`: a value only when
@@ -118,13 +124,15 @@ class OptionSet(BaseModel):
         return out
 
 
-class ProgramData(OptionSet):
+class Program(OptionSet):
+    """A program (or subcommand): its table in `programs.toml`, ready for checking."""
+
     # The options and operands listed are read-only: `classified` may run these forms.
     read_only: bool = False
     why: str = ""
-    caps: list[str] = Field(default_factory=list)
+    caps: frozenset[str] = frozenset()
     alias_of: str | None = None
-    include: list[str] = Field(default_factory=list)
+    include: tuple[str, ...] = ()
     # Options that change something, or are known but never accepted (`sandboxed` reads
     # them; `classified` refuses every option not listed above).
     effects: dict[str, Effect] = Field(default_factory=dict)
@@ -133,13 +141,15 @@ class ProgramData(OptionSet):
     # find-style options (`-name`, never clustered); `--` does not end the options.
     single_dash_long: bool = False
     no_double_dash: bool = False
-    operands: list[str] = Field(default_factory=list)
+    # Options accepted only before the operands (`find -P PATH EXPRESSION`).
+    leading: frozenset[str] = frozenset()
+    operands: tuple[str, ...] = ()
     # Operands are only accepted when one of these options is present (`git branch --list`).
-    operands_need: list[str] = Field(default_factory=list)
+    operands_need: frozenset[str] = frozenset()
     # These options supply what the first operand role would (`grep -e PATTERN`).
-    drops_first: list[str] = Field(default_factory=list)
+    drops_first: frozenset[str] = frozenset()
     # One of these options must be present (here or on the parent command), with the reason.
-    requires: list[str] = Field(default_factory=list)
+    requires: frozenset[str] = frozenset()
     requires_why: str = ""
     # `-NUM` (head -5, git log -3) is accepted as a count.
     numeric: bool = False
@@ -150,21 +160,21 @@ class ProgramData(OptionSet):
     # No option parsing at all: every word is an operand (`echo`).
     raw: bool = False
     # Whole argument lists accepted as they are (`--version`), and what they need.
-    exact: list[list[str]] = Field(default_factory=list)
-    exact_caps: list[str] = Field(default_factory=list)
+    exact: tuple[tuple[str, ...], ...] = ()
+    exact_caps: frozenset[str] = frozenset()
     # Nothing but the exact forms is accepted (`python --version`, never `python`).
     exact_only: bool = False
-    subcommands: dict[str, ProgramData] = Field(default_factory=dict)
+    subcommands: dict[str, Program] = Field(default_factory=dict)
     sub_required: bool = False
     # The capabilities of a subcommand not listed (`sandboxed`); None: unknown.
-    other_sub: list[str] | None = None
+    other_sub: frozenset[str] | None = None
     other_sub_why: str = ""
     # Programs it starts by name through PATH (`tar` runs `gzip`, `zgrep` runs `grep`): each
     # is checked like the program itself (not from a folder the workspace controls).
-    runs: list[str] = Field(default_factory=list)
+    runs: tuple[str, ...] = ()
     # Words starting with one of these are refused wherever they appear (binutils read
     # `@FILE` as more options from FILE).
-    refuse_prefixes: list[str] = Field(default_factory=list)
+    refuse_prefixes: tuple[str, ...] = ()
     # The first word may be a bundle of option letters without a dash (`tar tzf A`): its
     # letters are options, and those taking a value take the next words in order.
     old_style: bool = False
@@ -178,16 +188,26 @@ class ProgramData(OptionSet):
     # Operands are variable names the command assigns (`read line`).
     assigns_names: bool = False
     # Operands that are URLs must use one of these schemes.
-    url_schemes: list[str] = Field(default_factory=list)
+    url_schemes: tuple[str, ...] = ()
     # More operands than this add `positional_caps` (`uniq IN OUT` writes OUT).
     max_positionals: int | None = None
-    positional_caps: list[str] = Field(default_factory=list)
+    positional_caps: frozenset[str] = frozenset()
     positional_why: str = ""
-    positional_ok_with: list[str] = Field(default_factory=list)
+    positional_ok_with: frozenset[str] = frozenset()
+
+    # Set by the loader: the name checked (`git log`), every option with its arity, the
+    # operand roles; under `sandboxed`, whether some option could add a non-read capability
+    # (an argument that might turn out to be an option cannot be proven harmless), and the
+    # long option names, for GNU-style abbreviations.
+    _label: str = PrivateAttr(default="")
+    _options: dict[str, Option] = PrivateAttr(default_factory=dict)
+    _roles: tuple[Role, ...] = PrivateAttr(default=())
+    _risky: bool = PrivateAttr(default=False)
+    _long_names: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
-    def _valid(self) -> ProgramData:
-        for caps in (self.caps, self.exact_caps, self.positional_caps, self.other_sub or []):
+    def _valid(self) -> Program:
+        for caps in (self.caps, self.exact_caps, self.positional_caps, self.other_sub or ()):
             _caps(caps)
         for role in self.operands:
             m = _ROLE.match(role)
@@ -204,94 +224,50 @@ class ProgramData(OptionSet):
                 raise ValueError(f"{name} is accepted read-only but {effect.why} ({changes})")
         return self
 
-
-class FindData(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    why: str
-    caps: list[str]
-    # primary -> what its argument is: "none", "text", "path" (a file it reads), "number".
-    primaries: dict[str, Literal["none", "text", "path", "number"]]
-    operators: list[str]
-    leading: list[str] = Field(default_factory=list)
-
-
-class DatabaseData(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    option_sets: dict[str, OptionSet] = Field(default_factory=dict)
-    harmless_paths: list[str] = Field(default_factory=list)
-    workspace_selected_shims: list[str] = Field(default_factory=list)
-    programs: dict[str, ProgramData]
-    find: FindData
-
-
-@dataclass(frozen=True, slots=True)
-class Role:
-    name: str
-    # "" (exactly one), "?" (at most one), "*" (any number), "+" (at least one).
-    count: str
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    arity: Arity
-    kind: ValueKind
-    check: str | None
+    def prepare(self, label: str, sets: dict[str, OptionSet]) -> None:
+        """Compute what checking needs (the loader calls this once per entry)."""
+        options: dict[str, Option] = {}
+        sources = [sets[name] for name in self.include] + [self]
+        for source in sources:
+            for name, arity, kind in source.entries():
+                options[name] = Option(arity, kind, None)
+        for source in sources:
+            for name, check in source.checks.items():
+                if name not in options:
+                    raise ValueError(f"{label}: check for unlisted option {name}")
+                options[name] = replace(options[name], check=check)
+        self._label = label
+        self._options = options
+        self._roles = tuple(Role(r.rstrip("*+?"), r[len(r.rstrip("*+?")) :]) for r in self.operands)
+        self._risky = (
+            self.closed
+            or self.wrapper is not None
+            or self.script is not None
+            or any(not c.startswith("read:") for e in self.effects.values() for c in e.caps)
+        )
+        self._long_names = tuple(n for n in (*self.effects, *options) if n.startswith("--"))
+        for name, sub in self.subcommands.items():
+            sub.prepare(f"{label} {name}", sets)
 
     @property
-    def takes_next(self) -> bool:
-        """The value may be the next word (`-n 5`)."""
-        return self.arity in _TAKES_NEXT
+    def label(self) -> str:
+        return self._label
 
+    @property
+    def options(self) -> dict[str, Option]:
+        return self._options
 
-@dataclass(frozen=True, slots=True)
-class Program:
-    """A program (or subcommand) ready for checking."""
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        return self._roles
 
-    label: str
-    read_only: bool
-    why: str
-    caps: frozenset[str]
-    options: dict[str, Option]
-    effects: dict[str, Effect]
-    operands: tuple[Role, ...]
-    operands_need: frozenset[str]
-    drops_first: frozenset[str]
-    requires: frozenset[str]
-    requires_why: str
-    numeric: bool
-    cluster: bool
-    permute: bool
-    raw: bool
-    exact: tuple[tuple[str, ...], ...]
-    exact_only: bool
-    subcommands: dict[str, Program]
-    sub_required: bool
-    runs: tuple[str, ...] = ()
-    refuse_prefixes: tuple[str, ...] = ()
-    old_style: bool = False
-    verify: str | None = None
-    exact_caps: frozenset[str] = frozenset()
-    closed: bool = False
-    single_dash_long: bool = False
-    no_double_dash: bool = False
-    other_sub: frozenset[str] | None = None
-    other_sub_why: str = ""
-    anything: bool = False
-    wrapper: Wrapper | None = None
-    script: Literal["awk", "sed"] | None = None
-    assigns_names: bool = False
-    url_schemes: tuple[str, ...] = ()
-    max_positionals: int | None = None
-    positional_caps: frozenset[str] = frozenset()
-    positional_why: str = ""
-    positional_ok_with: frozenset[str] = frozenset()
-    # Some option could add a non-read capability: an argument that might turn out to be an
-    # option (a glob, an expansion) cannot be proven harmless (`sandboxed`).
-    risky: bool = False
-    # Every long option name, for GNU-style abbreviations (`sandboxed`).
-    long_names: tuple[str, ...] = field(default=())
+    @property
+    def risky(self) -> bool:
+        return self._risky
+
+    @property
+    def long_names(self) -> tuple[str, ...]:
+        return self._long_names
 
     def drops(self, seen: set[str]) -> frozenset[str]:
         """The base capabilities the options in `seen` remove (`gzip -c` writes nothing)."""
@@ -303,105 +279,34 @@ class Program:
         return frozenset(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Database:
-    programs: dict[str, Program]
-    harmless_paths: frozenset[str]
-    find: FindData
+class Database(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    option_sets: dict[str, OptionSet] = Field(default_factory=dict)
+    harmless_paths: frozenset[str] = frozenset()
     workspace_selected_shims: tuple[str, ...] = ()
-
-
-def _build(label: str, data: ProgramData, sets: dict[str, OptionSet]) -> Program:
-    options: dict[str, Option] = {}
-    sources = [sets[name] for name in data.include] + [data]
-    for source in sources:
-        for name, arity, kind in source.entries():
-            options[name] = Option(arity, kind, None)
-    for source in sources:
-        for name, check in source.checks.items():
-            if name not in options:
-                raise ValueError(f"{label}: check for unlisted option {name}")
-            old = options[name]
-            options[name] = Option(old.arity, old.kind, check)
-    roles = []
-    for raw in data.operands:
-        m = _ROLE.match(raw)
-        assert m is not None  # validated
-        roles.append(Role(m.group(1), m.group(2)))
-    subs = {name: _build(f"{label} {name}", sub, sets) for name, sub in data.subcommands.items()}
-    risky = (
-        data.closed
-        or data.wrapper is not None
-        or data.script is not None
-        or any(not c.startswith("read:") for e in data.effects.values() for c in e.caps)
-    )
-    long_names = tuple(n for n in (*data.effects, *options) if n.startswith("--"))
-    return Program(
-        label=label,
-        read_only=data.read_only,
-        why=data.why,
-        caps=frozenset(data.caps),
-        options=options,
-        effects=dict(data.effects),
-        operands=tuple(roles),
-        operands_need=frozenset(data.operands_need),
-        drops_first=frozenset(data.drops_first),
-        requires=frozenset(data.requires),
-        requires_why=data.requires_why,
-        numeric=data.numeric,
-        cluster=data.cluster,
-        permute=data.permute,
-        raw=data.raw,
-        exact=tuple(tuple(form) for form in data.exact),
-        exact_only=data.exact_only,
-        subcommands=subs,
-        sub_required=data.sub_required,
-        runs=tuple(data.runs),
-        refuse_prefixes=tuple(data.refuse_prefixes),
-        old_style=data.old_style,
-        verify=data.verify,
-        exact_caps=frozenset(data.exact_caps),
-        closed=data.closed,
-        single_dash_long=data.single_dash_long,
-        no_double_dash=data.no_double_dash,
-        other_sub=None if data.other_sub is None else frozenset(data.other_sub),
-        other_sub_why=data.other_sub_why,
-        anything=data.anything,
-        wrapper=data.wrapper,
-        script=data.script,
-        assigns_names=data.assigns_names,
-        url_schemes=tuple(data.url_schemes),
-        max_positionals=data.max_positionals,
-        positional_caps=frozenset(data.positional_caps),
-        positional_why=data.positional_why,
-        positional_ok_with=frozenset(data.positional_ok_with),
-        risky=risky,
-        long_names=long_names,
-    )
+    programs: dict[str, Program]
 
 
 def load_database(text: str) -> Database:
-    data = DatabaseData.model_validate(tomllib.loads(text))
+    data = Database.model_validate(tomllib.loads(text))
     for name in {n for p in data.programs.values() for n in p.include}:
         if name not in data.option_sets:
             raise ValueError(f"unknown option set {name!r}")
-    programs: dict[str, Program] = {}
     for name, prog in data.programs.items():
         if prog.alias_of is None:
-            programs[name] = _build(name, prog, data.option_sets)
+            prog.prepare(name, data.option_sets)
     for name, prog in data.programs.items():
         if prog.alias_of is not None:
-            base = programs.get(prog.alias_of)
-            if base is None:
+            base = data.programs.get(prog.alias_of)
+            if base is None or base.alias_of is not None:
                 raise ValueError(f"{name}: alias of unknown program {prog.alias_of!r}")
-            runs = tuple(prog.runs) or base.runs
-            programs[name] = replace(base, label=name, runs=runs, read_only=prog.read_only)
-    return Database(
-        programs,
-        frozenset(data.harmless_paths),
-        data.find,
-        tuple(data.workspace_selected_shims),
-    )
+            alias = base.model_copy(
+                update={"runs": prog.runs or base.runs, "read_only": prog.read_only}
+            )
+            alias._label = name
+            data.programs[name] = alias
+    return data
 
 
 @cache

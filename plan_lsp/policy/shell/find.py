@@ -1,35 +1,34 @@
 """`find` has a grammar of its own: leading options, start paths, then an expression of
-primaries and operators. Only the primaries listed in `programs.toml` pass (no `-exec`,
-`-ok`, `-delete`, `-fprint*`, `-fls`, and no `-L`/`-follow`, which follow symlinks out of
-the workspace)."""
+primaries and operators. Only the primaries its `programs.toml` entry accepts pass (no
+`-exec`, `-ok`, `-delete`, `-fprint*`, `-fls`, and no `-L`/`-follow`, which follow symlinks
+out of the workspace)."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.model import caps_text
+from plan_lsp.policy.shell.valuecheck import check_value
 
 if TYPE_CHECKING:
-    from plan_lsp.policy.shell.database import FindData
+    from plan_lsp.policy.shell.database import Program
     from plan_lsp.policy.shell.lexer import SWord
     from plan_lsp.policy.shell.model import Findings
     from plan_lsp.policy.shell.paths import PathPolicy
 
-_NUMBER = re.compile(r"[+-]?[0-9]+[a-zA-Z]?\Z")
 _EXPRESSION_START = frozenset({"(", ")", "!", ","})
+_OPERATORS = _EXPRESSION_START | {"-not", "-a", "-and", "-o", "-or"}
 
 
-def check_find(f: Findings, policy: PathPolicy, data: FindData, args: list[SWord]) -> None:
-    problem = _problem(policy, data, args)
+def check_find(f: Findings, policy: PathPolicy, prog: Program, args: list[SWord]) -> None:
+    problem = _problem(policy, prog, args)
     if problem is not None:
         f.unproven(problem)
         return
-    caps = frozenset(data.caps)
-    f.add(caps, f"`find` {data.why} ({caps_text(caps)})")
+    f.add(prog.caps, f"`find` {prog.why} ({caps_text(prog.caps)})")
 
 
-def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | None:
+def _problem(policy: PathPolicy, prog: Program, args: list[SWord]) -> str | None:
     n = len(args)
     i = 0
     for word in args:
@@ -38,8 +37,8 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
                 f"`{word.text}` is an unquoted glob that matches files here, so bash would "
                 "replace it with any number of words; quote it"
             )
-    while i < n and args[i].value.startswith("-") and args[i].value not in data.primaries:
-        if args[i].value not in data.leading:
+    while i < n and args[i].value.startswith("-") and args[i].value not in prog.options:
+        if args[i].value not in prog.leading:
             return f"`{args[i].text}` is not an option of `find` that the allow-list knows"
         i += 1
     starts = i
@@ -59,22 +58,24 @@ def _problem(policy: PathPolicy, data: FindData, args: list[SWord]) -> str | Non
     while i < n:
         v = args[i].value
         i += 1
-        if v in data.operators:
+        if v in _OPERATORS:
             continue
-        kind = data.primaries.get(v)
-        if kind is None:
+        option = prog.options.get(v)
+        if option is None:
             return (
                 f"`{v}` is not a `find` primary that the allow-list knows to be read-only "
                 "(`-exec`, `-delete`, `-fprint` and the like run or write things)"
             )
-        if kind == "none" or i >= n:
+        if option.arity == "none" or i >= n:
             continue
         value = args[i]
         i += 1
-        if kind == "path":
+        if option.kind == "path":
             problem = policy.read_problem(value.value)
             if problem is not None:
                 return f"`{v} {value.value}`: {problem}"
-        elif kind == "number" and not _NUMBER.match(value.value):
-            return f"`{v} {value.value}`: not a number"
+        elif option.check is not None:
+            problem = check_value(option.check, value.value)
+            if problem is not None:
+                return f"`{v} {value.value}`: {problem}"
     return None

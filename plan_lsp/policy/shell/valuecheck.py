@@ -64,6 +64,13 @@ _YQ_TERM = rf"(?:(?:\.|{_YQ_SEG})(?:{_YQ_SEG}\??)*|keys|length|type)"
 _YQ = re.compile(rf"\s*{_YQ_TERM}\s*(?:[|,]\s*{_YQ_TERM}\s*)*\Z")
 
 
+_FIND_NUMBER = re.compile(r"[+-]?[0-9]+[a-zA-Z]?\Z")
+
+
+def _find_number(value: str) -> str | None:
+    return None if _FIND_NUMBER.match(value) else "is not a number"
+
+
 def _number(value: str) -> str | None:
     return None if _NUMBER.match(value) else "is not a number"
 
@@ -111,6 +118,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "git_ignore_submodules": _one_of("all", _IN_SUBMODULES),
     "git_submodule_format": _one_of("short", _IN_SUBMODULES),
     "number": _number,
+    "find_number": _find_number,
     "charset": _charset,
     "yq": _yq,
     "tar_archive": _tar_archive,

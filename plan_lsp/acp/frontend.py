@@ -48,6 +48,8 @@ class AcpFrontEnd:
         self._before: dict[str, tuple[Path, str | None]] = {}
         # The model's latest exit_plan_mode call: the plan's approval is asked on it.
         self.last_exit_call: str | None = None
+        # Permission requests made so far (each gets its own tool call id).
+        self.asked = 0
 
     # -- updates, in order ------------------------------------------------------------------------
 
@@ -175,11 +177,26 @@ class AcpUser:
         self.frontend = frontend
 
     async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        self.frontend.asked += 1
+        content: list[Any] = []
+        locations: list[schema.ToolCallLocation] | None = None
+        if request.change is not None:
+            # The server's own before/after of the edit (the tool's code computed it).
+            wire = request.change.wire()
+            locations = [schema.ToolCallLocation(path=str(request.change.path))]
+            if not wire["truncated"]:
+                content.append(
+                    helpers.tool_diff_content(
+                        str(request.change.path), request.change.after, request.change.before
+                    )
+                )
         tool_call = schema.ToolCallUpdate(
-            tool_call_id=f"permission-{request.run_id}-{request.tool}",
+            tool_call_id=f"permission-{request.run_id}-{self.frontend.asked}",
             title=f"{request.tool}: {request.summary}"[:300],
             kind=translate.TOOL_KINDS.get(request.tool, "other"),
             status="pending",
+            content=content or None,
+            locations=locations,
             raw_input=request.arguments or None,
         )
         options = [

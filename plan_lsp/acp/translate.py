@@ -52,6 +52,18 @@ TODO_STATUS: dict[str, schema.PlanEntryStatus] = {
 }
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
 def mode_state(mode: str) -> schema.SessionModeState:
     return schema.SessionModeState(
         current_mode_id=mode,
@@ -160,6 +172,7 @@ def blocked(payload: dict[str, Any]) -> schema.ToolCallProgress:
 
 
 def plan_entries(todos: list[dict[str, Any]]) -> schema.AgentPlanUpdate:
+    """The whole todo list as ACP plan entries (ACP replaces the plan with each update)."""
     return helpers.update_plan(
         helpers.plan_entry(
             str(t.get("content", "")),
@@ -170,16 +183,17 @@ def plan_entries(todos: list[dict[str, Any]]) -> schema.AgentPlanUpdate:
 
 
 def usage(state: dict[str, Any]) -> schema.UsageUpdate | None:
-    used = state.get("usage") or {}
-    size = int(used.get("contextWindow") or 0)
+    used = _dict(_dict(state).get("usage"))
+    size = _int(used.get("contextWindow"))
     if size <= 0:
         return None
     cost = used.get("costUsd")
+    known = isinstance(cost, int | float) and not isinstance(cost, bool)
     return schema.UsageUpdate(
         session_update="usage_update",
-        used=int(used.get("contextTokens") or 0),
+        used=max(0, _int(used.get("contextTokens"))),
         size=size,
-        cost=schema.Cost(amount=float(cost), currency="USD") if cost is not None else None,
+        cost=schema.Cost(amount=float(cost), currency="USD") if known else None,
     )
 
 
@@ -206,12 +220,12 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
     if kind == "blocked":
         return [blocked(payload)]
     if kind == "todos":
-        return [plan_entries(list(payload.get("todos") or []))]
+        return [plan_entries(_dicts(payload.get("todos")))]
     if kind == "modeChanged":
-        return mode_changed(str(payload.get("mode")))
+        mode = payload.get("mode")
+        return mode_changed(mode) if mode in (WorkMode.PLAN.value, WorkMode.BUILD.value) else []
     if kind == "state":
-        state = payload.get("state") or {}
-        found = usage(state)
+        found = usage(_dict(payload.get("state")))
         return [found] if found is not None else []
     if kind == "error":
         return [helpers.update_agent_message_text(f"\n\nError: {payload.get('message', '')}\n")]
@@ -225,7 +239,7 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
                 status="failed",
                 content=[text_content(f"Stopped: {reason}")],
             )
-            for call in payload.get("calls") or []
+            for call in _dicts(payload.get("calls"))
         ]
     if kind == "compaction":
         return [

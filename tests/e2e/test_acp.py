@@ -204,6 +204,11 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert (ws / "hello.py").read_text() == "print('hello, world')\n"
         edit = next(p for p in client.permissions if p.tool_call.kind == "edit")
         assert "edit_file" in (edit.tool_call.title or "")
+        # The edit's permission request shows the server's own before/after as a diff.
+        asked = [c for c in edit.tool_call.content or [] if c.type == "diff"]
+        assert [(d.old_text, d.new_text) for d in asked] == [
+            ("print('hi')\n", "print('hello, world')\n")
+        ]
         edit_call = next(u for u in calls.values() if u.title.startswith("edit_file"))
         diffs = [c for c in results[edit_call.tool_call_id].content or [] if c.type == "diff"]
         assert diffs and diffs[0].old_text == "print('hi')\n"
@@ -236,3 +241,69 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert any(u.title.startswith("edit_file") for u in replayed.of("tool_call"))
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()
+
+
+def _revision_turns() -> list[dict[str, Any]]:
+    revised = PLAN + "3. Say goodbye too.\n"
+    return [
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": revised}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+
+
+async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.py").write_text("print('hi')\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"chunk": 16, "turns": _revision_turns()}))
+    client = Client()
+    client.choose["switch_mode"] = "reject_once"
+    async with running_agent(script, client) as conn:
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+
+        answer = await conn.prompt(session_id=sid, prompt=[acp.text_block("plan it")])
+        assert answer.stop_reason == "end_turn"
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert (state["mode"], state["planStatus"]) == ("plan", "rejected")
+        assert state["approvedPlan"] is None
+        assert "Say what to change" in client.text()
+
+        # The next message is the feedback: the plan is revised and offered again, in full.
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("say goodbye too")])
+        offered = [p for p in client.permissions if p.tool_call.kind == "switch_mode"]
+        assert len(offered) == 2
+        text = offered[1].tool_call.content[0].content.text  # type: ignore[index,union-attr]
+        assert text.endswith("3. Say goodbye too.\n")
+        assert (ws / "hello.py").read_text() == "print('hi')\n"
+
+        # Modes: session/set_mode and the mode config option switch like planLsp/setMode.
+        await conn.set_session_mode(session_id=sid, mode_id="build")
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert state["mode"] == "build"
+        changed = await conn.set_config_option(config_id="mode", session_id=sid, value="plan")
+        option = changed.config_options[0]
+        option = option.root if hasattr(option, "root") else option
+        assert option.current_value == "plan"
+        assert [u.current_mode_id for u in client.of("current_mode_update")][-2:] == [
+            "build",
+            "plan",
+        ]
+        # Bad input gets a clear error and loses nothing.
+        for bad in (
+            conn.set_session_mode(session_id=sid, mode_id="yolo"),
+            conn.set_config_option(config_id="model", session_id=sid, value="x"),
+            conn.ext_method("planLsp/state", {"sessionId": "no-such-session"}),
+            conn.new_session(cwd="relative/path", mcp_servers=[]),
+        ):
+            try:
+                await bad
+            except acp.RequestError as exc:
+                assert exc.code in (-32602, -32002), exc
+            else:
+                raise AssertionError("bad input was accepted")
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert state["mode"] == "plan"

@@ -1,0 +1,170 @@
+"""What each of the core's updates becomes over ACP (`plan_lsp/acp/translate.py`): a table,
+and a property that any update, however odd its fields, translates without raising."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import schema
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plan_lsp.acp import translate
+from plan_lsp.acp.agent import prompt_text
+
+ROOT = Path("/work/project")
+
+
+def _call(tool: str, arguments: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
+    return {
+        "kind": "toolCall",
+        "tool": tool,
+        "toolCallId": call_id,
+        "arguments": json.dumps(arguments),
+    }
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "kind", "location"),
+    [
+        ("read_file", {"path": "a.py"}, "read", "/work/project/a.py"),
+        ("grep", {"pattern": "x"}, "search", None),
+        ("edit_file", {"path": "/abs/b.py", "old_text": "a", "new_text": "b"}, "edit", "/abs/b.py"),
+        ("write_file", {"path": "c.md", "content": ""}, "edit", "/work/project/c.md"),
+        ("bash", {"command": "ls"}, "execute", None),
+        ("exit_plan_mode", {}, "switch_mode", None),
+        ("todo_write", {"todos": []}, "think", None),
+        ("mcp__git__git_status", {}, "other", None),
+    ],
+)
+def test_tool_calls_have_kinds_and_locations(
+    tool: str, arguments: dict[str, Any], kind: str, location: str | None
+) -> None:
+    (start,) = translate.updates_for(_call(tool, arguments), ROOT)
+    assert isinstance(start, schema.ToolCallStart)
+    assert (start.tool_call_id, start.kind, start.status) == ("c1", kind, "in_progress")
+    assert [loc.path for loc in start.locations or []] == ([location] if location else [])
+    assert start.raw_input == (arguments or None)
+
+
+def test_a_result_with_a_diff_and_a_failure() -> None:
+    ok = translate.tool_result(
+        {"kind": "toolResult", "toolCallId": "c1", "isError": False, "content": "edited"},
+        (ROOT / "a.py", "old\n", "new\n"),
+    )
+    assert ok.status == "completed"
+    diff, text = ok.content or []
+    assert isinstance(diff, schema.FileEditToolCallContent)
+    assert (diff.path, diff.old_text, diff.new_text) == ("/work/project/a.py", "old\n", "new\n")
+    assert isinstance(text, schema.ContentToolCallContent)
+    failed = translate.tool_result(
+        {"kind": "toolResult", "toolCallId": "c1", "isError": True, "content": "no"},
+        (ROOT / "a.py", "old\n", "new\n"),
+    )
+    assert failed.status == "failed"
+    assert [c.type for c in failed.content or []] == ["content"]  # no diff for a failure
+
+
+def test_blocked_calls_fail_with_the_reason() -> None:
+    payload = {
+        "kind": "blocked",
+        "toolCallId": "c9",
+        "tool": "write_file",
+        "error": "tool_not_allowed",
+        "reason": "plan mode: write_file changes the workspace",
+    }
+    (update,) = translate.updates_for(payload, ROOT)
+    assert isinstance(update, schema.ToolCallProgress)
+    assert update.status == "failed"
+    shown = update.content[0].content.text  # type: ignore[index,union-attr]
+    assert "tool_not_allowed" in shown and "plan mode" in shown
+
+
+def test_todos_are_plan_entries_the_whole_list_each_time() -> None:
+    todos = [
+        {"content": "one", "status": "completed"},
+        {"content": "two", "status": "in_progress"},
+        {"content": "three", "status": "pending"},
+        {"content": "odd", "status": "weird"},
+    ]
+    (update,) = translate.updates_for({"kind": "todos", "todos": todos}, ROOT)
+    assert isinstance(update, schema.AgentPlanUpdate)
+    assert [(e.content, e.status) for e in update.entries] == [
+        ("one", "completed"),
+        ("two", "in_progress"),
+        ("three", "pending"),
+        ("odd", "pending"),
+    ]
+
+
+def test_mode_changes_update_the_mode_and_the_config_option() -> None:
+    mode, option = translate.updates_for({"kind": "modeChanged", "mode": "build"}, ROOT)
+    assert isinstance(mode, schema.CurrentModeUpdate) and mode.current_mode_id == "build"
+    assert isinstance(option, schema.ConfigOptionUpdate)
+    select = option.config_options[0]
+    select = getattr(select, "root", select)
+    assert (select.id, select.category, select.current_value) == ("mode", "mode", "build")
+
+
+def test_usage_from_the_state() -> None:
+    state = {"usage": {"contextTokens": 1200, "contextWindow": 32768, "costUsd": 0.25}}
+    (update,) = translate.updates_for({"kind": "state", "state": state}, ROOT)
+    assert isinstance(update, schema.UsageUpdate)
+    assert (update.used, update.size) == (1200, 32768)
+    assert update.cost is not None and update.cost.amount == 0.25
+    assert translate.updates_for({"kind": "state", "state": {}}, ROOT) == []
+
+
+def test_replayed_prompts_are_the_users_messages() -> None:
+    prompt = {"kind": "prompt", "origin": "prompt", "text": "do it"}
+    assert translate.updates_for(prompt, ROOT) == []  # live: the client shows its own prompt
+    (update,) = translate.updates_for(prompt, ROOT, replay=True)
+    assert isinstance(update, schema.UserMessageChunk)
+
+
+def test_prompt_blocks_become_text() -> None:
+    blocks = [
+        schema.TextContentBlock(type="text", text="look at"),
+        schema.ResourceContentBlock(type="resource_link", uri="file:///w/a.py", name="a.py"),
+        schema.EmbeddedResourceContentBlock(
+            type="resource",
+            resource=schema.TextResourceContents(uri="file:///w/b.py", text="x = 1"),
+        ),
+    ]
+    assert prompt_text(blocks) == "look at\n@file:///w/a.py\n\nfile:///w/b.py:\n```\nx = 1\n```\n"
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+KINDS = (
+    "text toolCall toolResult blocked todos modeChanged state error deviation cancelledCalls "
+    "compaction prompt planDraft done other"
+).split()
+FIELDS = (
+    "tool toolCallId arguments todos mode state calls delta content message text origin isError"
+).split()
+
+
+@given(
+    kind=st.sampled_from(KINDS),
+    fields=st.dictionaries(
+        st.sampled_from(FIELDS),
+        _json,
+        max_size=6,
+    ),
+)
+def test_any_update_translates_or_is_dropped_never_raises(
+    kind: str, fields: dict[str, Any]
+) -> None:
+    try:
+        translate.updates_for({**fields, "kind": kind}, ROOT, replay=True)
+    except Exception as exc:
+        pytest.fail(f"{kind} with {fields!r} raised {exc!r}")

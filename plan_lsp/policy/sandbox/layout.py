@@ -82,8 +82,9 @@ CREDENTIAL_VARIABLES = (
 )
 
 # Where the user's own plan-lsp folders live (`<folder>/plan-lsp`: the user configuration,
-# with its MCP servers and keys; the state key): the variable's value, else the platform's
-# default inside the home (what the server itself uses, `config.py` and `session/trust.py`).
+# with its MCP servers and keys; every workspace's session state): the variable's value, else
+# the platform's default inside the home (what the server itself uses, `config.py` and
+# `session/state_home.py`).
 USER_DIR_VARIABLES = {"XDG_CONFIG_HOME": ".config", "XDG_STATE_HOME": ".local/state"}
 
 # Never hidden, whatever the environment names: the kernel's file systems (a device node or a
@@ -485,7 +486,7 @@ def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
 
 def own_places(roots: Sequence[Path], env: Mapping[str, str]) -> list[Path]:
     """What a build-mode command may not change, besides every `<root>/.plan-lsp`: the user's
-    plan-lsp folders (a changed configuration or state key would disarm later sessions), this
+    plan-lsp folders (a changed configuration or session state would disarm later sessions), this
     process's private directory (the git shim), and the server's own package (the sandbox
     launchers in it run fresh for every command) unless a workspace root holds it (developing
     plan-lsp with plan-lsp). The interpreter's environment stays writable: it may be the

@@ -6,6 +6,10 @@ even a call already past the execution gate cannot change a file once the sessio
 mode. Without a mode provider in the context the tools assume plan mode (fail closed).
 Nothing inside `<workspace>/.plan-lsp/` is theirs to change, in any mode: the refusal comes
 before the file is even read, and names the path.
+
+The new text is computed by one planner per tool (`plan_write_file`, `plan_edit_file`): the
+same call gives the permission request its before- and after-text (the tool's preview), and
+once allowed, exactly that change is written.
 """
 
 from __future__ import annotations

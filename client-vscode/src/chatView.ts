@@ -48,9 +48,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     void this.post({ type: 'event', event });
   }
 
-  private post(message: HostToWebview): Thenable<boolean> | undefined {
+  /** Sends a message to the webview (dropped while there is none). */
+  post(message: HostToWebview): Thenable<boolean> | undefined {
     return this.view?.webview.postMessage(message);
   }
+
+  /** Called when a (re)created webview has loaded and taken the state. */
+  onReady: () => void = () => undefined;
 
   focusInput(): void {
     void this.post({ type: 'focusInput' });
@@ -82,6 +86,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'ready':
         // A (re)created webview starts from the host's copy of the state.
         void this.post({ type: 'event', event: { type: 'snapshot', state: this.state } });
+        this.onReady();
         return;
       case 'permissionAnswer':
         this.answerPermission(message.requestId, message.optionId);
@@ -194,7 +199,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 <div id="todos" data-testid="todos" hidden></div>
 <div id="messages" data-testid="messages"></div>
 <div id="composer">
-  <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line, Shift+Tab toggles Plan/Build)"></textarea>
+  <div id="mentions" data-testid="mentions" role="listbox" hidden></div>
+  <div id="context-bar" data-testid="context-bar" hidden></div>
+  <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line, @ to mention a file, Shift+Tab toggles Plan/Build)"></textarea>
   <div class="buttons">
     <button id="send" data-testid="send">Send</button>
     <button id="stop" data-testid="stop" class="secondary">Stop</button>

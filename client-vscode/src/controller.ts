@@ -13,6 +13,7 @@ import {
 import { StartError, resolveServerPython } from './bootstrap';
 import { ChatViewProvider } from './chatView';
 import { DocumentLog } from './documentLog';
+import { EditorContext } from './editorContext';
 import { EditPreviews } from './editPreviews';
 import {
   PlanLspSession,
@@ -74,6 +75,7 @@ export class Controller implements vscode.Disposable {
   readonly previews: EditPreviews;
   readonly requests: UserRequests;
   readonly actions: SessionActions;
+  private readonly editorContext: EditorContext;
   private readonly documentLog = DocumentLog.fromEnvironment();
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -81,6 +83,8 @@ export class Controller implements vscode.Disposable {
     this.previews = new EditPreviews(this.texts, () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
     this.requests = new UserRequests(this.chat, this.previews, this);
     this.actions = new SessionActions(this.chat, this);
+    this.editorContext = new EditorContext((message) => void this.chat.post(message));
+    this.chat.onReady = () => this.editorContext.publish(true);
   }
 
   get current(): SessionState | undefined {
@@ -248,6 +252,10 @@ export class Controller implements vscode.Disposable {
     this.chat.dispatch({ type: 'startup', step: 'launch', detail: null, progress: 0.95 });
     const apiKey = await this.context.secrets.get(API_KEY_SECRET);
     this.output.appendLine(describeModelSettings(settings, Boolean(apiKey)));
+    this.chat.dispatch({
+      type: 'setupChoice',
+      setup: { chosen: Boolean(settings.provider || settings.model || settings.baseUrl), keySet: Boolean(apiKey) },
+    });
     const args = serverArguments(settings.serverArgs);
     this.output.appendLine(`Starting: ${python} ${args.join(' ')} (in ${cwd})`);
     const server = new ServerProcess(python, args, cwd, (exit) => {
@@ -438,6 +446,15 @@ export class Controller implements vscode.Disposable {
         return this.previews.openFile(message.path);
       case 'diffRun':
         return this.previews.showRunChanges(message.runId, message.path);
+      case 'mentionFiles':
+        await this.chat.post({ type: 'mentionFiles', files: await this.editorContext.files() });
+        return;
+      case 'attachSelection': {
+        const selection = this.editorContext.selection();
+        if (selection) await this.chat.post({ type: 'attachment', selection });
+        else void vscode.window.showInformationMessage('Plan LSP: select some lines in an editor first.');
+        return;
+      }
       default:
         return this.onWebviewAction(message);
     }
@@ -446,6 +463,7 @@ export class Controller implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.documentLog?.dispose();
+    this.editorContext.dispose();
     this.chat.dispose();
     this.statusBar.dispose();
     this.output.dispose();

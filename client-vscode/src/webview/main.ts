@@ -11,6 +11,9 @@ import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
 import { CardAction, errorHint, fixAction, setupCardView, sidebarWarnings } from './setupCard';
 import { argumentsHtml, checklistHtml, todoChecklist } from './toolCards';
+import {
+  MentionQuery, SelectionContext, insertMention, matchFiles, mentionAt, promptWithContext, selectionLabel,
+} from './promptContext';
 import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
 import { PERMISSION_MODES } from '../wireTypes';
 import { permissionModeDetail, permissionModeLabel } from '../permissionText';
@@ -40,6 +43,17 @@ const todosPanel = $<HTMLDivElement>('todos');
 const usageBar = $<HTMLDivElement>('usage-bar');
 const usageText = $<HTMLSpanElement>('usage');
 const compactButton = $<HTMLButtonElement>('compact');
+const mentionList = $<HTMLDivElement>('mentions');
+const contextBar = $<HTMLDivElement>('context-bar');
+
+// The composer's own state (not the conversation's): the `@` suggestions and the editor
+// selections added to the next prompt.
+let mentionFiles: string[] | null = null;
+let mention: MentionQuery | null = null;
+let suggestions: string[] = [];
+let chosen = 0;
+let editorSelection: { path: string; startLine: number; endLine: number } | null = null;
+let attachments: SelectionContext[] = [];
 
 for (const mode of PERMISSION_MODES) {
   const option = document.createElement('option');
@@ -312,7 +326,70 @@ function send(): void {
   const text = input.value.trim();
   if (!text || isBusy(state)) return;
   input.value = '';
-  post({ type: 'prompt', text });
+  post({ type: 'prompt', text: promptWithContext(text, attachments) });
+  attachments = [];
+  closeMentions();
+  renderContextBar();
+}
+
+// -- @ mentions and the selection chip ----------------------------------------------------
+
+function closeMentions(): void {
+  mention = null;
+  suggestions = [];
+  mentionList.hidden = true;
+  mentionList.innerHTML = '';
+}
+
+function renderMentions(): void {
+  if (!mention) return closeMentions();
+  suggestions = mentionFiles === null ? [] : matchFiles(mentionFiles, mention.query);
+  chosen = Math.min(chosen, Math.max(0, suggestions.length - 1));
+  mentionList.hidden = false;
+  if (mentionFiles === null) {
+    mentionList.innerHTML = '<div class="mention-empty">Listing the workspace\'s files…</div>';
+    return;
+  }
+  mentionList.innerHTML = suggestions.length
+    ? suggestions
+        .map((file, i) => `<div class="mention${i === chosen ? ' chosen' : ''}" role="option" aria-selected="${i === chosen}" data-action="mention" data-testid="mention-item" data-path="${attr(file)}">${escapeHtml(file)}</div>`)
+        .join('')
+    : `<div class="mention-empty">No file matches “${escapeHtml(mention.query)}”.</div>`;
+}
+
+/** Follows the caret: opens, filters or closes the `@` suggestions. */
+function updateMention(): void {
+  const next = mentionAt(input.value, input.selectionStart ?? input.value.length);
+  if (!next) return closeMentions();
+  // A new mention asks for the files again (the workspace may have changed).
+  if (!mention || next.start !== mention.start) {
+    mentionFiles = null;
+    chosen = 0;
+    post({ type: 'mentionFiles' });
+  }
+  mention = next;
+  renderMentions();
+}
+
+function pickMention(path: string): void {
+  if (!mention) return;
+  const result = insertMention(input.value, mention, input.selectionStart ?? input.value.length, path);
+  input.value = result.text;
+  input.setSelectionRange(result.caret, result.caret);
+  closeMentions();
+  input.focus();
+}
+
+function renderContextBar(): void {
+  const chips = attachments.map((a, i) =>
+    `<span class="chip attached" data-testid="attachment" title="${attr(`${a.totalLines} line(s)${a.truncated ? ', cut' : ''}: sent with the prompt`)}">${escapeHtml(selectionLabel(a))}<span class="chip-remove" data-action="detach" data-index="${i}" title="Remove">×</span></span>`);
+  const place = editorSelection;
+  const attached = place !== null && attachments.some((a) => selectionLabel(a) === selectionLabel(place));
+  if (place && !attached) {
+    chips.push(`<button class="chip secondary" data-action="attachSelection" data-testid="selection-chip" title="Send the selected lines with the prompt">+ Selection ${escapeHtml(selectionLabel(place))}</button>`);
+  }
+  contextBar.hidden = chips.length === 0;
+  contextBar.innerHTML = chips.join('');
 }
 
 function cardMessage(target: HTMLElement): WebviewToHost | null {
@@ -363,6 +440,17 @@ document.addEventListener('click', (e) => {
     case 'retry':
       retry(Number(target.dataset.id));
       break;
+    case 'mention':
+      pickMention(target.dataset.path ?? '');
+      break;
+    case 'attachSelection':
+      post({ type: 'attachSelection' });
+      break;
+    case 'detach':
+      attachments = attachments.filter((_a, i) => i !== Number(target.dataset.index));
+      renderContextBar();
+      input.focus();
+      break;
     case 'openFile':
       post({ type: 'openFile', path: target.dataset.path ?? '' });
       break;
@@ -387,6 +475,25 @@ permissionSelect.addEventListener('change', () =>
   post({ type: 'setPermissionMode', permissionMode: permissionSelect.value as PermissionMode }),
 );
 input.addEventListener('keydown', (e) => {
+  if (mention && !mentionList.hidden && !e.isComposing) {
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      const n = suggestions.length;
+      if (n) chosen = (chosen + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+      renderMentions();
+      return;
+    }
+    if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && suggestions.length) {
+      e.preventDefault();
+      pickMention(suggestions[chosen]);
+      return;
+    }
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      closeMentions();
+      return;
+    }
+  }
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
@@ -396,6 +503,8 @@ input.addEventListener('keydown', (e) => {
     e.preventDefault();
   }
 });
+input.addEventListener('input', updateMention);
+input.addEventListener('click', updateMention);
 input.addEventListener('focus', () => post({ type: 'inputFocus', focused: true }));
 input.addEventListener('blur', () => post({ type: 'inputFocus', focused: false }));
 
@@ -403,6 +512,17 @@ window.addEventListener('message', (e: MessageEvent<HostToWebview>) => {
   const message = e.data;
   if (message.type === 'event') dispatch(message.event);
   else if (message.type === 'focusInput') input.focus();
+  else if (message.type === 'mentionFiles') {
+    mentionFiles = message.files;
+    renderMentions();
+  } else if (message.type === 'editorSelection') {
+    editorSelection = message.selection;
+    renderContextBar();
+  } else if (message.type === 'attachment') {
+    attachments = [...attachments.filter((a) => selectionLabel(a) !== selectionLabel(message.selection)), message.selection];
+    renderContextBar();
+    input.focus();
+  }
 });
 
 render();

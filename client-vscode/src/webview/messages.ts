@@ -1,10 +1,17 @@
 /** Messages between the extension host and the chat webview. */
 import type { ChatEvent } from './chatState';
 import type { PermissionMode, WorkMode } from '../wireTypes';
+import type { SelectionContext } from './promptContext';
 
 export type HostToWebview =
   | { type: 'event'; event: ChatEvent }
-  | { type: 'focusInput' };
+  | { type: 'focusInput' }
+  /** The workspace's files, for `@` mentions. */
+  | { type: 'mentionFiles'; files: string[] }
+  /** Where the active editor's selection is (null: none). */
+  | { type: 'editorSelection'; selection: { path: string; startLine: number; endLine: number } | null }
+  /** The selection the user added to the prompt, with its text. */
+  | { type: 'attachment'; selection: SelectionContext };
 
 export type WebviewToHost =
   | { type: 'ready' }
@@ -30,4 +37,6 @@ export type WebviewToHost =
   | { type: 'openWalkthrough' }
   | { type: 'openFile'; path: string }
   | { type: 'diffRun'; runId: string; path: string }
-  | { type: 'showProposal'; requestId: string };
+  | { type: 'showProposal'; requestId: string }
+  | { type: 'mentionFiles' }
+  | { type: 'attachSelection' };

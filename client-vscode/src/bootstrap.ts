@@ -17,6 +17,7 @@ import {
   interpreterReport,
   isSupportedVersion,
   pipFailureMessage,
+  pipInstallArguments,
   probeInterpreter,
 } from './serverLaunch';
 import type { ClientSettings } from './settings';
@@ -83,10 +84,12 @@ function run(
   });
 }
 
-/** The wheel this build of the extension carries, and its id (sha256), from `server/bundle.json`. */
+/** The wheel this build of the extension carries, and its id (sha256), from `server/bundle.json`;
+ * `wheelhouse`: the folder of its dependencies' wheels when the build bundles them. */
 interface Bundle {
   wheel: string;
   id: string;
+  wheelhouse?: string;
 }
 
 function readBundle(context: vscode.ExtensionContext): Bundle | undefined {
@@ -95,7 +98,10 @@ function readBundle(context: vscode.ExtensionContext): Bundle | undefined {
     const meta = JSON.parse(fs.readFileSync(path.join(dir, 'bundle.json'), 'utf8')) as { wheel?: string; sha256?: string };
     if (!meta.wheel || !meta.sha256) return undefined;
     const wheel = path.join(dir, path.basename(meta.wheel));
-    return fs.existsSync(wheel) ? { wheel, id: meta.sha256 } : undefined;
+    if (!fs.existsSync(wheel)) return undefined;
+    const wheelhouse = path.join(dir, 'wheels');
+    const bundled = fs.existsSync(wheelhouse) && fs.readdirSync(wheelhouse).some((name) => name.endsWith('.whl'));
+    return { wheel, id: meta.sha256, ...(bundled ? { wheelhouse } : {}) };
   } catch {
     return undefined;
   }
@@ -170,9 +176,7 @@ export async function resolveServerPython(
       progress.report({ message: 'installing plan-lsp and its dependencies' });
       let fraction = 0.2;
       report('install', path.basename(bundle.wheel), fraction);
-      // --no-compile: byte-compiling every dependency (the SDKs are large) doubles the install;
-      // Python compiles what the server imports, once, on first use.
-      const pip = await run(python, [ISOLATED, '-m', 'pip', 'install', '--no-input', '--no-compile', bundle.wheel], cwd, output, (line) => {
+      const pip = await run(python, pipInstallArguments(bundle.wheel, bundle.wheelhouse), cwd, output, (line) => {
         if (/^(Collecting|Processing|Downloading|Using cached)\b/.test(line)) fraction = Math.min(0.8, fraction + 0.02);
         else if (/^Installing collected packages/.test(line)) fraction = 0.85;
         else return;

@@ -65,9 +65,9 @@ class Setup {
       const preset = id ? presetById(id) : await pickPreset();
       if (!preset) return false;
       const { settings } = currentSettings();
-      if (!(await applyPreset(preset, settings))) return false;
+      // The key first: the model is picked from the list the server gives with it.
       if (preset.needsKey && !(await this.context.secrets.get(API_KEY_SECRET))) await askApiKey(this.context.secrets);
-      return true;
+      return applyPreset(preset, settings, await this.context.secrets.get(API_KEY_SECRET));
     });
   }
 

@@ -143,6 +143,17 @@ export function interpreterReport(choice: InterpreterChoice, probe: InterpreterP
   return `Server interpreter: ${choice.python} (${SOURCE_TEXT[choice.source]}; ${version}, ${planLsp})`;
 }
 
+/** The pip command line that installs the server wheel into the private venv. With the
+ * dependencies' wheels bundled beside it (`wheelhouse`: server/wheels in the vsix), pip uses
+ * only those (`--no-index --find-links`) and reaches no package index; without them, pip
+ * resolves the dependencies from the index the user's pip is configured with. */
+export function pipInstallArguments(wheel: string, wheelhouse: string | undefined): string[] {
+  const offline = wheelhouse ? ['--no-index', '--find-links', wheelhouse] : [];
+  // --no-compile: byte-compiling every dependency (the SDKs are large) doubles the install;
+  // Python compiles what the server imports, once, on first use.
+  return [ISOLATED, '-m', 'pip', 'install', '--no-input', '--no-compile', ...offline, wheel];
+}
+
 /** Whether pip's output says it could not reach a package index (as opposed to a build error). */
 export function isNetworkFailure(pipOutput: string): boolean {
   return /(Could not fetch URL|Failed to establish a new connection|Max retries exceeded|Temporary failure in name resolution|Name or service not known|Network is unreachable|ProxyError|SSLError|ConnectTimeoutError|ReadTimeoutError|No matching distribution found|Could not find a version that satisfies)/i.test(

@@ -14,6 +14,7 @@ import {
   isSupportedVersion,
   launchDirectory,
   pipFailureMessage,
+  pipInstallArguments,
   probeInterpreter,
   serverArguments,
 } from '../serverLaunch';
@@ -141,4 +142,13 @@ test('status bar: mode, permission mode and, in plan mode, the shell protection'
     statusBarTooltip({ ...checking, planStatus: 'none', running: false, shellProtection: 'checking: the sandbox self-test is running' }),
     /Plan-mode shell: checking: the sandbox self-test is running/,
   );
+});
+
+test('with its dependencies bundled, the server installs from them alone: no package index', () => {
+  assert.deepEqual(pipInstallArguments('/ext/server/plan_lsp.whl', '/ext/server/wheels'), [
+    '-I', '-m', 'pip', 'install', '--no-input', '--no-compile', '--no-index', '--find-links', '/ext/server/wheels', '/ext/server/plan_lsp.whl',
+  ]);
+  assert.deepEqual(pipInstallArguments('/ext/server/plan_lsp.whl', undefined), [
+    '-I', '-m', 'pip', 'install', '--no-input', '--no-compile', '/ext/server/plan_lsp.whl',
+  ]);
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChatState, initialChatState, reduce } from '../webview/chatState';
-import { CARD_COMMANDS, CardAction, fixAction, setupCardView, sidebarWarnings } from '../webview/setupCard';
+import { CARD_COMMANDS, CardAction, describeProvider, fixAction, setupCardView, sidebarWarnings } from '../webview/setupCard';
 import { PRESETS, baseUrlProblem, presetById, presetSettings } from '../presets';
 import type { ProviderStatus, SessionState } from '../wireTypes';
 
@@ -40,14 +40,19 @@ test('a failed start offers Retry and the log, with the reason', () => {
 });
 
 test('no model configured: presets for every kind of server, the settings, the key and a test', () => {
-  const card = setupCardView(withSession({ ...provider, configured: false, problem: 'no API key for https://api.openai.com/v1' }));
+  const unconfigured = { ...provider, configured: false, problem: 'no API key for https://api.openai.com/v1' };
+  // Nothing chosen yet: no "Using OpenAI, model gpt-4o-mini" (the server's default is no choice).
+  let card = setupCardView(withSession(unconfigured));
   assert.equal(card?.kind, 'unconfigured');
+  assert.deepEqual(card?.lines, ['Plan LSP needs a model to work with. Pick where yours runs; you can change it later.']);
+  card = setupCardView(reduce(withSession(unconfigured), { type: 'setupChoice', setup: { chosen: true, keySet: false } }));
   assert.equal(card?.lines[0], 'no API key for https://api.openai.com/v1');
-  assert.match(card?.lines[1] ?? '', /openai, model gpt-4o-mini at https:\/\/api\.openai\.com\/v1/);
+  assert.equal(card?.lines[1], 'Using OpenAI, model gpt-4o-mini.');
   assert.deepEqual(
     labels(card?.actions ?? []),
-    ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Base URL', 'Model', 'Set API Key', 'Test Connection'],
+    ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Change Server URL', 'Change Model', 'Set API Key', 'Test Connection'],
   );
+  for (const line of [...(card?.lines ?? []), ...labels(card?.actions ?? [])]) assert.doesNotMatch(line, /planLsp\.|baseUrl/);
   assert.ok(card?.actions.some((a) => a.action === 'openSetting' && a.setting === 'planLsp.baseUrl'));
   assert.ok(card?.actions.some((a) => a.action === 'command' && a.command === CARD_COMMANDS.setApiKey));
 });
@@ -71,7 +76,7 @@ test('connection test: testing, failed with the fixing action first, then connec
   s = reduce(s, { type: 'connectionTest', testing: false, result: { ok: false, code: 'provider_auth', message: 'HTTP 401: bad key' } });
   let card = setupCardView(s);
   assert.equal(card?.kind, 'problem');
-  assert.equal(card?.lines[0], 'HTTP 401: bad key');
+  assert.equal(card?.lines[1], 'The server said: HTTP 401: bad key');
   assert.deepEqual(card?.actions[0], { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' });
   assert.equal(labels(card?.actions ?? []).filter((l) => l === 'Set API Key').length, 1, 'the fix is not offered twice');
   s = reduce(s, { type: 'connectionTest', testing: false, result: { ok: true, code: null, message: 'gpt-4o-mini answered' } });
@@ -128,4 +133,41 @@ test('warnings: ignored workspace settings (client and server) and failed MCP se
     '.plan-lsp/config.toml: plan_shell is ignored',
     'MCP server db failed: exited with code 1; its tools are unavailable.',
   ]);
+});
+
+test('a failed connection is told apart: no key, a refused key, a server that is down, a wrong URL, a missing model', () => {
+  const local: ProviderStatus = { name: 'openai', model: 'qwen', baseUrl: 'http://localhost:8000/v1', configured: true, problem: null };
+  const failed = (code: string | null, message: string, keySet: boolean | null) =>
+    setupCardView(reduce(reduce(withSession(local), { type: 'setupChoice', setup: { chosen: true, keySet: keySet ?? false } }),
+      { type: 'connectionTest', testing: false, result: { ok: false, code, message } }));
+  const noKey = failed('provider_auth', 'the model server at http://localhost:8000/v1/ rejected the credentials (HTTP 401): no key', false);
+  assert.equal(noKey?.title, 'This model server needs an API key');
+  assert.match(noKey?.lines[0] ?? '', /No API key is set/);
+  assert.equal(noKey?.actions[0].label, 'Set API Key');
+  const wrongKey = failed('provider_auth', 'rejected the credentials (HTTP 403): forbidden', true);
+  assert.equal(wrongKey?.title, 'The model server refused the API key');
+  assert.equal(wrongKey?.actions[0].label, 'Set API Key');
+  const down = failed('provider_unreachable', 'cannot reach http://localhost:8000/v1/: Connection refused', true);
+  assert.equal(down?.title, 'The model server does not answer');
+  assert.match(down?.lines[0] ?? '', /Nothing answers at http:\/\/localhost:8000\/v1\. Start the server .* or check the server URL\./);
+  assert.equal(down?.actions[0].label, 'Check the Server URL');
+  const wrongUrl = failed('provider_failed', 'the model server at http://localhost:8000/ refused the request (HTTP 404): Not Found', true);
+  assert.equal(wrongUrl?.title, 'Wrong server URL');
+  assert.match(wrongUrl?.lines[0] ?? '', /usually ends in \/v1/);
+  assert.equal(wrongUrl?.actions[0].label, 'Check the Server URL');
+  const model = failed('provider_model', "does not serve the model 'qwen'; it offers: llama", true);
+  assert.equal(model?.title, 'The model server does not have this model');
+  assert.equal(model?.actions[0].label, 'Choose the Model');
+  assert.equal(model?.lines.at(-1), 'Using the model server at http://localhost:8000/v1, model qwen.');
+  for (const card of [noKey, wrongKey, down, wrongUrl, model]) {
+    for (const text of [card?.title ?? '', ...(card?.lines.slice(0, 1) ?? []), ...labels(card?.actions ?? [])]) {
+      assert.doesNotMatch(text, /planLsp\./, text);
+    }
+  }
+});
+
+test('what is set up, in words', () => {
+  assert.equal(describeProvider({ ...provider, baseUrl: '' }), 'Using OpenAI, model gpt-4o-mini.');
+  assert.equal(describeProvider({ name: 'anthropic', model: 'claude-x', baseUrl: '', configured: true, problem: null }), 'Using Anthropic, model claude-x.');
+  assert.equal(describeProvider({ name: 'openai', model: '', baseUrl: 'http://h:1/v1', configured: false, problem: null }), 'Using the model server at http://h:1/v1, no model chosen yet.');
 });

@@ -111,6 +111,8 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return { ...state, connection: { testing: event.testing, result: event.result } };
     case 'clientWarnings':
       return { ...state, clientWarnings: event.warnings };
+    case 'setupChoice':
+      return { ...state, setup: event.setup };
     case 'snapshot':
       return event.state;
   }

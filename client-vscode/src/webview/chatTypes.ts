@@ -96,6 +96,14 @@ export interface ChatState {
   connection: ConnectionCheck;
   /** Warnings of the client itself (e.g. workspace settings it ignored). */
   clientWarnings: string[];
+  /** What the user set up (null: not known yet): whether they chose a model server in the
+   * settings, and whether an API key is stored. */
+  setup: SetupChoice | null;
+}
+
+export interface SetupChoice {
+  chosen: boolean;
+  keySet: boolean;
 }
 
 export type ChatEvent =
@@ -113,6 +121,7 @@ export type ChatEvent =
   | { type: 'startup'; step: StartupStep; detail?: string | null; progress?: number }
   | { type: 'connectionTest'; result: TestConnectionResult | null; testing: boolean }
   | { type: 'clientWarnings'; warnings: string[] }
+  | { type: 'setupChoice'; setup: SetupChoice }
   | { type: 'snapshot'; state: ChatState };
 
 /** Bound on kept items so a long session cannot grow the view without limit. */
@@ -130,6 +139,7 @@ export function initialChatState(): ChatState {
     startup: null,
     connection: { testing: false, result: null },
     clientWarnings: [],
+    setup: null,
   };
 }
 

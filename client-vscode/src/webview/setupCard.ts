@@ -113,17 +113,68 @@ function settingForCode(code: string | null | undefined): string | undefined {
   }
 }
 
-function describeProvider(provider: ProviderStatus): string {
-  const where = provider.baseUrl ? ` at ${provider.baseUrl}` : '';
-  const model = provider.model ? `, model ${provider.model}` : ', no model set';
-  return `Now: ${provider.name || 'no provider'}${model}${where}.`;
+/** The service a provider talks to, in words. */
+function serviceName(provider: ProviderStatus): string {
+  if (provider.name === 'anthropic') return /api\.anthropic\.com/.test(provider.baseUrl || 'api.anthropic.com') ? 'Anthropic' : `the Anthropic-compatible server at ${provider.baseUrl}`;
+  if (provider.name === 'openai') return !provider.baseUrl || /api\.openai\.com/.test(provider.baseUrl) ? 'OpenAI' : `the model server at ${provider.baseUrl}`;
+  if (provider.name === 'scripted') return 'scripted replies';
+  return provider.baseUrl ? `the model server at ${provider.baseUrl}` : provider.name;
+}
+
+/** What is set up, in words: "Using OpenAI, model gpt-4o-mini." */
+export function describeProvider(provider: ProviderStatus): string {
+  return `Using ${serviceName(provider)}, ${provider.model ? `model ${provider.model}` : 'no model chosen yet'}.`;
 }
 
 const EDIT_ACTIONS: CardAction[] = [
-  { action: 'openSetting', setting: 'planLsp.baseUrl', label: 'Base URL' },
-  { action: 'openSetting', setting: 'planLsp.model', label: 'Model' },
+  { action: 'openSetting', setting: 'planLsp.baseUrl', label: 'Change Server URL' },
+  { action: 'openSetting', setting: 'planLsp.model', label: 'Change Model' },
   { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Set API Key' },
 ];
+
+export interface ConnectionAdvice {
+  title: string;
+  /** What happened and what to do, in words. */
+  advice: string;
+  fix: CardAction | null;
+}
+
+/** A failed connection test told apart by cause — a missing key, a refused key, a server
+ * that is down, a wrong URL, a model it does not have — each with its fix. `keySet`: whether
+ * an API key is stored (null: not known). */
+export function connectionAdvice(
+  result: { code: string | null; message: string; fix?: ErrorFix | null },
+  provider: ProviderStatus,
+  keySet: boolean | null,
+): ConnectionAdvice {
+  const where = provider.baseUrl || serviceName(provider);
+  const fix = fixAction(result.code, result.fix);
+  switch (result.code) {
+    case 'provider_auth':
+      return keySet === false
+        ? { title: 'This model server needs an API key', advice: 'No API key is set. Set one: it is kept in VS Code\'s secret storage and sent only to this server.', fix }
+        : { title: 'The model server refused the API key', advice: 'The key is wrong, expired, or has no access to this model. Set the right key.', fix };
+    case 'provider_unreachable':
+      return {
+        title: 'The model server does not answer',
+        advice: `Nothing answers at ${where}. Start the server (Ollama: \`ollama serve\`; vLLM or LM Studio: start its server), or check the server URL.`,
+        fix,
+      };
+    case 'provider_model':
+      return { title: 'The model server does not have this model', advice: 'Choose a model the server serves.', fix };
+    case 'provider_no_tools':
+      return { title: 'This model cannot use tools', advice: errorHint(result.code) ?? '', fix };
+    default:
+      if (/\(HTTP 404\)/.test(result.message)) {
+        return {
+          title: 'Wrong server URL',
+          advice: `${where} answers, but not as a model API (HTTP 404). An OpenAI-compatible URL usually ends in /v1, e.g. http://localhost:8000/v1.`,
+          fix: { action: 'openSetting', setting: SETTING_IDS.baseUrl, label: SETTING_LABELS.baseUrl },
+        };
+      }
+      return { title: 'The model server is not usable yet', advice: errorHint(result.code) ?? '', fix };
+  }
+}
 
 function presetActions(): CardAction[] {
   return PRESETS.map((p) => ({ action: 'preset' as const, preset: p.id, label: p.label }));
@@ -161,22 +212,23 @@ export function setupCardView(state: ChatState): SetupCardView | null {
     return { kind: 'testing', title: 'Testing the connection…', lines: [describeProvider(provider)], actions: [] };
   }
   if (result && !result.ok) {
-    const fix = fixAction(result.code, result.fix);
+    const { title, advice, fix } = connectionAdvice(result, provider, state.setup?.keySet ?? null);
     return {
       kind: 'problem',
-      title: 'The model server is not usable yet',
-      lines: [result.message, describeProvider(provider)],
+      title,
+      lines: [...(advice ? [advice] : []), `The server said: ${result.message}`, describeProvider(provider)],
       actions: [...(fix ? [fix] : []), { action: 'testConnection', label: 'Test Connection' }, ...otherActions(fix)],
     };
   }
   if (!provider.configured) {
+    // Before the user chose anything, no "Using OpenAI…": nothing was chosen.
+    const chosen = state.setup?.chosen === true;
     return {
       kind: 'unconfigured',
       title: 'Set up a model',
-      lines: [
-        provider.problem ?? 'Plan LSP needs a model server. Pick one; you can change it later in the settings.',
-        describeProvider(provider),
-      ],
+      lines: chosen
+        ? [provider.problem ?? 'The model server is not fully set up yet.', describeProvider(provider)]
+        : ['Plan LSP needs a model to work with. Pick where yours runs; you can change it later.'],
       actions: [...presetActions(), ...EDIT_ACTIONS, { action: 'testConnection', label: 'Test Connection' }],
     };
   }

@@ -156,8 +156,7 @@ def open_state_db(path: Path, warn: Callable[[str], None]) -> sqlite3.Connection
     hears of every database set aside. Raises OSError when the folder is unusable."""
     if str(path) == MEMORY:
         conn = sqlite3.connect(MEMORY, check_same_thread=False, isolation_level=None)
-        conn.executescript(SCHEMA)
-        _set_version(conn)
+        conn.executescript(SCHEMA + _VERSION_ROW)
         return conn
     for _attempt in range(3):
         created = _create_file(path)
@@ -196,9 +195,10 @@ def _connect(path: Path, created: bool) -> sqlite3.Connection:
     try:
         conn.execute("PRAGMA trusted_schema=0")
         if created or not schema_rows(conn):
-            # One transaction (one durable commit); idempotent if another server made it too.
-            conn.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + "COMMIT;")
-            _set_version(conn)
+            # WAL first, then one transaction; idempotent if another server made it too.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}{_VERSION_ROW}COMMIT;")
         problem = schema_problem(conn, SCHEMA)
         if problem is not None:
             raise Foreign(problem)
@@ -216,10 +216,7 @@ def _connect(path: Path, created: bool) -> sqlite3.Connection:
     return conn
 
 
-def _set_version(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-    )
+_VERSION_ROW = f"INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');\n"
 
 
 def _aside_name(path: Path, tag: str) -> Path:

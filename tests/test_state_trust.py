@@ -146,6 +146,16 @@ def test_a_state_folder_that_is_the_users_link_to_elsewhere_is_used(
     store.close()
 
 
+def test_two_servers_of_one_folder_share_its_database(ws: Path) -> None:
+    first, _ = _open(ws)
+    second, warnings = _open(ws)  # while the first is open (two editors on one folder)
+    session = Session(first, ws, ws / "plans")
+    assert Session(second, ws, ws / "plans").id == session.id
+    assert warnings == [] and first.path == second.path
+    first.close()
+    second.close()
+
+
 # -- a damaged or foreign database in the state folder ---------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -116,6 +117,8 @@ async def _session(work: Path, quiet: bool) -> int:
         str(ws),
         "--log-level",
         "warning",
+        # The demo's session state goes with its files, not into the user's state folder.
+        env={**os.environ, "PLAN_LSP_STATE_DIR": str(work / "state")},
     )
     await editor.client.initialize_async(
         types.InitializeParams(

@@ -18,7 +18,7 @@ from plan_lsp.core.plain_ports import DraftProgress, NoEditor
 from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
 from plan_lsp.policy.sandbox_probe import SandboxStatus
 from plan_lsp.session import sha256_text
-from plan_lsp.session.protocol import (
+from plan_lsp.session.params import (
     ApproveParams,
     PromptParams,
     RejectParams,

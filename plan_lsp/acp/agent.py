@@ -23,7 +23,7 @@ from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
-from plan_lsp.session.protocol import (
+from plan_lsp.session.params import (
     ApproveParams,
     PromptParams,
     RejectParams,

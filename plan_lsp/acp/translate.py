@@ -187,13 +187,13 @@ def usage(state: dict[str, Any]) -> schema.UsageUpdate | None:
     size = _int(used.get("contextWindow"))
     if size <= 0:
         return None
-    cost = used.get("costUsd")
-    known = isinstance(cost, int | float) and not isinstance(cost, bool)
+    raw = used.get("costUsd")
+    cost = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
     return schema.UsageUpdate(
         session_update="usage_update",
         used=max(0, _int(used.get("contextTokens"))),
         size=size,
-        cost=schema.Cost(amount=float(cost), currency="USD") if known else None,
+        cost=schema.Cost(amount=cost, currency="USD") if cost is not None else None,
     )
 
 

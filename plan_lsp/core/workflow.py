@@ -19,7 +19,7 @@ from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
 from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
-from plan_lsp.session.protocol import (
+from plan_lsp.session.params import (
     ApproveParams,
     NewSessionParams,
     PromptParams,

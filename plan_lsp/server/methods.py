@@ -16,7 +16,7 @@ from pygls.uris import to_fs_path
 from plan_lsp.core import workflow
 from plan_lsp.core.frontend import Refused
 from plan_lsp.server.params import RequestFailed, parse_params
-from plan_lsp.session.protocol import (
+from plan_lsp.session.params import (
     ApproveParams,
     CancelParams,
     NewSessionParams,

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from plan_lsp.policy.shell.model import CAPABILITIES
 
@@ -32,6 +32,7 @@ ROLE_NAMES = frozenset(
 _ROLE = re.compile(r"([a-z]+)([*+?]?)\Z")
 _OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9._-]*\Z|-[A-Za-z][A-Za-z0-9_-]+\Z")
 _TAKES_NEXT: frozenset[Arity] = frozenset({"required", "pair"})
+_DERIVED = frozenset({"label", "options", "roles", "risky", "long_names"})
 
 
 def _caps(caps: Collection[str]) -> None:
@@ -195,15 +196,27 @@ class Program(OptionSet):
     positional_why: str = ""
     positional_ok_with: frozenset[str] = frozenset()
 
-    # Set by the loader: the name checked (`git log`), every option with its arity, the
-    # operand roles; under `sandboxed`, whether some option could add a non-read capability
-    # (an argument that might turn out to be an option cannot be proven harmless), and the
-    # long option names, for GNU-style abbreviations.
-    _label: str = PrivateAttr(default="")
-    _options: dict[str, Option] = PrivateAttr(default_factory=dict)
-    _roles: tuple[Role, ...] = PrivateAttr(default=())
-    _risky: bool = PrivateAttr(default=False)
-    _long_names: tuple[str, ...] = PrivateAttr(default=())
+    # Set by the loader, never by the data: the name checked (`git log`), every option with
+    # its arity, the operand roles; under `sandboxed`, whether some option could add a
+    # non-read capability (an argument that might turn out to be an option cannot be proven
+    # harmless), and the long option names, for GNU-style abbreviations. (Plain fields: the
+    # checkers read them for every word.)
+    label: str = ""
+    options: dict[str, Option] = Field(default_factory=dict)
+    roles: tuple[Role, ...] = ()
+    risky: bool = False
+    long_names: tuple[str, ...] = ()
+
+    model_config = ConfigDict(frozen=False, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _data_only(cls, data: object) -> object:
+        if isinstance(data, dict):
+            derived = sorted(set(data) & _DERIVED)
+            if derived:
+                raise ValueError(f"{derived} are computed, not data")
+        return data
 
     @model_validator(mode="after")
     def _valid(self) -> Program:
@@ -236,38 +249,18 @@ class Program(OptionSet):
                 if name not in options:
                     raise ValueError(f"{label}: check for unlisted option {name}")
                 options[name] = replace(options[name], check=check)
-        self._label = label
-        self._options = options
-        self._roles = tuple(Role(r.rstrip("*+?"), r[len(r.rstrip("*+?")) :]) for r in self.operands)
-        self._risky = (
+        self.label = label
+        self.options = options
+        self.roles = tuple(Role(r.rstrip("*+?"), r[len(r.rstrip("*+?")) :]) for r in self.operands)
+        self.risky = (
             self.closed
             or self.wrapper is not None
             or self.script is not None
             or any(not c.startswith("read:") for e in self.effects.values() for c in e.caps)
         )
-        self._long_names = tuple(n for n in (*self.effects, *options) if n.startswith("--"))
+        self.long_names = tuple(n for n in (*self.effects, *options) if n.startswith("--"))
         for name, sub in self.subcommands.items():
             sub.prepare(f"{label} {name}", sets)
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def options(self) -> dict[str, Option]:
-        return self._options
-
-    @property
-    def roles(self) -> tuple[Role, ...]:
-        return self._roles
-
-    @property
-    def risky(self) -> bool:
-        return self._risky
-
-    @property
-    def long_names(self) -> tuple[str, ...]:
-        return self._long_names
 
     def drops(self, seen: set[str]) -> frozenset[str]:
         """The base capabilities the options in `seen` remove (`gzip -c` writes nothing)."""
@@ -304,7 +297,7 @@ def load_database(text: str) -> Database:
             alias = base.model_copy(
                 update={"runs": prog.runs or base.runs, "read_only": prog.read_only}
             )
-            alias._label = name
+            alias.label = name
             data.programs[name] = alias
     return data
 

@@ -307,3 +307,47 @@ async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Pa
                 raise AssertionError("bad input was accepted")
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["mode"] == "plan"
+
+
+class SilentClient(Client):
+    """Never answers the plan's permission request: only a cancel ends the turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[Any], **kw: Any
+    ) -> schema.RequestPermissionResponse:
+        self.waiting.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_cancel_answers_a_pending_plan_approval(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.py").write_text("print('hi')\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"chunk": 16, "turns": _revision_turns()}))
+    client = SilentClient()
+    async with running_agent(script, client) as conn:
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("go")]))
+        await asyncio.wait_for(client.waiting.wait(), 60)
+        await conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        # Nothing was approved; the plan waits, submitted, in plan mode.
+        assert (state["mode"], state["planStatus"], state["approvedPlan"]) == (
+            "plan",
+            "submitted",
+            None,
+        )
+        # The session goes on: a new prompt is accepted (and offers the plan again).
+        client.waiting.clear()
+        again = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("x")]))
+        await asyncio.wait_for(client.waiting.wait(), 60)
+        await conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(again, 60)).stop_reason == "cancelled"

@@ -128,6 +128,7 @@ def test_the_vocabulary_is_closed() -> None:
             '"-o" = { caps = ["write:filesystem"], why = "write" }\n'
         ),
         "effect key misspelt": '[programs.x.effects]\n"-o" = { cap = ["write:filesystem"] }\n',
+        "a computed field as data": '[programs.x]\nread_only = true\nlabel = "ls"\n',
     }
     for case, text in bad.items():
         with pytest.raises((ValidationError, ValueError)):

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from plan_lsp.agent.plan_tools import ENTER_PLAN_MODE, EXIT_PLAN_MODE, PLAN_WRITE
@@ -15,7 +17,7 @@ from plan_lsp.agent.recall import DEFINITION as RECALL_OUTPUT
 from plan_lsp.agent.requests import RequestFrames
 from plan_lsp.agent.subagent import TASK
 from plan_lsp.config import Config
-from plan_lsp.policy.arguments import model_schema, self_contained
+from plan_lsp.policy.arguments import model_schema, schema_error, self_contained
 from plan_lsp.policy.execution import GateDecision
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import ArgumentsRefused, Safety, ToolDefinition
@@ -335,3 +337,48 @@ def test_no_table_outside_the_definitions_names_a_tool() -> None:
     }
     assert by_name["exit_plan_mode"].only_in is WorkMode.PLAN
     assert by_name["enter_plan_mode"].only_in is WorkMode.BUILD
+
+
+# -- any arguments at all --------------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(-3, 3, allow_nan=False)
+    | st.sampled_from(["", "a", "5", "true", "in_progress", "done"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["id", "text", "options", "content", "status", "zz"]), inner, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+@given(data=st.data(), definition=st.sampled_from(OURS))
+def test_any_arguments_are_taken_as_the_schema_says_or_refused_naming_a_field(
+    data: st.DataObject, definition: ToolDefinition
+) -> None:
+    names = [*definition.input_schema.get("properties", {}), "zz"]
+    arguments = data.draw(st.dictionaries(st.sampled_from(names), _JSON, max_size=len(names)))
+    if data.draw(st.booleans()):
+        arguments = {**_example(definition.input_schema), **arguments}
+    try:
+        taken = definition.check_arguments(arguments)
+    except ArgumentsRefused as refused:
+        message = str(refused)
+        assert any(f"'{name}" in message for name in names), message
+    else:
+        # What the tool receives fits the schema the model was offered (a field sent as null
+        # counts as not sent).
+        assert schema_error(_without_nulls(taken), definition.input_schema) is None

@@ -25,42 +25,20 @@ from plan_lsp.session.params import (
     SetModeParams,
 )
 from plan_lsp.tools.base import Question
-
-PLAN_TEXT = (
-    "# Plan: greet politely\n\n"
-    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
-    "2. Run nothing else; the change is one line.\n"
-)
+from tests.turns import GREETING_EDIT, PLAN_TEXT, call, calls, plan_turns
 
 
 def plan_then_do_turns() -> list[dict[str, Any]]:
-    """Research, a write and a shell command the plan-mode gate refuses, the plan, then the
-    Do run's edit."""
+    """Research, a write and an edit the plan-mode gate refuses, the plan, then the Do run's
+    edit."""
     return [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
-        {
-            "tool_calls": [
-                {"name": "write_file", "arguments": {"path": "hello.py", "content": "oops"}},
-                {
-                    "name": "edit_file",
-                    "arguments": {"path": "hello.py", "old_text": "hi", "new_text": "x"},
-                },
-            ]
-        },
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN_TEXT}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
-        {
-            "tool_calls": [
-                {
-                    "name": "edit_file",
-                    "arguments": {
-                        "path": "hello.py",
-                        "old_text": "print('hi')",
-                        "new_text": "print('hello, world')",
-                    },
-                }
-            ]
-        },
+        calls(call("read_file", path="hello.py")),
+        calls(
+            call("write_file", path="hello.py", content="oops"),
+            call("edit_file", path="hello.py", old_text="hi", new_text="x"),
+        ),
+        *plan_turns(),
+        calls(GREETING_EDIT),
         {"text": "Done: the greeting is updated."},
     ]
 
@@ -259,12 +237,7 @@ async def test_reject_without_feedback_asks_and_keeps_the_plan_approvable(tmp_pa
 
 async def test_reject_with_feedback_starts_the_revision(tmp_path: Path) -> None:
     revised = PLAN_TEXT + "3. Also say goodbye.\n"
-    turns = [
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN_TEXT}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": revised}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
-    ]
+    turns = [*plan_turns(), *plan_turns(revised)]
     core, frontend = _core(tmp_path, turns)
     await workflow.prompt(core, PromptParams(text="plan it"))
     state = await workflow.reject(core, RejectParams(feedback="say goodbye too"))

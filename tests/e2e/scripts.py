@@ -6,11 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-PLAN_TEXT = (
-    "# Plan: greet politely\n\n"
-    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
-    "2. Run nothing else; the change is one line.\n"
-)
+from tests.turns import GREETING_EDIT, PLAN_TEXT, calls
+
+__all__ = ["PLAN_TEXT"]
 
 
 def write_script(path: Path, turns: list[dict[str, Any]], chunk: int = 16) -> Path:
@@ -34,18 +32,7 @@ def plan_then_do_turns(plan_text: str = PLAN_TEXT) -> list[dict[str, Any]]:
         {"tool_calls": [{"name": "plan_write", "arguments": {"content": plan_text}}]},
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
         # Do run
-        {
-            "tool_calls": [
-                {
-                    "name": "edit_file",
-                    "arguments": {
-                        "path": "hello.py",
-                        "old_text": "print('hi')",
-                        "new_text": "print('hello, world')",
-                    },
-                }
-            ]
-        },
+        calls(GREETING_EDIT),
         {"text": "Done: the greeting is updated."},
     ]
 

@@ -19,11 +19,8 @@ from typing import Any
 import acp
 from acp import schema
 
-PLAN = (
-    "# Plan: greet politely\n\n"
-    "1. Change the greeting in `hello.py` from `hi` to `hello, world`.\n"
-    "2. Run nothing else; the change is one line.\n"
-)
+from tests.turns import GREETING_EDIT, calls, plan_turns
+from tests.turns import PLAN_TEXT as PLAN
 
 
 def _turns() -> list[dict[str, Any]]:
@@ -40,8 +37,7 @@ def _turns() -> list[dict[str, Any]]:
                 {"name": "write_file", "arguments": {"path": "hello.py", "content": "oops"}},
             ]
         },
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+        *plan_turns(),
         # The Do run (ask before edits: the client is asked for the edit).
         {
             "tool_calls": [
@@ -56,18 +52,7 @@ def _turns() -> list[dict[str, Any]]:
                 }
             ]
         },
-        {
-            "tool_calls": [
-                {
-                    "name": "edit_file",
-                    "arguments": {
-                        "path": "hello.py",
-                        "old_text": "print('hi')",
-                        "new_text": "print('hello, world')",
-                    },
-                }
-            ]
-        },
+        calls(GREETING_EDIT),
         {
             "tool_calls": [
                 {
@@ -131,6 +116,16 @@ class Client:
         return None
 
 
+def _workspace(tmp_path: Path, turns: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """The sample project and a script of `turns` for the agent."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.py").write_text("print('hi')\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"chunk": 16, "turns": turns}))
+    return ws, script
+
+
 @asynccontextmanager
 async def running_agent(script: Path, client: Client) -> AsyncIterator[Any]:
     args = ["-m", "plan_lsp", "acp", "--provider", "scripted", "--script", str(script)]
@@ -142,11 +137,7 @@ async def running_agent(script: Path, client: Client) -> AsyncIterator[Any]:
 
 
 async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.py").write_text("print('hi')\n")
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"chunk": 16, "turns": _turns()}))
+    ws, script = _workspace(tmp_path, _turns())
     client = Client()
     async with running_agent(script, client) as conn:
         init = await conn.initialize(protocol_version=1)
@@ -244,21 +235,11 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
 
 
 def _revision_turns() -> list[dict[str, Any]]:
-    revised = PLAN + "3. Say goodbye too.\n"
-    return [
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
-        {"tool_calls": [{"name": "plan_write", "arguments": {"content": revised}}]},
-        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
-    ]
+    return [*plan_turns(), *plan_turns(PLAN + "3. Say goodbye too.\n")]
 
 
 async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.py").write_text("print('hi')\n")
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"chunk": 16, "turns": _revision_turns()}))
+    ws, script = _workspace(tmp_path, _revision_turns())
     client = Client()
     client.choose["switch_mode"] = "reject_once"
     async with running_agent(script, client) as conn:
@@ -325,11 +306,7 @@ class SilentClient(Client):
 
 
 async def test_cancel_answers_a_pending_plan_approval(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.py").write_text("print('hi')\n")
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"chunk": 16, "turns": _revision_turns()}))
+    ws, script = _workspace(tmp_path, _revision_turns())
     client = SilentClient()
     async with running_agent(script, client) as conn:
         await conn.initialize(protocol_version=1)

@@ -106,6 +106,8 @@ class PlanLspAgent:
         # The ACP session open on each workspace (a newer one on the same folder replaces it).
         self._by_root: dict[Path, str] = {}
         self.conn: Client | None = None
+        # The client declared `fs.readTextFile` (used for the plan's buffer text only).
+        self.reads_buffers = False
 
     def on_connect(self, conn: Client) -> None:
         self.conn = conn
@@ -119,6 +121,8 @@ class PlanLspAgent:
         client_info: schema.Implementation | None = None,
         **kwargs: Any,
     ) -> schema.InitializeResponse:
+        fs = client_capabilities.fs if client_capabilities is not None else None
+        self.reads_buffers = bool(fs is not None and fs.read_text_file)
         return schema.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=schema.AgentCapabilities(
@@ -148,6 +152,7 @@ class PlanLspAgent:
             raise RequestError.invalid_params({"cwd": f"not a directory: {root}"})
         assert self.conn is not None, "no client connected"
         frontend = AcpFrontEnd(self.conn, "", root)
+        frontend.reads_buffers = self.reads_buffers
         workspaces = Workspaces(frontend, self.cli_overrides, self.shared)
         frontend.workspaces = workspaces
         workspaces.set_roots([root])
@@ -301,7 +306,14 @@ class PlanLspAgent:
         reason after approval, "end_turn" when the user keeps planning, "cancelled"."""
         core = session.core
         path = core.session.main_plan_path
-        text = core.plan_text(path)
+        try:
+            await session.frontend.read_buffer(path)  # the editor's text, unsaved edits too
+            return await self._approve_shown(session, path, core.plan_text(path))
+        finally:
+            session.frontend.forget_buffer(path)
+
+    async def _approve_shown(self, session: AcpSession, path: Path, text: str) -> str:
+        core = session.core
         problems = [i.message for i in check_plan(text) if i.severity == "error"]
         title = "Ready to build? Approve this plan"
         if has_errors(check_plan(text)):
@@ -332,6 +344,8 @@ class PlanLspAgent:
                     sha256=sha256_text(text), permissionMode=APPROVAL_PERMISSION[chosen], force=True
                 ),
             )
+            # Approved and on disk: from here the file is the plan the Do run follows.
+            session.frontend.forget_buffer(path)
             return await _run_result(core)
         finally:
             if core.session.permission_mode is not previous:

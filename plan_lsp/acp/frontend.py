@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How long the client may take to hand over a buffer's text.
+READ_TIMEOUT_S = 10.0
+
 PERMISSION_OPTIONS: list[tuple[PermissionAnswer, str]] = [
     ("allow_once", "Allow once"),
     ("allow_always", "Allow always (this kind of call, this session)"),
@@ -50,6 +53,10 @@ class AcpFrontEnd:
         self.last_exit_call: str | None = None
         # Permission requests made so far (each gets its own tool call id).
         self.asked = 0
+        # The client declared `fs.readTextFile`: it can hand over an open buffer's text.
+        self.reads_buffers = False
+        # Buffer texts the client handed over for the plan being approved (see read_buffer).
+        self._buffers: dict[Path, str] = {}
 
     # -- updates, in order ------------------------------------------------------------------------
 
@@ -122,7 +129,27 @@ class AcpFrontEnd:
     # -- no editor buffers ----------------------------------------------------------------------
 
     def buffer_text(self, path: Path) -> str | None:
-        return None
+        return self._buffers.get(path)
+
+    async def read_buffer(self, path: Path) -> str | None:
+        """The client's text of `path` — an unsaved editor buffer included — when it
+        declared `fs.readTextFile`, held as this file's buffer until `forget_buffer`: the
+        plan the user approves is the one their editor shows. None when it cannot say."""
+        if not self.reads_buffers:
+            return None
+        try:
+            answer = await asyncio.wait_for(
+                self.conn.read_text_file(session_id=self.session_id, path=str(path)),
+                READ_TIMEOUT_S,
+            )
+        except Exception as exc:  # no answer, or an error: the disk is what there is
+            log.info("fs/read_text_file %s: %s", path, exc)
+            return None
+        self._buffers[path] = answer.content
+        return answer.content
+
+    def forget_buffer(self, path: Path) -> None:
+        self._buffers.pop(path, None)
 
     async def save_buffer(self, path: Path) -> bool:
         return False

@@ -328,3 +328,60 @@ async def test_cancel_answers_a_pending_plan_approval(tmp_path: Path) -> None:
         await asyncio.wait_for(client.waiting.wait(), 60)
         await conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(again, 60)).stop_reason == "cancelled"
+
+
+class EditorClient(Client):
+    """Declares `fs.readTextFile` and holds PLAN.md open with an unsaved line typed by the
+    user; never expects to be asked to write or run anything."""
+
+    def __init__(self, typed: str) -> None:
+        super().__init__()
+        self.typed = typed
+        self.reads: list[str] = []
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kw: Any,
+    ) -> schema.ReadTextFileResponse:
+        self.reads.append(path)
+        return schema.ReadTextFileResponse(content=Path(path).read_text() + self.typed)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kw: Any) -> None:
+        raise AssertionError(f"the agent asked the client to write {path}")
+
+    async def create_terminal(self, session_id: str, command: str, **kw: Any) -> Any:
+        raise AssertionError(f"the agent asked the client to run {command}")
+
+
+async def test_the_plan_approved_is_the_editors_buffer(tmp_path: Path) -> None:
+    """A client that can read its buffers shows the plan as the user's editor has it (an
+    unsaved line included): that text is what is shown, approved (sha256) and carried out."""
+    typed = "3. Keep the file's final newline.\n"
+    ws, script = _workspace(tmp_path, [*plan_turns(), {"text": "Done."}])
+    client = EditorClient(typed)
+    client.choose["switch_mode"] = "allow_always"
+    async with acp.spawn_agent_process(
+        client,
+        sys.executable,
+        *["-m", "plan_lsp", "acp", "--provider", "scripted", "--script", str(script)],
+        env=dict(os.environ),
+    ) as (conn, _process):
+        caps = schema.ClientCapabilities(
+            fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=True,
+        )
+        await conn.initialize(protocol_version=1, client_capabilities=caps)
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=[acp.text_block("plan it")])
+        assert answer.stop_reason == "end_turn"
+        shown = client.permissions[0].tool_call.content[0].content.text  # type: ignore[index,union-attr]
+        assert shown == PLAN + typed
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+        assert state["approvedPlan"]["sha256"] == hashlib.sha256(shown.encode()).hexdigest()
+        plan_file = Path(state["approvedPlan"]["path"])
+        assert client.reads == [str(plan_file)]
+        assert plan_file.read_text() == PLAN + typed  # what was approved is on disk too

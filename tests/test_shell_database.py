@@ -183,6 +183,13 @@ SANDBOXED_TABLE = [
     ("timeout 5 rm x", False, "`rm`"),
     ("command -p rm x", False, "`rm`"),
     ("curl -o /dev/null http://example.com", False, "network"),
+    # Where the program stops reading options, so does the walk (`permute = false`).
+    ("xxd a.txt -b", False, "`-b`"),
+    ("unzip a.zip -l", False, "`unzip`"),
+    ("unzip -l a.zip", True, ""),
+    # An option whose value must be attached does not take the next word.
+    ("git branch --abbrev v", False, "`v`"),
+    ("git branch --abbrev=7", True, ""),
 ]
 
 

@@ -1,6 +1,7 @@
 """`classified`: one simple command against the program database (`programs.toml`): a
 `read_only` program and subcommand, every option with its exact arity, every operand in its
-role.
+role. The words are walked as for `sandboxed` (`argwalk.py`); here every option must be
+listed.
 
 Option names are matched exactly. getopt_long, git's parse-options and Python's optparse
 also accept unambiguous prefixes of long options (`--out` for `--output`); such a prefix is
@@ -9,10 +10,10 @@ not a listed name, so it is refused, whatever it would expand to.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from plan_lsp.policy.shell.argwalk import ArgWalk, Stop
 from plan_lsp.policy.shell.database import Option, Program, database
 from plan_lsp.policy.shell.model import Findings, caps_text
 from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 # Wrappers may wrap wrappers, but not without end.
 MAX_WRAP = 4
-_NUMERIC = re.compile(r"-[0-9]+\Z")
 _PATH_ROLES = frozenset({"path", "file", "rev"})
 Hijack = Callable[[str, "PathPolicy"], "str | None"]
 # Programs that walk the working directory when given no file or folder: always (empty set),
@@ -47,10 +47,6 @@ _WALK_WHEN: dict[str, frozenset[str]] = {
 }
 # Options naming a folder to walk instead of the working directory.
 _FOLDER_OPTIONS = frozenset({"--search-path"})
-
-
-class _Refused(Exception):
-    pass
 
 
 class ArgCheck:
@@ -85,7 +81,7 @@ class ArgCheck:
         self._hijack(cmd)
         try:
             _Program(self, prog, words[1:], depth, self.policy.cwd).run()
-        except _Refused:
+        except Stop:
             pass
 
     def _hijack(self, cmd: str) -> None:
@@ -94,7 +90,7 @@ class ArgCheck:
             self.f.unproven(problem)
 
 
-class _Program:
+class _Program(ArgWalk["SWord"]):
     def __init__(
         self,
         owner: ArgCheck,
@@ -104,23 +100,22 @@ class _Program:
         base: str,
         seen: frozenset[str] = frozenset(),
     ) -> None:
+        super().__init__(prog, args)
         self.o = owner
         self.f = owner.f
-        self.prog = prog
-        self.args = args
         self.depth = depth
         # The directory relative paths start from (`git -C DIR` moves it).
         self.base = base
         # Options seen so far, the parent command's included (`pip --flag list`).
-        self.seen: set[str] = set(seen)
+        self.seen |= seen
         # Option values given, by option name (for `verify` checks).
         self.values: dict[str, list[str]] = {}
         # A file or folder to read was named (else a walker walks the working directory).
         self.folders_named = False
 
-    def refuse(self, reason: str) -> _Refused:
+    def refuse(self, reason: str) -> Stop:
         self.f.unproven(reason)
-        return _Refused()
+        return Stop()
 
     def run(self) -> None:
         prog = self.prog
@@ -136,7 +131,7 @@ class _Program:
         if prog.exact_only:
             forms = " or ".join(f"`{prog.label} {' '.join(form)}`" for form in prog.exact)
             raise self.refuse(f"`{prog.label}` is allowed only as {forms}")
-        operands, rest_at = self.options()
+        operands, rest_at = self.walk()
         if prog.subcommands and rest_at is not None:
             self.subcommand(rest_at)
             return
@@ -226,72 +221,28 @@ class _Program:
                         "not read as a file name"
                     )
 
-    # -- options ---------------------------------------------------------------------------
-    def options(self) -> tuple[list[SWord], int | None]:
-        """Walk the words: check every option, collect operands. With subcommands, returns
-        the index of the first operand (the subcommand) instead of parsing past it."""
-        prog, args = self.prog, self.args
-        operands: list[SWord] = []
-        ended = prog.raw
-        i = 0
-        while i < len(args):
-            word = args[i]
-            i += 1
-            v = word.value
-            if ended or v == "-" or not v.startswith("-"):
-                if prog.subcommands and not operands:
-                    return operands, i - 1
-                operands.append(word)
-                if not prog.permute:
-                    ended = True
-                continue
-            if word.glob:
-                self.unexpanded(word, "in the place of an option")
-            if v == "--":
-                ended = True
-                continue
-            if prog.numeric and _NUMERIC.match(v):
-                continue
-            if v.startswith("--"):
-                i = self.long_option(v, i)
-            else:
-                i = self.short_option(v, i)
-        return operands, None
+    # -- options (the walk is argwalk.py's) ---------------------------------------------------
+    def static(self, word: SWord) -> str:
+        return word.value
 
-    def long_option(self, v: str, i: int) -> int:
-        name, eq, attached = v.partition("=")
+    def option_glob(self, word: SWord) -> None:
+        self.unexpanded(word, "in the place of an option")
+
+    def takes_rest(self, name: str) -> bool:
         opt = self.prog.options.get(name)
-        if opt is None:
-            raise self.refuse(self.unknown(name, v))
-        return self.take(name, opt, attached if eq else None, i, v)
+        return opt is not None and opt.arity != "none"
 
-    def short_option(self, v: str, i: int) -> int:
+    def option(self, name: str, attached: str | None, i: int, word: str) -> int:
         prog = self.prog
-        whole = prog.options.get(v)
-        if whole is not None and whole.arity == "none":
-            self.seen.add(v)
-            return i
-        if not prog.cluster:
-            name, rest = v[:2], v[2:]
-            opt = prog.options.get(name)
-            if opt is None:
-                raise self.refuse(self.unknown(name, v))
-            if rest and opt.arity == "none":
+        opt = prog.options.get(name)
+        if opt is None:
+            raise self.refuse(self.unknown(name, word))
+        if attached is not None and opt.arity == "none" and not prog.cluster:
+            if not word.startswith("--"):
                 raise self.refuse(
-                    f"`{v}`: `{prog.label}` does not accept short options written together"
+                    f"`{word}`: `{prog.label}` does not accept short options written together"
                 )
-            return self.take(name, opt, rest or None, i, v)
-        for j in range(1, len(v)):
-            name = "-" + v[j]
-            opt = prog.options.get(name)
-            if opt is None:
-                raise self.refuse(self.unknown(name, v))
-            if opt.arity == "none":
-                self.seen.add(name)
-                continue
-            rest = v[j + 1 :]
-            return self.take(name, opt, rest or None, i, v)
-        return i
+        return self.take(name, opt, attached, i, word)
 
     def unknown(self, name: str, word: str) -> str:
         within = "" if name == word else f" (in `{word}`)"

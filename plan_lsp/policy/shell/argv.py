@@ -1,10 +1,12 @@
 """`sandboxed`: apply what the program database (`programs.toml`) knows of a command to its
-arguments: options, values, subcommands and wrappers that show what it would change."""
+arguments: options, values, subcommands and wrappers that show what it would change. The
+words are walked as for `classified` (`argwalk.py`); here an unknown option is harmless."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from plan_lsp.policy.shell.argwalk import ArgWalk, Stop
 from plan_lsp.policy.shell.database import Effect, Program, Wrapper, database
 from plan_lsp.policy.shell.model import Findings, caps_text
 from plan_lsp.policy.shell.scripts import check_script
@@ -41,14 +43,13 @@ def classify_argv(cmd: str, args: list[Word], w: CommandWalker) -> None:
     _Apply(cmd, prof, args, w).run()
 
 
-class _Apply:
+class _Apply(ArgWalk[Word]):
     def __init__(self, label: str, prof: Program, args: list[Word], w: CommandWalker) -> None:
+        super().__init__(prof, args)
         self.label = label
         self.prof = prof
-        self.args = args
         self.w = w
         self.drops: set[str] = set()
-        self.seen: set[str] = set()
         self.scripts: list[Word] = []
 
     def run(self) -> None:
@@ -78,72 +79,42 @@ class _Apply:
         text = f"`{self.label}` {why} ({needs})" if why else f"`{self.label}` needs {needs}"
         self.w.f.add(frozenset(caps), text)
 
-    # Flags --------------------------------------------------------------------------
+    # Options ------------------------------------------------------------------------
     def parse(self) -> list[Word] | None:
-        """Walk the arguments; returns the positionals, or None when a subcommand took over."""
-        prof, args = self.prof, self.args
-        positionals: list[Word] = []
-        end = False
+        """Walk the arguments; returns the positionals, or None when a subcommand took over
+        (or an option not allowed stopped the walk)."""
+        args = self.args
         i = 0
         first = args[0] if args else None
-        if prof.old_style and first is not None and first.value and not first.glob:
-            if not first.value.startswith("-"):
-                # `tar tzf A`: the letters are flags; those taking a value take the next words.
-                i = 1
-                for letter in first.value:
-                    i = self.flag("-" + letter, None, i)
-                    if i < 0:
-                        return None
-        while i < len(args):
-            a = args[i]
-            i += 1
-            v = a.value
-            if v is None or a.glob:
-                if prof.subcommands and not positionals:
-                    self.w.f.unproven(
-                        f"the subcommand of `{self.label}` in `{a.text}` is only known at run time"
-                    )
-                    return None
-                if prof.risky and not a.operand_safe and not end:
-                    self.w.f.unproven(
-                        f"`{a.text}` is only known at run time and could turn into a flag of "
-                        f"`{self.label}` that changes things; quote it, give it a fixed "
-                        "directory prefix, or put it after `--`"
-                    )
-                positionals.append(a)
-                continue
-            if end or v == "-" or not v.startswith("-"):
-                if prof.subcommands and not positionals:
-                    self.subcommand(v, i)
-                    return None
-                positionals.append(a)
-                continue
-            if v == "--" and not prof.no_double_dash:
-                end = True
-                continue
-            if prof.single_dash_long or v.startswith("--"):
-                name, eq, attached = v.partition("=") if v.startswith("--") else (v, "", "")
-                i = self.flag(name, attached if eq else None, i)
-            else:
-                i = self.cluster(v, i)
-            if i < 0:
-                return None
+        try:
+            if self.prof.old_style and first is not None and first.value and not first.glob:
+                if not first.value.startswith("-"):
+                    # `tar tzf A`: the letters are flags; those taking a value take the next
+                    # words.
+                    i = 1
+                    for letter in first.value:
+                        i = self.option("-" + letter, None, i, first.value)
+            positionals, sub_at = self.walk(i)
+        except Stop:
+            return None
+        if sub_at is not None:
+            self.subcommand(args[sub_at], sub_at + 1)
+            return None
         return positionals
 
-    def cluster(self, v: str, i: int) -> int:
-        """`-la` is `-l -a`; a letter that takes a value takes the rest (`-n5`) or the next word."""
-        for j in range(1, len(v)):
-            name = "-" + v[j]
-            rest = v[j + 1 :]
-            takes = self.takes_value(name)
-            if takes:
-                return self.flag(name, rest if rest else None, i)
-            i = self.flag(name, None, i)
-            if i < 0:
-                return i
-        return i
+    # The walk's questions (argwalk.py) ------------------------------------------------
+    def static(self, word: Word) -> str | None:
+        return None if word.glob else word.value
 
-    def takes_value(self, name: str) -> bool:
+    def run_time_word(self, word: Word, ended: bool) -> None:
+        if self.prof.risky and not word.operand_safe and not ended:
+            self.w.f.unproven(
+                f"`{word.text}` is only known at run time and could turn into a flag of "
+                f"`{self.label}` that changes things; quote it, give it a fixed "
+                "directory prefix, or put it after `--`"
+            )
+
+    def takes_rest(self, name: str) -> bool:
         return _takes_value(self.prof, name)
 
     def lookup(self, name: str) -> tuple[str, Effect | None, bool, bool]:
@@ -166,14 +137,14 @@ class _Apply:
                 return matches[0], None, _takes_value(prof, matches[0]), True
         return name, None, False, False
 
-    def flag(self, name: str, attached: str | None, i: int) -> int:
+    def option(self, name: str, attached: str | None, i: int, word: str) -> int:
         canonical, spec, takes, known = self.lookup(name)
         if not known and self.prof.closed:
             self.w.f.unproven(
                 f"`{name}` is not an option of `{self.label}` known to be harmless, "
                 "so it is not allowed"
             )
-            return -1
+            raise Stop
         self.seen.add(canonical)
         value: Word | None = None
         if takes:
@@ -214,8 +185,14 @@ class _Apply:
         return i
 
     # Positionals and subcommands ----------------------------------------------------
-    def subcommand(self, name: str, i: int) -> None:
+    def subcommand(self, word: Word, i: int) -> None:
         prof, w = self.prof, self.w
+        name = word.value
+        if name is None or word.glob:
+            w.f.unproven(
+                f"the subcommand of `{self.label}` in `{word.text}` is only known at run time"
+            )
+            return
         sub = prof.subcommands.get(name)
         label = f"{self.label} {name}"
         if sub is None:

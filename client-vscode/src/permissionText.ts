@@ -16,7 +16,7 @@ export interface PermissionModeText {
 
 export const PERMISSION_MODE_TEXT: Record<string, PermissionModeText> = {
   ask: {
-    label: 'Ask before changes',
+    label: 'Ask before edits',
     detail: 'Reading runs freely; every edit, shell command and other side effect asks first.',
   },
   auto_edit: {

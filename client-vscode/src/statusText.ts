@@ -19,7 +19,7 @@ export function shellProtectionText(state: Pick<SessionState, 'planShell' | 'san
   }
 }
 
-/** `$(eye) Plan · Ask before changes · $(shield) bubblewrap`: the shell protection is shown in plan mode,
+/** `$(eye) Plan · Ask before edits · $(shield) bubblewrap`: the shell protection is shown in plan mode,
  * where it is the wall; in build mode commands run subject to permissions. */
 export function statusBarText(state: StatusFields): string {
   const mode = state.mode === 'build' ? '$(tools) Build' : '$(eye) Plan';

@@ -8,7 +8,7 @@ import { statusBarText, statusBarTooltip } from '../statusText';
 
 test('every permission mode has a name in words, never its wire value', () => {
   assert.deepEqual(PERMISSION_MODES.map(permissionModeLabel), [
-    'Ask before changes', 'Auto-accept edits', 'Full auto (no questions)', 'Ask before everything',
+    'Ask before edits', 'Auto-accept edits', 'Full auto (no questions)', 'Ask before everything',
   ]);
   for (const mode of PERMISSION_MODES) {
     const text = PERMISSION_MODE_TEXT[mode];

@@ -125,10 +125,10 @@ test('probe reports version, plan_lsp importability and version; a missing binar
 });
 
 test('status bar: mode, permission mode and, in plan mode, the shell protection', () => {
-  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask' }), '$(eye) Plan · Ask before changes');
-  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask', planShell: 'sandboxed', sandbox: 'bubblewrap' }), '$(eye) Plan · Ask before changes · $(shield) bubblewrap');
+  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask' }), '$(eye) Plan · Ask before edits');
+  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask', planShell: 'sandboxed', sandbox: 'bubblewrap' }), '$(eye) Plan · Ask before edits · $(shield) bubblewrap');
   assert.equal(statusBarText({ mode: 'plan', permissionMode: 'strict', planShell: 'classified', sandbox: null }), '$(eye) Plan · Ask before everything · $(warning) classifier only');
-  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask', planShell: 'off' }), '$(eye) Plan · Ask before changes · $(circle-slash) no shell');
+  assert.equal(statusBarText({ mode: 'plan', permissionMode: 'ask', planShell: 'off' }), '$(eye) Plan · Ask before edits · $(circle-slash) no shell');
   assert.equal(statusBarText({ mode: 'build', permissionMode: 'auto_edit', planShell: 'sandboxed', sandbox: 'landlock' }), '$(tools) Build · Auto-accept edits');
   assert.equal(shellProtectionText({ planShell: 'sandboxed' }), '$(shield) sandboxed');
   const tooltip = statusBarTooltip({ mode: 'plan', permissionMode: 'ask', planStatus: 'none', running: false, planShell: 'sandboxed', sandbox: 'landlock', planNetwork: true });
@@ -137,7 +137,7 @@ test('status bar: mode, permission mode and, in plan mode, the shell protection'
   assert.match(statusBarTooltip({ mode: 'build', permissionMode: 'yolo', planStatus: 'approved', running: true }), /agent running/);
   // While the server's sandbox self-test runs: no shield yet, the tooltip says so.
   const checking = { mode: 'plan' as const, permissionMode: 'ask' as const, planShell: null, sandbox: null };
-  assert.equal(statusBarText(checking), '$(eye) Plan · Ask before changes');
+  assert.equal(statusBarText(checking), '$(eye) Plan · Ask before edits');
   assert.match(
     statusBarTooltip({ ...checking, planStatus: 'none', running: false, shellProtection: 'checking: the sandbox self-test is running' }),
     /Plan-mode shell: checking: the sandbox self-test is running/,

@@ -57,9 +57,9 @@ test('the chat header line: fill, session tokens, the cost only when priced, com
 
 test('the status bar: usage in the tooltip; in the text only when the context is nearly full', () => {
   const normal = state({ usage: usage() });
-  assert.equal(statusBarText(normal), '$(eye) Plan · Ask before changes');
+  assert.equal(statusBarText(normal), '$(eye) Plan · Ask before edits');
   const full = state({ usage: usage({ contextTokens: 28_000 }) });
-  assert.equal(statusBarText(full), '$(eye) Plan · Ask before changes · $(warning) ctx 88%');
+  assert.equal(statusBarText(full), '$(eye) Plan · Ask before edits · $(warning) ctx 88%');
   assert.equal(statusBarFill(undefined), '');
   const tooltip = statusBarTooltip(state({ usage: usage({ cachedInputTokens: 4000, costUsd: 0.04, compactions: 1 }) }));
   assert.match(tooltip, /^Context: 23% of 32k tokens \(7\.4k\)$/m);

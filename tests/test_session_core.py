@@ -277,3 +277,18 @@ async def test_cancelling_the_prompt_request_stops_its_run(tmp_path: Path) -> No
         await request
     assert handle.task is not None and handle.task.done()
     assert core.runs.current is None
+
+
+async def test_permission_prompts_and_answers_are_kept_in_the_history(tmp_path: Path) -> None:
+    core, frontend = _core(tmp_path, plan_then_do_turns())
+    frontend.user.permission = "reject_once"
+    await workflow.prompt(core, PromptParams(text="plan it"))
+    await workflow.approve(core, ApproveParams(permissionMode="ask"))
+    await _finished(core)
+    assert (core.root / "hello.py").read_text() == "print('hi')\n"  # the user said no
+    asked = [u for u in core.runs.history() if u["kind"] == "permission"]
+    assert [(u["tool"], u.get("decision")) for u in asked] == [
+        ("edit_file", None),
+        ("edit_file", "reject_once"),
+    ]
+    assert [r.tool for r in frontend.user.asked] == ["edit_file"]

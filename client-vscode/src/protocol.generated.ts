@@ -274,7 +274,7 @@ export interface PermissionChange {
 
 export type PermissionMode = 'ask' | 'auto_edit' | 'yolo' | 'strict';
 
-/** A call waits for the user's permission (`planLsp/requestPermission` or `window/showMessageRequest` follows). */
+/** A call waits for the user's permission (`planLsp/requestPermission` or `window/showMessageRequest` follows); sent again with `decision` once the user answered (or the question went unanswered: `reject_once`), so the history keeps the decisions. */
 export interface PermissionUpdate {
   /** The run it belongs to (null outside a run). */
   runId: string | null;
@@ -285,6 +285,8 @@ export interface PermissionUpdate {
   tool: string;
   /** The call in one line. */
   summary: string;
+  /** The user's answer (absent while the question is open). */
+  decision?: PermissionAnswer | null;
 }
 
 /** A plan file's progress: streaming into the editor (`drafting`), written by `plan_write` (`done`), submitted for approval (`submitted`, with its revision) or changed on disk by another program (`changedOnDisk`). */

@@ -248,6 +248,13 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
                 f"{payload.get('tokensAfter')} tokens)."
             )
         ]
+    if kind == "permission" and replay and payload.get("decision"):
+        answer = str(payload.get("decision")).replace("_", " ")
+        return [
+            helpers.update_agent_thought_text(
+                f"Permission for {payload.get('tool')} ({payload.get('summary', '')}): {answer}."
+            )
+        ]
     if kind == "prompt" and replay:
         text = str(payload.get("text", ""))
         if payload.get("origin") == "prompt":

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from plan_lsp.core.asking import HeardUser
 from plan_lsp.core.checklist import ChecklistMirror
 from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
@@ -68,7 +69,10 @@ class RunManager:
                 self.core.provider(),
                 self.core.config,
                 AgentPorts(
-                    editor=ports.editor, user=ports.user, drafts=ports.drafts, notify=self.notify
+                    editor=ports.editor,
+                    user=HeardUser(ports.user, self.notify),
+                    drafts=ports.drafts,
+                    notify=self.notify,
                 ),
                 self.core.plan_shell,
                 mcp=self.core.mcp,

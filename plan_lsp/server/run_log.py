@@ -21,6 +21,9 @@ def describe_update(update: dict[str, Any]) -> str | None:
         return f"plan-lsp: {_short(update.get('text', ''))}"
     if kind == "toolCall":
         return f"plan-lsp: {update.get('tool')} {_short(update.get('arguments', ''))}"
+    if kind == "permission" and update.get("decision"):
+        answer = str(update.get("decision")).replace("_", " ")
+        return f"plan-lsp: {answer}: {update.get('tool')} {_short(update.get('summary', ''))}"
     if kind == "blocked":
         return f"plan-lsp: blocked {update.get('tool')}: {_short(update.get('reason', ''))}"
     if kind == "planDraft" and update.get("status") in ("submitted", "changedOnDisk"):

@@ -36,14 +36,7 @@ class LspUserPort:
         self.notify = notify
 
     async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        self.notify(
-            {
-                "runId": request.run_id,
-                "kind": "permission",
-                "tool": request.tool,
-                "summary": request.summary,
-            }
-        )
+        # The prompt and its answer are told by the session core (`core/asking.py`).
         if self.client.support.permission_requests:
             params: dict[str, Any] = {
                 "runId": request.run_id,

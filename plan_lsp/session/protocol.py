@@ -361,11 +361,15 @@ class QuestionUpdate(UpdateBase):
 
 class PermissionUpdate(UpdateBase):
     """A call waits for the user's permission (`planLsp/requestPermission` or
-    `window/showMessageRequest` follows)."""
+    `window/showMessageRequest` follows); sent again with `decision` once the user answered
+    (or the question went unanswered: `reject_once`), so the history keeps the decisions."""
 
     kind: Literal["permission"]
     tool: str = Field(description="The tool's name.")
     summary: str = Field(description="The call in one line.")
+    decision: PermissionAnswer | None = Field(
+        default=None, description="The user's answer (absent while the question is open)."
+    )
 
 
 class DoneUpdate(UpdateBase):

@@ -230,6 +230,8 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert users[:2] == ["Make the greeting polite", "more"]
         assert "Done: the greeting is updated." in replayed.text()
         assert any(u.title.startswith("edit_file") for u in replayed.of("tool_call"))
+        thoughts = [u.content.text for u in replayed.of("agent_thought_chunk")]
+        assert any(t.startswith("Permission for edit_file") and "allow once" in t for t in thoughts)
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()
 

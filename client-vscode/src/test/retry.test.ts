@@ -44,6 +44,8 @@ test('a prompt that never reached the server (it is not running) is failed too, 
 test('each error code says what to do in words; buttons never show a setting key', () => {
   assert.match(errorHint('provider_unreachable') ?? '', /did not answer\. Start it .*check the server URL/);
   assert.match(errorHint('provider_auth') ?? '', /API key/);
+  assert.match(errorHint('provider_auth', false) ?? '', /^No API key is set/);
+  assert.match(errorHint('provider_auth', true) ?? '', /^The model server refused the API key/);
   for (const code of ['provider_unreachable', 'provider_auth', 'provider_model', 'provider_no_tools', 'provider_unconfigured', 'provider_rate_limited', 'provider_failed', 'context_full']) {
     assert.ok(errorHint(code), code);
     const fix = fixAction(code);

@@ -188,7 +188,7 @@ function renderItem(item: ChatItem): string {
     case 'notice': {
       const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
       const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
-      const hint = item.level === 'error' ? errorHint(item.code) : null;
+      const hint = item.level === 'error' ? errorHint(item.code, state.setup?.keySet ?? null) : null;
       const help = hint ? `<div class="notice-hint" data-testid="error-hint">${escapeHtml(hint)}</div>` : '';
       return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${help}${button}</div>`;
     }

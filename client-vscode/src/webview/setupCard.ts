@@ -51,13 +51,16 @@ const SETTING_LABELS: Record<string, string> = {
 };
 
 /** What to do about an error, in words, by the server's error code (`error_help` in
- * plan_lsp/providers/base.py); null when the message says it all. */
-export function errorHint(code: string | null | undefined): string | null {
+ * plan_lsp/providers/base.py); null when the message says it all. `keySet`: whether an API
+ * key is stored (null: not known). */
+export function errorHint(code: string | null | undefined, keySet: boolean | null = null): string | null {
   switch (code) {
     case 'provider_unreachable':
       return 'The model server did not answer. Start it (Ollama: `ollama serve`; vLLM or LM Studio: start its server) ' +
         'and press Retry, or check the server URL.';
     case 'provider_auth':
+      if (keySet === false) return 'No API key is set and this model server needs one: set the key, then press Retry.';
+      if (keySet === true) return 'The model server refused the API key (wrong, expired, or without access): set the right key, then press Retry.';
       return 'The model server refused the API key, or needs one: set the key, then press Retry.';
     case 'provider_model':
       return 'The model server does not serve this model: choose one it has, then press Retry.';

@@ -319,7 +319,7 @@ def _read(text: str) -> _Reading | None:
             value = jiter.from_json(refused.data[: refused.offset], cache_mode="keys")
             restore = refused.restore
         else:  # malformed: what came before the fault still counts
-            reading = _read(refused.data[: refused.offset].decode()) or _Reading()
+            reading = _read(refused.data[: refused.offset].decode(errors="ignore")) or _Reading()
             if reading.content is not None:
                 reading.content = refused.restore(reading.content)
             if reading.plan_filename is not None:
@@ -356,6 +356,7 @@ class PartialArgumentsReader:
         # Inside the content string: the text after its last complete escape, not decoded.
         self._content_rest: list[str] | None = None
         self._content: str | None = None
+        self._content_more: list[str] = []  # decoded since, joined to it when read
         self._content_complete = False
         self._plan_filename: str | None = None
         self._done = False
@@ -375,6 +376,7 @@ class PartialArgumentsReader:
         if self._content_rest is not None and self._content_advanced(self._content_rest):
             return
         self._content_rest = None
+        self._join_content()
         if len(self._pieces) > 1:
             self._pieces[:] = ["".join(self._pieces)]
         text = self._pieces[0] if self._pieces else ""
@@ -410,14 +412,20 @@ class PartialArgumentsReader:
                 decoded = jiter.from_json(b'"' + complete.encode() + b'"', cache_mode="none")
             except (ValueError, UnicodeEncodeError):
                 return False
-            self._content = (self._content or "") + decoded
+            self._content_more.append(decoded)
         rest[:] = [text[len(complete) :]]
         return True
 
     @property
     def content_so_far(self) -> str:
         self._refresh()
+        self._join_content()
         return self._content or ""
+
+    def _join_content(self) -> None:
+        if self._content_more:
+            self._content = (self._content or "") + "".join(self._content_more)
+            self._content_more.clear()
 
     @property
     def content_started(self) -> bool:

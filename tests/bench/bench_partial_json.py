@@ -6,9 +6,9 @@ A plan of about 20 KB (`bench_streaming.make_plan`, `json.dumps` with and withou
 `ensure_ascii`) is fed in 4-character deltas, read three ways:
 
 - every delta: `content_so_far` read after each delta (the worst case: a parse per delta);
-- as the server reads it: the model stream's reader asks for `plan_filename` only after a
-  delta holding a quote (a string can only end there), the draft's reader gives
-  `content_so_far` once per 8 deltas (a fast model's 32 characters per 1/60 s edit interval);
+- as the server reads it: the model stream's reader is asked for `plan_filename` after
+  every delta (agent/model_stream.py), the draft's reader for `content_so_far` once per 8
+  deltas (a fast model's 32 characters per 1/60 s edit interval, plan/coalescer.py);
 - feed only, then one read at the end.
 
 Reported: the time of each reader and the ratio new / reference; both must decode the same
@@ -298,32 +298,41 @@ class ReferenceReader:
 Reader = PartialArgumentsReader | ReferenceReader
 
 
-def run_pattern(make: Callable[[], Reader], raw: str, pattern: str) -> tuple[float, list[str]]:
-    """Seconds to feed `raw` in deltas read as `pattern` says, and the contents read."""
+def run_pattern(
+    make: Callable[[], Reader], raw: str, pattern: str
+) -> tuple[float, list[tuple[int, str]], str]:
+    """Seconds to feed `raw` in deltas read as `pattern` says, what each read gave (length and
+    end: a long plan's every copy would not fit in memory), and the last content read."""
     deltas = [raw[i : i + DELTA] for i in range(0, len(raw), DELTA)]
     seen: list[str] = []
+    shown: list[tuple[int, str]] = []
+
+    def keep(content: str) -> None:
+        shown.append((len(content), content[-8:]))
+        seen[:] = [content]
+
     start = time.perf_counter()
     if pattern == "every delta":
         reader = make()
         for delta in deltas:
             reader.feed(delta)
-            seen.append(reader.content_so_far)
+            keep(reader.content_so_far)
     elif pattern == "as the server reads":
         stream, draft = make(), make()
         for number, delta in enumerate(deltas, start=1):
             stream.feed(delta)
-            if '"' in delta:
-                _ = stream.plan_filename
+            _ = stream.plan_filename
             draft.feed(delta)
             if number % READ_EVERY == 0:
-                seen.append(draft.content_so_far)
-        seen.append(draft.content_so_far)
+                keep(draft.content_so_far)
+        keep(draft.content_so_far)
     else:
         reader = make()
         for delta in deltas:
             reader.feed(delta)
-        seen.append(reader.content_so_far)
-    return time.perf_counter() - start, seen
+        keep(reader.content_so_far)
+    seconds = time.perf_counter() - start
+    return seconds, shown, seen[-1]
 
 
 PATTERNS = ("every delta", "as the server reads", "feed only")
@@ -351,11 +360,11 @@ def main(argv: list[str]) -> int:
             new_s: list[float] = []
             ref_s: list[float] = []
             for _ in range(reps):  # alternate, so both see the same machine load
-                seconds, seen_new = run_pattern(PartialArgumentsReader, raw, pattern)
+                seconds, shown_new, last_new = run_pattern(PartialArgumentsReader, raw, pattern)
                 new_s.append(seconds)
-                seconds, seen_ref = run_pattern(ReferenceReader, raw, pattern)
+                seconds, shown_ref, last_ref = run_pattern(ReferenceReader, raw, pattern)
                 ref_s.append(seconds)
-                all_equal &= seen_new == seen_ref and seen_new[-1] == plan
+                all_equal &= shown_new == shown_ref and last_new == last_ref == plan
             new, ref = median(new_s), median(ref_s)
             rows.append((case, pattern, fmt(ref * 1000), fmt(new * 1000), fmt(new / ref)))
             if case == "ascii escapes":

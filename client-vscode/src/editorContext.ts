@@ -32,6 +32,8 @@ function lines(selection: vscode.Selection): { startLine: number; endLine: numbe
 export class EditorContext implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private lastPlace = '';
+  /** The last text editor that was active: the focus in the chat may leave none active. */
+  private last: vscode.TextEditor | undefined;
 
   constructor(private readonly post: (message: HostToWebview) => void) {
     this.disposables.push(
@@ -40,9 +42,17 @@ export class EditorContext implements vscode.Disposable {
     );
   }
 
-  /** Where the active editor's selection is, or null (none, empty, or not a file). */
+  /** The active text editor, or the last one while it is still on screen. */
+  private editor(): vscode.TextEditor | undefined {
+    const active = vscode.window.activeTextEditor;
+    if (active) this.last = active;
+    else if (this.last && !vscode.window.visibleTextEditors.includes(this.last)) this.last = undefined;
+    return this.last;
+  }
+
+  /** Where the editor's selection is, or null (none, empty, or not a file). */
   place(): SelectionPlace | null {
-    const editor = vscode.window.activeTextEditor;
+    const editor = this.editor();
     if (!editor || editor.selection.isEmpty) return null;
     const path = editorPath(editor.document.uri);
     return path === null ? null : { path, ...lines(editor.selection) };
@@ -59,7 +69,7 @@ export class EditorContext implements vscode.Disposable {
 
   /** The selection with its text (capped), or null when there is none. */
   selection(): SelectionContext | null {
-    const editor = vscode.window.activeTextEditor;
+    const editor = this.editor();
     const place = this.place();
     if (!editor || !place) return null;
     const capped = capSelection(editor.document.getText(editor.selection));

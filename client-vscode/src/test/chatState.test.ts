@@ -141,6 +141,39 @@ test('permission request puts the run\'s tool in waiting; allow resumes it, deny
   assert.equal(only(denied, 'tool')[1].reason, 'denied by the user');
 });
 
+test('the server\'s decision lands on the card it was asked on, never a second card', () => {
+  const asked = reduce(updates([
+    { runId: 'r1', kind: 'toolCall', toolCallId: 'c', tool: 'bash', arguments: '{"command": "make"}' },
+    { runId: 'r1', kind: 'permission', tool: 'bash', summary: 'make' },
+  ]), {
+    type: 'permissionRequest', requestId: 'p1', params: { runId: 'r1', tool: 'bash', summary: 'make', options: ['allow_once', 'reject_once'] },
+  });
+  const answered = reduce(asked, { type: 'permissionAnswered', requestId: 'p1', optionId: 'allow_once' });
+  const told = applyUpdate(answered, { runId: 'r1', kind: 'permission', tool: 'bash', summary: 'make', decision: 'allow_once' });
+  assert.equal(only(told, 'permission').length, 1);
+  assert.equal(only(told, 'permission')[0].told, true);
+  assert.equal(only(told, 'tool')[0].status, 'running');
+});
+
+test('a reload shows each decision from the history: what was allowed and what was denied', () => {
+  const s = updates([
+    { runId: 'r1', kind: 'toolCall', toolCallId: 'c1', tool: 'edit_file', arguments: '{"path": "a.py"}' },
+    { runId: 'r1', kind: 'permission', tool: 'edit_file', summary: 'edit a.py' },
+    { runId: 'r1', kind: 'permission', tool: 'edit_file', summary: 'edit a.py', decision: 'reject_once' },
+    { runId: 'r1', kind: 'toolResult', toolCallId: 'c1', tool: 'edit_file', isError: true, content: 'denied' },
+    { runId: 'r1', kind: 'toolCall', toolCallId: 'c2', tool: 'edit_file', arguments: '{"path": "b.py"}' },
+    { runId: 'r1', kind: 'permission', tool: 'edit_file', summary: 'edit b.py' },
+    { runId: 'r1', kind: 'permission', tool: 'edit_file', summary: 'edit b.py', decision: 'allow_once' },
+  ]);
+  const cards = only(s, 'permission');
+  assert.deepEqual(cards.map((c) => [c.summary, c.answer, c.options[0].label]), [
+    ['edit a.py', 'reject_once', 'Denied'],
+    ['edit b.py', 'allow_once', 'Allowed once'],
+  ]);
+  assert.deepEqual(pendingRequests(s), []);
+  assert.deepEqual(only(s, 'tool').map((t) => [t.status, t.reason]), [['blocked', 'denied by the user'], ['running', undefined]]);
+});
+
 test('an edit permission carries the file whose change can be previewed', () => {
   const s = reduce(initialChatState(), {
     type: 'permissionRequest', requestId: 'p', path: 'hello.py',

@@ -45,6 +45,8 @@ export type ChatItem =
       /** The edited file, when the request is an edit whose change can be previewed. */
       path: string | null;
       answer?: string;
+      /** The server has told this answer (a `permission` update with its `decision`). */
+      told?: boolean;
     }
   | {
       type: 'question';

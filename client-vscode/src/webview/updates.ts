@@ -112,6 +112,36 @@ const CAUSES: Record<string, string> = {
 };
 
 /** Reducer for one `planLsp/update` notification. */
+const DECISIONS: Record<string, string> = {
+  allow_once: 'Allowed once',
+  allow_always: 'Allowed always',
+  reject_once: 'Denied',
+  reject_always: 'Denied always',
+};
+
+/** The user's answer, as the server tells it after the question: on the card the question
+ * was asked on (live), else — a reload's history, or a client asked by a plain message — on a
+ * card of its own; the tool's card follows either way. */
+function permissionDecided(state: ChatState, runId: string | null, tool: string, summary: string, decision: string): ChatState {
+  const denied = decision.startsWith('reject');
+  let next = state;
+  const asked = state.items.findIndex(
+    (i) => i.type === 'permission' && i.runId === runId && i.tool === tool && i.answer !== undefined && !i.told,
+  );
+  if (asked >= 0) {
+    next = replaceAt(state, asked, { ...(state.items[asked] as Extract<ChatItem, { type: 'permission' }>), told: true });
+  } else {
+    next = append(state, {
+      type: 'permission', requestId: `told-${state.items.length}`, runId, tool, summary, path: null,
+      options: [{ optionId: decision, label: DECISIONS[decision] ?? decision }], answer: decision, told: true,
+    });
+  }
+  const index = findTool(next, runId, null, tool, 'open');
+  if (index < 0) return next;
+  const card = toolAt(next, index);
+  return replaceAt(next, index, { ...card, status: denied ? 'blocked' : 'running', reason: denied ? 'denied by the user' : card.reason });
+}
+
 export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState {
   const runId = str(update.runId);
   const callId = str(update.toolCallId);
@@ -174,6 +204,8 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
       return replaceAt(state, index, { ...toolAt(state, index), status: 'blocked', reason });
     }
     case 'permission': {
+      const decision = str(update.decision);
+      if (decision !== null) return permissionDecided(state, runId, tool ?? 'tool', str(update.summary) ?? '', decision);
       // The server asks the user about the newest open call of this tool in the run.
       const index = findTool(state, runId, null, tool, 'open');
       if (index < 0) return state;

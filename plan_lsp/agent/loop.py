@@ -166,6 +166,11 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------
 
+    def _edits_a_file(self, name: str) -> bool:
+        """The tool changes a workspace file's text (its definition's role says so)."""
+        tool = self.registry.get(name)
+        return tool is not None and tool.definition.role == "edit"
+
     async def _run_child(
         self,
         run_id: str,
@@ -325,7 +330,7 @@ class Agent:
                     observation = ran or ToolResult.error(
                         "cancelled", "the user cancelled the run during this call"
                     )
-                    if not observation.is_error and call.name in ("write_file", "edit_file"):
+                    if not observation.is_error and self._edits_a_file(call.name):
                         path = (observation.data or {}).get("path")
                         if path:
                             self._touched.setdefault(run_id, []).append(str(path))

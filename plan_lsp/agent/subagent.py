@@ -12,6 +12,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pydantic import Field
+
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.providers.base import ChatMessage
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
@@ -19,21 +22,18 @@ from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 # Tools a subagent never gets: it cannot spawn children, submit plans or change modes.
 CHILD_EXCLUDED = frozenset({"task", "plan_write", "exit_plan_mode", "enter_plan_mode"})
 
+class TaskArguments(ArgumentModel):
+    prompt: str = Field(min_length=1, description="what the subagent should do")
+    description: str | None = Field(default=None, description="a short label")
+
+
 TASK = ToolDefinition(
     name="task",
     description=(
         "Delegate a self-contained research or coding task to a subagent with a fresh "
         "context. It has the same restrictions as you. Returns its final answer."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "description": "what the subagent should do"},
-            "description": {"type": "string", "description": "a short label"},
-        },
-        "required": ["prompt"],
-        "additionalProperties": False,
-    },
+    arguments=TaskArguments,
     safety=Safety.SUBAGENT,
 )
 

@@ -19,6 +19,7 @@ _ = Whitelist()
 _.model_config  # every model's pydantic configuration (ConfigDict)
 _._inside_server_dir  # config.py: @field_validator("plans_dir")
 _._valid  # policy/shell/database.py: @model_validator of Effect and of the database
+_._data_only  # policy/shell/database.py: @model_validator(mode="before")
 _._schema_from_model  # policy/safety.py: @model_validator(mode="before")
 _._name  # tools/mcp/config.py: @field_validator("name")
 _._command  # tools/mcp/config.py: @field_validator("command")
@@ -89,7 +90,6 @@ _.resume_session  # acp/agent.py
 _.ext_method  # acp/agent.py
 _.ext_notification  # acp/agent.py
 _.protocol_version  # acp/agent.py: a parameter of the protocol's signature
-_.client_capabilities  # acp/agent.py: a parameter of the protocol's signature
 _.method_id  # acp/agent.py: a parameter of the protocol's signature
 _.additional_directories  # acp/agent.py: a parameter of the protocol's signature
 _.mcp_servers  # acp/agent.py: a parameter of the protocol's signature

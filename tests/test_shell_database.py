@@ -162,6 +162,9 @@ CLASSIFIED_TABLE = [
     ("xxd a.txt b.txt", False, "`b.txt`"),
     ("command -v ls", True, ""),
     ("command -p ls", False, "`-p`"),
+    # bash stops reading `command`'s options at the name: this runs `rm -v a.txt`.
+    ("command rm -v a.txt", False, "`rm`"),
+    ("command ls -V", False, "`ls`"),
 ]
 
 # (command, allowed under sandboxed, a fragment every refusal's reasons contain)
@@ -243,7 +246,7 @@ _NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_", min_size=2, m
 @given(name=_NAMES)
 def test_a_program_not_in_the_database_is_refused_naming_it(tmp_path: Path, name: str) -> None:
     prog = database().programs.get(name)
-    if prog is not None and prog.read_only:
+    if (prog is not None and prog.read_only) or name == "cd":  # `cd`: strict.py's own rules
         return
     ok, reasons = _strict(f"{name} a.txt", tmp_path)
     assert not ok

@@ -10,11 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from plan_lsp.plan import streaming
 from plan_lsp.plan.coalescer import DraftTarget
 from plan_lsp.plan.streaming import (
     PartialArgumentsReader,
     Position,
     TextChange,
+    _without_unfinished_escape,
     compute_edit,
     offset_to_position,
 )
@@ -568,8 +570,6 @@ def test_reader_never_raises_on_damaged_arguments(raw: str, data: st.DataObject)
 def test_reader_decodes_each_piece_of_a_long_content_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read after every 4-character piece, a 20 KB content costs jiter a few times its size,
     not the square of it: while the content string streams, only what arrived is decoded."""
-    import plan_lsp.plan.streaming as streaming
-
     parsed: list[int] = []
     real = streaming.jiter.from_json
 
@@ -587,3 +587,19 @@ def test_reader_decodes_each_piece_of_a_long_content_once(monkeypatch: pytest.Mo
         _ = reader.content_so_far, reader.plan_filename
     assert reader.content_so_far == content and reader.done
     assert sum(parsed) < 4 * len(raw.encode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_HARD_TEXT, ascii_only=st.booleans(), data=st.data())
+def test_an_unfinished_escape_is_cut_and_nothing_else(
+    value: str, ascii_only: bool, data: st.DataObject
+) -> None:
+    """Cut anywhere, a string body loses only what more input could change: a started escape,
+    and a high surrogate escape whose low half may follow (11 characters at most). What is
+    left decodes on its own to a prefix of the whole string's decoding."""
+    body = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+    whole = json.loads(f'"{body}"')
+    cut = data.draw(st.integers(0, len(body)))
+    kept = _without_unfinished_escape(body[:cut])
+    assert body.startswith(kept) and cut - len(kept) <= 11
+    assert whole.startswith(json.loads(f'"{kept}"'))

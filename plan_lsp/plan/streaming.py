@@ -13,6 +13,7 @@ Three pieces, all free of LSP:
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -156,8 +157,9 @@ _ERROR_AT = re.compile(r" at line (\d+) column (\d+)\Z")
 def _unused_noncharacters(text: str, count: int) -> list[str] | None:
     """`count` noncharacters `text` holds neither raw nor escaped; None if there are not."""
     escaped = {int(m[0][2:], 16) for m in _ESCAPED_NONCHARACTER.finditer(text)}
-    found = [chr(c) for c in _NONCHARACTERS if c not in escaped and chr(c) not in text]
-    return found[:count] if len(found) >= count else None
+    unused = (chr(c) for c in _NONCHARACTERS if c not in escaped and chr(c) not in text)
+    found = list(itertools.islice(unused, count))
+    return found if len(found) == count else None
 
 
 def _escaped_at(text: str, index: int) -> bool:

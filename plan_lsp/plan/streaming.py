@@ -171,6 +171,8 @@ def _escaped_at(text: str, index: int) -> bool:
 
 
 def _without_unfinished_escape(text: str) -> str:
+    if "\\" not in text[-6:]:  # no escape within reach of the end
+        return text
     for pattern in (_UNFINISHED_ESCAPE, _HIGH_SURROGATE_ESCAPE):
         match = pattern.search(text, max(0, len(text) - 6))
         if match and not _escaped_at(text, match.start()):

@@ -973,3 +973,33 @@ async def test_acp_state_names_the_sandbox_once_the_self_test_answers(tmp_path: 
         os.close(writer)
     assert (state["planShell"], state["sandbox"]) == ("sandboxed", "bubblewrap"), state
     assert state["shellProtection"].startswith("sandboxed"), state["shellProtection"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the subagent's own card (tool_call id task-…, from the task tool's toolCall event "
+    "without a toolCallId) never gets a final status: it stays in_progress in the client",
+)
+async def test_every_tool_call_the_client_is_shown_ends(tmp_path: Path) -> None:
+    """A client shows a card per `tool_call`: each must end (completed or failed), the
+    subagent's too, or the client shows it running for ever."""
+    ws = tmp_path / "ws"
+    _plain_repo(ws)
+    script = tmp_path / "script.json"
+    turns = [
+        _call("task", prompt="look around", description="helper"),
+        _call("write_file", path="README.md", content="pwned\n"),
+        {"text": "the subagent is done", "usage": USAGE},
+        _end("task"),
+    ]
+    script.write_text(json.dumps({"chunk": 4096, "turns": turns}))
+    client = RecordingClient()
+    argv = _agent_argv(script, "classified")
+    async with agent(client, argv, _agent_env(tmp_path, "classified"), tmp_path / "a.log") as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("delegate")])
+    assert (ws / "README.md").read_text() == "# demo\n"
+    shown = {u.tool_call_id: u.title for u in client.of("tool_call")}
+    assert len(shown) == 3, shown  # the task call, the subagent, its write
+    unfinished = {i: t for i, t in shown.items() if i not in client.results()}
+    assert not unfinished, unfinished

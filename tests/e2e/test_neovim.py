@@ -326,7 +326,11 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
 
     # a shell command in build mode asked through showMessageRequest; "Allow once" ran it
     assert result["permission_titles"] == ["Allow once", "Allow always", "Deny"]
-    assert [u["tool"] for u in result["permission_updates"]] == ["bash"]
+    # the prompt, then its answer (the history keeps both)
+    assert [(u["tool"], u.get("decision")) for u in result["permission_updates"]] == [
+        ("bash", None),
+        ("bash", "allow_once"),
+    ]
     assert result["shell_run"]["stopReason"] == "end_turn"
     assert (run.ws / "greeted.txt").exists()
 

@@ -42,13 +42,12 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import acp
 import pytest
 from acp import schema
 
-from plan_lsp.policy.sandbox import probe_sandbox
 from tests.sandbox_support import require
 from tests.shell_attacks.harness import (
     CHECKOUT,
@@ -124,15 +123,22 @@ class RecordingClient:
             outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
         )
 
-    def _forbid(self, what: str) -> None:
+    def _forbid(self, what: str) -> NoReturn:
         self.forbidden.append(what)
         raise acp.RequestError.invalid_request({"message": f"this client refuses {what}"})
 
-    async def write_text_file(self, session_id: str, path: str, content: str, **kw: Any) -> None:
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kw: Any
+    ) -> schema.WriteTextFileResponse | None:
         self._forbid(f"fs/write_text_file {path}")
 
     async def read_text_file(
-        self, session_id: str, path: str, **kw: Any
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kw: Any,
     ) -> schema.ReadTextFileResponse:
         """As an editor would: the file's text. The agent may ask for its plan only (the
         buffer the user approves); any other path is recorded as a forbidden use."""
@@ -144,20 +150,45 @@ class RecordingClient:
         except OSError as exc:
             raise acp.RequestError.resource_not_found(path) from exc
 
-    async def create_terminal(self, session_id: str, command: str, **kw: Any) -> Any:
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[schema.EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kw: Any,
+    ) -> schema.CreateTerminalResponse:
         self._forbid(f"terminal/create {command[:200]}")
 
-    async def terminal_output(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> schema.TerminalOutputResponse:
         self._forbid("terminal/output")
 
-    async def release_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> schema.ReleaseTerminalResponse | None:
         self._forbid("terminal/release")
 
-    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> schema.WaitForTerminalExitResponse:
         self._forbid("terminal/wait_for_exit")
 
-    async def kill_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> schema.KillTerminalResponse | None:
         self._forbid("terminal/kill")
+
+    async def create_elicitation(
+        self, message: str, mode: Any, **kw: Any
+    ) -> schema.CreateElicitationResponse:
+        self._forbid(f"elicitation/create {message[:200]}")
+
+    async def complete_elicitation(self, elicitation_id: str, **kw: Any) -> None:
+        self._forbid("elicitation/complete")
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.forbidden.append(f"ext method {method}")
@@ -224,11 +255,16 @@ def reason_of(text: str) -> str:
     return str(found.get("reason") or found.get("message") or "")
 
 
-def ran_sandboxed(text: str) -> bool:
+def ran_sandboxed(text: str) -> bool | None:
     """Whether a bash result says the command ran in the plan sandbox: its note, or the
-    `confinement` of a result that is an error, such as a timeout (as JSON, whose long
-    output may be cut short)."""
-    return SANDBOX_NOTE in text or '"confinement": "plan sandbox"' in text
+    `confinement` of a result that is an error, such as a timeout. None when it does not
+    say: an error result reaches the client as the first 4,000 characters of its JSON, and
+    a long output can push `confinement` out of them."""
+    if SANDBOX_NOTE in text or '"confinement": "plan sandbox"' in text:
+        return True
+    if text.startswith("exit code:") or '"confinement": ' in text:
+        return False
+    return None
 
 
 @asynccontextmanager
@@ -514,7 +550,7 @@ def _check_protection(session: Session) -> None:
     wanted = session.level == "sandboxed"
     ran = [a for a in session.attacks if a.ran]
     for a in ran:
-        if ran_sandboxed(a.result) != wanted:
+        if ran_sandboxed(a.result) not in (wanted, None):
             a.problems.append(
                 f"ran {'outside' if wanted else 'inside'} the sandbox: {a.result[:300]!r}"
             )
@@ -631,7 +667,6 @@ def test_no_attack_escapes_over_acp(replays: dict[str, list[Session]], level: st
     assert all(a.ran or a.refused for a in attacks)
     # The corpus reached the agent whole: every line was decided by the agent's gate.
     assert len(attacks) == sum(len(load_attacks(c)) for c in _selected_classes())
-    assert probe_sandbox(["bubblewrap"]).mechanism == "bubblewrap"
 
 
 # -- part 2: the gate's escape tests over ACP ---------------------------------------------------

@@ -20,7 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
-import { PROMPT, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
+import { PROMPT, TODO, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import {
@@ -31,6 +31,9 @@ import {
 const HERE = dirname(dirname(fileURLToPath(import.meta.url)));
 const REPO = resolve(HERE, '..');
 const CODE_SERVER = join(HERE, '.e2e', 'node_modules', '.bin', 'code-server');
+// The server's dependencies as wheels (scripts/install-e2e.sh): the vsix carries them, and the
+// extension's first-run install reaches no package index.
+const WHEELHOUSE = join(HERE, '.e2e', 'wheelhouse');
 const ARTIFACTS = resolve(process.env.E2E_ARTIFACTS ?? join(REPO, 'test-artifacts', 'vscode'));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const API_KEY = 'sk-e2e-4f1d9c0b7a';
@@ -109,6 +112,13 @@ async function chatHasFocus(chat) {
 
 async function main() {
   if (!existsSync(CODE_SERVER)) throw new Error(`code-server missing: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
+  // install-e2e.sh's stamp: the server's dependencies (pyproject.toml) and the python3 the
+  // extension's venv is made with, as the wheels were built for them.
+  const stamp = createHash('sha256').update(readFileSync(join(REPO, 'pyproject.toml'))).update(execFileSync('python3', ['-VV'])).digest('hex').slice(0, 16);
+  const built = existsSync(join(WHEELHOUSE, '.stamp')) ? readFileSync(join(WHEELHOUSE, '.stamp'), 'utf8').trim() : null;
+  if (built !== stamp) {
+    throw new Error(`the dependency wheels are ${built ? 'out of date (pyproject.toml or python3 changed)' : 'missing'}: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
+  }
   rmSync(ARTIFACTS, { recursive: true, force: true });
   mkdirSync(ARTIFACTS, { recursive: true });
   setArtifacts(ARTIFACTS);
@@ -116,7 +126,9 @@ async function main() {
   const vsix = join(HERE, 'plan-lsp.vsix');
   if (!(process.env.E2E_REUSE_VSIX === '1' && existsSync(vsix))) {
     log('npm run package');
-    execFileSync('npm', ['run', 'package'], { cwd: HERE, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('npm', ['run', 'package'], {
+      cwd: HERE, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, PLAN_LSP_BUNDLE_WHEELS: WHEELHOUSE },
+    });
   }
 
   const tmp = mkdtempSync(join(tmpdir(), 'plan-lsp-e2e-'));
@@ -173,6 +185,8 @@ async function main() {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', PLAN_LSP_DOCUMENT_LOG: documentLog,
+        // No package index for pip: the first-run install must use the wheels the vsix carries.
+        PIP_NO_INDEX: '1', PIP_INDEX_URL: 'http://127.0.0.1:9/simple', PIP_EXTRA_INDEX_URL: '',
         PLAN_LSP_CONTEXT_WINDOW: String(CONTEXT_WINDOW),
       },
     },
@@ -210,6 +224,8 @@ async function main() {
       const logText = outputLog(userDir);
       ensure(/Server interpreter: .*venv.*private environment/.test(logText), `the log does not name the private venv interpreter:\n${logText.slice(-3000)}`);
       ensure(/Starting: .* -I -m plan_lsp serve --stdio \(in .*globalStorage/.test(logText), 'the server was not started isolated, outside the workspace');
+      ensure(/-m pip install .*--no-index --find-links \S*server[\\/]wheels /.test(logText), 'pip did not install from the wheels the extension carries');
+      ensure(!/pypi\.org|pythonhosted\.org|Downloading /.test(logText), 'the first-run install reached a package index');
       ensure(!/Server process exited/.test(logText), 'a start logged a server exit as an error');
       await shot(page, '02-hostile-settings-ignored');
     });
@@ -220,9 +236,17 @@ async function main() {
       for (const label of ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Set API Key', 'Test Connection']) {
         ensure(text.includes(label), `the setup card lacks ${label}: ${text}`);
       }
+      // Nothing was chosen: no model "in use", no setting keys.
+      ensure(!/Using |Now: |gpt-4o-mini|planLsp\./.test(text), `the setup card speaks of a choice never made or of setting keys: ${text}`);
       // The protection shows once the server's sandbox self-test has answered.
       await waitFor('the shell protection in the status bar', async () =>
-        /Plan · Ask before changes · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)));
+        /Plan · Ask before edits · .*(bubblewrap|landlock|classifier|no shell)/.test(await statusText(page)));
+      // The permission mode in words in the chat too, never its wire value.
+      const modes = await chat.locator('[data-testid=permission-mode] option').allInnerTexts();
+      ensure(JSON.stringify(modes) === JSON.stringify(['Ask before edits', 'Auto-accept edits', 'Full auto (no questions)', 'Ask before everything']),
+        `the permission modes offered: ${JSON.stringify(modes)}`);
+      const chosen = await chat.locator('[data-testid=permission-mode]').evaluate((el) => el.selectedOptions[0]?.textContent);
+      ensure(chosen === 'Ask before edits', `the chat shows the permission mode as ${chosen}`);
       await shot(page, '03-setup-card');
     });
 
@@ -238,16 +262,23 @@ async function main() {
       await waitFor('the key problem on the card', async () => (await cardKind(chat)) === 'problem', 90000);
       const card = await chat.locator('[data-testid=setup-card]').innerText();
       ensure(card.includes('Set API Key'), `the card does not offer Set API Key: ${card}`);
+      // Told apart from a refused key, a server that is down or a wrong URL: no key is set.
+      ensure(card.startsWith('This model server needs an API key') && card.includes('No API key is set'), `the card does not say the key is missing: ${card}`);
+      ensure(!/planLsp\./.test(card), `the card names setting keys: ${card}`);
       ensure(model.requests.some((r) => !r.authorized), 'the model server saw no request');
       await shot(page, '04-test-connection-needs-key');
     });
 
-    await check(page, 'a prompt the model server rejects is marked failed, with the fix beside it', async () => {
+    await check(page, 'a prompt the model server rejects is marked failed, back in the input with Retry, the fix beside it in words', async () => {
       await sendPrompt(chat, PROMPT);
       await chat.locator('[data-testid=user-message][data-failed=true]').waitFor({ timeout: STEP_MS });
       const notice = chat.locator('[data-testid=notice][data-code=provider_auth]');
       await notice.waitFor({ timeout: STEP_MS });
       ensure((await notice.innerText()).includes('Set API Key'), 'the error does not offer Set API Key');
+      const hint = await notice.locator('[data-testid=error-hint]').innerText();
+      ensure(/^No API key is set and this model server needs one/.test(hint), `the error does not say what to do: ${hint}`);
+      ensure((await chat.locator('[data-testid=prompt]').inputValue()) === PROMPT, 'the failed prompt is not back in the input');
+      ensure(await chat.locator('[data-testid=user-message][data-failed=true] [data-testid=retry-prompt]').isVisible(), 'the failed prompt offers no Retry');
       await shot(page, '05-failed-prompt-with-fix');
     });
 
@@ -274,7 +305,9 @@ async function main() {
         await profiler.send('Profiler.setSamplingInterval', { interval: 500 });
         await profiler.send('Profiler.start');
       }
-      await sendPrompt(chat, PROMPT);
+      // Retry on the failed prompt sends it again (the input it was put back into empties).
+      await waitFor('the Send button to be enabled', async () => chat.locator('[data-testid=send]').isEnabled());
+      await chat.locator('[data-testid=user-message][data-failed=true] [data-testid=retry-prompt]').click();
       const samples = [];
       await waitFor('plan status "submitted"', async () => {
         samples.push({ t: Date.now() / 1000, tab: await activeTabTitle(page), focused: await chatHasFocus(chat).catch(() => false) });
@@ -311,6 +344,12 @@ async function main() {
       ensure(!/could not show/.test(logText), `the extension could not show the plan:\n${logText.slice(-2000)}`);
       const heading = await chat.locator('[data-testid=plan-markdown] h1').innerText();
       ensure(heading === 'Plan: greet politely', `the plan card does not render the plan's Markdown: ${heading}`);
+      // The whole plan is in the chat's own scroll, not in a box that scrolls inside it.
+      const box = await chat.locator('[data-testid=plan-markdown]').evaluate((el) =>
+        ({ overflow: getComputedStyle(el).overflowY, hidden: el.scrollHeight - el.clientHeight }));
+      ensure(box.overflow === 'visible' && box.hidden <= 1, `the plan card scrolls inside the chat: ${JSON.stringify(box)}`);
+      ensure((await chat.locator('[data-testid=prompt]').inputValue()) === '', 'the retried prompt is still in the input');
+      ensure((await chat.locator('[data-testid=user-message]', { hasText: PROMPT }).count()) === 2, 'Retry did not send the prompt again');
       const first = model.agentRequests.find((r) => r.authorized);
       ensure(first?.body?.model === MODEL, `the model asked for is ${first?.body?.model}`);
       ensure(userMessagesWith(first, PROMPT) === 1, `the failed prompt was sent again: ${userMessagesWith(first, PROMPT)} copies`);
@@ -337,8 +376,18 @@ async function main() {
         (await activeTabTitle(page)).includes('proposed') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
       await waitFor("the diff's proposed side", async () => (await activeEditorText(page, '.editor.modified')).includes("print('hello, world')"));
       ensure(readFileSync(join(ws, 'hello.py'), 'utf8') === "print('hi')\n", 'the edit ran before permission');
+      const options = await chat.locator('[data-testid=permission-card] [data-testid=permission-option]').allInnerTexts();
+      ensure(JSON.stringify(options) === JSON.stringify(['Allow', 'Allow edits to hello.py for this session', 'Deny', 'Deny edits to hello.py for this session']),
+        `the permission buttons: ${JSON.stringify(options)}`);
+      const always = await chat.locator('[data-testid=permission-option][data-option=allow_always]').getAttribute('title');
+      ensure(/edit_file on exactly hello\.py \(not other files\) without asking, in Build mode only, until a new session starts/.test(always ?? ''),
+        `"Allow … for this session" does not say what it covers: ${always}`);
+      const allow = page.locator('.editor-group-container.active .editor-actions .action-label[aria-label^="Allow This Change"]');
+      const deny = page.locator('.editor-group-container.active .editor-actions .action-label[aria-label^="Deny This Change"]');
+      ensure((await allow.innerText()).trim() === 'Allow This Change' && (await deny.innerText()).trim() === 'Deny This Change',
+        `the diff's title bar shows "${await allow.innerText()}" / "${await deny.innerText()}", not words`);
       await shot(page, '08-diff-before-allow');
-      await page.locator('.editor-group-container.active .editor-actions .action-label[aria-label^="Allow This Change"]').click();
+      await allow.click();
     });
 
     await check(page, 'the Do run ends; its file card diffs what the run changed', async () => {
@@ -346,6 +395,13 @@ async function main() {
         /approved/.test(await chat.locator('[data-testid=plan-status]').innerText()) &&
         (await chat.locator('[data-testid=assistant-message]', { hasText: 'Done: the greeting is updated.' }).count()) === 1);
       ensure((await chat.locator('[data-testid=show-proposal]').count()) === 0, 'an answered permission still offers its proposal');
+      const todoCard = chat.locator('[data-testid=tool-card][data-tool=todo_write]');
+      const todoText = await todoCard.innerText();
+      ensure(new RegExp(`\\[( |~|x)\\] ${TODO}`).test(todoText) && !/[{}]|"status"/.test(todoText),
+        `the todo card is not a checklist: ${JSON.stringify(todoText)}`);
+      ensure((await todoCard.locator('[data-testid=todo-checklist][data-kept=true]').count()) === 1, 'the todo card does not show the list the server kept');
+      await todoCard.scrollIntoViewIfNeeded();
+      await shot(page, '09a-todo-checklist');
       await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').click();
       await waitFor('the run-changes diff', async () => (await activeTabTitle(page)).includes('before the run'));
       await waitFor("the run diff's right side to show the edit", async () =>
@@ -403,6 +459,36 @@ async function main() {
       const request = model.agentRequests[asked];
       ensure(userMessagesWith(request, PROMPT) === 0, 'the new session still sent the old conversation');
       await shot(page, '12-new-session');
+    });
+
+    await check(page, '@ offers the workspace files and inserts the chosen path; the selection chip sends the editor selection with its file and lines', async () => {
+      await quickOpen(page, 'hello.py');
+      await page.locator('.editor-group-container.active .monaco-editor .view-lines').click();
+      await page.keyboard.press('Control+Home');
+      await page.keyboard.press('Shift+End');
+      const chip = chat.locator('[data-testid=selection-chip]');
+      await waitFor('the selection chip', async () => (await chip.allInnerTexts()).join(' ').trim() === '+ Selection hello.py:1');
+      const prompt = chat.locator('[data-testid=prompt]');
+      await prompt.click();
+      await prompt.fill('');
+      await prompt.pressSequentially('Explain @hel');
+      await chat.locator('[data-testid=mention-item]').first().waitFor({ timeout: STEP_MS });
+      const offered = await chat.locator('[data-testid=mention-item]').allInnerTexts();
+      ensure(offered[0] === 'hello.py', `@hel offers ${JSON.stringify(offered)}`);
+      await shot(page, '12b-file-mention');
+      await prompt.press('Enter');
+      ensure((await prompt.inputValue()) === 'Explain @hello.py ', `the mention inserted: ${JSON.stringify(await prompt.inputValue())}`);
+      ensure(await chat.locator('[data-testid=mentions]').isHidden(), 'the suggestions stay open after the choice');
+      await chip.click();
+      await chat.locator('[data-testid=attachment]', { hasText: 'hello.py:1' }).waitFor({ timeout: STEP_MS });
+      await shot(page, '12c-selection-attached');
+      const asked = model.agentRequests.length;
+      await prompt.press('Enter');
+      await chat.locator('[data-testid=assistant-message]', { hasText: 'Seen the selection.' }).waitFor({ timeout: STEP_MS });
+      const sent = "Explain @hello.py\n\nSelected in hello.py, line 1:\n```python\nprint('hello, world')\n```";
+      ensure(userMessagesWith(model.agentRequests[asked], JSON.stringify(sent).slice(1, -1)) === 1,
+        `the prompt sent: ${JSON.stringify(model.agentRequests[asked]?.body?.messages?.filter((m) => m.role === 'user').at(-1))}`);
+      ensure((await chat.locator('[data-testid=attachment]').count()) === 0, 'the selection stays attached after sending');
     });
 
     await check(page, 'a new draft streams into PLAN.md, brought to the front without taking the focus from the chat', async () => {

@@ -2,13 +2,16 @@
 //
 // Model turns (each agent request takes the next; tool-call ids restart at call_0 in every
 // response): read, two side-effect calls that plan mode blocks, the plan, exit_plan_mode; the
-// Do run's edit and its summary; after "New session", a greeting, then a second plan. Both
+// Do run's edit, its todo list, and its summary; after "New session", a greeting, an answer to a
+// prompt with a file mention and a selection, then a second plan. Both
 // plans stream at a model's speed (`pace`, tests/e2e/model_speed.py's MODEL_PACE).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const PROMPT = 'Make the greeting polite';
+/** The Do run's todo (its card must read as a checklist). */
+export const TODO = 'Change the greeting in hello.py';
 
 /** MODEL_PACE, LONG_PLAN and LONG_REVISED_PLAN from tests/e2e/model_speed.py (the streaming
  * every editor's e2e uses), through the checkout's Python (E2E_PYTHON, else .venv, else
@@ -40,8 +43,10 @@ export function sessionTurns({ plan, secondPlan, pace }) {
         { name: 'edit_file', arguments: { path: 'hello.py', old_text: "print('hi')", new_text: "print('hello, world')" } },
       ],
     },
+    { tool_calls: [{ name: 'todo_write', arguments: { todos: [{ content: TODO, status: 'completed' }] } }] },
     { text: 'Done: the greeting is updated.' },
     { text: 'Hello again: a fresh session.' },
+    { text: 'Seen the selection.' },
     { pace, tool_calls: [{ name: 'plan_write', arguments: { content: secondPlan } }] },
     { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
   ];

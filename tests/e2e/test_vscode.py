@@ -5,10 +5,12 @@ vsix carries the server as a wheel built from this checkout), installed into fre
 and extensions directories with no plan-lsp setting, and opened on a hostile workspace
 (`pygls.py`/`pydantic.py` that would leave a marker when imported, a `.vscode/settings.json`
 naming its own interpreter, server arguments and model endpoint) next to a loopback
-OpenAI-compatible model server. The extension installs its server into a private venv (pip
-reaches only the package registry), and the user goes through the setup card, a failed
-prompt, a plan, approval from the sidebar with the edit shown as a diff, a window reload, a
-new session, and the context fill and session tokens (measured against
+OpenAI-compatible model server. The extension installs its server into a private venv from
+the wheels the vsix carries (the server's dependencies come from `.e2e/wheelhouse`, made by
+install-e2e.sh; pip is given no package index), and the user goes through the setup card, a
+failed prompt kept for Retry, a plan, approval from the sidebar with the edit shown as a diff
+(buttons in words), the todo checklist, a window reload, a new session, a file mention and an
+editor selection sent with a prompt, and the context fill and session tokens (measured against
 `PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact button. Both plans stream at a
 model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
 it) must appear in the editor from its first line and grow there while the chat keeps the
@@ -43,7 +45,8 @@ STEPS = [
     "a hostile workspace neither configures the client nor runs code at start",
     "setup card: no model is configured, presets offered",
     "configured through the UI: the vLLM preset writes user settings; the test names the key",
-    "a prompt the model server rejects is marked failed, with the fix beside it",
+    "a prompt the model server rejects is marked failed, back in the input with Retry, the fix "
+    "beside it in words",
     "Set API Key from the error; the connection then works",
     "plan mode: blocked calls; the first plan streams into PLAN.md from its first line, "
     "shown while the chat keeps the focus",
@@ -55,6 +58,8 @@ STEPS = [
     "after a window reload the conversation is still shown, the failed prompt still marked",
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
+    "@ offers the workspace files and inserts the chosen path; the selection chip sends the editor "
+    "selection with its file and lines",
     "a new draft streams into PLAN.md, brought to the front without taking the focus from the chat",
     "Reject… on the lens asks for feedback: Escape keeps the plan submitted, an empty box "
     "rejects it; the lens and the chat then offer Approve and Revise…",
@@ -68,6 +73,9 @@ STEPS = [
 def _missing_tools() -> str | None:
     if not CODE_SERVER.exists():
         return f"code-server is not installed (run {CLIENT / 'scripts' / 'install-e2e.sh'})"
+    if not (CLIENT / ".e2e" / "wheelhouse" / ".stamp").exists():
+        script = CLIENT / "scripts" / "install-e2e.sh"
+        return f"the server's dependency wheels are missing (run {script})"
     for tool in ("node", "npm", "python3"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"

@@ -19,10 +19,16 @@ Both protection levels: `sandboxed` (bubblewrap, `PLAN_LSP_SANDBOX=bubblewrap`) 
 `classified` (`--plan-shell classified`). The client declares `fs.writeTextFile`,
 `fs.readTextFile` and `terminal`, and fails the test if the agent ever uses them.
 
-Then the gate's escape tests over ACP: plan-mode writes through every file tool, a writing
-shell command, a subagent, and the model's own request to build answered "Keep planning":
-each refused where the client sees it (`tool_call_update` `failed`, with the reason), and
-nothing changes on disk.
+A control run sends the attack suite's known escapes through the same harness with nothing
+in the way (build mode, every call allowed, no sandbox) and asserts each is seen.
+
+Then the gate's escape tests over ACP: plan-mode writes through every file tool, `plan_write`
+out of the plans folder, through a link and into `.git`, writing shell commands, a
+subagent, and the model's own request to build answered "Keep planning": each refused where
+the client sees it (`tool_call_update` `failed`, with the reason) — or, for a program the
+sandbox contains, run read-only and refused by the file system — and nothing changes on
+disk. Two strict xfails state what the ACP front-end still gets wrong (the state's
+shell protection after the sandbox self-test; the subagent's card that never ends).
 
 Fails (not skips) without bubblewrap when CI=true.
 """

@@ -351,6 +351,7 @@ class Attack:
     command: str
     ran: bool = False
     refused: bool = False
+    classifier_allows: bool | None = None
     result: str = ""
     problems: list[str] = field(default_factory=list)
 
@@ -365,6 +366,7 @@ class Session:
     seconds: float = 0.0
     prompt_seconds: float = 0.0
     observe_seconds: float = 0.0
+    workspace: Workspace | None = None
 
     def escapes(self) -> list[str]:
         where = f"{self.level} {self.cls}"
@@ -622,8 +624,7 @@ def replays(scratch_root: tuple[Path, str]) -> dict[str, list[Session]]:
             folder = root / f"{level[0]}{CLASSES.index(cls):02d}"
             ws = await asyncio.to_thread(Workspace, folder, token, cls)
             session = await _replay(ws, token, level, _session_attacks(ws))
-            if not session.escapes():
-                await asyncio.to_thread(shutil.rmtree, ws.root, True)
+            session.workspace = ws
             return session
 
     async def everything() -> dict[str, list[Session]]:
@@ -638,8 +639,45 @@ def replays(scratch_root: tuple[Path, str]) -> dict[str, list[Session]]:
 
     started = time.monotonic()
     results = asyncio.run(everything())
-    _print_summary(results, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    for session in (s for sessions in results.values() for s in sessions):
+        _compare_with_the_classifier(session)
+        if not session.escapes() and session.workspace is not None:
+            shutil.rmtree(session.workspace.root, ignore_errors=True)
+    _print_summary(results, seconds)
     return results
+
+
+def _compare_with_the_classifier(session: Session) -> None:
+    """What the shell classifier alone says of each attack, at the session's level, in its
+    workspace (unchanged: the session is over). The agent's gate may refuse more (it adds
+    its own checks); letting through what the classifier refuses is an escape of the gate.
+    In this thread alone, once every jail is done: the classifier finds the home in HOME."""
+    from plan_lsp.policy.shell import classify_command
+
+    ws = session.workspace
+    if ws is None:
+        return
+    saved = os.environ.get("HOME")
+    if ws.in_home:
+        os.environ["HOME"] = str(ws.user_home)
+    try:
+        for a in session.attacks:
+            verdict = classify_command(
+                a.command,
+                protection=session.level,  # type: ignore[arg-type]
+                roots=[ws.repo],
+                cwd=ws.repo,
+                network=False,
+            )
+            a.classifier_allows = bool(verdict.allowed)
+            if a.ran and not a.classifier_allows:
+                a.problems.append(
+                    "ran although the classifier refuses it: " + "; ".join(verdict.reasons)[:300]
+                )
+    finally:
+        if saved is not None:
+            os.environ["HOME"] = saved
 
 
 def _print_summary(results: dict[str, list[Session]], seconds: float) -> None:
@@ -654,12 +692,17 @@ def _print_summary(results: dict[str, list[Session]], seconds: float) -> None:
         refused = sum(a.refused for s in sessions for a in s.attacks)
         total = sum(len(s.attacks) for s in sessions)
         slowest = max(sessions, key=lambda s: s.seconds)
+        stricter = [a.id for s in sessions for a in s.attacks if a.refused and a.classifier_allows]
         print(
             f"  {level}: {ran} ran, {refused} refused of {total} "
             f"(sessions {sum(s.seconds for s in sessions):.1f} s, of which prompts "
             f"{sum(s.prompt_seconds for s in sessions):.1f} s and observing "
             f"{sum(s.observe_seconds for s in sessions):.1f} s; slowest {slowest.cls} "
             f"{slowest.seconds:.1f} s; {cells})"
+        )
+        print(
+            f"    refused by the gate although the classifier alone allows them: "
+            f"{len(stricter)} {stricter[:20]}"
         )
 
 

@@ -282,11 +282,40 @@ async function main() {
       await shot(page, '05-failed-prompt-with-fix');
     });
 
-    await check(page, 'Set API Key from the error; the connection then works', async () => {
+    await check(page, "Set API Key from the error; the connection then works; Set Up Model then offers the server's models", async () => {
       await chat.locator('[data-testid=notice][data-code=provider_auth] [data-testid=card-action]').click();
       await answerInputBox(page, 'API key', API_KEY);
       await waitFor('the connected card', async () => (await cardKind(chat)) === 'connected', 90000);
       await shot(page, '06-connected');
+
+      // With the key stored, the preset's model comes from the server's list (GET /models).
+      const listed = () => model.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/models') && r.authorized).length;
+      const before = listed();
+      await page.locator('.part.editor').click({ position: { x: 300, y: 300 } });
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      const title = () => page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
+      const pick = async (text) => {
+        await input.fill(text);
+        await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: text.replace(/^>/, '') }).first().waitFor({ timeout: STEP_MS });
+        await page.keyboard.press('Enter');
+      };
+      await input.waitFor({ state: 'visible', timeout: STEP_MS });
+      await pick('>Plan LSP: Set Up Model');
+      await waitFor('the model server pick', async () => (await title()).includes('which model server'));
+      await pick('vLLM');
+      await answerInputBox(page, 'vLLM: base URL', baseUrl);
+      await waitFor("the pick of the server's models", async () => (await title()).includes('vLLM: model'));
+      const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+      ensure(rows.some((r) => r.includes(MODEL)) && rows.some((r) => r.includes('Another model')), `the models offered: ${JSON.stringify(rows)}`);
+      ensure(listed() > before, 'the model list was not asked for with the key');
+      await shot(page, '06a-model-from-server-list');
+      await pick(MODEL);
+      // The server restarts with the same settings and tests the connection again.
+      await waitFor('the server to restart', async () => (await cardKind(chat)) !== 'connected');
+      await waitFor('the connection tested again', async () => (await cardKind(chat)) === 'connected', 90000);
+      const written = JSON.parse(readFileSync(userSettings, 'utf8'));
+      ensure(written['planLsp.model'] === MODEL, `the model written: ${written['planLsp.model']}`);
     });
 
     // The first plan of the workspace: PLAN.md does not exist before the prompt. While the

@@ -47,7 +47,8 @@ STEPS = [
     "configured through the UI: the vLLM preset writes user settings; the test names the key",
     "a prompt the model server rejects is marked failed, back in the input with Retry, the fix "
     "beside it in words",
-    "Set API Key from the error; the connection then works",
+    "Set API Key from the error; the connection then works; Set Up Model then offers the server's "
+    "models",
     "plan mode: blocked calls; the first plan streams into PLAN.md from its first line, "
     "shown while the chat keeps the focus",
     "a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan "

@@ -188,11 +188,19 @@ function renderItem(item: ChatItem): string {
     case 'notice': {
       const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
       const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
-      const hint = item.level === 'error' ? errorHint(item.code, state.setup?.keySet ?? null) : null;
+      const hint = item.level === 'error' ? errorHint(item.code, keySetWhenShown(item.id)) : null;
       const help = hint ? `<div class="notice-hint" data-testid="error-hint">${escapeHtml(hint)}</div>` : '';
       return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${help}${button}</div>`;
     }
   }
+}
+
+/** Whether an API key was set when an error arrived: its hint says what was true then (a key
+ * set afterwards does not turn "no key is set" into "the key was refused"); an error a
+ * history brings back gets the hint that holds either way. */
+const keySetAtError = new Map<number, boolean>();
+function keySetWhenShown(id: number): boolean | null {
+  return keySetAtError.get(id) ?? null;
 }
 
 function renderSetupCard(): void {
@@ -296,6 +304,10 @@ function render(): void {
 function dispatch(event: ChatEvent): void {
   const before = state;
   state = reduce(state, event);
+  if (event.type === 'update' && event.update.kind === 'error' && typeof state.setup?.keySet === 'boolean') {
+    const seen = new Set(before.items.map((i) => i.id));
+    for (const item of state.items) if (item.type === 'notice' && !seen.has(item.id)) keySetAtError.set(item.id, state.setup.keySet);
+  }
   render();
   // A prompt that failed comes back into an empty input, to edit or send again.
   const failed = newlyFailedPrompts(before, state, event);

@@ -156,6 +156,8 @@ class PlanLspAgent:
         workspaces = Workspaces(frontend, self.cli_overrides, self.shared)
         frontend.workspaces = workspaces
         workspaces.set_roots([root])
+        # The session's state names the sandbox once its self-test answers.
+        workspaces.follow_sandbox()
         return frontend, workspaces, root
 
     def _register(self, session: AcpSession, root: Path) -> None:

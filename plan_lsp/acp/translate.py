@@ -128,15 +128,12 @@ def call_title(tool: str, arguments: dict[str, Any]) -> str:
 
 def tool_call_start(payload: dict[str, Any], root: Path) -> schema.ToolCallStart:
     tool = str(payload.get("tool", ""))
-    call_id = str(payload.get("toolCallId") or payload.get("subagent") or tool)
+    call_id = str(payload.get("toolCallId") or tool)
     arguments = arguments_of(payload)
     path = call_path(root, tool, arguments)
-    title = call_title(tool, arguments)
-    if payload.get("subagent"):
-        title = f"Subagent: {payload.get('description') or 'task'}"
     return helpers.start_tool_call(
         call_id,
-        title,
+        call_title(tool, arguments),
         kind=TOOL_KINDS.get(tool, "other"),
         status="in_progress",
         locations=[schema.ToolCallLocation(path=str(path))] if path is not None else None,
@@ -214,6 +211,10 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
         delta = str(payload.get("delta", ""))
         return [helpers.update_agent_message_text(delta)] if delta else []
     if kind == "toolCall":
+        if payload.get("subagent"):
+            # The `task` call's own card is the subagent's: its result ends it.
+            label = payload.get("description") or "a task"
+            return [helpers.update_agent_thought_text(f"Subagent started: {label}.")]
         return [tool_call_start(payload, root)]
     if kind == "toolResult":
         return [tool_result(payload)]

@@ -345,3 +345,21 @@ def test_two_compactions_without_progress_then_the_run_stops(tmp_path: Path) -> 
     with pytest.raises(ContextFull):
         asyncio.run(next_request())
     assert len(compactions) == 4
+
+
+@given(st.text(min_size=0, max_size=2000))
+def test_a_remembered_estimate_is_the_count(text: str) -> None:
+    """Texts are estimated again before every request: a remembered estimate is the same
+    number as counting afresh, whatever the text."""
+    from plan_lsp.providers import tokens
+
+    first = tokens.estimate_text(text)
+    assert first == tokens.estimate_text(text) == (tokens._count(text) if text else 0)
+
+
+def test_remembered_estimates_are_bounded() -> None:
+    from plan_lsp.providers import tokens
+
+    for n in range(tokens._SEEN_MAX + 10):
+        tokens.estimate_text(f"{n:08d} " + "word " * 60)
+    assert len(tokens._SEEN) <= tokens._SEEN_MAX

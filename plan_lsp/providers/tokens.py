@@ -32,10 +32,31 @@ def _letters(run: str) -> int:
     return max(1, math.ceil(len(run) / 6))
 
 
+# Estimates of texts seen before, by (length, hash): a conversation is estimated again before
+# every request, and its older messages are the same texts each time. Only numbers are kept.
+_SEEN: dict[tuple[int, int], int] = {}
+_SEEN_MAX = 16_384
+# Texts shorter than this are counted again (cheaper than remembering them).
+_SEEN_FROM = 256
+
+
 def estimate_text(text: str) -> int:
     """Tokens in `text`, estimated."""
     if not text:
         return 0
+    if len(text) < _SEEN_FROM:
+        return _count(text)
+    key = (len(text), hash(text))
+    count = _SEEN.get(key)
+    if count is None:
+        count = _count(text)
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.pop(next(iter(_SEEN)))  # the oldest
+        _SEEN[key] = count
+    return count
+
+
+def _count(text: str) -> int:
     count = 0
     for match in _PIECES.finditer(text):
         piece = match.group()

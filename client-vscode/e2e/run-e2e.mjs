@@ -392,6 +392,8 @@ async function main() {
       await page.keyboard.type(TYPED_LINE);
       await page.keyboard.press('Enter');
       await waitFor('the typed line in the PLAN.md document', async () => planRecord(documentLog).events.at(-1)?.text === expected);
+      // hello.py open in an editor, unmodified: the Do run's edit goes to that buffer.
+      await quickOpen(page, 'hello.py');
       await chat.locator('[data-testid=approve]').click();
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
       await waitFor('the approved plan', async () => planRecord(documentLog).approved.length > 0);
@@ -439,9 +441,9 @@ async function main() {
       await shot(page, '09-run-changes');
     });
 
-    // The edit went to hello.py while the proposal diff had it open in the editor: an open,
-    // unmodified buffer. With auto-save off it still reaches the disk: the server asks the
-    // editor to save it (planLsp/saveDocument).
+    // The edit went to hello.py while it was open in an editor (opened before the approval),
+    // unmodified. With auto-save off it still reaches the disk: the server asks the editor to
+    // save it (planLsp/saveDocument).
     await check(page, 'the Do edit is on disk with auto-save off', async () => {
       await waitFor('hello.py on disk to hold the edit', async () => readFileSync(join(ws, 'hello.py'), 'utf8').includes('hello, world'), 10000);
       ensure(outputLog(userDir).includes(`Saved ${join(ws, 'hello.py')} after the server's edit.`),

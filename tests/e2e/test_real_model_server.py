@@ -320,3 +320,67 @@ async def test_a_plan_the_user_wrote_is_approved_when_the_model_wrote_none(
         )
     assert approved["planStatus"] == "approved"
     assert approved["approvedPlan"]["sha256"] == hashlib.sha256(USER_PLAN.encode()).hexdigest()
+
+
+@pytest.mark.timeout(1800)
+async def test_acp_plan_mode_against_the_real_server(
+    tmp_path: Path, llama_tools_server: str
+) -> None:
+    """`plan-lsp acp` on the real server, as Zed would run it: two plan-mode prompts read to
+    their ends, nothing in the workspace changes whatever the model calls, every tool call
+    the client is shown ends, the context use is the server's own window, and if the model
+    submits a plan the client is shown all of it (answered "keep planning")."""
+    import sys
+
+    import acp
+    from acp import schema
+
+    ws = sample_project(tmp_path / "ws")
+    before = _tree(ws)
+    updates: list[Any] = []
+    plans: list[str] = []
+
+    class Client:
+        async def request_permission(
+            self, session_id: str, tool_call: Any, options: list[Any], **kw: Any
+        ) -> schema.RequestPermissionResponse:
+            if tool_call.kind == "switch_mode":
+                plans.append(tool_call.content[0].content.text)
+            option = next(o for o in options if o.kind == "reject_once")
+            return schema.RequestPermissionResponse(
+                outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
+            )
+
+        async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+            updates.append(update)
+
+        def on_connect(self, conn: Any) -> None:
+            return None
+
+    args = [*_args(llama_tools_server, tmp_path / "t.jsonl"), "--max-steps", "2"]
+    async with acp.spawn_agent_process(
+        Client(), sys.executable, "-m", "plan_lsp", "acp", *args, env=dict(os.environ)
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        first = await conn.prompt(session_id=sid, prompt=[acp.text_block(TASK)])
+        second = await conn.prompt(session_id=sid, prompt=[acp.text_block("Go on.")])
+        state = await conn.ext_method("planLsp/state", {"sessionId": sid})
+    assert first.stop_reason in ("end_turn", "max_turn_requests"), first
+    assert second.stop_reason in ("end_turn", "max_turn_requests"), second
+    assert state["mode"] == "plan" and state["approvedPlan"] is None
+    assert _tree(ws) == before
+    kinds = {u.session_update for u in updates}
+    assert "agent_message_chunk" in kinds or "tool_call" in kinds, kinds
+    started = {u.tool_call_id for u in updates if u.session_update == "tool_call"}
+    ended = {
+        u.tool_call_id
+        for u in updates
+        if u.session_update == "tool_call_update" and u.status in ("completed", "failed")
+    }
+    assert started <= ended, started - ended
+    usage = [u for u in updates if u.session_update == "usage_update"]
+    assert usage and usage[-1].size == _props_n_ctx(llama_tools_server)
+    assert usage[-1].used > 0
+    for plan in plans:
+        assert plan.strip(), "an empty plan was offered for approval"

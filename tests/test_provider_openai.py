@@ -251,6 +251,19 @@ async def test_400_is_bad_request(server: FakeModelServer, provider: OpenAIProvi
     assert len(server.requests) == 1  # not retried: the body did not name stream_options
 
 
+async def test_404_is_a_wrong_url_unless_it_names_the_model(
+    server: FakeModelServer, provider: OpenAIProvider
+) -> None:
+    from plan_lsp.providers.base import error_help
+
+    server.enqueue(ErrorReply(404, "Not Found"))
+    wrong_url = await expect_error(provider, "not_found")
+    assert error_help(wrong_url) == ("provider_not_found", {"setting": "baseUrl"})
+    server.enqueue(ErrorReply(404, "The model `gpt-9` does not exist"))
+    no_model = await expect_error(provider, "model")
+    assert error_help(no_model) == ("provider_model", {"setting": "model"})
+
+
 async def test_500_is_server(server: FakeModelServer, provider: OpenAIProvider) -> None:
     server.enqueue(ErrorReply(500, "internal"))
     await expect_error(provider, "server")

@@ -5,7 +5,7 @@
 
 export type StopReason = 'end_turn' | 'plan_submitted' | 'cancelled' | 'error' | 'max_steps' | 'timeout' | 'limit' | 'context_full';
 
-export type ErrorCode = 'provider_unconfigured' | 'provider_unreachable' | 'provider_auth' | 'provider_model' | 'provider_no_tools' | 'provider_rate_limited' | 'provider_failed' | 'limit' | 'context_full';
+export type ErrorCode = 'provider_unconfigured' | 'provider_unreachable' | 'provider_auth' | 'provider_model' | 'provider_not_found' | 'provider_no_tools' | 'provider_rate_limited' | 'provider_failed' | 'limit' | 'context_full';
 
 export type FixSetting = 'baseUrl' | 'model' | 'provider' | 'apiKey';
 

@@ -147,6 +147,10 @@ ProviderErrorKind = Literal[
     "auth",
     "rate_limit",
     "bad_request",
+    # The server answers, but not at this URL (HTTP 404 for something other than a model).
+    "not_found",
+    # The server does not serve the model asked for.
+    "model",
     "server",
     "malformed_stream",
     "config",
@@ -174,6 +178,8 @@ _FIXES: dict[str, tuple[str, str | None]] = {
     "auth": ("provider_auth", "apiKey"),
     "rate_limit": ("provider_rate_limited", None),
     "bad_request": ("provider_failed", None),
+    "not_found": ("provider_not_found", "baseUrl"),
+    "model": ("provider_model", "model"),
     "server": ("provider_failed", None),
     "malformed_stream": ("provider_failed", None),
     "no_tools": ("provider_no_tools", "model"),
@@ -183,8 +189,6 @@ _FIXES: dict[str, tuple[str, str | None]] = {
 def error_help(error: ProviderError) -> tuple[str, dict[str, str]]:
     """(code, fix) for a provider failure, as sent in `planLsp/update {kind: "error"}`."""
     code, setting = _FIXES.get(error.kind, ("provider_failed", None))
-    if error.kind == "bad_request" and "model" in error.message.lower():
-        code, setting = "provider_model", "model"
     return code, ({"setting": setting} if setting else {})
 
 

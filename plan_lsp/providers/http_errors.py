@@ -76,6 +76,11 @@ def status_error(
         )
     if status >= 500:
         return ProviderError("server", f"{server} failed (HTTP {status}): {detail}")
+    if status in (400, 404) and "model" in detail.lower():
+        # "The model `x` does not exist", "model: x" (OpenAI, Anthropic, vLLM, Ollama).
+        return ProviderError("model", f"{server} refused the model (HTTP {status}): {detail}")
+    if status == 404:
+        return ProviderError("not_found", f"{server} has no such API (HTTP 404): {detail}")
     return ProviderError("bad_request", f"{server} refused the request (HTTP {status}): {detail}")
 
 
@@ -94,7 +99,7 @@ def served_model_sentence(server: str, model: str, served: list[str]) -> str:
     if served and model not in served:
         shown = ", ".join(sorted(served)[:20]) + ("…" if len(served) > 20 else "")
         raise ProviderError(
-            "bad_request", f"{server} does not serve the model {model!r}; it offers: {shown}"
+            "model", f"{server} does not serve the model {model!r}; it offers: {shown}"
         )
     if served:
         return f"{server} answered and serves the model {model!r}"

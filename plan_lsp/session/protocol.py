@@ -114,6 +114,7 @@ ErrorCode = Literal[
     "provider_unreachable",
     "provider_auth",
     "provider_model",
+    "provider_not_found",
     "provider_no_tools",
     "provider_rate_limited",
     "provider_failed",

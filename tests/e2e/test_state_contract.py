@@ -5,7 +5,12 @@ custom notifications to clients that did not ask for them."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -99,6 +104,35 @@ async def test_failed_prompt_is_marked_and_not_resent(tmp_path: Path) -> None:
     assert "second try" in user_texts and "first try" not in user_texts
 
 
+@contextmanager
+def _not_found_server() -> Iterator[str]:
+    """A loopback web server that answers every request 404 Not Found (as a web server at a
+    URL that is not a model API does); its URL."""
+
+    class NotFound(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = b"<html><body>Not Found</body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 async def test_connection_test_names_what_to_fix(tmp_path: Path) -> None:
     ws = sample_project(tmp_path / "ws")
     with FakeModelServer() as server:
@@ -127,6 +161,13 @@ async def test_connection_test_names_what_to_fix(tmp_path: Path) -> None:
             result = await ed.request("planLsp/testConnection", {})
             assert result["ok"] is False and result["code"] == "provider_model"
             assert "llama3" in result["message"]
+        # Something answers at the URL, but not a model API (a web server, a wrong path).
+        with _not_found_server() as url:
+            wrong = ["--provider", "openai", "--base-url", url, "--model", "llama3"]
+            async with running_server([ws], *wrong) as ed:
+                result = await ed.request("planLsp/testConnection", {})
+        assert result["ok"] is False and result["code"] == "provider_not_found", result
+        assert "HTTP 404" in result["message"] and result["fix"] == {"setting": "baseUrl"}
         server.models_status = 401
         async with running_server([ws], *args, "--model", "llama3") as ed:
             result = await ed.request("planLsp/testConnection", {})

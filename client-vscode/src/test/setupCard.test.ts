@@ -151,7 +151,7 @@ test('a failed connection is told apart: no key, a refused key, a server that is
   assert.equal(down?.title, 'The model server does not answer');
   assert.match(down?.lines[0] ?? '', /Nothing answers at http:\/\/localhost:8000\/v1\. Start the server .* or check the server URL\./);
   assert.equal(down?.actions[0].label, 'Check the Server URL');
-  const wrongUrl = failed('provider_failed', 'the model server at http://localhost:8000/ refused the request (HTTP 404): Not Found', true);
+  const wrongUrl = failed('provider_not_found', 'the model server at http://localhost:8000/ has no such API (HTTP 404): Not Found', true);
   assert.equal(wrongUrl?.title, 'Wrong server URL');
   assert.match(wrongUrl?.lines[0] ?? '', /usually ends in \/v1/);
   assert.equal(wrongUrl?.actions[0].label, 'Check the Server URL');

@@ -64,6 +64,8 @@ export function errorHint(code: string | null | undefined, keySet: boolean | nul
       return 'The model server refused the API key, or needs one: set the key, then press Retry.';
     case 'provider_model':
       return 'The model server does not serve this model: choose one it has, then press Retry.';
+    case 'provider_not_found':
+      return 'Something answers at the server URL, but not a model API: check the URL (an OpenAI-compatible one usually ends in /v1), then press Retry.';
     case 'provider_no_tools':
       return 'This model ignores the tools it is offered, so the agent cannot work with it: choose a model with tool support.';
     case 'provider_unconfigured':
@@ -105,6 +107,7 @@ export function fixAction(code: string | null | undefined, fix?: ErrorFix | null
 function settingForCode(code: string | null | undefined): string | undefined {
   switch (code) {
     case 'provider_unreachable':
+    case 'provider_not_found':
       return 'baseUrl';
     case 'provider_auth':
       return 'apiKey';
@@ -167,14 +170,13 @@ export function connectionAdvice(
       return { title: 'The model server does not have this model', advice: 'Choose a model the server serves.', fix };
     case 'provider_no_tools':
       return { title: 'This model cannot use tools', advice: errorHint(result.code) ?? '', fix };
+    case 'provider_not_found':
+      return {
+        title: 'Wrong server URL',
+        advice: `${where} answers, but not as a model API (HTTP 404). An OpenAI-compatible URL usually ends in /v1, e.g. http://localhost:8000/v1.`,
+        fix: { action: 'openSetting', setting: SETTING_IDS.baseUrl, label: SETTING_LABELS.baseUrl },
+      };
     default:
-      if (/\(HTTP 404\)/.test(result.message)) {
-        return {
-          title: 'Wrong server URL',
-          advice: `${where} answers, but not as a model API (HTTP 404). An OpenAI-compatible URL usually ends in /v1, e.g. http://localhost:8000/v1.`,
-          fix: { action: 'openSetting', setting: SETTING_IDS.baseUrl, label: SETTING_LABELS.baseUrl },
-        };
-      }
       return { title: 'The model server is not usable yet', advice: errorHint(result.code) ?? '', fix };
   }
 }

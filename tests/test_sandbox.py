@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import plan_lsp
-from plan_lsp.policy import sandbox as sandbox_pkg
 from plan_lsp.policy.sandbox import (
     SandboxStatus,
     SandboxUnavailable,
@@ -425,7 +424,9 @@ def test_self_test_catches_a_network() -> None:
 
 
 def test_no_mechanism_means_no_sandboxed_argv(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_pkg, "sandbox_status", lambda: SandboxStatus(None, "none"))
+    from plan_lsp.policy.sandbox import known
+
+    monkeypatch.setattr(known, "sandbox_status", lambda: SandboxStatus(None, "none"))
     with pytest.raises(SandboxUnavailable):
         sandbox_argv(Path("/"), ["true"])
 

@@ -1,5 +1,5 @@
 """The sandbox's status, known without waiting: the names the server and the session core
-use (`policy/sandbox/status.py` starts the self-test process, `policy/sandbox/probe.py`
+use (`policy/sandbox/status.py` starts the self-test process, `policy/sandbox/known.py`
 holds the status it proves, or probes in this process where none was started or it failed).
 
 `plan-lsp serve` calls `start()` first thing, so the self-test runs on another core while
@@ -9,7 +9,7 @@ self-test runs) or awaits `sandbox_ready()`.
 
 from __future__ import annotations
 
-from plan_lsp.policy.sandbox.probe import (
+from plan_lsp.policy.sandbox.known import (
     on_sandbox_known,
     sandbox_ready,
     sandbox_status,

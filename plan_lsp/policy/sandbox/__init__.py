@@ -12,39 +12,83 @@ scrubbed environment, rlimits) or `build` (writable as the user, except every
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from plan_lsp.policy.sandbox.bwrap import memory_limited
-from plan_lsp.policy.sandbox.git import (
-    git_shim,
-    git_shim_dir,
-    hardened_git_env,
-    unsandboxed_plan_env,
-)
-from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
-from plan_lsp.policy.sandbox.layout import plan_environment
-from plan_lsp.policy.sandbox.probe import (
-    MECHANISMS,
-    Profile,
-    SandboxUnavailable,
-    mechanism_argv,
-    on_sandbox_known,
-    probe_configured,
-    probe_sandbox,
-    sandbox_ready,
-    sandbox_status,
-    sandbox_status_nowait,
-)
-from plan_lsp.policy.sandbox.status import (
-    BUBBLEWRAP,
-    LANDLOCK,
-    ORDER_VARIABLE,
-    Mechanism,
-    SandboxStatus,
-)
+if TYPE_CHECKING:
+    from plan_lsp.policy.sandbox.bwrap import memory_limited
+    from plan_lsp.policy.sandbox.git import (
+        git_shim,
+        git_shim_dir,
+        hardened_git_env,
+        unsandboxed_plan_env,
+    )
+    from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
+    from plan_lsp.policy.sandbox.known import (
+        on_sandbox_known,
+        sandbox_ready,
+        sandbox_status,
+        sandbox_status_nowait,
+    )
+    from plan_lsp.policy.sandbox.layout import plan_environment
+    from plan_lsp.policy.sandbox.probe import (
+        MECHANISMS,
+        Profile,
+        SandboxUnavailable,
+        mechanism_argv,
+        probe_configured,
+        probe_sandbox,
+    )
+    from plan_lsp.policy.sandbox.status import (
+        BUBBLEWRAP,
+        LANDLOCK,
+        ORDER_VARIABLE,
+        Mechanism,
+        SandboxStatus,
+    )
+
+# The package's names, each loaded from its module when first asked for: the server asks
+# for the sandbox's status before its first answer (`known`, `status`), and the mechanisms
+# (bubblewrap's and Landlock's argv, the probes, git's shim) load when a command needs them.
+# This is the one lazy boundary of the sandbox; no module below imports through it.
+_FROM: dict[str, str] = {
+    "memory_limited": "bwrap",
+    "git_shim": "git",
+    "git_shim_dir": "git",
+    "hardened_git_env": "git",
+    "unsandboxed_plan_env": "git",
+    "git_config_hazards": "git_hazards",
+    "on_sandbox_known": "known",
+    "sandbox_ready": "known",
+    "sandbox_status": "known",
+    "sandbox_status_nowait": "known",
+    "plan_environment": "layout",
+    "MECHANISMS": "probe",
+    "Profile": "probe",
+    "SandboxUnavailable": "probe",
+    "mechanism_argv": "probe",
+    "probe_configured": "probe",
+    "probe_sandbox": "probe",
+    "BUBBLEWRAP": "status",
+    "LANDLOCK": "status",
+    "ORDER_VARIABLE": "status",
+    "Mechanism": "status",
+    "SandboxStatus": "status",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FROM.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUBBLEWRAP",
@@ -59,6 +103,7 @@ __all__ = [
     "git_shim",
     "git_shim_dir",
     "hardened_git_env",
+    "mechanism_argv",
     "memory_limited",
     "on_sandbox_known",
     "plan_environment",
@@ -78,6 +123,8 @@ SUBREAPER = Path(__file__).with_name("subreaper.py")
 
 def sandbox_kind() -> str | None:
     """The working mechanism's name, or None (kept for callers of the first version)."""
+    from plan_lsp.policy.sandbox.known import sandbox_status
+
     return sandbox_status().mechanism
 
 
@@ -98,6 +145,9 @@ def sandbox_argv(
     Landlock (bubblewrap gives a private tmpfs instead). `base_env` is the environment the
     allow-list is taken from (default: the server's). The build profile exists only with
     bubblewrap; the caller passes the command's environment to the process."""
+    from plan_lsp.policy.sandbox.known import sandbox_status
+    from plan_lsp.policy.sandbox.probe import SandboxUnavailable, mechanism_argv
+
     if mechanism is None:
         mechanism = sandbox_status().mechanism
     if mechanism is None:

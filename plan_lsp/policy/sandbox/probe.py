@@ -1,16 +1,12 @@
-"""Which mechanism holds here: the probes (`selftest.py`) tried in order, and the status
-they prove, known once per process (from the self-test process when the server started one,
-`status.py`; else probed here). Deny by default: only a probe that held proves a sandbox.
-
-Code on the event loop asks `sandbox_status_nowait()` (None while the self-test runs) or
-awaits `sandbox_ready()`.
-"""
+"""Which mechanism holds here: the probes (`selftest.py`) tried in order, and the argv of a
+command under a mechanism. Deny by default: only a probe that held proves a sandbox. The
+status this process keeps (the self-test process's answer, else a probe from here) is
+`known.py`."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -23,8 +19,6 @@ from plan_lsp.policy.sandbox.status import (
     ORDER_VARIABLE,
     Mechanism,
     SandboxStatus,
-    current,
-    log,
 )
 
 Profile = Literal["plan", "build"]
@@ -141,62 +135,3 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
 def probe_configured() -> SandboxStatus:
     """Probe the mechanisms `PLAN_LSP_SANDBOX` allows, in order (uncached)."""
     return probe_sandbox(_order(os.environ.get(ORDER_VARIABLE)))
-
-
-_status_lock = threading.Lock()
-_status: list[SandboxStatus] = []
-
-
-def _from_process() -> SandboxStatus | None:
-    """The self-test process's answer, waiting for it; None when there is none or it failed."""
-    probe = current()
-    answer = probe.answer() if probe is not None else None
-    if answer is None:
-        return None
-    return SandboxStatus(
-        answer["mechanism"], answer["detail"], answer["build_profile"], answer["probe_ms"]
-    )
-
-
-def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process (by the
-    self-test process when the server started one, else here). A caller that comes while
-    the probe runs waits for its answer."""
-    with _status_lock:
-        if not _status:
-            status = _from_process()
-            if status is None:
-                status = probe_configured()
-            if status.mechanism is None:
-                log.warning("shell sandbox: %s", status.detail)
-            else:
-                log.info("shell sandbox: %s", status.detail)
-            _status.append(status)
-        return _status[0]
-
-
-def sandbox_status_nowait() -> SandboxStatus | None:
-    """The status if known without waiting for the self-test process, else None."""
-    probe = current()
-    if not _status and probe is not None and not probe.done():
-        return None
-    return sandbox_status()
-
-
-async def sandbox_ready() -> SandboxStatus:
-    """The status, waited for off the event loop."""
-    import asyncio  # loaded by the server anyway; not before the self-test has started
-
-    status = sandbox_status_nowait()
-    if status is not None:
-        return status
-    return await asyncio.to_thread(sandbox_status)
-
-
-def on_sandbox_known(listener: Callable[[], None]) -> None:
-    """`listener()` once the self-test process has answered (from its thread), or now."""
-    probe = current()
-    if probe is None:
-        listener()
-    else:
-        probe.on_done(listener)

@@ -108,9 +108,6 @@ _.parse_only  # policy/shell/parser.py: tests/bench/bench_classify.py's referenc
 
 # -- pending removal: dead, in files owned elsewhere -----------------------------------------
 
-_.create_files  # server/client.py: a client capability that nothing reads
-_.fallbacks  # server/documents.py: a counter that nothing reads
-_.plan_status_words  # acp/translate.py: not called
 _.PROVIDER_NAME  # tools/mcp/adapter.py: a pattern nothing matches with
 _.safety_reason  # tools/mcp/adapter.py: a field nothing reads
 _.split_name  # tools/mcp/adapter.py: only tests call it

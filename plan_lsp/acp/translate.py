@@ -11,7 +11,7 @@ from typing import Any
 
 from acp import helpers, schema
 
-from plan_lsp.session import PlanStatus, WorkMode
+from plan_lsp.session import WorkMode
 
 # Work modes as ACP session modes (and the `mode` config option's values).
 MODES: list[tuple[str, str, str]] = [
@@ -263,10 +263,3 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
         return [helpers.update_agent_thought_text(text)]
     return []
 
-
-def plan_status_words(status: str) -> str:
-    return {
-        PlanStatus.SUBMITTED.value: "submitted for approval",
-        PlanStatus.APPROVED.value: "approved",
-        PlanStatus.REJECTED.value: "rejected",
-    }.get(status, status)

@@ -60,7 +60,6 @@ class ClientSupport:
     work_done_progress: bool = False
     apply_edit: bool = False
     document_changes: bool = False
-    create_files: bool = False
     code_lens_refresh: bool = False
     # Editing a file the client has not opened makes it load the file without asking, and
     # open it (didOpen), so what follows reaches the server's copy.
@@ -93,7 +92,6 @@ class ClientSupport:
         window = caps.window
         workspace = caps.workspace
         edit = workspace.workspace_edit if workspace else None
-        operations = (edit.resource_operations or []) if edit else []
         name = client_name.strip().lower()
         # lsp-mode names itself "emacs"; eglot 1.9 sends no clientInfo and declares no window
         # capabilities (a minimal client), later eglot names itself "Eglot".
@@ -111,7 +109,6 @@ class ClientSupport:
             work_done_progress=bool(window and window.work_done_progress),
             apply_edit=bool(workspace and workspace.apply_edit),
             document_changes=bool(edit and edit.document_changes),
-            create_files=types.ResourceOperationKind.Create in operations,
             code_lens_refresh=bool(
                 workspace and workspace.code_lens and workspace.code_lens.refresh_support
             ),

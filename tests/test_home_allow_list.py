@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.core.plain_ports import NoEditor
+from plan_lsp.policy.ports import PermissionRequest
 from plan_lsp.policy.sandbox import BUBBLEWRAP, LANDLOCK, Mechanism
 from plan_lsp.policy.sandbox.git import unsandboxed_plan_env
 from plan_lsp.policy.sandbox.layout import HOME_VISIBLE, plan_layout
@@ -288,19 +289,6 @@ def test_a_root_holding_the_home_refuses_the_same(home: Path) -> None:
 
 
 # -- the file tools --------------------------------------------------------------------------
-
-
-class NoEditor:
-    """An editor without open buffers."""
-
-    def open_document_text(self, path: Path) -> str | None:
-        return None
-
-    def open_document_paths(self) -> list[Path]:
-        return []
-
-    async def apply_to_open_document(self, edit: FileEdit) -> bool:
-        return False
 
 
 class NoUser:

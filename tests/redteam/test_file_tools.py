@@ -9,23 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.core.plain_ports import NoEditor
+from plan_lsp.policy.ports import PermissionRequest
 from plan_lsp.tools import fs
 from plan_lsp.tools.base import Question, ToolContext
 from plan_lsp.tools.grep import grep
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- redteam-secret-7f3a"
-
-
-class _Editor:
-    def open_document_text(self, path: Path) -> str | None:
-        return None
-
-    def open_document_paths(self) -> list[Path]:
-        return []
-
-    async def apply_to_open_document(self, edit: FileEdit) -> bool:
-        return False
 
 
 class _User:
@@ -41,7 +31,7 @@ def _context(ws: Path) -> ToolContext:
         workspace_roots=[ws],
         plans_dir=ws / ".plan-lsp" / "plans",
         run_id="redteam",
-        editor=_Editor(),
+        editor=NoEditor(),
         user=_User(),  # type: ignore[arg-type]
         emit=lambda kind, payload: None,
     )

@@ -19,6 +19,7 @@ from typing import Any
 import acp
 from acp import schema
 
+from tests.acp_client import RecordingClient
 from tests.turns import GREETING_EDIT, calls, plan_turns
 from tests.turns import PLAN_TEXT as PLAN
 
@@ -72,48 +73,16 @@ def _turns() -> list[dict[str, Any]]:
     ]
 
 
-class Client:
-    """An ACP client that records every session update and answers permission requests
-    with the option kind the test chose."""
+class Client(RecordingClient):
+    """Approves plans and edits once; denies anything else it is asked."""
 
     def __init__(self) -> None:
-        self.updates: list[tuple[str, Any]] = []
-        self.permissions: list[schema.RequestPermissionRequest] = []
-        self.choose: dict[str, str] = {"switch_mode": "allow_once", "edit": "allow_once"}
-
-    async def request_permission(
-        self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[Any], **kw: Any
-    ) -> schema.RequestPermissionResponse:
-        self.permissions.append(
-            schema.RequestPermissionRequest(
-                session_id=session_id, tool_call=tool_call, options=options
-            )
-        )
-        wanted = self.choose.get(tool_call.kind or "other", "reject_once")
-        option = next(o for o in options if o.kind == wanted)
-        return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
-        )
-
-    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
-        self.updates.append((session_id, update))
-
-    def of(self, kind: str) -> list[Any]:
-        return [u for _, u in self.updates if u.session_update == kind]
+        super().__init__({"switch_mode": "allow_once", "edit": "allow_once"})
 
     def text(self) -> str:
         return "".join(
             u.content.text for u in self.of("agent_message_chunk") if hasattr(u.content, "text")
         )
-
-    def on_connect(self, conn: Any) -> None:
-        return None
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise acp.RequestError.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
 
 
 def _workspace(tmp_path: Path, turns: list[dict[str, Any]]) -> tuple[Path, Path]:

@@ -54,6 +54,7 @@ import acp
 import pytest
 from acp import schema
 
+from tests.acp_client import RecordingClient as BaseClient
 from tests.sandbox_support import require
 from tests.shell_attacks.harness import (
     CHECKOUT,
@@ -96,38 +97,16 @@ PLANS_FOLDER = "/.plan-lsp/plans/"
 # -- the ACP client ---------------------------------------------------------------------------
 
 
-class RecordingClient:
+class RecordingClient(BaseClient):
     """An ACP client that records everything the agent sends; declares file and terminal
     capabilities and records (and refuses) every use of them. It says yes to every
     permission request (so a write that only a question guards would happen, and show),
     except the plan's approval (`switch_mode`), answered "Keep planning"."""
 
     def __init__(self) -> None:
-        self.updates: list[Any] = []
-        self.permissions: list[schema.RequestPermissionRequest] = []
+        super().__init__({"switch_mode": "reject_once"}, default="allow_once")
         self.forbidden: list[str] = []
         self.reads: list[str] = []
-        self.answers = {"switch_mode": "reject_once"}
-
-    def on_connect(self, conn: Any) -> None:
-        return None
-
-    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
-        self.updates.append(update)
-
-    async def request_permission(
-        self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[Any], **kw: Any
-    ) -> schema.RequestPermissionResponse:
-        self.permissions.append(
-            schema.RequestPermissionRequest(
-                session_id=session_id, tool_call=tool_call, options=options
-            )
-        )
-        wanted = self.answers.get(tool_call.kind or "other", "allow_once")
-        option = next(o for o in options if o.kind == wanted)
-        return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
-        )
 
     def _forbid(self, what: str) -> NoReturn:
         self.forbidden.append(what)
@@ -204,9 +183,6 @@ class RecordingClient:
         return None
 
     # -- reading what was recorded ---------------------------------------------------------
-
-    def of(self, kind: str, since: int = 0) -> list[Any]:
-        return [u for u in self.updates[since:] if u.session_update == kind]
 
     def text(self, since: int = 0) -> str:
         return "".join(

@@ -2,29 +2,9 @@
 -- tests/e2e/test_neovim.py. Parameters come as JSON in the file named by
 -- $PLAN_LSP_E2E_PARAMS; the outcome goes as JSON to params.result_path.
 -- Exits with `qa!` when every step passed, `cq!` otherwise.
-local params = vim.json.decode(table.concat(vim.fn.readfile(os.getenv("PLAN_LSP_E2E_PARAMS")), "\n"))
-local result = { ok = false, steps = {}, nvim = tostring(vim.version().major) .. "." .. tostring(vim.version().minor) .. "." .. tostring(vim.version().patch) }
-local WAIT_MS = params.wait_ms or 20000
-
-local function write_result()
-  vim.fn.writefile({ vim.json.encode(result) }, params.result_path)
-end
-
-local function step(name)
-  table.insert(result.steps, name)
-end
-
-local function wait_for(what, cond, ms)
-  if not vim.wait(ms or WAIT_MS, cond, 20) then
-    error("timed out waiting for " .. what, 2)
-  end
-end
-
-local function check(cond, message)
-  if not cond then
-    error(message, 2)
-  end
-end
+local driver = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/driver.lua")
+local params, result = driver.params, driver.result
+local wait_for, check, step = driver.wait_for, driver.check, driver.step
 
 -- What the server sees of a buffer (the LSP client sends lines + final newline if 'eol').
 local function buffer_text(bufnr)
@@ -299,17 +279,4 @@ local function run()
   result.ok = true
 end
 
-local ok, err = xpcall(run, debug.traceback)
-if not ok then
-  result.error = tostring(err)
-end
-local written, write_err = pcall(write_result)
-if ok and written then
-  vim.cmd("qa!")
-else
-  if not written then
-    io.stderr:write("could not write the result: " .. tostring(write_err) .. "\n")
-  end
-  io.stderr:write(tostring(result.error) .. "\n")
-  vim.cmd("cq!")
-end
+driver.finish(run)

@@ -1,0 +1,224 @@
+"""Plan files per round: `round_plan_path` chooses the file a planning round writes; an
+approved plan's file is never written over, and the name chosen always passes every check
+of `validate_plan_path` (the name is computed, never taken from the model)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plan_lsp.policy import plan_paths as pp
+from plan_lsp.policy.plan_paths import PlanRecords, round_plan_path, validate_plan_path
+
+
+def _plans(root: Path) -> Path:
+    plans = root / "ws" / ".plan-lsp" / "plans"
+    plans.mkdir(parents=True)
+    (plans / "PLAN.md").write_text("# Approved\n1. step\n")
+    (plans / "sub").mkdir()
+    (plans / "sub" / "x.md").write_text("# Sub\n")
+    return plans
+
+
+@pytest.fixture
+def plans(tmp_path: Path) -> Path:
+    return _plans(tmp_path)
+
+
+def _target(
+    plans: Path,
+    name: str | None,
+    approved: tuple[str, ...] = ("PLAN.md",),
+    recorded: tuple[str, ...] = (),
+    round_file: str | None = None,
+) -> pp.PlanPathResult:
+    records = PlanRecords(
+        approved=tuple(plans / a for a in approved),
+        recorded=tuple(plans / r for r in (*recorded, *approved)),
+    )
+    return round_plan_path(
+        plans,
+        name,
+        round_path=plans / round_file if round_file else None,
+        records=records,
+        workspace=plans.parent.parent,
+    )
+
+
+# (name, approved files, recorded files, the round's file, files made first) → the name
+# written, or the start of the refusal.
+TABLE: list[tuple[str | None, tuple[str, ...], tuple[str, ...], str | None, str, str]] = [
+    (None, (), (), None, "", "PLAN.md"),  # nothing approved: PLAN.md as always
+    ("PLAN.md", (), (), None, "", "PLAN.md"),  # a user's PLAN.md never approved stays
+    (None, ("PLAN.md",), (), None, "", "PLAN-2.md"),
+    (None, ("PLAN.md",), (), "PLAN-2.md", "", "PLAN-2.md"),  # the round keeps its file
+    (None, ("PLAN.md",), ("PLAN-2.md",), "PLAN-2.md", "", "PLAN-2.md"),
+    (None, ("PLAN.md",), ("PLAN-2.md",), None, "", "PLAN-3.md"),  # recorded, since deleted
+    (None, ("PLAN.md",), (), None, "file:PLAN-2.md", "PLAN-3.md"),  # a file of the user's
+    (None, ("PLAN.md",), (), None, "file:plan-2.md", "PLAN-3.md"),  # under another case
+    (None, ("PLAN.md",), (), None, "fifo:PLAN-2.md", "PLAN-3.md"),
+    (None, ("PLAN.md",), (), None, "link:PLAN-2.md", "PLAN-3.md"),
+    (None, ("PLAN.md",), (), None, "dir:PLAN-2.md", "PLAN-3.md"),
+    (None, ("PLAN.md", "PLAN-2.md"), (), None, "", "PLAN-3.md"),
+    (None, ("PLAN.md",), (), "other.md", "", "other.md"),
+    ("other.md", ("PLAN.md",), (), None, "", "other.md"),
+    ("PLAN-2.md", ("PLAN.md",), (), "PLAN-2.md", "", "PLAN-2.md"),
+    ("PLAN.md", ("PLAN.md",), (), None, "", "Access denied: PLAN.md holds an approved plan"),
+    ("PLAN.md", ("PLAN.md",), (), "PLAN-2.md", "", "Access denied: PLAN.md holds an"),
+    ("plan.md", ("PLAN.md",), (), None, "", "Access denied: plan.md holds an approved plan"),
+    ("sub/x.md", ("sub/x.md",), (), None, "", "Access denied: sub/x.md holds an approved"),
+    ("alias.md", ("PLAN.md",), (), None, "hardlink:alias.md", "Access denied: alias.md holds"),
+    ("../PLAN.md", ("PLAN.md",), (), None, "", "Access denied: ../PLAN.md contains '..'"),
+    ("link.md", (), (), None, "link:link.md", "Access denied: link.md is (or lies under)"),
+    ("fifo.md", (), (), None, "fifo:fifo.md", "fifo.md is not a regular file"),
+]
+
+
+def _make(plans: Path, spec: str) -> None:
+    if not spec:
+        return
+    kind, _, name = spec.partition(":")
+    path = plans / name
+    if kind == "file":
+        path.write_text("# mine\n")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        path.symlink_to(plans / "PLAN.md")
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "hardlink":
+        os.link(plans / "PLAN.md", path)
+
+
+@pytest.mark.parametrize(("name", "approved", "recorded", "round_file", "make", "expected"), TABLE)
+def test_round_plan_path_table(
+    plans: Path,
+    name: str | None,
+    approved: tuple[str, ...],
+    recorded: tuple[str, ...],
+    round_file: str | None,
+    make: str,
+    expected: str,
+) -> None:
+    _make(plans, make)
+    result = _target(plans, name, approved, recorded, round_file)
+    if " " in expected:  # a refusal
+        assert not result.ok and result.resolved is None
+        assert result.error is not None and result.error.startswith(expected), result.error
+        return
+    assert result.ok, result.error
+    assert result.name == expected
+    assert result.resolved == str(plans / expected)
+
+
+def test_the_refusal_names_the_free_file(plans: Path) -> None:
+    (plans / "PLAN-2.md").write_text("# someone's\n")
+    result = _target(plans, "PLAN.md")
+    assert result.error == (
+        "Access denied: PLAN.md holds an approved plan, which is kept as it was approved; "
+        "write this plan to PLAN-3.md"
+    )
+    sub = _target(plans, "sub/x.md", approved=("sub/x.md",))
+    assert sub.error is not None and sub.error.endswith("write this plan to sub/x-2.md")
+
+
+def test_a_numbered_approved_plan_counts_on(plans: Path) -> None:
+    result = _target(plans, "PLAN-2.md", approved=("PLAN.md", "PLAN-2.md"))
+    assert result.error is not None and result.error.endswith("write this plan to PLAN-3.md")
+
+
+def test_when_no_name_is_free_the_round_is_refused(plans: Path) -> None:
+    recorded = tuple(f"PLAN-{n}.md" for n in range(2, pp.MAX_ROUND_NUMBER + 1))
+    result = _target(plans, None, recorded=recorded)
+    assert not result.ok
+    assert (
+        result.error == "Access denied: no free plan file name next to PLAN.md (up to PLAN-999.md)"
+    )
+
+
+def test_a_plans_directory_behind_a_link_is_refused_as_before(tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    (tmp_path / "ws" / ".plan-lsp").mkdir(parents=True)
+    (tmp_path / "ws" / ".plan-lsp" / "plans").symlink_to(real, target_is_directory=True)
+    plans = tmp_path / "ws" / ".plan-lsp" / "plans"
+    result = round_plan_path(
+        plans, None, round_path=None, records=PlanRecords(), workspace=tmp_path / "ws"
+    )
+    assert not result.ok
+    assert result.error == validate_plan_path(plans, None, must_exist=False).error
+
+
+# -- property: any sequence of rounds and approvals ---------------------------------------------
+
+NAMES = st.sampled_from(
+    [None, None, None, "PLAN.md", "plan.md", "PLAN-2.md", "Plan-2.md", "PLAN-3.md", "a.md",
+     "A.md", "sub/a.md", "sub/A.md", "../PLAN.md", "PLAN.txt", ".hidden.md"]
+)  # fmt: skip
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), NAMES),
+        st.tuples(st.just("approve"), st.none()),
+        st.tuples(st.just("user_file"), NAMES),
+    ),
+    max_size=25,
+)
+
+
+@given(STEPS)
+def test_no_sequence_of_rounds_writes_over_an_approved_plan(
+    steps: list[tuple[str, str | None]],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        plans = _plans(Path(tmp))
+        (plans / "PLAN.md").unlink()
+        workspace = plans.parent.parent
+        approved: dict[Path, str] = {}  # file → sha256 of the approved text
+        recorded: list[Path] = []
+        round_file: Path | None = None
+        for number, (step, name) in enumerate(steps):
+            if step == "user_file":
+                # Someone else makes a file; a name the checks refuse is left alone.
+                checked = validate_plan_path(plans, name, must_exist=False, workspace=workspace)
+                if checked.ok and checked.resolved and not Path(checked.resolved).exists():
+                    Path(checked.resolved).parent.mkdir(parents=True, exist_ok=True)
+                    Path(checked.resolved).write_text("# the user's own\n")
+                continue
+            if step == "approve":
+                if round_file is not None:
+                    approved[round_file] = hashlib.sha256(round_file.read_bytes()).hexdigest()
+                    round_file = None
+                continue
+            result = round_plan_path(
+                plans,
+                name,
+                round_path=round_file,
+                records=PlanRecords(approved=tuple(approved), recorded=tuple(recorded)),
+                workspace=workspace,
+            )
+            if not result.ok:
+                assert result.error and result.error.startswith("Access denied")
+                continue
+            assert result.resolved is not None and result.name is not None
+            again = validate_plan_path(plans, result.name, must_exist=False, workspace=workspace)
+            assert again.ok and again.resolved == result.resolved
+            target = Path(result.resolved)
+            folded = {str(p).casefold() for p in approved}
+            assert str(target).casefold() not in folded
+            default_approved = str(plans / "PLAN.md").casefold() in folded
+            if name is None and default_approved and round_file is not None:
+                if str(round_file).casefold() not in folded:
+                    assert target == round_file  # a round after an approval keeps its file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"# plan {number}\n")
+            recorded.append(target)
+            round_file = target
+        for path, digest in approved.items():
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == digest

@@ -5,9 +5,11 @@
 #   - code-server 4.100.3 (the last line on Node 20) into client-vscode/.e2e/;
 #   - the extension's npm dependencies (playwright-core is a devDependency);
 #   - python3's venv module (the first-run bootstrap the test goes through);
-#   - the server's dependencies as wheels for this platform and python3, in .e2e/wheelhouse:
-#     the vsix the test builds carries them (PLAN_LSP_BUNDLE_WHEELS) and the extension
-#     installs from them alone, so the test itself reaches no package index.
+#   - the server's dependencies as wheels for this platform and every CPython the vsix
+#     supports, and pip's wheel, in .e2e/wheelhouse (scripts/stage-server.mjs --fetch-wheels,
+#     as `npm run package` fetches them): the vsix the test builds carries them
+#     (PLAN_LSP_BUNDLE_WHEELS) and the extension installs from them alone, so the build and
+#     the test reach no package index for them.
 # Safe to run again: each step is skipped when its result is already there.
 set -euo pipefail
 
@@ -69,14 +71,11 @@ if [[ ! -d "$HERE/node_modules/playwright-core" || ! -d "$HERE/node_modules/vsco
 fi
 
 wheelhouse="$E2E_DIR/wheelhouse"
-stamp="$(cat "$HERE/../pyproject.toml" <(python3 -VV) | sha256sum | cut -c1-16)"
+stamp="$(cat "$HERE/../pyproject.toml" "$HERE/scripts/stage-server.mjs" <(python3 -VV) <(echo "${PLAN_LSP_BUNDLE_PYTHONS:-}") | sha256sum | cut -c1-16)"
 if [[ ! -f "$wheelhouse/.stamp" || "$(cat "$wheelhouse/.stamp")" != "$stamp" ]]; then
   echo "install-e2e: the server's dependencies as wheels into $wheelhouse"
   rm -rf "$wheelhouse"
-  mkdir -p "$wheelhouse"
-  python3 -I -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' \
-    "$HERE/../pyproject.toml" >"$wheelhouse/requirements.txt"
-  python3 -I -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$wheelhouse" -r "$wheelhouse/requirements.txt"
+  node "$HERE/scripts/stage-server.mjs" --fetch-wheels "$wheelhouse"
   echo "$stamp" >"$wheelhouse/.stamp"
 fi
 

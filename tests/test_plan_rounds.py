@@ -5,6 +5,7 @@ of `validate_plan_path` (the name is computed, never taken from the model)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -15,6 +16,12 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy import plan_paths as pp
 from plan_lsp.policy.plan_paths import PlanRecords, round_plan_path, validate_plan_path
+from tests.test_session_core import (  # _no_sandbox_probe: autouse, no probe process
+    _core,
+    _finished,
+    _no_sandbox_probe,  # noqa: F401
+    plan_then_do_turns,
+)
 
 
 def _plans(root: Path) -> Path:
@@ -222,3 +229,92 @@ def test_no_sequence_of_rounds_writes_over_an_approved_plan(
             round_file = target
         for path, digest in approved.items():
             assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+# -- through the session core: two rounds, the list, revisions per file -----------------------
+
+
+ROUND_2 = "# Plan two\n\n1. Say goodbye in `hello.py`.\n2. Nothing else.\n"
+ROUND_2_REVISED = "# Plan two, revised\n\n1. Say goodbye in `hello.py` only.\n"
+
+
+async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: Path) -> None:
+    from plan_lsp.core import Refused, workflow
+    from plan_lsp.session import sha256_text
+    from plan_lsp.session.params import (
+        ApproveParams,
+        PlanRevisionsParams,
+        PromptParams,
+        RejectParams,
+        SetModeParams,
+    )
+    from tests.turns import PLAN_TEXT, call, calls, plan_turns
+
+    turns = [
+        *plan_then_do_turns(),
+        *plan_turns(ROUND_2),
+        *plan_turns(ROUND_2_REVISED),
+        # The model names the approved plan's file: refused, then it uses its round's file.
+        calls(call("plan_write", content="# overwrite\n", plan_filename="PLAN.md")),
+        {"text": "Understood."},
+    ]
+    core, frontend = _core(tmp_path, turns)
+    plans_dir = core.plans_dir
+    await workflow.prompt(core, PromptParams(text="Make the greeting polite"))
+    await workflow.approve(core, ApproveParams(sha256=sha256_text(PLAN_TEXT)))
+    await _finished(core)
+    assert core.session.completed_do
+
+    await workflow.set_mode(core, SetModeParams(mode="plan"))
+    answer = await workflow.prompt(core, PromptParams(text="Now say goodbye"))
+    assert answer["stopReason"] == "plan_submitted"
+    assert (plans_dir / "PLAN.md").read_text() == PLAN_TEXT  # the approved plan, unchanged
+    assert (plans_dir / "PLAN-2.md").read_text() == ROUND_2
+    state = core.state_json()
+    assert state["planUri"] == (plans_dir / "PLAN-2.md").as_uri()
+    assert state["planStatus"] == "submitted"
+
+    # The round keeps its file through a rejection and a revision.
+    await workflow.reject(core, RejectParams(feedback="only hello.py"))
+    await _finished(core)
+    assert (plans_dir / "PLAN-2.md").read_text() == ROUND_2_REVISED
+    assert not (plans_dir / "PLAN-3.md").exists()
+
+    listed = workflow.plans(core)["plans"]
+    assert [
+        (p["uri"].rsplit("/", 1)[1], p["status"], p["revisions"], p["current"]) for p in listed
+    ] == [
+        ("PLAN.md", "done", 1, False),
+        ("PLAN-2.md", "submitted", 2, True),
+    ]
+    assert [p["title"] for p in listed] == ["Plan: greet politely", "Plan two, revised"]
+    assert listed[0]["approvedAt"] is not None and listed[1]["approvedAt"] is None
+
+    # Compare within a plan's own revisions: PLAN-2.md's two, PLAN.md has one.
+    revs = workflow.plan_revisions(core, PlanRevisionsParams())
+    assert (revs["previous"], revs["current"]) == (ROUND_2, ROUND_2_REVISED)
+    first = workflow.plan_revisions(
+        core, PlanRevisionsParams(planUri=(plans_dir / "PLAN.md").as_uri())
+    )
+    assert (first["previous"], first["current"]) == (None, PLAN_TEXT)
+
+    # The model naming the approved plan's file is refused, and told where to write.
+    await workflow.prompt(core, PromptParams(text="try the old file"))
+    results = [u["content"] for u in frontend.updates if u["kind"] == "toolResult" and u["isError"]]
+    assert (plans_dir / "PLAN.md").read_text() == PLAN_TEXT
+    assert results[-1] == json.dumps(
+        {
+            "error": "invalid_plan_path",
+            "message": "Access denied: PLAN.md holds an approved plan, which is kept as it "
+            "was approved; write this plan to PLAN-2.md",
+        }
+    )
+
+    # Approving approves PLAN-2.md's text.
+    text = (plans_dir / "PLAN-2.md").read_text()
+    state = await workflow.approve(core, ApproveParams(sha256=sha256_text(text), execute=False))
+    assert state["approvedPlan"]["path"] == str(plans_dir / "PLAN-2.md")
+    with pytest.raises(Refused):
+        await workflow.approve(
+            core, ApproveParams(planUri=(plans_dir / "PLAN.md").as_uri(), execute=False)
+        )

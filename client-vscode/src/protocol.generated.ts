@@ -308,7 +308,34 @@ export interface PlanDraftUpdate {
   revision?: number | null;
 }
 
-/** The last two revisions of the session's plan (`null` where there is none). */
+/** One plan file of the workspace: each planning round writes its own (`PLAN.md`, `PLAN-2.md`, …); an approved plan's file is never written over. */
+export interface PlanInfo {
+  /** The plan file. */
+  uri: string;
+  /** Its first heading (else its file name). */
+  title: string;
+  /** Where it ended: `done` is approved and carried out. */
+  status: 'drafting' | 'submitted' | 'rejected' | 'approved' | 'done';
+  /** The session that wrote it. */
+  sessionId: string;
+  /** How many revisions were submitted. */
+  revisions: number;
+  /** When it was approved (ISO 8601, UTC), if it was. */
+  approvedAt?: string | null;
+  /** When it last changed status (ISO 8601, UTC). */
+  updatedAt: string;
+  /** It is the session's current plan (`planUri`). */
+  current: boolean;
+}
+
+export interface PlanRevisionsParams {
+  /** A workspace folder's `file:` URI (default: the first folder). */
+  workspaceUri?: string | null;
+  /** The plan file whose revisions are compared (default: the session's current plan). */
+  planUri?: string | null;
+}
+
+/** The last two revisions of one plan file (`null` where there is none). */
 export interface PlanRevisionsResult {
   /** The previous revision's text. */
   previous: string | null;
@@ -323,6 +350,12 @@ export interface PlanRevisionsResult {
 }
 
 export type PlanStatus = 'none' | 'drafting' | 'submitted' | 'approved' | 'rejected';
+
+/** The workspace's plans, every session's, oldest first. */
+export interface PlansResult {
+  /** The plans. */
+  plans: PlanInfo[];
+}
 
 export interface PromptParams {
   /** A workspace folder's `file:` URI (default: the first folder). */
@@ -666,7 +699,8 @@ export interface PlanLspRequests {
   'planLsp/cancel': { params: CancelParams; result: CancelResult };
   'planLsp/approvePlan': { params: ApproveParams; result: SessionState };
   'planLsp/rejectPlan': { params: RejectParams; result: SessionState };
-  'planLsp/planRevisions': { params: WorkspaceParams; result: PlanRevisionsResult };
+  'planLsp/planRevisions': { params: PlanRevisionsParams; result: PlanRevisionsResult };
+  'planLsp/plans': { params: WorkspaceParams; result: PlansResult };
   'planLsp/history': { params: WorkspaceParams; result: HistoryResult };
   'planLsp/newSession': { params: NewSessionParams; result: SessionState };
   'planLsp/testConnection': { params: WorkspaceParams; result: TestConnectionResult };
@@ -678,7 +712,7 @@ export interface PlanLspCommands {
   'planLsp.approvePlan': { params: ApproveParams; result: SessionState };
   'planLsp.rejectPlan': { params: RejectParams; result: SessionState };
   'planLsp.toggleMode': { params: WorkspaceParams; result: ModeSwitchResult };
-  'planLsp.showPreviousRevision': { params: WorkspaceParams; result: ShowPreviousRevisionResult };
+  'planLsp.showPreviousRevision': { params: PlanRevisionsParams; result: ShowPreviousRevisionResult };
 }
 
 /** Server → client requests: params and result. */

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from plan_lsp.plan.streaming import PartialArgumentsReader
-from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.providers.base import (
     Finish,
     ModelRequest,
@@ -162,9 +161,7 @@ class ModelStream:
         if call.name != "plan_write" or self.session.mode is not WorkMode.PLAN:
             return
         call.reader = PartialArgumentsReader()
-        default = validate_plan_path(
-            self.session.plans_dir, None, must_exist=False, workspace=self.session.workspace
-        )
+        default = self.session.plan_target(self.session.plans_dir, None)
         if default.ok and default.resolved:
             call.draft_path = Path(default.resolved)
             await self.drafts.begin(run_id, call.draft_path)
@@ -175,9 +172,7 @@ class ModelStream:
         call.reader.feed(delta)
         name = call.reader.plan_filename
         if name is not None:
-            target = validate_plan_path(
-                self.session.plans_dir, name, must_exist=False, workspace=self.session.workspace
-            )
+            target = self.session.plan_target(self.session.plans_dir, name)
             if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
                 # The draft belongs to another (or an invalid) file: stop streaming here.
                 await self.drafts.abandon(call.draft_path)

@@ -162,12 +162,8 @@ def plan_tools(
                 "plan_too_long",
                 f"the plan has {len(content):,} characters; the limit is {MAX_PLAN_CHARS:,}",
             )
-        checked = validate_plan_path(
-            ctx.plans_dir,
-            args.get("plan_filename"),
-            must_exist=False,
-            workspace=session.workspace,
-        )
+        # Each round its own file; an approved plan is never written over.
+        checked = session.plan_target(ctx.plans_dir, args.get("plan_filename"))
         if not checked.ok or checked.resolved is None:
             return ToolResult.error("invalid_plan_path", checked.error or "invalid plan path")
         path = Path(checked.resolved)
@@ -190,9 +186,12 @@ def plan_tools(
         )
 
     async def exit_plan_mode(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        name = args.get("plan_filename")
         workspace = session.workspace
-        lexical = validate_plan_path(ctx.plans_dir, name, must_exist=False, workspace=workspace)
+        # The round's file (as plan_write chose it); an approved plan is not submitted again.
+        lexical = session.plan_target(ctx.plans_dir, args.get("plan_filename"))
+        if not lexical.ok:
+            return ToolResult.error("invalid_plan", lexical.error or "invalid plan")
+        name = lexical.name
         # A plan open in a buffer is checked there: an editor that saves only when the user
         # does (coc.nvim) may still have an empty file on disk.
         in_buffer = False

@@ -22,11 +22,14 @@ from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha
 from plan_lsp.session.params import (
     ApproveParams,
     NewSessionParams,
+    PlanRevisionsParams,
     PromptParams,
     RejectParams,
     SetModeParams,
     SetPermissionModeParams,
 )
+from plan_lsp.session.plans import iso, latest_entry, plan_entries
+from plan_lsp.session.store import PlanRevision
 
 # How long a connection test waits for the model server.
 CONNECTION_TEST_S = 20.0
@@ -259,12 +262,13 @@ async def reject(core: WorkspaceCore, p: RejectParams) -> dict[str, Any]:
 # -- revisions, history, sessions, connection ----------------------------------------------------
 
 
-def plan_revisions(core: WorkspaceCore) -> dict[str, Any]:
-    """The last two revisions of the session's plan; the earlier one also as a read-only
-    file (so an editor can show the two side by side)."""
+def plan_revisions(core: WorkspaceCore, p: PlanRevisionsParams | None = None) -> dict[str, Any]:
+    """The last two revisions of one plan file (`planUri`, default the session's current
+    plan), never another plan's; the earlier one also as a read-only file (so an editor
+    can show the two side by side)."""
     from plan_lsp.policy.server_dir import write_revision
 
-    revs = core.store.revisions(core.session.id)
+    revs = plan_file_revisions(core, _plan_of(core, p.planUri if p is not None else None))
     previous = revs[-2] if len(revs) >= 2 else None
     current = revs[-1] if revs else None
     previous_uri = None
@@ -277,6 +281,62 @@ def plan_revisions(core: WorkspaceCore) -> dict[str, Any]:
         "currentRevision": current.rev if current else None,
         "previousUri": previous_uri,
     }
+
+
+def _plan_of(core: WorkspaceCore, uri: str | None) -> Path:
+    if uri is None:
+        return core.session.main_plan_path.resolve()
+    path = _path_of_uri(uri)
+    if path is None:
+        raise Refused(f"not a plan file: {uri[:200]}")
+    return path
+
+
+def plan_file_revisions(core: WorkspaceCore, path: Path) -> list[PlanRevision]:
+    """The submitted revisions of the plan file `path`, oldest first: the session's own,
+    or, for a plan of an earlier session, that session's."""
+    entry = latest_entry(plan_entries(core.store), path)
+    session_id = entry.session_id if entry is not None else core.session.id
+    return [r for r in core.store.revisions(session_id) if Path(r.path).resolve() == path]
+
+
+def _plan_title(core: WorkspaceCore, path: Path) -> str:
+    for line in core.plan_text(path).splitlines()[:50]:
+        heading = line.strip()
+        if heading.startswith("#"):
+            title = heading.lstrip("#").strip()
+            if title:
+                return title[:120]
+    return path.name
+
+
+def plans(core: WorkspaceCore) -> dict[str, Any]:
+    """Every plan of the workspace (this session's and earlier sessions'), oldest first,
+    with where it ended; the session's current plan says so (`current`)."""
+    session = core.session
+    current = session.main_plan_path.resolve()
+    out = []
+    for entry in plan_entries(core.store):
+        path = Path(entry.path)
+        is_current = entry.session_id == session.id and path.resolve() == current
+        status: str = entry.status
+        if is_current and session.plan_status is not PlanStatus.NONE:
+            status = session.plan_status.value
+            if status == "approved" and session.completed_do:
+                status = "done"
+        out.append(
+            {
+                "uri": path.as_uri(),
+                "title": _plan_title(core, path),
+                "status": status,
+                "sessionId": entry.session_id,
+                "revisions": entry.revisions,
+                "approvedAt": iso(entry.approved_at) if entry.approved_at is not None else None,
+                "updatedAt": iso(entry.updated),
+                "current": is_current and session.plan_status is not PlanStatus.NONE,
+            }
+        )
+    return {"plans": out}
 
 
 def new_session(core: WorkspaceCore, p: NewSessionParams) -> dict[str, Any]:

@@ -323,11 +323,12 @@ def round_plan_path(
         return PlanPathResult(ok=False, resolved=None, error=plans)
     if not _holds_approved(Path(checked.resolved), plans, records):
         return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
-    if name is None and round_path is not None:
-        own = _own_name(round_path, plans)
-        if own is not None and not _holds_approved(round_path, plans, records):
-            return _checked_name(plans_dir, own, workspace)
-    free = _free_name(plans, requested, records)
+    own = _own_name(round_path, plans) if round_path is not None else None
+    if own is not None and _holds_approved(plans.path / own, plans, records):
+        own = None
+    if name is None and own is not None:
+        return _checked_name(plans_dir, own, workspace)
+    free = own or _free_name(plans, requested, records)
     if free is None:
         last = f"{requested[: -len('.md')]}-{MAX_ROUND_NUMBER}.md"
         return PlanPathResult(

@@ -35,6 +35,7 @@ REQUESTS: dict[str, Handler] = {
     "planLsp/approvePlan": methods.approve,
     "planLsp/rejectPlan": methods.reject,
     "planLsp/planRevisions": methods.plan_revisions,
+    "planLsp/plans": methods.plans,
     "planLsp/history": methods.history,
     "planLsp/newSession": methods.new_session,
     "planLsp/testConnection": methods.test_connection,

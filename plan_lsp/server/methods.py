@@ -20,6 +20,7 @@ from plan_lsp.session.params import (
     ApproveParams,
     CancelParams,
     NewSessionParams,
+    PlanRevisionsParams,
     PromptParams,
     RejectParams,
     SetModeParams,
@@ -137,8 +138,14 @@ async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 # -- revisions, history, sessions, connection ----------------------------------------------------
 
 
+@_answers_refusals_now
 def plan_revisions(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
-    return workflow.plan_revisions(context_for(ls, parse_params(WorkspaceParams, params)))
+    p = parse_params(PlanRevisionsParams, params)
+    return workflow.plan_revisions(context_for(ls, p), p)
+
+
+def plans(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    return workflow.plans(context_for(ls, parse_params(WorkspaceParams, params)))
 
 
 async def show_previous_revision(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:

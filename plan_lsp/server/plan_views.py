@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from plan_lsp.core.workflow import plan_file_revisions
 from plan_lsp.plan.readiness import check_plan
 from plan_lsp.plan.text import LineIndex
 from plan_lsp.session import PlanStatus
+from plan_lsp.session.plans import day, latest_entry, plan_entries
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,7 +46,7 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     approve or revise a rejected plan, carry out an approved plan not yet carried out."""
     session = ctx.session
     if path != session.main_plan_path.resolve():
-        return []
+        return earlier_plan_commands(ctx, path)
     plan = {"planUri": path.as_uri()}
     status = session.plan_status
     running = session.running
@@ -52,11 +54,7 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         _cmd("Approve (auto-accept edits)", APPROVE, {**plan, "permissionMode": "auto_edit"}),
         _cmd("Approve (ask before edits)", APPROVE, {**plan, "permissionMode": "ask"}),
     ]
-    compare = (
-        [_cmd("Compare with previous revision", SHOW_REVISION, {})]
-        if len(ctx.store.revisions(session.id)) >= 2
-        else []
-    )
+    compare = _compare(ctx, path)
     commands: list[types.Command] = []
     if status is PlanStatus.NONE and not running and ctx.plan_text(path).strip():
         # The user wrote this plan; the model submitted none. It is theirs to approve, and
@@ -85,6 +83,27 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         commands.append(_cmd("Revise…", REJECT, {"confirm": True}))
         commands += compare
     return commands
+
+
+def _compare(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
+    """Compare with the previous revision of this plan file, when it has one."""
+    if len(plan_file_revisions(ctx, path)) < 2:
+        return []
+    return [_cmd("Compare with previous revision", SHOW_REVISION, {"planUri": path.as_uri()})]
+
+
+def earlier_plan_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
+    """A plan file that is not the session's current plan: what became of it, never a
+    decision (it is not the plan in front of the model)."""
+    entry = latest_entry(plan_entries(ctx.store), path)
+    if entry is None:
+        return []
+    if entry.approved_at is not None and entry.status in ("approved", "done"):
+        done = " — done" if entry.status == "done" else ""
+        title = f"Approved plan ✓{done} (session of {day(entry.approved_at)})"
+    else:
+        title = f"Earlier plan — not approved (session of {day(entry.updated)})"
+    return [_cmd(title, ""), *_compare(ctx, path)]
 
 
 def action_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:

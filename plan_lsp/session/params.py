@@ -97,3 +97,11 @@ class NewSessionParams(WorkspaceParams):
     keepApprovedPlan: bool = Field(
         default=False, description="Keep the approved plan (and build mode) in the new session."
     )
+
+
+class PlanRevisionsParams(WorkspaceParams):
+    planUri: str | None = Field(
+        default=None,
+        description="The plan file whose revisions are compared (default: the session's "
+        "current plan).",
+    )

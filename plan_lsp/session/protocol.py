@@ -24,6 +24,7 @@ from plan_lsp.session.params import (
     ApproveParams,
     CancelParams,
     NewSessionParams,
+    PlanRevisionsParams,
     PromptParams,
     RejectParams,
     SetModeParams,
@@ -65,7 +66,10 @@ __all__ = [
     "PermissionChange",
     "PermissionUpdate",
     "PlanDraftUpdate",
+    "PlanInfo",
+    "PlanRevisionsParams",
     "PlanRevisionsResult",
+    "PlansResult",
     "PromptParams",
     "PromptResult",
     "PromptUpdate",
@@ -170,7 +174,7 @@ class CancelResult(WireModel):
 
 
 class PlanRevisionsResult(WireModel):
-    """The last two revisions of the session's plan (`null` where there is none)."""
+    """The last two revisions of one plan file (`null` where there is none)."""
 
     previous: str | None = Field(description="The previous revision's text.")
     current: str | None = Field(description="The current revision's text.")
@@ -179,6 +183,30 @@ class PlanRevisionsResult(WireModel):
     previousUri: str | None = Field(
         description="A read-only copy of the previous revision (under `.plan-lsp/revisions/`)."
     )
+
+
+class PlanInfo(WireModel):
+    """One plan file of the workspace: each planning round writes its own (`PLAN.md`,
+    `PLAN-2.md`, …); an approved plan's file is never written over."""
+
+    uri: str = Field(description="The plan file.")
+    title: str = Field(description="Its first heading (else its file name).")
+    status: Literal["drafting", "submitted", "rejected", "approved", "done"] = Field(
+        description="Where it ended: `done` is approved and carried out."
+    )
+    sessionId: str = Field(description="The session that wrote it.")
+    revisions: int = Field(description="How many revisions were submitted.")
+    approvedAt: str | None = Field(
+        default=None, description="When it was approved (ISO 8601, UTC), if it was."
+    )
+    updatedAt: str = Field(description="When it last changed status (ISO 8601, UTC).")
+    current: bool = Field(description="It is the session's current plan (`planUri`).")
+
+
+class PlansResult(WireModel):
+    """The workspace's plans, every session's, oldest first."""
+
+    plans: list[PlanInfo] = Field(description="The plans.")
 
 
 class ShowPreviousRevisionResult(PlanRevisionsResult):
@@ -549,9 +577,15 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "planLsp/planRevisions",
-        WorkspaceParams,
+        PlanRevisionsParams,
         PlanRevisionsResult,
-        "The plan's last two revisions.",
+        "A plan file's last two revisions (default: the session's current plan).",
+    ),
+    Method(
+        "planLsp/plans",
+        WorkspaceParams,
+        PlansResult,
+        "Every plan of the workspace (this session's and earlier ones') with its status.",
     ),
     Method(
         "planLsp/history",
@@ -586,10 +620,10 @@ COMMANDS: tuple[Method, ...] = (
     Method("planLsp.toggleMode", WorkspaceParams, ModeSwitchResult, "As `planLsp/toggleMode`."),
     Method(
         "planLsp.showPreviousRevision",
-        WorkspaceParams,
+        PlanRevisionsParams,
         ShowPreviousRevisionResult,
-        "Write the previous revision to a read-only file and ask the client to show it "
-        "(`window/showDocument`).",
+        "Write the previous revision of the plan file to a read-only file and ask the "
+        "client to show it (`window/showDocument`).",
     ),
 )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.plan.outcome import classify_outcome
+from plan_lsp.policy.plan_paths import PlanPathResult, round_plan_path
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.session.model import (
     Actor,
@@ -30,6 +31,7 @@ from plan_lsp.session.model import (
     Todo,
     WorkMode,
 )
+from plan_lsp.session.plans import plan_records
 from plan_lsp.session.store import StateStore
 from plan_lsp.tools.todo_model import check_todos
 
@@ -187,6 +189,21 @@ class Session:
     @property
     def main_plan_path(self) -> Path:
         return Path(self.plan_path) if self.plan_path else self.plans_dir / "PLAN.md"
+
+    def plan_target(self, plans_dir: Path, name: str | None) -> PlanPathResult:
+        """The file this round's plan goes to (`name`: the model's, None for the default):
+        every round keeps its own file, and an approved plan's file — this session's or an
+        earlier one's — is never written over (`policy.plan_paths.round_plan_path`)."""
+        with self._lock:
+            own = self.plan_path if self.plan_path in self.round_plans else None
+            approved = self.approved.path if self.approved is not None else None
+            return round_plan_path(
+                plans_dir,
+                name,
+                round_path=Path(own) if own else None,
+                records=plan_records(self.store, approved),
+                workspace=self.workspace,
+            )
 
     def outcome(self) -> Outcome:
         # Never through a link, never blocked on (a FIFO), never read unbounded.

@@ -372,6 +372,30 @@ class StateStore:
 
     # -- plan revisions --------------------------------------------------------------------
 
+    def workspace_events(self, kinds: tuple[str, ...]) -> list[Event]:
+        """The events of these kinds of every session of the workspace, oldest first."""
+        sql = (
+            "SELECT seq, session_id, time, kind, actor, data FROM events "
+            f"WHERE kind IN ({','.join('?' * len(kinds))}) ORDER BY seq"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, kinds).fetchall()
+        out = []
+        for r in rows:
+            data = _json_object(r[5])
+            if data is not None:
+                out.append(Event(r[0], r[1], r[2], r[3], r[4], data))
+        return out
+
+    def revision_index(self) -> list[tuple[str, int, str, float]]:
+        """`(session id, revision, path, time)` of every plan revision of the workspace
+        (every session's), oldest first; without the texts."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT session_id, rev, path, time FROM plan_revisions ORDER BY time, rev"
+            ).fetchall()
+        return [(str(r[0]), int(r[1]), str(r[2]), float(r[3])) for r in rows]
+
     def revisions(self, session_id: str) -> list[PlanRevision]:
         with self._lock:
             rows = self._conn.execute(

@@ -52,6 +52,8 @@ _.prunedOutputs  # session/protocol.py: compaction update
 _.tokensBefore  # session/protocol.py: compaction update
 _.tokensAfter  # session/protocol.py: compaction update
 _.updates  # session/protocol.py: history reply
+_.approvedAt  # session/protocol.py: plans list
+_.updatedAt  # session/protocol.py: plans list
 _.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client
 _.start_line  # tools/fs.py ReadFileArguments: the model's JSON schema (read as a dict key)
 

@@ -10,6 +10,7 @@ import { errorMessage } from './protocol';
 import { launchSettingsChanged } from './settings';
 import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
 import { TEXT_SCHEME } from './virtualTexts';
+import { welcomeTabs } from './walkthrough';
 import { CARD_COMMANDS, WALKTHROUGH_ID } from './webview/setupCard';
 import type { WebviewToHost } from './webview/messages';
 
@@ -100,6 +101,13 @@ class Setup {
   }
 }
 
+/** Shows the walkthrough, in place of VS Code's Welcome page when it is open (walkthrough.ts). */
+async function openWalkthrough(): Promise<void> {
+  const welcome = welcomeTabs(vscode.window.tabGroups.all.flatMap((group) => group.tabs));
+  if (welcome.length) await vscode.window.tabGroups.close(welcome, true);
+  await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const c = new Controller(context);
   controller = c;
@@ -114,8 +122,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (Object.values(CARD_COMMANDS).includes(message.command as never)) await vscode.commands.executeCommand(message.command);
         return;
       case 'openWalkthrough':
-        await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
-        return;
+        return openWalkthrough();
       default:
         return;
     }
@@ -141,8 +148,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.requests.answerProposal(true))),
     vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.requests.answerProposal(false))),
     vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),
-    vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(() =>
-      vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false))),
+    vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(openWalkthrough)),
     vscode.commands.registerCommand('planLsp.client.showLog', () => c.output.show(true)),
     vscode.commands.registerCommand('planLsp.restartServer', guarded(() => c.restart())),
     vscode.workspace.onDidChangeConfiguration((e) => {

@@ -23,6 +23,7 @@ import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, TODO, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
+import { trustWorkspace, walkthroughOverWelcome } from './newcomer-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
   freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
@@ -148,21 +149,16 @@ async function main() {
   writeFileSync(join(ARTIFACTS, 'model-script.json'), JSON.stringify(model.scriptFor(), null, 2));
   const baseUrl = await model.listen();
   mkdirSync(join(userDir, 'User'), { recursive: true });
-  // A new user's settings: nothing of plan-lsp, the desktop default of no auto-save.
+  // A new user's settings: nothing of plan-lsp and nothing that hides VS Code's defaults (the
+  // Welcome page and the workspace trust prompt on); telemetry off, and the desktop default of
+  // no auto-save (code-server's own default saves after a delay).
   const userSettings = join(userDir, 'User', 'settings.json');
   writeFileSync(
     userSettings,
     JSON.stringify(
       {
-        'workbench.startupEditor': 'none',
-        'workbench.tips.enabled': false,
-        'workbench.enableExperiments': false,
-        'security.workspace.trust.enabled': false,
-        'extensions.ignoreRecommendations': true,
         'telemetry.telemetryLevel': 'off',
-        'editor.codeLens': true,
         'files.autoSave': 'off',
-        'window.restoreWindows': 'none',
       },
       null,
       2,
@@ -180,7 +176,7 @@ async function main() {
   const cs = spawn(
     CODE_SERVER,
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
-      '--disable-workspace-trust', '--user-data-dir', userDir, '--extensions-dir', extDir, ws],
+      '--user-data-dir', userDir, '--extensions-dir', extDir, ws],
     {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -205,6 +201,7 @@ async function main() {
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     log('workbench ready');
+    await trustWorkspace(page);
     const chat = chatFrame(page);
 
     await check(page, 'first run: the sidebar opens by itself and shows the install with progress', async () => {
@@ -249,6 +246,8 @@ async function main() {
       ensure(chosen === 'Ask before edits', `the chat shows the permission mode as ${chosen}`);
       await shot(page, '03-setup-card');
     });
+
+    await walkthroughOverWelcome(page, chat, { check, ensure, shot });
 
     await check(page, 'configured through the UI: the vLLM preset writes user settings; the test names the key', async () => {
       await chat.locator('[data-testid=card-action][data-preset=vllm]').click();

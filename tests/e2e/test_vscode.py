@@ -44,6 +44,7 @@ STEPS = [
     "first run: the sidebar opens by itself and shows the install with progress",
     "a hostile workspace neither configures the client nor runs code at start",
     "setup card: no model is configured, presets offered",
+    "the walkthrough opens from the chat's link while VS Code's Welcome page is open",
     "configured through the UI: the vLLM preset writes user settings; the test names the key",
     "a prompt the model server rejects is marked failed, back in the input with Retry, the fix "
     "beside it in words",

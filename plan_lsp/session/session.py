@@ -89,6 +89,8 @@ class Session:
         self.run_id: str | None = None
         self.context = SessionContext()
         self.usage = SessionUsage()
+        # The file this planning round's default plan goes to, once chosen (`plan_target`).
+        self._round_file: str | None = None
         restored = store.first_session(str(workspace))
         if restored is None:
             self.id = uuid.uuid4().hex[:12]
@@ -195,15 +197,19 @@ class Session:
         every round keeps its own file, and an approved plan's file — this session's or an
         earlier one's — is never written over (`policy.plan_paths.round_plan_path`)."""
         with self._lock:
-            own = self.plan_path if self.plan_path in self.round_plans else None
+            own = self.plan_path if self.plan_path in self.round_plans else self._round_file
             approved = self.approved.path if self.approved is not None else None
-            return round_plan_path(
+            result = round_plan_path(
                 plans_dir,
                 name,
                 round_path=Path(own) if own else None,
                 records=plan_records(self.store, approved),
                 workspace=self.workspace,
             )
+            if result.ok and name is None:
+                # Chosen once per round: the draft's own (new) file does not move it on.
+                self._round_file = result.resolved
+            return result
 
     def outcome(self) -> Outcome:
         # Never through a link, never blocked on (a FIFO), never read unbounded.
@@ -340,6 +346,7 @@ class Session:
             self.plan_path = str(path)
             self.completed_do = False
             self.round_plans = []
+            self._round_file = None
             previous = self.mode
             self.mode = WorkMode.BUILD
             if permission_mode is not None:
@@ -453,6 +460,7 @@ class Session:
             self.usage = self.usage.model_copy(update={"contextTokens": 0})
             self.todos = []
             self.round_plans = []
+            self._round_file = None
             if not keep_approved_plan:
                 self.approved = None
                 self.plan_status = PlanStatus.NONE

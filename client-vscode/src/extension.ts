@@ -7,6 +7,7 @@ import { CHAT_VIEW_ID } from './chatView';
 import { Controller, currentSettings } from './controller';
 import { prepareForMarkdown } from './markdownWarmup';
 import { errorMessage } from './protocol';
+import { showPlans, type PlansUi } from './plansList';
 import { launchSettingsChanged } from './settings';
 import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
 import { TEXT_SCHEME } from './virtualTexts';
@@ -101,6 +102,13 @@ class Setup {
   }
 }
 
+/** "Show Plans": VS Code's quick pick and editor for plansList.ts. */
+const plansUi: PlansUi = {
+  pick: (items, placeHolder) => Promise.resolve(vscode.window.showQuickPick(items, { placeHolder, matchOnDescription: true, matchOnDetail: true })),
+  open: async (uri) => void (await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: false })),
+  info: (message) => void vscode.window.showInformationMessage(message),
+};
+
 /** Shows the walkthrough, in place of VS Code's Welcome page when it is open (walkthrough.ts). */
 async function openWalkthrough(): Promise<void> {
   const welcome = welcomeTabs(vscode.window.tabGroups.all.flatMap((group) => group.tabs));
@@ -139,6 +147,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.actions.rejectWithFeedback())),
     vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.actions.cancel())),
     vscode.commands.registerCommand('planLsp.client.compareRevisions', guarded((args: unknown) => c.texts.compare(args))),
+    vscode.commands.registerCommand('planLsp.client.showPlans', guarded(() => showPlans(() => c.requireSession().plans(), plansUi))),
     vscode.commands.registerCommand('planLsp.client.setApiKey', guarded(() => setup.apiKey())),
     vscode.commands.registerCommand('planLsp.client.clearApiKey', guarded(() => setup.clearApiKey())),
     vscode.commands.registerCommand('planLsp.client.setupModel', guarded(() => setup.preset())),

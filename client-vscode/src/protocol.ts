@@ -26,6 +26,7 @@ import type {
   WorkMode,
 } from './wireTypes';
 import { DISMISSED_PERMISSION } from './wireTypes';
+import type { PlansResult } from './protocol.generated';
 
 
 /** Every request may name its workspace folder (the server's first folder by default). */
@@ -47,6 +48,8 @@ export const Methods = {
   history: new RequestType<WorkspaceParam, HistoryResult, void>('planLsp/history'),
   newSession: new RequestType<WorkspaceParam & { keepApprovedPlan?: boolean }, SessionState, void>('planLsp/newSession'),
   testConnection: new RequestType<WorkspaceParam, TestConnectionResult, void>('planLsp/testConnection'),
+  /** Every plan of the workspace, each round's own file, with its status. */
+  plans: new RequestType<WorkspaceParam, PlansResult, void>('planLsp/plans'),
   /** Summarises the conversation now; refused while a run is in progress. */
   compact: new RequestType<WorkspaceParam, SessionState, void>('planLsp/compact'),
   update: new NotificationType<PlanLspUpdate>('planLsp/update'),
@@ -233,6 +236,10 @@ export class PlanLspSession {
 
   testConnection(): Promise<TestConnectionResult> {
     return this.endpoint.sendRequest(Methods.testConnection, this.where());
+  }
+
+  plans(): Promise<PlansResult> {
+    return this.endpoint.sendRequest(Methods.plans, this.where());
   }
 
   /** Runs a server command (`workspace/executeCommand`); a `SessionState` answer is rendered. */

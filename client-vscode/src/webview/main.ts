@@ -17,6 +17,7 @@ import {
 import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
 import { PERMISSION_MODES } from '../wireTypes';
 import { permissionModeDetail, permissionModeLabel } from '../permissionText';
+import { planFileName } from '../plansList';
 import type { PermissionMode } from '../wireTypes';
 
 interface VsCodeApi {
@@ -184,7 +185,7 @@ function renderItem(item: ChatItem): string {
         <div class="compaction-title">${escapeHtml(compactionTitle(item))}</div>${summary}</div>`;
     }
     case 'planDraft':
-      return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <span class="link" data-action="openPlan">open PLAN.md</span></div>`;
+      return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <span class="link" data-action="openPlan">open ${escapeHtml(item.uri ? planFileName(item.uri) : 'PLAN.md')}</span></div>`;
     case 'notice': {
       const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
       const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
@@ -248,7 +249,9 @@ function renderHeader(): void {
     const buttons = decisions
       .map((d) => `<button${d.secondary ? ' class="secondary"' : ''} data-action="${d.action}" data-testid="${d.action}">${escapeHtml(d.label)}</button>`)
       .join('');
-    planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan: ${escapeHtml(planStatus)}</span>
+    // Each round has its own file (PLAN.md, PLAN-2.md, …): the card names this one.
+    const file = session?.planUri ? planFileName(session.planUri) : 'PLAN.md';
+    planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan ${escapeHtml(file)}: ${escapeHtml(planStatus)}</span>
       <span class="link" data-action="openPlan">open</span>
       ${buttons ? `<div class="buttons">${buttons}</div>` : ''}`;
   }

@@ -113,12 +113,15 @@ async function chatHasFocus(chat) {
 
 async function main() {
   if (!existsSync(CODE_SERVER)) throw new Error(`code-server missing: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
-  // install-e2e.sh's stamp: the server's dependencies (pyproject.toml) and the python3 the
-  // extension's venv is made with, as the wheels were built for them.
-  const stamp = createHash('sha256').update(readFileSync(join(REPO, 'pyproject.toml'))).update(execFileSync('python3', ['-VV'])).digest('hex').slice(0, 16);
+  // install-e2e.sh's stamp: the server's dependencies (pyproject.toml), the script that fetches
+  // their wheels (stage-server.mjs), the python3 the extension's venv is made with and the
+  // CPython versions asked for, as the wheels were fetched for them.
+  const stamp = createHash('sha256').update(readFileSync(join(REPO, 'pyproject.toml')))
+    .update(readFileSync(join(HERE, 'scripts', 'stage-server.mjs'))).update(execFileSync('python3', ['-VV']))
+    .update(`${process.env.PLAN_LSP_BUNDLE_PYTHONS ?? ''}\n`).digest('hex').slice(0, 16);
   const built = existsSync(join(WHEELHOUSE, '.stamp')) ? readFileSync(join(WHEELHOUSE, '.stamp'), 'utf8').trim() : null;
   if (built !== stamp) {
-    throw new Error(`the dependency wheels are ${built ? 'out of date (pyproject.toml or python3 changed)' : 'missing'}: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
+    throw new Error(`the dependency wheels are ${built ? 'out of date (pyproject.toml, stage-server.mjs or python3 changed)' : 'missing'}: run ${join(HERE, 'scripts', 'install-e2e.sh')}`);
   }
   rmSync(ARTIFACTS, { recursive: true, force: true });
   mkdirSync(ARTIFACTS, { recursive: true });

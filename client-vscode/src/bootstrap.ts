@@ -6,19 +6,25 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
-  ISOLATED,
   InterpreterChoice,
   InterpreterProbe,
+  ServerBundle,
   cannotStartMessage,
   chooseInterpreter,
+  installPlan,
   interpreterReport,
   isSupportedVersion,
+  noBundleMessage,
+  offlineFix,
+  parseBundle,
   pipFailureMessage,
-  pipInstallArguments,
   probeInterpreter,
+  venvFailureMessage,
+  venvPython,
 } from './serverLaunch';
 import type { ClientSettings } from './settings';
 import type { StartupStep } from './webview/chatState';
@@ -53,8 +59,23 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
   }
 }
 
-function venvPython(venvDir: string): string {
-  return process.platform === 'win32' ? path.join(venvDir, 'Scripts', 'python.exe') : path.join(venvDir, 'bin', 'python');
+const WINDOWS = process.platform === 'win32';
+
+/** An executable `name` on PATH, or null. */
+function onPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir || !path.isAbsolute(dir)) continue;
+    for (const file of WINDOWS ? [`${name}.exe`, name] : [name]) {
+      const candidate = path.join(dir, file);
+      try {
+        fs.accessSync(candidate, fs.constants.X_OK);
+        if (fs.statSync(candidate).isFile()) return candidate;
+      } catch {
+        // not here
+      }
+    }
+  }
+  return null;
 }
 
 function run(
@@ -84,27 +105,25 @@ function run(
   });
 }
 
-/** The wheel this build of the extension carries, and its id (sha256), from `server/bundle.json`;
- * `wheelhouse`: the folder of its dependencies' wheels when the build bundles them. */
-interface Bundle {
-  wheel: string;
-  id: string;
-  wheelhouse?: string;
-}
-
-function readBundle(context: vscode.ExtensionContext): Bundle | undefined {
+/** What this build of the extension carries in `server/` (bundle.json), or undefined. */
+function readBundle(context: vscode.ExtensionContext): ServerBundle | undefined {
   const dir = context.asAbsolutePath('server');
   try {
-    const meta = JSON.parse(fs.readFileSync(path.join(dir, 'bundle.json'), 'utf8')) as { wheel?: string; sha256?: string };
-    if (!meta.wheel || !meta.sha256) return undefined;
-    const wheel = path.join(dir, path.basename(meta.wheel));
-    if (!fs.existsSync(wheel)) return undefined;
-    const wheelhouse = path.join(dir, 'wheels');
-    const bundled = fs.existsSync(wheelhouse) && fs.readdirSync(wheelhouse).some((name) => name.endsWith('.whl'));
-    return { wheel, id: meta.sha256, ...(bundled ? { wheelhouse } : {}) };
+    return parseBundle(fs.readFileSync(path.join(dir, 'bundle.json'), 'utf8'), dir, (file) => fs.existsSync(file));
   } catch {
     return undefined;
   }
+}
+
+/** The source checkout this extension runs from (a development host), or null. */
+function sourceCheckout(context: vscode.ExtensionContext): string | null {
+  const root = path.dirname(context.extensionPath);
+  return fs.existsSync(path.join(root, 'pyproject.toml')) && fs.existsSync(path.join(root, 'plan_lsp')) ? root : null;
+}
+
+/** Where the offline fix in a failure message builds the server's environment. */
+function manualVenv(): string {
+  return path.join(os.homedir(), '.plan-lsp', 'venv');
 }
 
 function usable(probe: InterpreterProbe): boolean {
@@ -140,18 +159,15 @@ export async function resolveServerPython(
   const probe = await probeInterpreter(choice.python, cwd);
   if (usable(probe)) return { python: choice.python, report: interpreterReport(choice, probe) };
   output.appendLine(probeLine(choice, probe));
-  // An explicit setting is the user's choice: report, never replace it.
-  if (choice.source === 'setting' || !settings.bootstrap) throw new StartError(cannotStartMessage(choice, probe));
-
   const bundle = readBundle(context);
-  if (!bundle) {
-    throw new StartError(
-      `Plan LSP cannot start: "${choice.python}" cannot import plan_lsp and this build of the extension carries no server package. ` +
-        'Fix: install plan-lsp (`pip install plan-lsp`) and set "planLsp.python" in your user settings to that interpreter.',
-    );
+  const fixFor = (base: string, found: InterpreterProbe) => offlineFix(bundle, base, found, manualVenv(), WINDOWS);
+  // An explicit setting is the user's choice: report, never replace it.
+  if (choice.source === 'setting' || !settings.bootstrap) {
+    throw new StartError(cannotStartMessage(choice, probe, fixFor(choice.python, probe), bundle));
   }
+  if (!bundle) throw new StartError(noBundleMessage(choice.python, sourceCheckout(context), WINDOWS));
   const venvDir = path.join(context.globalStorageUri.fsPath, 'venv');
-  const python = venvPython(venvDir);
+  const python = venvPython(venvDir, WINDOWS);
   const marker = path.join(venvDir, '.plan-lsp-bundle');
   const venvChoice: InterpreterChoice = { python, source: 'private-venv' };
   if (fs.existsSync(python) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8') === bundle.id) {
@@ -159,34 +175,44 @@ export async function resolveServerPython(
     if (usable(existing)) return { python, report: interpreterReport(venvChoice, existing) };
     output.appendLine(probeLine(venvChoice, existing));
   }
-  if (!probe.ok || !isSupportedVersion(probe.version)) throw new StartError(cannotStartMessage(choice, probe));
+  if (!probe.ok || !isSupportedVersion(probe.version)) throw new StartError(cannotStartMessage(choice, probe, null, bundle));
+  const plan = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: onPath('uv') });
+  const fix = fixFor(choice.python, probe);
+  output.appendLine(
+    plan.source === 'bundled'
+      ? `First run: installing from the wheels this extension carries, no package index (${plan.reason}); installer: ${plan.install.tool}`
+      : `First run: installing from the package index, with the bundled wheels as an extra source (${plan.reason})`,
+  );
+  const step = plan.source === 'bundled' ? 'install' : 'download';
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: 'Plan LSP: installing the server' },
     async (progress) => {
-      report('venv', `${choice.python} -m venv ${venvDir}`, 0.05);
+      report('venv', `${choice.python} ${plan.venv.join(' ')}`, 0.05);
       progress.report({ message: 'creating a virtual environment' });
       fs.mkdirSync(context.globalStorageUri.fsPath, { recursive: true });
-      const venv = await run(choice.python, [ISOLATED, '-m', 'venv', '--clear', venvDir], cwd, output);
-      if (venv.code !== 0) {
-        throw new StartError(
-          `Plan LSP could not create a virtual environment with "${choice.python}" (see the "Plan LSP" output). ` +
-            'Fix: install the venv module (Debian/Ubuntu: `apt install python3-venv`) or set "planLsp.python".',
-        );
-      }
+      const venv = await run(choice.python, plan.venv, cwd, output);
+      if (venv.code !== 0) throw new StartError(venvFailureMessage(choice.python, fix));
       progress.report({ message: 'installing plan-lsp and its dependencies' });
       let fraction = 0.2;
-      report('install', path.basename(bundle.wheel), fraction);
-      const pip = await run(python, pipInstallArguments(bundle.wheel, bundle.wheelhouse), cwd, output, (line) => {
+      report(step, plan.source === 'bundled' ? path.basename(bundle.wheel) : plan.reason, fraction);
+      let installed = await run(plan.install.command, plan.install.args, cwd, output, (line) => {
         if (/^(Collecting|Processing|Downloading|Using cached)\b/.test(line)) fraction = Math.min(0.8, fraction + 0.02);
-        else if (/^Installing collected packages/.test(line)) fraction = 0.85;
+        else if (/^(Installing collected packages|Prepared|Installed)\b/.test(line)) fraction = 0.85;
         else return;
-        report('install', line.length > 120 ? `${line.slice(0, 117)}…` : line, fraction);
+        report(step, line.length > 120 ? `${line.slice(0, 117)}…` : line, fraction);
       });
-      if (pip.code !== 0) throw new StartError(pipFailureMessage(pip.log, python));
+      let used = plan;
+      if (installed.code !== 0 && plan.install.tool === 'uv') {
+        // uv failed where pip may not: the same install with pip before giving up.
+        output.appendLine('uv could not install the server; trying pip.');
+        used = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: null });
+        installed = await run(used.install.command, used.install.args, cwd, output);
+      }
+      if (installed.code !== 0) throw new StartError(pipFailureMessage(installed.log, used, fix, bundle));
       fs.writeFileSync(marker, bundle.id);
-      const installed = await probeInterpreter(python, cwd);
-      if (!usable(installed)) throw new StartError(cannotStartMessage(venvChoice, installed));
-      return { python, report: interpreterReport(venvChoice, installed) };
+      const result = await probeInterpreter(python, cwd);
+      if (!usable(result)) throw new StartError(cannotStartMessage(venvChoice, result, fix, bundle));
+      return { python, report: interpreterReport(venvChoice, result) };
     },
   );
 }

@@ -10,11 +10,8 @@ import {
   describeModelSettings,
   initializationOptions,
   interpreterReport,
-  isNetworkFailure,
   isSupportedVersion,
   launchDirectory,
-  pipFailureMessage,
-  pipInstallArguments,
   probeInterpreter,
   serverArguments,
 } from '../serverLaunch';
@@ -102,14 +99,6 @@ test('version floor is 3.11', () => {
   assert.equal(isSupportedVersion(null), false);
 });
 
-test('pip network failures get the network fix', () => {
-  const log = "WARNING: Retrying ... Failed to establish a new connection: [Errno -3] Temporary failure in name resolution\nERROR: Could not find a version that satisfies the requirement pygls";
-  assert.equal(isNetworkFailure(log), true);
-  assert.match(pipFailureMessage(log, '/venv/bin/python'), /could not reach a package index.*PIP_INDEX_URL/);
-  assert.equal(isNetworkFailure('error: command gcc failed'), false);
-  assert.match(pipFailureMessage('error: command gcc failed', 'p'), /planLsp\.python/);
-});
-
 test('probe reports version, plan_lsp importability and version; a missing binary is not ok', async () => {
   const probe = await probeInterpreter('python3', tmpdir());
   assert.equal(probe.ok, true);
@@ -142,13 +131,4 @@ test('status bar: mode, permission mode and, in plan mode, the shell protection'
     statusBarTooltip({ ...checking, planStatus: 'none', running: false, shellProtection: 'checking: the sandbox self-test is running' }),
     /Plan-mode shell: checking: the sandbox self-test is running/,
   );
-});
-
-test('with its dependencies bundled, the server installs from them alone: no package index', () => {
-  assert.deepEqual(pipInstallArguments('/ext/server/plan_lsp.whl', '/ext/server/wheels'), [
-    '-I', '-m', 'pip', 'install', '--no-input', '--no-compile', '--no-index', '--find-links', '/ext/server/wheels', '/ext/server/plan_lsp.whl',
-  ]);
-  assert.deepEqual(pipInstallArguments('/ext/server/plan_lsp.whl', undefined), [
-    '-I', '-m', 'pip', 'install', '--no-input', '--no-compile', '/ext/server/plan_lsp.whl',
-  ]);
 });

@@ -171,3 +171,11 @@ test('what is set up, in words', () => {
   assert.equal(describeProvider({ name: 'anthropic', model: 'claude-x', baseUrl: '', configured: true, problem: null }), 'Using Anthropic, model claude-x.');
   assert.equal(describeProvider({ name: 'openai', model: '', baseUrl: 'http://h:1/v1', configured: false, problem: null }), 'Using the model server at http://h:1/v1, no model chosen yet.');
 });
+
+test('the install card says which install runs and how long it takes', () => {
+  const card = (step: 'install' | 'download') =>
+    setupCardView(reduce(initialChatState(), { type: 'startup', step, detail: null, progress: 0.2 }))?.lines[0] ?? '';
+  assert.match(card('install'), /installing plan-lsp .*from the wheels this extension carries, no download \(usually under 10 s\)/);
+  assert.match(card('download'), /installing plan-lsp .*downloads them from the package index \(1–2 minutes\)/);
+  for (const step of ['install', 'download'] as const) assert.doesNotMatch(card(step), /about 20 s/);
+});

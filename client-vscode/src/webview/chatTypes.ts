@@ -71,7 +71,9 @@ export type ChatItem =
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'error';
 
 /** What the first-run start-up is doing (shown while the server is not running yet). */
-export type StartupStep = 'probe' | 'venv' | 'install' | 'launch';
+/** `install`: from the wheels the extension carries (no download); `download`: from the package
+ * index (the bundled wheels do not fit this Python). */
+export type StartupStep = 'probe' | 'venv' | 'install' | 'download' | 'launch';
 
 export interface Startup {
   step: StartupStep;

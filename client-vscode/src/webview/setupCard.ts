@@ -84,7 +84,11 @@ export function errorHint(code: string | null | undefined, keySet: boolean | nul
 const STEP_TEXT: Record<StartupStep, string> = {
   probe: 'Looking for a Python that can run the plan-lsp server…',
   venv: 'First run: creating a private Python environment for the server…',
-  install: 'First run: installing plan-lsp and its dependencies with pip (about 20 s)…',
+  // Measured on a quiet 2-core machine: 0.1 s venv + 2.6 s pip from the bundled wheels.
+  install: 'First run: installing plan-lsp and its dependencies from the wheels this extension carries, no download (usually under 10 s)…',
+  // A user measured 57 s of pip for about 40 packages from PyPI.
+  download:
+    'First run: installing plan-lsp and its dependencies; this Python does not fit the wheels the extension carries, so pip downloads them from the package index (1–2 minutes)…',
   launch: 'Starting the plan-lsp server…',
 };
 

@@ -16,11 +16,12 @@ async function rejectBox(page) {
   return widget;
 }
 
-/** A submitted plan is open in PLAN.md; `chat` is the chat view's frame. */
-export async function rejectWithoutFeedback(page, chat) {
+/** A submitted plan is open in `planFile` (PLAN.md, or a later round's PLAN-2.md); `chat` is
+ * the chat view's frame. */
+export async function rejectWithoutFeedback(page, chat, planFile = 'PLAN.md') {
   await check(page, REJECT_STEP, async () => {
     ensure(/submitted/.test(await planStatus(chat)), `the plan is not submitted: ${await planStatus(chat)}`);
-    await quickOpen(page, 'PLAN.md');
+    await quickOpen(page, planFile);
     await page.keyboard.press('Control+Home');
     const lenses = page.locator('.editor-group-container.active .codelens-decoration');
     const reject = lenses.locator('a', { hasText: /^Reject…$/ });

@@ -23,6 +23,7 @@ import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, TODO, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
+import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
 import { trustWorkspace, walkthroughOverWelcome } from './newcomer-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
@@ -524,23 +525,9 @@ async function main() {
       ensure((await chat.locator('[data-testid=attachment]').count()) === 0, 'the selection stays attached after sending');
     });
 
-    await check(page, 'a new draft streams into PLAN.md, brought to the front without taking the focus from the chat', async () => {
-      await quickOpen(page, 'hello.py');
-      const since = Date.now() / 1000;
-      await sendPrompt(chat, 'Plan a farewell');
-      await waitFor('PLAN.md to come to the front', async () => (await activeTabTitle(page)) === 'PLAN.md');
-      await waitFor('the second plan streaming into PLAN.md', async () => planRecord(documentLog).events.some((e) => e.t >= since && partOf(e.text, SECOND_PLAN_TEXT)));
-      ensure(await chatHasFocus(chat), 'the chat input lost the focus');
-      await waitFor('plan status "submitted"', async () => /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
-      const { events } = planRecord(documentLog);
-      const growing = growingStates(events, SECOND_PLAN_TEXT, since);
-      ensure(growing >= 10, `PLAN.md showed ${growing} growing beginnings of the second plan (want 10 or more)`);
-      ensure(events.at(-1).text === SECOND_PLAN_TEXT && events.at(-1).visible, 'PLAN.md on screen does not hold the second plan');
-      ensure(await chatHasFocus(chat), 'the chat input lost the focus');
-      await shot(page, '13-second-draft-revealed');
-    });
+    await secondRoundDraft(page, chat, { documentLog, secondPlan: SECOND_PLAN_TEXT, approvedFile: planFile });
 
-    await rejectWithoutFeedback(page, chat);
+    await rejectWithoutFeedback(page, chat, SECOND_PLAN_FILE);
 
     await check(page, 'the status bar toggles Plan → Build → Plan, and the chat follows', async () => {
       await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-eye') }).first().click();

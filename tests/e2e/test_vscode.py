@@ -62,7 +62,9 @@ STEPS = [
     "the next request carries none of it",
     "@ offers the workspace files and inserts the chosen path; the selection chip sends the editor "
     "selection with its file and lines",
-    "a new draft streams into PLAN.md, brought to the front without taking the focus from the chat",
+    "after an approved plan a new draft streams into PLAN-2.md, brought to the front without "
+    "taking the focus from the chat; PLAN.md keeps the approved plan, its lens says approved, "
+    "and Show Plans lists both",
     "Reject… on the lens asks for feedback: Escape keeps the plan submitted, an empty box "
     "rejects it; the lens and the chat then offer Approve and Revise…",
     "the status bar toggles Plan → Build → Plan, and the chat follows",
@@ -116,7 +118,9 @@ def test_vscode_first_run_to_approved_plan() -> None:
     buffer_events = [
         (event["t"], event["text"])
         for event in map(json.loads, (ARTIFACTS / "plan-documents.jsonl").read_text().splitlines())
-        if event["event"] in ("open", "change") and event["path"].endswith("PLAN.md")
+        # The first plan and its revision in PLAN.md, the next round's plan in PLAN-2.md.
+        if event["event"] in ("open", "change")
+        and event["path"].endswith(("/PLAN.md", "/PLAN-2.md"))
     ]
     report = stream_report(
         buffer_events, ARTIFACTS / "model-timeline.jsonl", ARTIFACTS / "model-script.json"

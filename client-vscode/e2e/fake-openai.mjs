@@ -190,7 +190,9 @@ export class FakeOpenAI {
       const authorized = req.headers.authorization === `Bearer ${this.key}`;
       const tools = Array.isArray(json?.tools) ? json.tools : [];
       const agent = tools.length > 0 && json?.stream === true;
-      this.requests.push({ method: req.method, path: req.url, authorized, agent, body: json });
+      // keyGiven: a key was sent (a wrong one when not authorized); the key itself is not kept.
+      const keyGiven = /^Bearer \S/.test(req.headers.authorization ?? '');
+      this.requests.push({ method: req.method, path: req.url, authorized, keyGiven, agent, body: json });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } }));

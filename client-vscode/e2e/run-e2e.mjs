@@ -20,11 +20,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
-import { PROMPT, TODO, hostileProject, modelSpeed, sessionTurns } from './session-script.mjs';
+import { PROMPT, TODO, hostileProject, modelSpeed, revisedAfterFeedback, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
-import { trustWorkspace, walkthroughOverWelcome } from './newcomer-steps.mjs';
+import {
+  decisionsAfterReload, denyReadmeEdit, honestChecklist, mark, markWhen, rejectWithFeedback, times, trustWorkspace, walkthroughOverWelcome,
+} from './newcomer-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
   freePort, log, openChat, outputLog, quickOpen, results, sendPrompt, setArtifacts, shot, statusText, userMessagesWith, waitFor,
@@ -39,6 +41,8 @@ const WHEELHOUSE = join(HERE, '.e2e', 'wheelhouse');
 const ARTIFACTS = resolve(process.env.E2E_ARTIFACTS ?? join(REPO, 'test-artifacts', 'vscode'));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const API_KEY = 'sk-e2e-4f1d9c0b7a';
+// A key the model server refuses, entered first as a user might.
+const WRONG_KEY = 'sk-e2e-wrong-0000';
 const MODEL = 'e2e-model';
 // What the user types into PLAN.md before approving it.
 const TYPED_LINE = 'Reviewed: one line changes, nothing else.';
@@ -54,6 +58,9 @@ function planRecord(file) {
     approved: lines.filter((l) => l.event === 'approved'),
   };
 }
+
+/** `plan` without the checkboxes a Do run's checklist puts on its numbered steps. */
+const unticked = (plan) => plan.replace(/^(\d+\. )\[[ x~]\] /gm, '$1');
 
 /** How much of `plan`'s beginning `text` shows (as model_speed.py's `_shown`). */
 function shown(text, plan) {
@@ -145,6 +152,8 @@ async function main() {
   const speed = modelSpeed(REPO);
   const PLAN_TEXT = speed.plan;
   const SECOND_PLAN_TEXT = speed.revisedPlan;
+  // The first plan as the model writes it again after the user's feedback: the one approved.
+  const REVISED_TEXT = revisedAfterFeedback(PLAN_TEXT);
   const documentLog = join(ARTIFACTS, 'plan-documents.jsonl');
   const model = new FakeOpenAI({
     key: API_KEY, model: MODEL, turns: sessionTurns({ plan: PLAN_TEXT, secondPlan: SECOND_PLAN_TEXT, pace: speed.pace }),
@@ -170,6 +179,7 @@ async function main() {
   );
 
   log('install the vsix');
+  mark('install');
   execFileSync(CODE_SERVER, ['--user-data-dir', userDir, '--extensions-dir', extDir, '--install-extension', vsix], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -207,6 +217,7 @@ async function main() {
     log('workbench ready');
     await trustWorkspace(page);
     const chat = chatFrame(page);
+    markWhen('setupCard', async () => (await cardKind(chat)) === 'unconfigured');
 
     await check(page, 'first run: the sidebar opens by itself and shows the install with progress', async () => {
       await chat.locator('[data-testid=prompt]').waitFor({ timeout: STEP_MS });
@@ -251,7 +262,7 @@ async function main() {
       await shot(page, '03-setup-card');
     });
 
-    await walkthroughOverWelcome(page, chat, { check, ensure, shot });
+    await walkthroughOverWelcome(page, chat);
 
     await check(page, 'configured through the UI: the vLLM preset writes user settings; the test names the key', async () => {
       await chat.locator('[data-testid=card-action][data-preset=vllm]').click();
@@ -285,8 +296,17 @@ async function main() {
       await shot(page, '05-failed-prompt-with-fix');
     });
 
-    await check(page, "Set API Key from the error; the connection then works; Set Up Model then offers the server's models", async () => {
+    await check(page, "Set API Key from the error: a wrong key is refused, the right one connects; Set Up Model then offers the server's models", async () => {
       await chat.locator('[data-testid=notice][data-code=provider_auth] [data-testid=card-action]').click();
+      await answerInputBox(page, 'API key', WRONG_KEY);
+      // The server restarts and tests the connection with the wrong key: refused, not missing.
+      const card = chat.locator('[data-testid=setup-card]');
+      await waitFor('the refused key on the card', async () => (await cardKind(chat)) === 'problem' &&
+        (await card.innerText()).startsWith('The model server refused the API key'), 90000);
+      ensure(!/No API key is set|needs an API key/.test(await card.innerText()), `the card says the key is missing: ${await card.innerText()}`);
+      ensure(model.requests.some((r) => r.keyGiven && !r.authorized), 'the model server never saw the wrong key');
+      await shot(page, '05a-wrong-key-refused');
+      await card.locator('[data-testid=card-action]', { hasText: 'Set API Key' }).click();
       await answerInputBox(page, 'API key', API_KEY);
       await waitFor('the connected card', async () => (await cardKind(chat)) === 'connected', 90000);
       await shot(page, '06-connected');
@@ -388,8 +408,10 @@ async function main() {
       await shot(page, '07-plan-submitted');
     });
 
+    await rejectWithFeedback(page, chat, { model, revised: REVISED_TEXT, events: () => planRecord(documentLog).events });
+
     await check(page, 'a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan agree; the edit shows as a diff before it is allowed', async () => {
-      const expected = `${PLAN_TEXT}${TYPED_LINE}\n`;
+      const expected = `${REVISED_TEXT}${TYPED_LINE}\n`;
       await page.locator('.editor-group-container.active .monaco-editor .view-lines').click();
       await page.keyboard.press('Control+End');
       await page.keyboard.type(TYPED_LINE);
@@ -401,10 +423,12 @@ async function main() {
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
       await waitFor('the approved plan', async () => planRecord(documentLog).approved.length > 0);
       const approved = planRecord(documentLog).approved.at(-1);
+      mark('approved', approved.t * 1000);
       ensure(approved.text === expected, `the approved plan is not what the editor held: ${JSON.stringify(approved.text.slice(-80))}`);
       ensure(approved.sha256 === sha256(expected), 'the approved sha256 is not that of the text');
-      ensure(planRecord(documentLog).events.at(-1).text === expected, 'the editor no longer holds the approved plan');
-      await waitFor('PLAN.md on disk to be the approved plan', async () => readFileSync(planFile, 'utf8') === expected, 10000);
+      // The Do run starts with its todo list, which the plan's steps mirror as checkboxes.
+      ensure(unticked(planRecord(documentLog).events.at(-1).text) === expected, 'the editor no longer holds the approved plan');
+      await waitFor('PLAN.md on disk to be the approved plan', async () => unticked(readFileSync(planFile, 'utf8')) === expected, 10000);
       await chat.locator('[data-testid=permission-card] [data-testid=show-proposal]').waitFor({ timeout: STEP_MS });
       await waitFor('the proposal diff editor', async () =>
         (await activeTabTitle(page)).includes('proposed') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
@@ -424,25 +448,29 @@ async function main() {
       await allow.click();
     });
 
+    await denyReadmeEdit(page, chat, { ws });
+
     await check(page, 'the Do run ends; its file card diffs what the run changed', async () => {
       await waitFor('plan status "approved" and the run over', async () =>
         /approved/.test(await chat.locator('[data-testid=plan-status]').innerText()) &&
         (await chat.locator('[data-testid=assistant-message]', { hasText: 'Done: the greeting is updated.' }).count()) === 1);
       ensure((await chat.locator('[data-testid=show-proposal]').count()) === 0, 'an answered permission still offers its proposal');
-      const todoCard = chat.locator('[data-testid=tool-card][data-tool=todo_write]');
+      const todoCard = chat.locator('[data-testid=tool-card][data-tool=todo_write]').last();
       const todoText = await todoCard.innerText();
       ensure(new RegExp(`\\[( |~|x)\\] ${TODO}`).test(todoText) && !/[{}]|"status"/.test(todoText),
         `the todo card is not a checklist: ${JSON.stringify(todoText)}`);
       ensure((await todoCard.locator('[data-testid=todo-checklist][data-kept=true]').count()) === 1, 'the todo card does not show the list the server kept');
       await todoCard.scrollIntoViewIfNeeded();
       await shot(page, '09a-todo-checklist');
-      await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').click();
+      await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').first().click();
       await waitFor('the run-changes diff', async () => (await activeTabTitle(page)).includes('before the run'));
       await waitFor("the run diff's right side to show the edit", async () =>
         (await activeEditorText(page, '.editor.modified')).includes("print('hello, world')"));
       ensure((await activeEditorText(page, '.editor.original')).includes("print('hi')"), "the run diff's left side is not the file before the run");
       await shot(page, '09-run-changes');
     });
+
+    await honestChecklist(page, chat, { planFile, events: () => planRecord(documentLog).events });
 
     // The edit went to hello.py while it was open in an editor (opened before the approval),
     // unmodified. With auto-save off it still reaches the disk: the server asks the editor to
@@ -477,6 +505,8 @@ async function main() {
       ensure((await chat.locator('[data-testid=user-message][data-failed=true]').count()) === 1, 'the failed prompt is not marked after the reload');
       await shot(page, '11-after-reload');
     });
+
+    await decisionsAfterReload(page, chat);
 
     await check(page, 'New session clears the conversation, the empty chat links the walkthrough; the next request carries none of it', async () => {
       await chat.locator('[data-testid=new-session]').click();
@@ -542,7 +572,7 @@ async function main() {
     await check(page, 'nothing the workspace ships ran; the API key is in no log', async () => {
       const found = readdirSync(markers);
       ensure(found.length === 0, `workspace code or settings took effect: ${found.join(', ')}`);
-      const logs = findFiles(join(userDir, 'logs'), /\.log$/).filter((f) => readFileSync(f, 'utf8').includes(API_KEY));
+      const logs = findFiles(join(userDir, 'logs'), /\.log$/).filter((f) => [API_KEY, WRONG_KEY].some((key) => readFileSync(f, 'utf8').includes(key)));
       ensure(logs.length === 0, `the key is in ${logs.join(', ')}`);
       ensure(!readFileSync(userSettings, 'utf8').includes(API_KEY), 'the key is in settings.json');
     });
@@ -571,7 +601,7 @@ main()
   .finally(() => {
     const passed = results.filter((r) => r.ok).length;
     const failed = results.length - passed;
-    writeFileSync(join(ARTIFACTS, 'results.json'), JSON.stringify({ seconds: elapsed(), results }, null, 2));
+    writeFileSync(join(ARTIFACTS, 'results.json'), JSON.stringify({ seconds: elapsed(), times: times(), results }, null, 2));
     log(`${passed} passed, ${failed} failed`);
     process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
   });

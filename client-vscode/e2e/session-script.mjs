@@ -1,8 +1,10 @@
 // The story the end-to-end test runs, and the hostile sample workspace it runs it in.
 //
 // Model turns (each agent request takes the next; tool-call ids restart at call_0 in every
-// response): read, two side-effect calls that plan mode blocks, the plan, exit_plan_mode; the
-// Do run's edit, its todo list, and its summary; after "New session", a greeting, an answer to a
+// response): read, two side-effect calls that plan mode blocks, the plan, exit_plan_mode; after
+// a rejection with feedback, the revised plan and exit_plan_mode; the Do run's two steps (a
+// todo list, an edit, the list again: hello.py's edit, then README.md's), the final list, and
+// its summary; after "New session", a greeting, an answer to a
 // prompt with a file mention and a selection, then a second plan. Both
 // plans stream at a model's speed (`pace`, tests/e2e/model_speed.py's MODEL_PACE).
 import { execFileSync } from 'node:child_process';
@@ -10,8 +12,21 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const PROMPT = 'Make the greeting polite';
-/** The Do run's todo (its card must read as a checklist). */
+/** The Do run's todos (its card must read as a checklist): the first one's edit is allowed,
+ * the second one's denied. */
 export const TODO = 'Change the greeting in hello.py';
+export const README_TODO = 'Note the new greeting in README.md';
+/** What the user types when rejecting the first plan. */
+export const FEEDBACK = 'Also note the new greeting in README.md.';
+const README_STEP = 'Leave the README as it is; it does not quote the greeting.';
+
+/** The plan the model writes after the feedback: `plan` with its title and README step
+ * changed. */
+export function revisedAfterFeedback(plan) {
+  if (!plan.includes(README_STEP)) throw new Error('the plan has no README step to revise');
+  return plan.replace('# Plan: greet politely', '# Plan: greet politely, README noted')
+    .replace(README_STEP, 'Note the new greeting in `README.md`, as the review asked.');
+}
 
 /** MODEL_PACE, LONG_PLAN and LONG_REVISED_PLAN from tests/e2e/model_speed.py (the streaming
  * every editor's e2e uses), through the checkout's Python (E2E_PYTHON, else .venv, else
@@ -38,12 +53,19 @@ export function sessionTurns({ plan, secondPlan, pace }) {
     },
     { pace, tool_calls: [{ name: 'plan_write', arguments: { content: plan } }] },
     { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
+    // Rejected with FEEDBACK: the revised plan.
+    { pace, tool_calls: [{ name: 'plan_write', arguments: { content: revisedAfterFeedback(plan) } }] },
+    { tool_calls: [{ name: 'exit_plan_mode', arguments: {} }] },
+    // The Do run: two steps, an edit each (hello.py allowed, README.md denied).
+    { tool_calls: [{ name: 'todo_write', arguments: { todos: [{ content: TODO, status: 'in_progress' }, { content: README_TODO, status: 'pending' }] } }] },
     {
       tool_calls: [
         { name: 'edit_file', arguments: { path: 'hello.py', old_text: "print('hi')", new_text: "print('hello, world')" } },
       ],
     },
-    { tool_calls: [{ name: 'todo_write', arguments: { todos: [{ content: TODO, status: 'completed' }] } }] },
+    { tool_calls: [{ name: 'todo_write', arguments: { todos: [{ content: TODO, status: 'completed' }, { content: README_TODO, status: 'in_progress' }] } }] },
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'README.md', old_text: '# sample', new_text: "# sample\n\nIt prints 'hello, world'." } }] },
+    { tool_calls: [{ name: 'todo_write', arguments: { todos: [{ content: TODO, status: 'completed' }, { content: README_TODO, status: 'completed' }] } }] },
     { text: 'Done: the greeting is updated.' },
     { text: 'Hello again: a fresh session.' },
     { text: 'Seen the selection.' },

@@ -48,16 +48,23 @@ STEPS = [
     "configured through the UI: the vLLM preset writes user settings; the test names the key",
     "a prompt the model server rejects is marked failed, back in the input with Retry, the fix "
     "beside it in words",
-    "Set API Key from the error; the connection then works; Set Up Model then offers the server's "
-    "models",
+    "Set API Key from the error: a wrong key is refused, the right one connects; Set Up Model then "
+    "offers the server's models",
     "plan mode: blocked calls; the first plan streams into PLAN.md from its first line, "
     "shown while the chat keeps the focus",
+    "Reject… with feedback typed on PLAN.md: the model is sent the feedback, the revised plan "
+    "streams into PLAN.md and is submitted",
     "a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan "
     "agree; the edit shows as a diff before it is allowed",
+    "the Do run's second edit (README.md) is shown as a diff and denied: the file stays as it was",
     "the Do run ends; its file card diffs what the run changed",
+    "the checklist is honest: the denied step is not ticked, in PLAN.md and in the chat, which "
+    "says why",
     "the Do edit is on disk with auto-save off",
     "lenses on PLAN.md no longer offer Approve once approved",
     "after a window reload the conversation is still shown, the failed prompt still marked",
+    "after the reload the history shows the decisions: the hello.py edit allowed, the README.md "
+    "edit denied",
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
     "@ offers the workspace files and inserts the chosen path; the selection chip sends the editor "

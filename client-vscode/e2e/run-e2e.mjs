@@ -236,7 +236,8 @@ async function main() {
       const logText = outputLog(userDir);
       ensure(/Server interpreter: .*venv.*private environment/.test(logText), `the log does not name the private venv interpreter:\n${logText.slice(-3000)}`);
       ensure(/Starting: .* -I -m plan_lsp serve --stdio \(in .*globalStorage/.test(logText), 'the server was not started isolated, outside the workspace');
-      ensure(/-m pip install .*--no-index --find-links \S*server[\\/]wheels /.test(logText), 'pip did not install from the wheels the extension carries');
+      // pip as a module of the venv, or run from its own bundled wheel (a venv made --without-pip).
+      ensure(/(-m pip|[\\/]pip-[^\s]*\.whl[\\/]pip) install .*--no-index --find-links \S*server[\\/]wheels /.test(logText), 'pip did not install from the wheels the extension carries');
       ensure(!/pypi\.org|pythonhosted\.org|Downloading /.test(logText), 'the first-run install reached a package index');
       ensure(!/Server process exited/.test(logText), 'a start logged a server exit as an error');
       await shot(page, '02-hostile-settings-ignored');

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from plan_lsp.session.protocol import PlansResult
 from tests.e2e.scripts import requests_of, scripted_session
 from tests.lsp_harness import Editor
 
@@ -100,7 +101,9 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
             "Reject…",
         ]
 
-        listed = (await ed.request("planLsp/plans", {}))["plans"]
+        answer = await ed.request("planLsp/plans", {})
+        PlansResult.model_validate(answer)  # exactly the contract's fields
+        listed = answer["plans"]
         assert [(p["uri"], p["status"], p["current"]) for p in listed] == [
             (first.as_uri(), "done", False),
             (second.as_uri(), "submitted", True),

@@ -135,22 +135,35 @@ export async function answerInputBox(page, title, text) {
     !(await widget.isVisible()) || !(await widget.locator('.quick-input-title').innerText()).includes(title));
 }
 
-export async function quickOpen(page, name) {
-  // Keys typed while a webview has the focus do not reach the workbench: focus a tab first.
-  const tab = page.locator('.editor-group-container.active .tab.active .label-name');
-  if (await tab.count()) await tab.first().click();
-  await page.keyboard.press('Control+P');
-  await answerQuickInputWhenListed(page, name);
-  await waitFor(`${name} to be the active editor`, async () => (await activeTabTitle(page)) === name);
-}
-
-async function answerQuickInputWhenListed(page, name) {
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: STEP_MS });
-  await input.fill(name);
-  // Enter opens the focused row: wait until the filter has put the file there.
-  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: name }).first().waitFor({ timeout: STEP_MS });
-  await page.keyboard.press('Enter');
+/** Opens the workspace file `name` through Quick Open (Ctrl+P), as a user would. The file
+ *  search behind it can miss a file for a while (a busy machine, a file just written): each
+ *  attempt reopens Quick Open and types the name again, and picks the row whose label is
+ *  exactly `name` (not a fuzzy neighbour such as PLAN-2.md or a diff of the file) — until the
+ *  file is the active editor, never by waiting longer on one attempt. */
+export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
+  const widget = page.locator('.quick-input-widget');
+  const input = widget.locator('input');
+  const exact = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const row = widget.locator('.quick-input-list .monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
+  let attempts = 0;
+  await waitFor(`${name} opened through Quick Open`, async () => {
+    attempts += 1;
+    if (await widget.isVisible()) {
+      await page.keyboard.press('Escape');
+      await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    }
+    // Keys typed while a webview has the focus do not reach the workbench: focus a tab first.
+    const tab = page.locator('.editor-group-container.active .tab.active .label-name');
+    if (await tab.count()) await tab.first().click();
+    await page.keyboard.press('Control+P');
+    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(name);
+    await row.waitFor({ timeout: 5000 });
+    await row.click();
+    return waitFor(`${name} to be the active editor`, async () => (await activeTabTitle(page)) === name, 5000).catch(() => false);
+  }, timeoutMs);
+  if (attempts > 1) log(`  Quick Open listed ${name} at attempt ${attempts}`);
 }
 
 export async function cardKind(chat) {

@@ -2,16 +2,22 @@
 
 Runs `client-vscode/e2e/run-e2e.mjs`: a new user's first run. The extension is packaged (its
 vsix carries the server as a wheel built from this checkout), installed into fresh user-data
-and extensions directories with no plan-lsp setting, and opened on a hostile workspace
-(`pygls.py`/`pydantic.py` that would leave a marker when imported, a `.vscode/settings.json`
-naming its own interpreter, server arguments and model endpoint) next to a loopback
-OpenAI-compatible model server. The extension installs its server into a private venv from
-the wheels the vsix carries (the server's dependencies come from `.e2e/wheelhouse`, made by
-install-e2e.sh; pip is given no package index), and the user goes through the setup card, a
-failed prompt kept for Retry, a plan, approval from the sidebar with the edit shown as a diff
-(buttons in words), the todo checklist, a window reload, a new session, a file mention and an
-editor selection sent with a prompt, and the context fill and session tokens (measured against
-`PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact button. Both plans stream at a
+and extensions directories with no plan-lsp setting and none that hides VS Code's defaults
+(the Welcome page shows, the workspace trust prompt is answered as a user would), and opened
+on a hostile workspace (`pygls.py`/`pydantic.py` that would leave a marker when imported, a
+`.vscode/settings.json` naming its own interpreter, server arguments and model endpoint) next
+to a loopback OpenAI-compatible model server. The extension installs its server into a private
+venv from the wheels the vsix carries (the server's dependencies come from `.e2e/wheelhouse`,
+made by install-e2e.sh; pip is given no package index), and the user goes through the
+walkthrough opened over the Welcome page, the setup card, a failed prompt kept for Retry, a
+wrong API key refused and then the right one, the model picked from the server's list, a plan
+rejected with typed feedback and its revision approved, the Do run's two edits shown as diffs
+(buttons in words), one allowed and one denied, the todo checklist that leaves the denied step
+unticked (in PLAN.md and in the chat), a window reload that shows the decisions again, a new
+session, a file mention and an editor selection sent with a prompt, and the context fill and
+session tokens (measured against `PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact
+button. The first start (the trust click to the setup card) and the install to the first
+approved plan are printed, for the record. The plans stream at a
 model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
 it) must appear in the editor from its first line and grow there while the chat keeps the
 focus; the extension records PLAN.md on every change (`PLAN_LSP_DOCUMENT_LOG`), and

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PlanInfo } from '../protocol.generated';
 import { planFileName, planPicks, showPlans, shortDate, statusInWords, type PlanPick } from '../plansList';
+import { applyUpdate, initialChatState } from '../webview/chatState';
 
 const PLANS = '/ws/.plan-lsp/plans';
 
@@ -78,4 +79,14 @@ test('with no plans yet the user is told where plans come from', async () => {
   });
   assert.equal(chosen, undefined);
   assert.match(messages[0] ?? '', /no plans yet/);
+});
+
+test("the chat's submitted notice names the file the run's draft went to", () => {
+  let s = initialChatState();
+  s = applyUpdate(s, { runId: 'r2', kind: 'planDraft', uri: `file://${PLANS}/PLAN-2.md`, status: 'drafting', chars: 0 });
+  s = applyUpdate(s, { runId: 'r2', kind: 'done', stopReason: 'plan_submitted' });
+  const notices = s.items.filter((i) => i.type === 'notice').map((i) => (i.type === 'notice' ? i.text : ''));
+  assert.equal(notices.at(-1), 'Plan submitted: review PLAN-2.md, then Approve or Reject.');
+  const draft = s.items.find((i) => i.type === 'planDraft');
+  assert.equal(draft?.type === 'planDraft' ? planFileName(draft.uri ?? '') : '', 'PLAN-2.md');
 });

@@ -4,6 +4,7 @@
  */
 import type { ErrorFix, PlanLspUpdate } from '../wireTypes';
 import { ChatItem, ChatState, ToolItem, ToolStatus, append, replaceAt, str } from './chatTypes';
+import { planFileName } from '../plansList';
 
 /** Pretty, bounded text for tool arguments and results. */
 export function displayValue(value: unknown, limit = 2000): string {
@@ -247,7 +248,11 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
       let next: ChatState = { ...state, runId: null };
       if (stopReason === 'error') next = markPromptFailed(next, runId);
       if (stopReason === 'plan_submitted') {
-        return append(next, { type: 'notice', level: 'info', text: 'Plan submitted: review PLAN.md, then Approve or Reject.' });
+        // The file this run's draft went to (each planning round has its own: PLAN-2.md, …).
+        const draft = [...state.items].reverse().find((i) => i.type === 'planDraft' && i.runId === runId);
+        const uri = draft && draft.type === 'planDraft' ? draft.uri : null;
+        const file = uri ? planFileName(uri) : 'PLAN.md';
+        return append(next, { type: 'notice', level: 'info', text: `Plan submitted: review ${file}, then Approve or Reject.` });
       }
       if (stopReason && !['end_turn', 'error'].includes(stopReason)) {
         return append(next, { type: 'notice', level: 'info', text: `Run ended: ${stopReason}` });

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // End-to-end test of a new user's first run in a real VS Code workbench (code-server 4.100.3 +
 // Debian Chromium driven by playwright-core): the .vsix installed into fresh user-data and
-// extensions directories, no plan-lsp setting, a hostile workspace, a loopback
+// extensions directories, no plan-lsp setting and VS Code's defaults on (the Welcome page, the
+// workspace trust prompt: newcomer-steps.mjs), a hostile workspace, a loopback
 // OpenAI-compatible model server. The extension must install its server into a private venv
 // (from the wheel the vsix carries), show what it is doing, guide the setup through its own
-// UI, and take the user to an approved plan whose edit is on disk. Both plans stream at a
+// UI, and take the user to an approved plan whose edit is on disk. The plans stream at a
 // model's speed (tests/e2e/model_speed.py); the extension records every change of PLAN.md
 // (PLAN_LSP_DOCUMENT_LOG). Screenshots per step go to test-artifacts/vscode/, with
-// results.json, the model's timeline and script, and the PLAN.md record (for stream_report).
+// results.json (with the first-start times), the model's timeline and script, and the PLAN.md
+// record (for stream_report).
 //
 // Environment: E2E_ARTIFACTS (screenshot folder), E2E_REUSE_VSIX=1 (skip `npm run package`
 // when a vsix exists), E2E_TIMEOUT_S (per-step wait, default 60), CHROMIUM, E2E_PROFILE=1 (a

@@ -59,6 +59,8 @@ export async function secondRoundDraft(page, chat, { documentLog, secondPlan, ap
 
     // PLAN.md's lens: the approved plan, carried out; never Approve.
     await quickOpen(page, 'PLAN.md');
+    // The keys go to the editor (the chat kept the focus), which shows its first line, lenses on top.
+    await page.locator('.editor-group-container.active .monaco-editor .view-lines').click();
     await page.keyboard.press('Control+Home');
     const lenses = page.locator('.editor-group-container.active .codelens-decoration');
     await waitFor('the "Approved plan ✓" lens on PLAN.md and no Approve lens', async () =>

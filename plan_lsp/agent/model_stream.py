@@ -63,6 +63,8 @@ class StreamingCall:
     arguments: str = ""
     reader: PartialArgumentsReader | None = None
     draft_path: Path | None = None
+    # The plan_filename already checked against the draft's file (checked once, not per delta).
+    checked_name: str | None = None
     oversized: bool = False
     # The model stopped before the call's arguments were complete (its token limit: finish
     # reason "length"), or they are not a JSON object: the call is never run, and its
@@ -171,7 +173,8 @@ class ModelStream:
             return
         call.reader.feed(delta)
         name = call.reader.plan_filename
-        if name is not None:
+        if name is not None and name != call.checked_name:
+            call.checked_name = name
             target = self.session.plan_target(self.session.plans_dir, name)
             if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
                 # The draft belongs to another (or an invalid) file: stop streaming here.

@@ -295,9 +295,13 @@ def _plan_of(core: WorkspaceCore, uri: str | None) -> Path:
 def plan_file_revisions(core: WorkspaceCore, path: Path) -> list[PlanRevision]:
     """The submitted revisions of the plan file `path`, oldest first: the session's own,
     or, for a plan of an earlier session, that session's."""
+    own = [r for r in core.store.revisions(core.session.id) if Path(r.path).resolve() == path]
+    if own or path == core.session.main_plan_path.resolve():
+        return own  # the session's own plan: no need to replay the workspace's history
     entry = latest_entry(plan_entries(core.store), path)
-    session_id = entry.session_id if entry is not None else core.session.id
-    return [r for r in core.store.revisions(session_id) if Path(r.path).resolve() == path]
+    if entry is None or entry.session_id == core.session.id:
+        return own
+    return [r for r in core.store.revisions(entry.session_id) if Path(r.path).resolve() == path]
 
 
 def _plan_title(core: WorkspaceCore, path: Path) -> str:

@@ -84,8 +84,11 @@ def extension_plan(python: str, venv: Path, uv: str | None) -> dict[str, object]
 
 
 def timed(argv: list[str], cwd: Path) -> float:
+    # uv's cache starts empty every time, as on a first start (pip keeps no cache of wheels
+    # installed from a folder).
+    env = {**offline_env(), "UV_CACHE_DIR": str(cwd / f"uv-cache-{time.monotonic_ns()}")}
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=offline_env(), capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 
 PLAN_1 = "# Plan one\n\n1. Change the greeting in `hello.py`.\n2. Nothing else changes.\n"
 PLAN_2 = "# Plan two\n\n1. Add a farewell to `hello.py`.\n2. Keep the greeting.\n"
+PLAN_2B = "# Plan two, revised\n\n1. Add a farewell to `hello.py` only.\n2. Keep the greeting.\n"
 APPROVE = "planLsp.approvePlan"
 
 
@@ -35,6 +36,7 @@ TURNS = [
     *plan_turns(PLAN_1),
     {"text": "Done: plan one carried out."},
     *plan_turns(PLAN_2),
+    *plan_turns(PLAN_2B),  # revised after the user's feedback
     {"text": "Done: plan two carried out."},
 ]
 
@@ -109,15 +111,34 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
             (second.as_uri(), "submitted", True),
         ]
 
+        # A revision stays in PLAN-2.md; Compare shows PLAN-2.md's previous revision (never
+        # PLAN.md's), and only where the plan has two.
+        mark = len(ed.ed.updates)
+        await ed.request("planLsp/rejectPlan", {"feedback": "only hello.py"})
+        await run_to_end(ed, mark)
+        assert second.read_text() == PLAN_2B and first.read_text() == PLAN_1
+        assert not (plans / "PLAN-3.md").exists()
+        second_lens = await lens_titles(ed, second)
+        compare = [c for c in second_lens if c.command == "planLsp.showPreviousRevision"]
+        assert [list(c.arguments or []) for c in compare] == [[{"planUri": second.as_uri()}]]
+        shown = await ed.command(compare[0].command, *(compare[0].arguments or []))
+        assert (shown["previous"], shown["current"]) == (PLAN_2, PLAN_2B)
+        assert not any(c.command for c in await lens_titles(ed, first))
+
         # Approving from PLAN-2.md's lens approves PLAN-2.md's text; the Do run follows it.
         mark = len(ed.ed.updates)
-        await ed.command(APPROVE, {**(second_lens[0].arguments or [{}])[0], "sha256": sha(PLAN_2)})
+        await ed.command(APPROVE, {**(second_lens[0].arguments or [{}])[0], "sha256": sha(PLAN_2B)})
         await run_to_end(ed, mark)
         state = await ed.state()
         assert state["approvedPlan"]["path"] == str(second)
-        assert state["approvedPlan"]["sha256"] == sha(PLAN_2)
+        assert state["approvedPlan"]["sha256"] == sha(PLAN_2B)
         assert first.read_text() == PLAN_1
         do_request = requests_of(transcript)[-1]
         opening = [m for m in do_request["messages"] if "Approved plan" in str(m.get("content"))]
-        assert opening and PLAN_2 in str(opening[-1]["content"]), do_request["messages"]
+        assert opening and PLAN_2B in str(opening[-1]["content"]), do_request["messages"]
         assert PLAN_1 not in str(opening[-1]["content"])
+        listed = (await ed.request("planLsp/plans", {}))["plans"]
+        assert [(p["uri"], p["status"], p["revisions"]) for p in listed] == [
+            (first.as_uri(), "done", 1),
+            (second.as_uri(), "done", 2),
+        ]

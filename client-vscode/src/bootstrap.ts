@@ -20,6 +20,7 @@ import {
   isSupportedVersion,
   noBundleMessage,
   offlineFix,
+  otherPythonFix,
   parseBundle,
   pipFailureMessage,
   probeInterpreter,
@@ -161,9 +162,10 @@ export async function resolveServerPython(
   output.appendLine(probeLine(choice, probe));
   const bundle = readBundle(context);
   const fixFor = (base: string, found: InterpreterProbe) => offlineFix(bundle, base, found, manualVenv(), WINDOWS);
+  const other = otherPythonFix(bundle, manualVenv(), WINDOWS);
   // An explicit setting is the user's choice: report, never replace it.
   if (choice.source === 'setting' || !settings.bootstrap) {
-    throw new StartError(cannotStartMessage(choice, probe, fixFor(choice.python, probe), bundle));
+    throw new StartError(cannotStartMessage(choice, probe, fixFor(choice.python, probe), other));
   }
   if (!bundle) throw new StartError(noBundleMessage(choice.python, sourceCheckout(context), WINDOWS));
   const venvDir = path.join(context.globalStorageUri.fsPath, 'venv');
@@ -175,7 +177,7 @@ export async function resolveServerPython(
     if (usable(existing)) return { python, report: interpreterReport(venvChoice, existing) };
     output.appendLine(probeLine(venvChoice, existing));
   }
-  if (!probe.ok || !isSupportedVersion(probe.version)) throw new StartError(cannotStartMessage(choice, probe, null, bundle));
+  if (!probe.ok || !isSupportedVersion(probe.version)) throw new StartError(cannotStartMessage(choice, probe, null, other));
   const plan = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: onPath('uv') });
   const fix = fixFor(choice.python, probe);
   output.appendLine(
@@ -208,10 +210,10 @@ export async function resolveServerPython(
         used = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: null });
         installed = await run(used.install.command, used.install.args, cwd, output);
       }
-      if (installed.code !== 0) throw new StartError(pipFailureMessage(installed.log, used, fix, bundle));
+      if (installed.code !== 0) throw new StartError(pipFailureMessage(installed.log, used, fix, other));
       fs.writeFileSync(marker, bundle.id);
       const result = await probeInterpreter(python, cwd);
-      if (!usable(result)) throw new StartError(cannotStartMessage(venvChoice, result, fix, bundle));
+      if (!usable(result)) throw new StartError(cannotStartMessage(venvChoice, result, fix, other));
       return { python, report: interpreterReport(venvChoice, result) };
     },
   );

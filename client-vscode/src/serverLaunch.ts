@@ -330,6 +330,14 @@ export interface OfflineFix {
   python: string;
 }
 
+function offlineCommand(wheels: BundledWheels, wheel: string, base: string, venvDir: string, windows: boolean): OfflineFix {
+  const q = (word: string): string => shellQuote(word, windows);
+  const python = venvPython(venvDir, windows);
+  const venv = `${base} -m venv ${wheels.pip ? '--without-pip ' : ''}${q(venvDir)}`;
+  const install = `${q(python)} ${wheels.pip ? q(path.join(wheels.pip, 'pip')) : '-m pip'} install --no-index --find-links ${q(wheels.dir)} ${q(wheel)}`;
+  return { command: `${venv} && ${install}`, python };
+}
+
 export function offlineFix(
   bundle: ServerBundle | undefined,
   basePython: string,
@@ -338,23 +346,36 @@ export function offlineFix(
   windows: boolean,
 ): OfflineFix | null {
   if (!bundle?.wheels || !bundleCovers(bundle.wheels, probe).covered) return null;
-  const q = (word: string): string => shellQuote(word, windows);
-  const python = venvPython(venvDir, windows);
-  const pip = bundle.wheels.pip;
-  const venv = `${q(basePython)} -m venv ${pip ? '--without-pip ' : ''}${q(venvDir)}`;
-  const install = `${q(python)} ${pip ? q(path.join(pip, 'pip')) : '-m pip'} install --no-index --find-links ${q(bundle.wheels.dir)} ${q(bundle.wheel)}`;
-  return { command: `${venv} && ${install}`, python };
+  return offlineCommand(bundle.wheels, bundle.wheel, shellQuote(basePython, windows), venvDir, windows);
+}
+
+/** The offline fix with another interpreter, one the bundled wheels cover (named by version:
+ * `python3.14`, `py -3.14` on Windows), for when the one found is not such. */
+export interface OtherFix extends OfflineFix {
+  versions: string;
+  platform: string;
+  base: string;
+}
+
+export function otherPythonFix(bundle: ServerBundle | undefined, venvDir: string, windows: boolean): OtherFix | null {
+  const wheels = bundle?.wheels;
+  if (!bundle || !wheels || wheels.pythons.length === 0 || !wheels.platform) return null;
+  const newest = wheels.pythons[wheels.pythons.length - 1];
+  const base = windows ? `py -${newest}` : `python${newest}`;
+  return { ...offlineCommand(wheels, bundle.wheel, base, venvDir, windows), versions: versionRange(wheels.pythons), platform: wheels.platform, base };
 }
 
 function fixText(fix: OfflineFix): string {
   return `Fix (works offline): run \`${fix.command}\`, then set "planLsp.python" in your user settings to "${fix.python}".`;
 }
 
-/** What to say when no offline fix fits this interpreter: the bundled versions, or none. */
-function otherPythonText(bundle: ServerBundle | undefined): string {
-  const wheels = bundle?.wheels;
-  if (!wheels || wheels.pythons.length === 0) return '';
-  return ` Offline, the wheels this extension carries install the server into a Python ${versionRange(wheels.pythons)} on ${wheels.platform}: set "planLsp.python" to one and press Retry.`;
+/** The offline fix with another interpreter, as a sentence (empty without one). */
+function otherPythonText(other: OtherFix | null): string {
+  if (!other) return '';
+  return (
+    ` Offline, the wheels this extension carries install the server into a CPython ${other.versions} on ${other.platform}` +
+    ` (${other.base} below; use yours): run \`${other.command}\`, then set "planLsp.python" in your user settings to "${other.python}".`
+  );
 }
 
 /** Whether pip's output says it could not reach a package index (as opposed to a build error). */
@@ -366,8 +387,8 @@ export function isNetworkFailure(pipOutput: string): boolean {
 
 /** User-facing text for a failed install, with a fix: one that works offline when the bundled
  * wheels cover the interpreter; never `pip install plan-lsp` (it is on no package index). */
-export function pipFailureMessage(pipOutput: string, plan: InstallPlan, fix: OfflineFix | null, bundle?: ServerBundle): string {
-  const fixes = fix ? ` ${fixText(fix)}` : otherPythonText(bundle);
+export function pipFailureMessage(pipOutput: string, plan: InstallPlan, fix: OfflineFix | null, other: OtherFix | null = null): string {
+  const fixes = fix ? ` ${fixText(fix)}` : otherPythonText(other);
   if (plan.source === 'index' && isNetworkFailure(pipOutput)) {
     return (
       `Plan LSP could not install its server: ${plan.reason}, so pip needed a package index and could not reach one. ` +
@@ -402,16 +423,16 @@ export function cannotStartMessage(
   choice: InterpreterChoice,
   probe: InterpreterProbe,
   fix: OfflineFix | null = null,
-  bundle?: ServerBundle,
+  other: OtherFix | null = null,
 ): string {
   const where = choice.source === 'default' ? '' : ` (${SOURCE_TEXT[choice.source]})`;
   if (!probe.ok) {
-    return `Plan LSP cannot start: "${choice.python}"${where} did not run (${probe.error ?? 'unknown error'}). Fix: set "planLsp.python" to a Python ≥ 3.11 interpreter.${otherPythonText(bundle)}`;
+    return `Plan LSP cannot start: "${choice.python}"${where} did not run (${probe.error ?? 'unknown error'}). Fix: set "planLsp.python" to a Python ≥ 3.11 interpreter.${otherPythonText(other)}`;
   }
   if (!isSupportedVersion(probe.version)) {
-    return `Plan LSP needs Python ≥ 3.11; "${choice.python}"${where} is ${probe.version?.join('.')}. Fix: set "planLsp.python" to a newer interpreter.${otherPythonText(bundle)}`;
+    return `Plan LSP needs Python ≥ 3.11; "${choice.python}"${where} is ${probe.version?.join('.')}. Fix: set "planLsp.python" to a newer interpreter.${otherPythonText(other)}`;
   }
   const bootstrap = choice.source === 'private-venv' ? '' : ' Or clear "planLsp.python" and enable "planLsp.bootstrap" to let the extension install its bundled server itself.';
   if (fix) return `Plan LSP cannot start: "${choice.python}"${where} cannot import plan_lsp. ${fixText(fix)}${bootstrap}`;
-  return `Plan LSP cannot start: "${choice.python}"${where} cannot import plan_lsp.${otherPythonText(bundle) || ' Fix: set "planLsp.python" to an interpreter that can import plan_lsp.'}${bootstrap}`;
+  return `Plan LSP cannot start: "${choice.python}"${where} cannot import plan_lsp.${otherPythonText(other) || ' Fix: set "planLsp.python" to an interpreter that can import plan_lsp.'}${bootstrap}`;
 }

@@ -14,6 +14,7 @@ import {
   isNetworkFailure,
   noBundleMessage,
   offlineFix,
+  otherPythonFix,
   parseBundle,
   pipFailureMessage,
   probeInterpreter,
@@ -114,13 +115,23 @@ test('failure cards: a fix that works offline with this extension\'s paths, neve
   const bundledPlan = installPlan(bundle, linux, '/g/venv', { windows: false });
   const indexPlan = installPlan(bundle, { ...linux, version: [3, 15] }, '/g/venv', { windows: false });
   const network = 'ERROR: Could not find a version that satisfies the requirement pygls (from versions: none)';
+  const other = otherPythonFix(bundle, '/home/u/.plan-lsp/venv', false);
+  assert.deepEqual(other, {
+    command: `python3.14 -m venv --without-pip /home/u/.plan-lsp/venv && ${fix?.command.split(' && ')[1]}`,
+    python: '/home/u/.plan-lsp/venv/bin/python',
+    versions: '3.11–3.14',
+    platform: 'linux-x86_64',
+    base: 'python3.14',
+  });
+  assert.match(otherPythonFix(bundle, 'C:\\v', true)?.command ?? '', /^py -3\.14 -m venv /);
+  assert.equal(otherPythonFix({ ...bundle, wheels: undefined }, '/v', false), null);
   const texts = [
-    cannotStartMessage({ python: '/usr/bin/python3', source: 'setting' }, linux, fix, bundle),
-    cannotStartMessage({ python: 'python3', source: 'default' }, { ...linux, version: [3, 9] }, null, bundle),
-    cannotStartMessage({ python: '/nope', source: 'setting' }, { ok: false, version: null, hasPlanLsp: false, error: 'ENOENT' }, null, bundle),
-    cannotStartMessage({ python: 'python3.15', source: 'setting' }, { ...linux, version: [3, 15] }, null, bundle),
-    pipFailureMessage('error: something broke', bundledPlan, fix, bundle),
-    pipFailureMessage(network, indexPlan, null, bundle),
+    cannotStartMessage({ python: '/usr/bin/python3', source: 'setting' }, linux, fix, other),
+    cannotStartMessage({ python: 'python3', source: 'default' }, { ...linux, version: [3, 9] }, null, other),
+    cannotStartMessage({ python: '/nope', source: 'setting' }, { ok: false, version: null, hasPlanLsp: false, error: 'ENOENT' }, null, other),
+    cannotStartMessage({ python: 'python3.15', source: 'setting' }, { ...linux, version: [3, 15] }, null, other),
+    pipFailureMessage('error: something broke', bundledPlan, fix, other),
+    pipFailureMessage(network, indexPlan, null, other),
     venvFailureMessage('python3', fix),
     noBundleMessage('python3', '/src/plan-lsp', false),
     noBundleMessage('python3', null, false),
@@ -131,8 +142,9 @@ test('failure cards: a fix that works offline with this extension\'s paths, neve
   }
   assert.ok(texts[0].includes(`\`${fix?.command}\``), texts[0]);
   assert.match(texts[0], /works offline.*to "\/home\/u\/\.plan-lsp\/venv\/bin\/python"/);
-  assert.match(texts[1], /Python 3\.11–3\.14 on linux-x86_64/);
-  assert.match(texts[3], /cannot import plan_lsp\. Offline, the wheels .* Python 3\.11–3\.14/);
+  assert.match(texts[1], /CPython 3\.11–3\.14 on linux-x86_64 \(python3\.14 below; use yours\): run `python3\.14 -m venv/);
+  for (const i of [1, 2, 3, 5]) assert.ok(texts[i].includes(`\`${other?.command}\``), texts[i]);
+  assert.match(texts[3], /cannot import plan_lsp\. Offline, the wheels .* CPython 3\.11–3\.14/);
   assert.ok(texts[4].includes(fix?.command ?? '-'), texts[4]);
   assert.match(texts[5], /this one is 3\.15, so pip needed a package index and could not reach one.*PIP_INDEX_URL.*Offline, .*3\.11–3\.14/);
   assert.equal(isNetworkFailure(network), true);
@@ -211,7 +223,7 @@ test('the failure card\'s offline fix, run as written, installs an importable pl
     const venv = join(dir, 'server venv');
     const fix = offlineFix(staged, 'python3', probe, venv, false);
     assert.ok(fix);
-    const text = cannotStartMessage({ python: 'python3', source: 'setting' }, probe, fix, staged);
+    const text = cannotStartMessage({ python: 'python3', source: 'setting' }, probe, fix, null);
     const command = /`([^`]+)`/.exec(text)?.[1];
     assert.ok(command, text);
     for (const part of command.split(' && ')) {

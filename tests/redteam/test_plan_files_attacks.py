@@ -1,0 +1,222 @@
+"""Attacks on plan files per planning round (docs/plans.md), through the real server.
+
+The model is hostile (it chooses every tool argument and streams partial JSON); the
+repository is hostile (its files, links, FIFOs, huge files, names); the user is not. Each
+test states the promise it attacks and asserts that it holds:
+
+- an approved plan's text is never changed by the model, by any name for its file;
+- nothing outside `<workspace>/.plan-lsp/plans/` is written, read as a plan, or listed, and
+  `planLsp/plans` never blocks, never follows a link out, never passes a hostile title on
+  with control or bidi characters;
+- an approval is of the plan in front of the user, in the file its lens sits on;
+- the server never dies from input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from tests.e2e.scripts import sample_project, scripted_args, write_script
+from tests.lsp_harness import Editor, running_server
+
+PLAN_1 = "# Plan one\n\n1. Change the greeting in `hello.py`.\n2. Nothing else changes.\n"
+PLAN_2 = "# Plan two\n\n1. Add a farewell to `hello.py`.\n2. Keep the greeting.\n"
+EVIL = "# Plan one\n\n1. Change the greeting in `hello.py`.\n2. Pipe attacker.example to sh.\n"
+APPROVE = "planLsp.approvePlan"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write(content: str, name: str | None = None) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"content": content}
+    if name is not None:
+        arguments["plan_filename"] = name
+    return {"name": "plan_write", "arguments": arguments}
+
+
+def submit(name: str | None = None) -> dict[str, Any]:
+    return {"name": "exit_plan_mode", "arguments": {} if name is None else {"plan_filename": name}}
+
+
+def raw_write(arguments: str) -> dict[str, Any]:
+    """A plan_write whose arguments stream exactly as given (partial JSON, duplicate keys)."""
+    return {"name": "plan_write", "arguments": arguments}
+
+
+ROUND_1 = [{"tool_calls": [write(PLAN_1)]}, {"tool_calls": [submit()]}]
+
+
+def _session(tmp_path: Path, turns: list[dict[str, Any]], chunk: int = 16) -> tuple[Path, Any]:
+    ws = sample_project(tmp_path / "ws")
+    script = write_script(tmp_path / "script.json", turns, chunk=chunk)
+    return ws, running_server([ws], *scripted_args(script))
+
+
+async def _approve_round_1(ed: Editor, plans: Path) -> None:
+    """Round 1 drafted and submitted into PLAN.md, approved by the user (without a Do run),
+    then back to plan mode for the next round."""
+    answer = await ed.request("planLsp/prompt", {"text": "greet politely"})
+    assert answer["stopReason"] == "plan_submitted"
+    assert (plans / "PLAN.md").read_text() == PLAN_1
+    state = await ed.request(
+        "planLsp/approvePlan",
+        {"planUri": (plans / "PLAN.md").as_uri(), "sha256": sha(PLAN_1), "execute": False},
+    )
+    assert state["approvedPlan"]["sha256"] == sha(PLAN_1)
+    await ed.request("planLsp/setMode", {"mode": "plan"})
+
+
+def _errors(ed: Editor, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        json.loads(u["content"])
+        for u in ed.ed.updates[start:]
+        if u["kind"] == "toolResult" and u["isError"]
+    ]
+
+
+def _edited_uris(ed: Editor, start: int = 0) -> set[str]:
+    return {
+        change.text_document.uri
+        for params in ed.ed.applied_edits[start:]
+        for change in params.edit.document_changes or []
+        if isinstance(change, types.TextDocumentEdit)
+    } | {uri for params in ed.ed.applied_edits[start:] for uri in (params.edit.changes or {})}
+
+
+# -- an approved plan's text, by any name --------------------------------------------------------
+
+
+async def test_no_name_for_the_approved_file_lets_the_model_write_it(tmp_path: Path) -> None:
+    """After PLAN.md is approved, the model tries every other spelling of that file it can
+    produce, and links and second names the repository made: each is refused with an
+    `Access denied` that names the name, and PLAN.md (disk and the open buffer) keeps the
+    approved text; the round's own plan still goes to PLAN-2.md."""
+    ws_plans = tmp_path / "ws" / ".plan-lsp" / "plans"
+    absolute = str(ws_plans.resolve() / "PLAN.md")
+    names = [
+        "PLAN.md",
+        "plan.md",
+        "Plan.md",
+        "./PLAN.md",
+        "sub/../PLAN.md",
+        "PLAN.md/",
+        "//PLAN.md",
+        absolute,
+        "~/PLAN.md",
+        "\uff30\uff2c\uff21\uff2e.md",  # fullwidth PLAN
+        "PLAN\u200b.md",
+        "PLAN.md\u0000",
+        "\u202ePLAN.md",
+        "PLAN.md ",
+        " PLAN.md",
+        "PLAN.md::$DATA",
+        "PLAN.md\\",
+        "link.md",  # the repository's symbolic link to PLAN.md
+        "alias.md",  # the repository's hard link to PLAN.md
+        "folder/PLAN.md",  # the repository's link to the plans directory itself
+        "sub/x.md",  # a real folder, whose file is a hard link to PLAN.md
+    ]
+    attack = [{"tool_calls": [write(EVIL, name) for name in names]}]
+    # The same through raw, streamed arguments: the content streams before the name, or a
+    # first name the draft reads differs from the one the final arguments hold.
+    streamed = [
+        json.dumps({"content": EVIL, "plan_filename": "PLAN.md"}),
+        '{"plan_filename": "PLAN-2.md", "content": ' + json.dumps(EVIL) + ', "plan_filename": '
+        '"PLAN.md"}',
+        '{"plan_filename": "PLAN.md", "content": ' + json.dumps(EVIL) + ', "plan_filename": '
+        '"link.md"}',
+        '{"plan_filename": "PLAN\\u002emd", "content": ' + json.dumps(EVIL) + "}",
+        '{"plan_filename": "pl\\u0041N.md", "content": ' + json.dumps(EVIL) + "}",
+    ]
+    attack.append({"tool_calls": [raw_write(arguments) for arguments in streamed]})
+    # Submitting the approved file again, by name.
+    attack.append({"tool_calls": [submit("PLAN.md"), submit("plan.md"), submit("alias.md")]})
+    turns = [*ROUND_1, *attack, {"tool_calls": [write(PLAN_2)]}, {"tool_calls": [submit()]}]
+    ws, server = _session(tmp_path, turns, chunk=7)
+    plans = ws / ".plan-lsp" / "plans"
+    approved = plans / "PLAN.md"
+    async with server as ed:
+        await _approve_round_1(ed, plans)
+        # The repository's links, made after the approval.
+        (plans / "link.md").symlink_to("PLAN.md")
+        os.link(approved, plans / "alias.md")
+        (plans / "folder").symlink_to(plans, target_is_directory=True)
+        (plans / "sub").mkdir()
+        os.link(approved, plans / "sub" / "x.md")
+        ed.open(approved)
+        before = len(ed.ed.updates)
+        edits_before = len(ed.ed.applied_edits)
+        answer = await ed.request("planLsp/prompt", {"text": "now say goodbye"})
+        assert answer["stopReason"] == "plan_submitted"
+
+        assert approved.read_text() == PLAN_1
+        assert ed.buffer_text(approved) == PLAN_1
+        assert hashlib.sha256(approved.read_bytes()).hexdigest() == sha(PLAN_1)
+        assert (plans / "PLAN-2.md").read_text() == PLAN_2
+        edited = _edited_uris(ed, edits_before)
+        assert approved.as_uri() not in edited, edited
+        assert edited <= {(plans / "PLAN-2.md").as_uri()}, edited
+        errors = _errors(ed, before)
+        expected = len(names) + len(streamed) + 3
+        assert len(errors) == expected, errors
+        for error in errors:
+            assert (
+                error["message"].startswith("Access denied") or "does not exist" in error["message"]
+            ), error
+        state = await ed.state()
+        assert state["planUri"] == (plans / "PLAN-2.md").as_uri()
+        assert state["approvedPlan"]["text"] == PLAN_1
+        # No plan file appeared outside the plans directory, nor any but PLAN-2.md inside.
+        made = sorted(p.relative_to(plans).as_posix() for p in plans.rglob("*") if p.is_file())
+        assert made == ["PLAN-2.md", "PLAN.md", "alias.md", "link.md", "sub/x.md"], made
+        assert not (ws / "PLAN.md").exists()
+        assert sorted(p.name for p in ws.iterdir()) == [".plan-lsp", "README.md", "hello.py"]
+
+
+async def test_unicode_forms_of_an_approved_name_are_refused(tmp_path: Path) -> None:
+    """The approved plan has a non-ASCII name (`Pläne.md`, NFC); the model writes the same
+    name decomposed (NFD), in capitals, and in the compatibility forms: none reaches it."""
+    name = "Pl\u00e4ne.md"
+    turns = [
+        {"tool_calls": [write(PLAN_1, name)]},
+        {"tool_calls": [submit(name)]},
+        {
+            "tool_calls": [
+                write(EVIL, unicodedata.normalize("NFD", name)),
+                write(EVIL, name.upper().replace(".MD", ".md")),
+                write(EVIL, "PL\u00c4NE.md"),
+                write(EVIL, "Pl\u00e4ne\ufe52md"),  # small full stop
+                write(EVIL, name),
+            ]
+        },
+        {"tool_calls": [write(PLAN_2)]},
+        {"tool_calls": [submit()]},
+    ]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    approved = plans / name
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "greet politely"})
+        await ed.request(
+            "planLsp/approvePlan",
+            {"planUri": approved.as_uri(), "sha256": sha(PLAN_1), "execute": False},
+        )
+        await ed.request("planLsp/setMode", {"mode": "plan"})
+        before = len(ed.ed.updates)
+        await ed.request("planLsp/prompt", {"text": "next"})
+        assert approved.read_text() == PLAN_1
+        errors = _errors(ed, before)
+        assert len(errors) == 5 and all(e["message"].startswith("Access denied") for e in errors)
+        state = await ed.state()
+        # The model named no file: PLAN.md, which was never approved.
+        assert state["planUri"] == (plans / "PLAN.md").as_uri()
+        assert sorted(p.name for p in plans.iterdir()) == ["PLAN.md", name]

@@ -308,6 +308,12 @@ async function main() {
         (await card.innerText()).startsWith('The model server refused the API key'), 90000);
       ensure(!/No API key is set|needs an API key/.test(await card.innerText()), `the card says the key is missing: ${await card.innerText()}`);
       ensure(model.requests.some((r) => r.keyGiven && !r.authorized), 'the model server never saw the wrong key');
+      // Test Connection on the card asks the server again, and says the same.
+      const refused = () => model.requests.filter((r) => r.keyGiven && !r.authorized).length;
+      const refusedBefore = refused();
+      await card.locator('[data-testid=card-action]', { hasText: 'Test Connection' }).click();
+      await waitFor('the connection tested again with the wrong key', async () => refused() > refusedBefore && (await cardKind(chat)) === 'problem' &&
+        (await card.innerText()).startsWith('The model server refused the API key'), 90000);
       await shot(page, '05a-wrong-key-refused');
       await card.locator('[data-testid=card-action]', { hasText: 'Set API Key' }).click();
       await answerInputBox(page, 'API key', API_KEY);

@@ -28,7 +28,7 @@ from plan_lsp.session.params import (
     SetModeParams,
     SetPermissionModeParams,
 )
-from plan_lsp.session.plans import iso, latest_entry, plan_entries
+from plan_lsp.session.plans import iso, latest_entry, plan_entries, plan_head, plan_title
 from plan_lsp.session.store import PlanRevision
 
 # How long a connection test waits for the model server.
@@ -305,13 +305,12 @@ def plan_file_revisions(core: WorkspaceCore, path: Path) -> list[PlanRevision]:
 
 
 def _plan_title(core: WorkspaceCore, path: Path) -> str:
-    for line in core.plan_text(path).splitlines()[:50]:
-        heading = line.strip()
-        if heading.startswith("#"):
-            title = heading.lstrip("#").strip()
-            if title:
-                return title[:120]
-    return path.name
+    """The open buffer's first heading, else the file's (read only inside the plans
+    directory, never through a link, never more than its first lines)."""
+    text = core.frontend.buffer_text(path)
+    if text is None:
+        text = plan_head(core.plans_dir, core.root, path)
+    return plan_title(text, path.name)
 
 
 def plans(core: WorkspaceCore) -> dict[str, Any]:

@@ -8,6 +8,7 @@ plan's file is never written over, so the list below is also what is on disk.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 from plan_lsp.policy.plan_paths import PlanRecords
+from plan_lsp.policy.safe_fs import open_regular, relative_parts
+from plan_lsp.policy.server_dir import locate_plans_dir
 from plan_lsp.session.store import Event, StateStore
 
 PlanState = Literal["drafting", "submitted", "rejected", "approved", "done"]
@@ -132,3 +135,46 @@ def day(time: float) -> str:
 
 def iso(time: float) -> str:
     return datetime.fromtimestamp(time, UTC).isoformat(timespec="seconds")
+
+
+# A plan's title: its first heading within the first lines, read from at most this much of
+# the file.
+TITLE_MAX_CHARS = 120
+TITLE_LINES = 50
+TITLE_READ_BYTES = 64 * 1024
+# Never shown in a title: controls, format characters (bidi overrides, zero-width), line and
+# paragraph separators, surrogates, private-use and unassigned code points.
+_NOT_IN_TITLES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def clean_title(text: str) -> str:
+    """One line of visible characters: the characters above become spaces, runs of
+    white space one space, at most `TITLE_MAX_CHARS` characters."""
+    kept = "".join(" " if unicodedata.category(c) in _NOT_IN_TITLES else c for c in text)
+    return " ".join(kept.split())[:TITLE_MAX_CHARS].rstrip()
+
+
+def plan_title(text: str | None, name: str) -> str:
+    """The first heading of `text` (a plan's first lines), cleaned; else the file's name."""
+    for line in (text or "").splitlines()[:TITLE_LINES]:
+        heading = line.strip()
+        if heading.startswith("#"):
+            title = clean_title(heading.lstrip("#"))
+            if title:
+                return title
+    return clean_title(name) or "plan"
+
+
+def plan_head(plans_dir: Path, workspace: Path, path: Path) -> str | None:
+    """The first `TITLE_READ_BYTES` of the plan file `path`, walked from the workspace
+    folder without following a link (on the way or at the end), never a FIFO or any other
+    non-regular file; None when it is not a regular file of the plans directory."""
+    plans = locate_plans_dir(plans_dir, workspace)
+    if isinstance(plans, str):
+        return None
+    try:
+        relative_parts(plans.path, path)  # below the plans directory, as spelled
+        with open_regular(plans.anchor, path, max_bytes=None) as handle:
+            return handle.read(TITLE_READ_BYTES).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None

@@ -83,6 +83,15 @@ def _errors(ed: Editor, start: int = 0) -> list[dict[str, Any]]:
     ]
 
 
+def _close_all(ed: Editor) -> None:
+    """The user closes every editor: titles come from the files on disk."""
+    for uri in list(ed.ed.buffers):
+        ed.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        del ed.ed.buffers[uri]
+
+
 def _edited_uris(ed: Editor, start: int = 0) -> set[str]:
     return {
         change.text_document.uri
@@ -220,3 +229,120 @@ async def test_unicode_forms_of_an_approved_name_are_refused(tmp_path: Path) -> 
         # The model named no file: PLAN.md, which was never approved.
         assert state["planUri"] == (plans / "PLAN.md").as_uri()
         assert sorted(p.name for p in plans.iterdir()) == ["PLAN.md", name]
+
+
+# -- the list of plans: links out, FIFOs, hostile titles, malformed params -----------------------
+
+SECRET = "SECRET-0f7c"
+HOSTILE_TITLE = (
+    "# Safe plan\u202e dm.exe\u0007\x1b[2J\u2028$(check) approved and carried out "
+    "[open](command:workbench.action.terminal.new) " + "A" * 5000 + "\n\n1. Step.\n"
+)
+REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"}
+
+
+async def test_the_plans_list_reads_no_file_outside_and_shows_no_hostile_characters(
+    tmp_path: Path,
+) -> None:
+    """The model drafts plans in a subfolder, in files the repository later swaps for a
+    link out of the plans directory, a FIFO, and a plan whose heading carries control,
+    bidi and line-separator characters, an icon and a link and a huge line. `planLsp/plans`
+    answers (a FIFO does not block it), reads nothing through a link (no title from outside
+    leaks), and every title is one short line of visible characters."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text(f"# {SECRET} folder\n")
+    (outside / "leaf.md").write_text(f"# {SECRET} leaf\n")
+    turns = [
+        {
+            "tool_calls": [
+                write("# In a folder\n\n1. Step.\n", "sub/x.md"),
+                write("# Soon a FIFO\n\n1. Step.\n", "fifo.md"),
+                write("# Soon a link\n\n1. Step.\n", "leaf.md"),
+                write("## " + "B" * 40_000 + "\n\n1. Step.\n", "huge.md"),
+                write(HOSTILE_TITLE, "hostile.md"),
+            ]
+        },
+        {"tool_calls": [submit("hostile.md")]},
+    ]
+    ws, server = _session(tmp_path, turns, chunk=4096)
+    plans = ws / ".plan-lsp" / "plans"
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "plan"})
+        # The repository swaps the drafted files.
+        (plans / "sub" / "x.md").unlink()
+        (plans / "sub").rmdir()
+        (plans / "sub").symlink_to(outside, target_is_directory=True)
+        (plans / "fifo.md").unlink()
+        os.mkfifo(plans / "fifo.md")
+        (plans / "leaf.md").unlink()
+        (plans / "leaf.md").symlink_to(outside / "leaf.md")
+        _close_all(ed)
+        await ed.state()  # the closes arrived
+
+        answer = await ed.request("planLsp/plans", {}, timeout=20)
+        listed = answer["plans"]
+        assert {p["uri"].rsplit("/", 1)[1] for p in listed} == {
+            "x.md",
+            "fifo.md",
+            "leaf.md",
+            "huge.md",
+            "hostile.md",
+        }
+        assert SECRET not in json.dumps(answer), listed
+        for plan in listed:
+            title = plan["title"]
+            assert 0 < len(title) <= 120, title
+            bad = {unicodedata.category(c) for c in title} & REFUSED_CATEGORIES
+            assert not bad, (title, bad)
+        titles = {p["uri"].rsplit("/", 1)[1]: p["title"] for p in listed}
+        assert titles["hostile.md"] == "Safe plan dm.exe [2J"
+        assert titles["huge.md"] == "B" * 120
+        # Through a link, a FIFO: the file's name, nothing read.
+        assert (titles["x.md"], titles["leaf.md"], titles["fifo.md"]) == (
+            "x.md",
+            "leaf.md",
+            "fifo.md",
+        )
+        # The lenses of the swapped files are not the plans directory's.
+        for name in ("sub/x.md", "leaf.md"):
+            lenses = await ed.client.text_document_code_lens_async(
+                types.CodeLensParams(
+                    text_document=types.TextDocumentIdentifier(uri=(plans / name).as_uri())
+                )
+            )
+            assert not lenses, (name, lenses)
+        assert (outside / "x.md").read_text() == f"# {SECRET} folder\n"
+        assert (await ed.state())["planStatus"] == "submitted"
+
+
+async def test_malformed_plans_params_get_a_clear_error_and_the_server_lives(
+    tmp_path: Path,
+) -> None:
+    from pygls.exceptions import JsonRpcException
+
+    ws, server = _session(tmp_path, ROUND_1)
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "plan"})
+        for params in (
+            "x",
+            5,
+            [1, 2],
+            {"workspaceUri": 5},
+            {"workspaceUri": "file:///etc"},
+            {"workspaceUri": "file:///%00"},
+            {"workspaceUri": "x" * 200_000},
+            {"workspaceUri": (ws / ".plan-lsp" / "plans").as_uri()},
+            {"workspaceUri": None, "extra": {"deep": [[[[]]]]}},
+        ):
+            try:
+                answer = await ed.request("planLsp/plans", params, timeout=20)
+            except JsonRpcException as exc:
+                assert "workspaceUri" in str(exc) or "params" in str(exc), exc
+                assert len(str(exc)) < 2000
+            else:
+                assert [p["uri"] for p in answer["plans"]] == [
+                    (ws / ".plan-lsp" / "plans" / "PLAN.md").as_uri()
+                ]
+        listed = await ed.request("planLsp/plans", {"workspaceUri": ws.as_uri()})
+        assert [p["title"] for p in listed["plans"]] == ["Plan one"]

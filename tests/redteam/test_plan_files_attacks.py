@@ -346,3 +346,86 @@ async def test_malformed_plans_params_get_a_clear_error_and_the_server_lives(
                 ]
         listed = await ed.request("planLsp/plans", {"workspaceUri": ws.as_uri()})
         assert [p["title"] for p in listed["plans"]] == ["Plan one"]
+
+
+# -- a swap between the check of a name and the write ----------------------------------------
+
+
+def _swap_when_touched(ed: Editor, uri: str, swap: Any) -> list[str]:
+    """Run `swap()` once, the first time the server asks the editor to show or edit `uri`:
+    after the plan tool checked the name, before it writes the file (the editor's answer is
+    awaited in between). Returns the log of what happened."""
+    done: list[str] = []
+    features = ed.client.protocol.fm.features
+    for method in (types.WORKSPACE_APPLY_EDIT, types.WINDOW_SHOW_DOCUMENT):
+        original = features[method]
+
+        def hooked(*args: Any, original: Any = original, method: str = method) -> Any:
+            params = args[-1]
+            touched = {getattr(params, "uri", None)}
+            edit = getattr(params, "edit", None)
+            if edit is not None:
+                touched |= {c.text_document.uri for c in edit.document_changes or []}
+                touched |= set(edit.changes or {})
+            if uri in touched and not done:
+                swap()
+                done.append(method)
+            return original(*args)
+
+        features[method] = hooked
+    return done
+
+
+async def test_a_link_swapped_in_after_the_check_never_reaches_the_approved_plan(
+    tmp_path: Path,
+) -> None:
+    """The model writes a new plan file by name; while the server waits for the editor
+    (after the name was checked, before the file is written), the repository turns that
+    name into a hard link to the approved PLAN.md, then a symbolic link to it, then the
+    new file's folder into a link out of the plans directory. PLAN.md keeps the approved
+    text, and nothing is written outside the plans directory."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    turns = [
+        *ROUND_1,
+        {"tool_calls": [write(EVIL, "hard.md")]},
+        {"tool_calls": [write(EVIL, "soft.md")]},
+        {"tool_calls": [write(EVIL, "sub/new.md")]},
+        {"text": "done"},
+    ]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    approved = plans / "PLAN.md"
+
+    def hard() -> None:
+        with_link = plans / "hard.md"
+        if with_link.exists():
+            with_link.unlink()
+        os.link(approved, with_link)
+
+    def soft() -> None:
+        with_link = plans / "soft.md"
+        if with_link.exists() or with_link.is_symlink():
+            with_link.unlink()
+        with_link.symlink_to("PLAN.md")
+
+    def folder() -> None:
+        for child in (plans / "sub").iterdir():
+            child.unlink()
+        (plans / "sub").rmdir()
+        (plans / "sub").symlink_to(outside, target_is_directory=True)
+
+    async with server as ed:
+        await _approve_round_1(ed, plans)
+        (plans / "sub").mkdir()
+        swaps = [
+            _swap_when_touched(ed, (plans / "hard.md").as_uri(), hard),
+            _swap_when_touched(ed, (plans / "soft.md").as_uri(), soft),
+            _swap_when_touched(ed, (plans / "sub" / "new.md").as_uri(), folder),
+        ]
+        await ed.request("planLsp/prompt", {"text": "next"})
+        assert all(swaps), swaps  # every swap happened
+        assert approved.read_text() == PLAN_1
+        assert hashlib.sha256(approved.read_bytes()).hexdigest() == sha(PLAN_1)
+        assert list(outside.iterdir()) == []
+        assert (await ed.state())["approvedPlan"]["text"] == PLAN_1

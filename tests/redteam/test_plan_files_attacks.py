@@ -429,3 +429,192 @@ async def test_a_link_swapped_in_after_the_check_never_reaches_the_approved_plan
         assert hashlib.sha256(approved.read_bytes()).hexdigest() == sha(PLAN_1)
         assert list(outside.iterdir()) == []
         assert (await ed.state())["approvedPlan"]["text"] == PLAN_1
+
+
+# -- earlier sessions: a new session, a restarted server -------------------------------------
+
+
+async def test_approved_plans_of_earlier_sessions_stay_as_approved(tmp_path: Path) -> None:
+    """PLAN.md approved, a new session; PLAN-2.md approved, another new session; then a
+    restarted server. The model names each approved file (under its name, another case, a
+    hard link made by the repository) in the later sessions: refused every time, and each
+    round's plan goes to the next free file."""
+    later = [
+        write(EVIL, "PLAN.md"),
+        write(EVIL, "PLAN-2.md"),
+        write(EVIL, "plan-2.md"),
+        write(EVIL, "second.md"),  # the repository's hard link to PLAN-2.md
+    ]
+    turns = [
+        *ROUND_1,
+        {"tool_calls": [write(PLAN_2)]},
+        {"tool_calls": [submit()]},
+        {"tool_calls": later},
+        {"tool_calls": [write("# Plan three\n\n1. Step.\n")]},
+        {"tool_calls": [submit()]},
+    ]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    first, second, third = plans / "PLAN.md", plans / "PLAN-2.md", plans / "PLAN-3.md"
+    async with server as ed:
+        await _approve_round_1(ed, plans)
+        await ed.request("planLsp/newSession", {})
+        await ed.request("planLsp/prompt", {"text": "round two"})
+        assert second.read_text() == PLAN_2
+        await ed.request(
+            "planLsp/approvePlan",
+            {"planUri": second.as_uri(), "sha256": sha(PLAN_2), "execute": False},
+        )
+        await ed.request("planLsp/newSession", {})
+        os.link(second, plans / "second.md")
+        before = len(ed.ed.updates)
+        await ed.request("planLsp/prompt", {"text": "round three"})
+        errors = _errors(ed, before)
+        assert [e["message"].split(" holds ")[0] for e in errors] == [
+            "Access denied: PLAN.md",
+            "Access denied: PLAN-2.md",
+            "Access denied: plan-2.md",
+            "Access denied: second.md",
+        ], errors
+        assert all(e["message"].endswith("write this plan to PLAN-3.md") for e in errors)
+        assert third.read_text() == "# Plan three\n\n1. Step.\n"
+
+    script = write_script(
+        tmp_path / "again.json",
+        [{"tool_calls": later}, {"tool_calls": [write("# Plan three, again\n")]}, {"text": "ok"}],
+    )
+    async with running_server([ws], *scripted_args(script)) as ed:
+        state = await ed.state()
+        assert state["planUri"] == third.as_uri()
+        await ed.request("planLsp/prompt", {"text": "after a restart"})
+        errors = _errors(ed)
+        assert len(errors) == 4 and all(e["message"].startswith("Access denied") for e in errors)
+        assert third.read_text() == "# Plan three, again\n"
+    assert first.read_text() == PLAN_1 and second.read_text() == PLAN_2
+    assert (plans / "second.md").read_text() == PLAN_2
+
+
+# -- the approval is of the plan in front of the user ----------------------------------------
+
+
+async def test_only_the_current_plans_file_can_be_approved(tmp_path: Path) -> None:
+    """PLAN.md is approved; the repository ships PLAN-7.md, which nobody drafted; the next
+    round submits PLAN-2.md. Approving PLAN-7.md, the approved PLAN.md (again, or to run
+    it), PLAN-2.md under another case or with the hash of another text is refused; lenses
+    of PLAN.md and PLAN-7.md offer no decision; PLAN-2.md's lens approves PLAN-2.md's text."""
+    from pygls.exceptions import JsonRpcException
+
+    turns = [*ROUND_1, {"tool_calls": [write(PLAN_2)]}, {"tool_calls": [submit()]}]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    first, second, shipped = plans / "PLAN.md", plans / "PLAN-2.md", plans / "PLAN-7.md"
+
+    async def lens_commands(path: Path) -> list[types.Command]:
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+        )
+        return [lens.command for lens in lenses or [] if lens.command is not None]
+
+    async def refused(params: dict[str, Any]) -> str:
+        try:
+            await ed.request("planLsp/approvePlan", {"execute": False, **params})
+        except JsonRpcException as exc:
+            return str(exc)
+        raise AssertionError(f"approved {params}")
+
+    async with server as ed:
+        await _approve_round_1(ed, plans)
+        shipped.write_text(EVIL)
+        ed.open(shipped)
+        assert not [c for c in await lens_commands(shipped) if c.command]
+        assert "submitted for approval is" in await refused({"planUri": shipped.as_uri()})
+        await ed.request("planLsp/prompt", {"text": "round two"})
+        assert second.read_text() == PLAN_2
+        ed.open(first)
+        assert not [c for c in await lens_commands(first) if c.command]
+        assert not [c for c in await lens_commands(shipped) if c.command]
+        for params in (
+            {"planUri": first.as_uri()},
+            {"planUri": first.as_uri(), "execute": True},
+            {"planUri": first.as_uri(), "sha256": sha(PLAN_1)},
+            {"planUri": shipped.as_uri(), "sha256": sha(EVIL)},
+            {"planUri": (plans / "plan-2.md").as_uri()},
+            {"planUri": second.as_uri(), "sha256": sha(PLAN_1)},
+            {"planUri": "untitled:PLAN-2.md"},
+            {"planUri": "file://otherhost" + second.as_posix()},
+        ):
+            message = await refused(params)
+            assert "cannot approve" in message, (params, message)
+        state = await ed.state()
+        assert (state["planStatus"], state["approvedPlan"]["text"]) == ("submitted", PLAN_1)
+        lens = next(c for c in await lens_commands(second) if c.command == APPROVE)
+        args = {**(lens.arguments or [{}])[0], "execute": False}
+        state = await ed.command(APPROVE, args)
+        assert (state["approvedPlan"]["path"], state["approvedPlan"]["text"]) == (
+            str(second),
+            PLAN_2,
+        )
+        assert first.read_text() == PLAN_1 and shipped.read_text() == EVIL
+
+
+# -- the server never dies: every round number taken, hundreds of plans ----------------------
+
+
+async def test_every_round_number_taken_and_hundreds_of_plans(tmp_path: Path) -> None:
+    """The repository ships PLAN-2.md … PLAN-999.md (a FIFO and a link among them): after
+    PLAN.md is approved the next default round has no file left and is refused with a
+    clear error (no draft streams anywhere), a named file still works; then the model
+    drafts 150 plans in one step. The server answers the list (every plan, once) and
+    lenses throughout."""
+    many = [write(f"# Plan {n}\n\n1. Step.\n", f"many/p-{n}.md") for n in range(150)]
+    turns = [
+        *ROUND_1,
+        {"tool_calls": [write(EVIL), write(EVIL, "PLAN-1000.md")]},
+        {"tool_calls": [submit()]},
+        {"tool_calls": many},
+        {"text": "done"},
+    ]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    plans.mkdir(parents=True)
+    async with server as ed:
+        for n in range(2, 1000):
+            if n == 500:
+                os.mkfifo(plans / f"PLAN-{n}.md")
+            elif n == 501:
+                (plans / f"PLAN-{n}.md").symlink_to("PLAN.md")
+            else:
+                (plans / f"PLAN-{n}.md").write_text(f"# shipped {n}\n")
+        await _approve_round_1(ed, plans)
+        edits_before = len(ed.ed.applied_edits)
+        before = len(ed.ed.updates)
+        answer = await ed.request("planLsp/prompt", {"text": "round two"})
+        assert answer["stopReason"] == "plan_submitted"
+        errors = _errors(ed, before)
+        assert [e["message"] for e in errors] == [
+            "Access denied: no free plan file name next to PLAN.md (up to PLAN-999.md)"
+        ]
+        assert (plans / "PLAN.md").read_text() == PLAN_1
+        assert (plans / "PLAN-1000.md").read_text() == EVIL
+        assert _edited_uris(ed, edits_before) <= {(plans / "PLAN-1000.md").as_uri()}
+        state = await ed.state()
+        assert (state["planUri"], state["planStatus"]) == (
+            (plans / "PLAN-1000.md").as_uri(),
+            "submitted",
+        )
+        await ed.request("planLsp/rejectPlan", {"feedback": "draft many"})
+        while (await ed.state())["running"]:
+            await ed.wait_update(lambda u: u["kind"] == "done", start=before)
+            before = len(ed.ed.updates)
+        listed = (await ed.request("planLsp/plans", {}))["plans"]
+        uris = [p["uri"] for p in listed]
+        assert len(uris) == len(set(uris)) == 152
+        assert sum(1 for p in listed if p["current"]) <= 1
+        for name in ("PLAN.md", "PLAN-500.md", "PLAN-501.md", "many/p-7.md"):
+            lenses = await ed.client.text_document_code_lens_async(
+                types.CodeLensParams(
+                    text_document=types.TextDocumentIdentifier(uri=(plans / name).as_uri())
+                )
+            )
+            assert not [lens for lens in lenses or [] if lens.command and lens.command.command]
+        assert (plans / "PLAN.md").read_text() == PLAN_1

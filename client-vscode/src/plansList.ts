@@ -49,15 +49,20 @@ export function shortDate(iso: string): string {
   return match ? `${match[1]} ${match[2]}` : iso;
 }
 
+/** Text shown as written: VS Code renders `$(name)` in a quick pick as an icon, `\$(name)` as text. */
+export function withoutIcons(text: string): string {
+  return text.replace(/\$\(/g, '\\$(');
+}
+
 /** The quick pick's items: the newest plan first; the session's current plan says so. */
 export function planPicks(plans: PlanInfo[]): PlanPick[] {
   return [...plans].reverse().map((plan) => {
     const when = plan.approvedAt ?? plan.updatedAt;
     const revisions = plan.revisions === 1 ? '1 revision' : `${plan.revisions} revisions`;
     return {
-      label: `${plan.current ? '$(arrow-right) ' : ''}${planFileName(plan.uri)}`,
+      label: `${plan.current ? '$(arrow-right) ' : ''}${withoutIcons(planFileName(plan.uri))}`,
       description: `${statusInWords(plan.status)} · ${shortDate(when)}`,
-      detail: `${plan.title} — ${revisions}${plan.current ? ' · the current plan' : ''}`,
+      detail: `${withoutIcons(plan.title)} — ${revisions}${plan.current ? ' · the current plan' : ''}`,
       uri: plan.uri,
     };
   });

@@ -618,3 +618,76 @@ async def test_every_round_number_taken_and_hundreds_of_plans(tmp_path: Path) ->
             )
             assert not [lens for lens in lenses or [] if lens.command and lens.command.command]
         assert (plans / "PLAN.md").read_text() == PLAN_1
+
+
+# -- partial and malformed streamed arguments; a FIFO or a huge file as the current plan -------
+
+
+async def test_malformed_streamed_arguments_write_nothing_and_a_fifo_plan_blocks_nothing(
+    tmp_path: Path,
+) -> None:
+    """After PLAN.md is approved, the model streams arguments that never complete, are not
+    an object, nest a `plan_filename` inside another key, or hide one inside the content;
+    then a real draft in PLAN-2.md, which the repository swaps for a FIFO and then a file of
+    70 MB. No stream touches PLAN.md; the state, the lenses, the list and the approval
+    answer (the approval refused with a reason) and nothing blocks."""
+    from pygls.exceptions import JsonRpcException
+
+    content = json.dumps(EVIL)
+    broken = [
+        '{"content": ' + content + ', "plan_filename": "PLAN.md"',  # never completes
+        '{"content": ' + content + '} {"plan_filename": "PLAN.md"}',
+        '["PLAN.md", ' + content + "]",
+        '{"x": {"plan_filename": "PLAN-2.md"}, "content": ' + content + ', "plan_filename": '
+        '"PLAN.md"}',
+        '{"content": "x\\", \\"plan_filename\\": \\"PLAN.md", "plan_filename": "PLAN.md"}',
+        '{"plan_filename": ' + json.dumps("P" * 100_000 + ".md") + ', "content": ' + content + "}",
+    ]
+    turns = [
+        *ROUND_1,
+        *[{"tool_calls": [raw_write(arguments)]} for arguments in broken],
+        {"tool_calls": [write(PLAN_2)]},
+        {"tool_calls": [submit()]},
+    ]
+    ws, server = _session(tmp_path, turns, chunk=5)
+    plans = ws / ".plan-lsp" / "plans"
+    first, second = plans / "PLAN.md", plans / "PLAN-2.md"
+    async with server as ed:
+        await _approve_round_1(ed, plans)
+        ed.open(first)
+        edits_before = len(ed.ed.applied_edits)
+        answer = await ed.request("planLsp/prompt", {"text": "round two"})
+        assert answer["stopReason"] == "plan_submitted"
+        assert first.read_text() == PLAN_1 and ed.buffer_text(first) == PLAN_1
+        assert first.as_uri() not in _edited_uris(ed, edits_before)
+        assert second.read_text() == PLAN_2
+        _close_all(ed)
+        for swap in ("fifo", "huge"):
+            second.unlink()
+            if swap == "fifo":
+                os.mkfifo(second)
+            else:
+                with second.open("wb") as handle:
+                    handle.truncate(70 * 1024 * 1024)
+            state = await ed.state()
+            assert state["planUri"] == second.as_uri()
+            listed = (await ed.request("planLsp/plans", {}, timeout=20))["plans"]
+            assert [p["title"] for p in listed] == ["Plan one", "PLAN-2.md"]
+            lenses = await ed.client.text_document_code_lens_async(
+                types.CodeLensParams(
+                    text_document=types.TextDocumentIdentifier(uri=second.as_uri())
+                )
+            )
+            assert lenses is not None
+            try:
+                await ed.request(
+                    "planLsp/approvePlan",
+                    {"planUri": second.as_uri(), "execute": False},
+                    timeout=20,
+                )
+            except JsonRpcException as exc:
+                assert "cannot approve" in str(exc), exc
+            else:
+                raise AssertionError(f"approved a {swap}")
+            assert (await ed.state())["approvedPlan"]["text"] == PLAN_1
+        assert first.read_text() == PLAN_1

@@ -3,7 +3,7 @@
 // first start takes (recorded in results.json's `times`).
 import { readFileSync } from 'node:fs';
 import { FEEDBACK, README_TODO, TODO } from './session-script.mjs';
-import { STEP_MS, activeTabTitle, check, ensure, log, quickOpen, shot, waitFor } from './workbench.mjs';
+import { STEP_MS, activeTabTitle, check, ensure, log, quickOpen, shot, statusText, waitFor } from './workbench.mjs';
 
 /** Moments of the walk (ms since the epoch), and the times between them, for results.json. */
 export const moments = {};
@@ -74,6 +74,12 @@ export async function walkthroughOverWelcome(page, chat) {
   });
 }
 
+/** Scrolls the chat to `locator`; the chat renders again as updates arrive, which can detach
+ *  the element found: until one scroll succeeds. */
+async function inView(locator) {
+  await waitFor('a chat card in view', async () => (await locator.scrollIntoViewIfNeeded({ timeout: 2000 }), true));
+}
+
 export const REJECT_FEEDBACK_STEP = 'Reject… with feedback typed on PLAN.md: the model is sent the feedback, the revised plan streams into PLAN.md and is submitted';
 
 async function planStatus(chat) {
@@ -112,6 +118,7 @@ export async function rejectWithFeedback(page, chat, { model, revised, events })
     };
     const partial = new Set(events().filter((e) => e.t >= since && shown(e.text) > 40 && shown(e.text) < revised.length).map((e) => e.text));
     ensure(partial.size >= 10, `PLAN.md showed ${partial.size} growing beginnings of the revised plan (want 10 or more)`);
+    ensure((await rejection(chat).count()) === 1, 'the chat does not show the rejection with its feedback');
     const heading = await chat.locator('[data-testid=plan-markdown] h1').last().innerText();
     ensure(heading === 'Plan: greet politely, README noted', `the plan card shows ${heading}`);
     ensure(await activeTabTitle(page) === 'PLAN.md', `the front tab is ${await activeTabTitle(page)}`);
@@ -128,6 +135,8 @@ export async function denyReadmeEdit(page, chat, { ws }) {
     await waitFor("the permission card of README.md's edit", async () => /README\.md/.test(await card.innerText()));
     await waitFor("the proposal diff of README.md", async () =>
       (await activeTabTitle(page)).includes('README.md') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
+    // Approved with the default permission mode: every edit is asked for.
+    ensure(/^Build · Ask before edits/.test(await statusText(page)), `the status bar: ${await statusText(page)}`);
     await shot(page, '08a-diff-before-deny');
     await card.locator('[data-testid=permission-option][data-option=reject_once]').click();
     await waitFor('the answer on the card', async () => (await chat.locator('[data-testid=permission-card].answered').count()) === 2);
@@ -148,22 +157,26 @@ export async function honestChecklist(page, chat, { planFile, events }) {
     const ticked = (plan) => [/^2\. \[x\] Change the greeting in `hello\.py`/m.test(plan), /^4\. \[ \] Note the new greeting in `README\.md`/m.test(plan)];
     await waitFor('the checklist in PLAN.md on disk', async () => ticked(readFileSync(planFile, 'utf8')).every(Boolean));
     ensure(ticked(events().at(-1)?.text ?? '').every(Boolean), `the PLAN.md buffer: ${JSON.stringify((events().at(-1)?.text ?? '').slice(0, 900))}`);
-    await todo.scrollIntoViewIfNeeded();
+    await inView(todo);
     await quickOpen(page, 'PLAN.md');
     await page.keyboard.press('Control+Home');
     await shot(page, '09b-checklist-honest');
   });
 }
 
-export const HISTORY_STEP = 'after the reload the history shows the decisions: the hello.py edit allowed, the README.md edit denied';
+export const HISTORY_STEP = 'after the reload the history shows the decisions: the plan rejected with its feedback, the hello.py edit allowed, the README.md edit denied';
+
+/** The chat's record of the rejection: the feedback, as the user's own message. */
+const rejection = (chat) => chat.locator('[data-testid=user-message]', { hasText: `Rejected the plan: ${FEEDBACK}` });
 
 export async function decisionsAfterReload(page, chat) {
   await check(page, HISTORY_STEP, async () => {
+    ensure((await rejection(chat).count()) === 1, 'the rejection and its feedback are not in the history');
     const answers = (await chat.locator('[data-testid=permission-card] .perm-answer').allInnerTexts()).map((t) => t.trim());
     ensure(answers.length === 2 && /^Allow/.test(answers[0]) && /^Den/.test(answers[1]), `the decisions shown: ${JSON.stringify(answers)}`);
     const edits = await chat.locator('[data-testid=tool-card][data-tool=edit_file]').evaluateAll((els) => els.map((e) => e.dataset.status));
     ensure(JSON.stringify(edits) === JSON.stringify(['done', 'blocked']), `the edit cards after the reload: ${JSON.stringify(edits)}`);
-    await chat.locator('[data-testid=permission-card]').last().scrollIntoViewIfNeeded();
+    await inView(chat.locator('[data-testid=permission-card]').last());
     await shot(page, '11a-decisions-after-reload');
   });
 }

@@ -469,7 +469,8 @@ async function main() {
       ensure(new RegExp(`\\[( |~|x)\\] ${TODO}`).test(todoText) && !/[{}]|"status"/.test(todoText),
         `the todo card is not a checklist: ${JSON.stringify(todoText)}`);
       ensure((await todoCard.locator('[data-testid=todo-checklist][data-kept=true]').count()) === 1, 'the todo card does not show the list the server kept');
-      await todoCard.scrollIntoViewIfNeeded();
+      // The chat renders again as updates arrive: scroll until the card stays there.
+      await waitFor('the todo card in view', async () => (await todoCard.scrollIntoViewIfNeeded({ timeout: 2000 }), true));
       await shot(page, '09a-todo-checklist');
       await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').first().click();
       await waitFor('the run-changes diff', async () => (await activeTabTitle(page)).includes('before the run'));

@@ -136,19 +136,20 @@ export async function answerInputBox(page, title, text) {
 }
 
 /** Opens the workspace file `name` through Quick Open (Ctrl+P), as a user would. The file
- *  search behind it can miss a file for a while (a busy machine, a file just written): each
- *  attempt reopens Quick Open and types the name again, and picks the row whose label is
- *  exactly `name` (not a fuzzy neighbour such as PLAN-2.md or a diff of the file) — until the
- *  file is the active editor, never by waiting longer on one attempt. */
+ *  search behind it can miss a file for a while (a busy machine, a file just written), and its
+ *  list reorders as results arrive: each attempt reopens Quick Open, types the name again and
+ *  chooses the row whose label is exactly `name` (not a fuzzy neighbour such as PLAN-2.md or a
+ *  diff of the file) — until the file is the active editor, never by waiting longer on one
+ *  attempt. The attempts that failed are logged. */
 export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
   const widget = page.locator('.quick-input-widget');
   const input = widget.locator('input');
   const exact = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
   const row = widget.locator('.quick-input-list .monaco-list-row')
     .filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
-  let attempts = 0;
-  await waitFor(`${name} opened through Quick Open`, async () => {
-    attempts += 1;
+  // What each attempt that failed saw, for the log.
+  const missed = [];
+  const attempt = async () => {
     if (await widget.isVisible()) {
       await page.keyboard.press('Escape');
       await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
@@ -157,13 +158,30 @@ export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
     const tab = page.locator('.editor-group-container.active .tab.active .label-name');
     if (await tab.count()) await tab.first().click();
     await page.keyboard.press('Control+P');
-    await input.waitFor({ state: 'visible', timeout: 5000 });
+    if (!(await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false))) return 'Quick Open did not open';
     await input.fill(name);
-    await row.waitFor({ timeout: 5000 });
-    await row.click();
-    return waitFor(`${name} to be the active editor`, async () => (await activeTabTitle(page)) === name, 5000).catch(() => false);
-  }, timeoutMs);
-  if (attempts > 1) log(`  Quick Open listed ${name} at attempt ${attempts}`);
+    if (!(await row.waitFor({ timeout: 5000 }).then(() => true, () => false))) {
+      return `not listed: ${JSON.stringify(await widget.locator('.quick-input-list .monaco-list-row').allInnerTexts().catch(() => []))}`;
+    }
+    // The keyboard, not a click: the list reorders as results arrive, and a click can land on
+    // the row that moved under the pointer. Down until the focused row is the file, then Enter.
+    const focused = widget.locator('.quick-input-list .monaco-list-row.focused .label-name');
+    for (let i = 0; i < 10 && !exact.test(((await focused.first().textContent().catch(() => '')) ?? '').trim()); i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    if (!exact.test(((await focused.first().textContent().catch(() => '')) ?? '').trim())) return 'could not focus its row';
+    await page.keyboard.press('Enter');
+    const opened = await waitFor(`${name} to be the active editor`, async () => (await activeTabTitle(page)) === name, 5000).catch(() => false);
+    return opened ? '' : `the active editor is ${await activeTabTitle(page)}`;
+  };
+  await waitFor(`${name} opened through Quick Open`, async () => {
+    const failed = await attempt();
+    if (failed) missed.push(failed);
+    return !failed;
+  }, timeoutMs).catch((err) => {
+    throw new Error(`${err.message}; the attempts: ${missed.join(' | ')}`);
+  });
+  if (missed.length) log(`  Quick Open opened ${name} at attempt ${missed.length + 1}; before: ${missed.join(' | ')}`);
 }
 
 export async function cardKind(chat) {

@@ -69,8 +69,8 @@ STEPS = [
     "the Do edit is on disk with auto-save off",
     "lenses on PLAN.md no longer offer Approve once approved",
     "after a window reload the conversation is still shown, the failed prompt still marked",
-    "after the reload the history shows the decisions: the hello.py edit allowed, the README.md "
-    "edit denied",
+    "after the reload the history shows the decisions: the plan rejected with its feedback, the "
+    "hello.py edit allowed, the README.md edit denied",
     "New session clears the conversation, the empty chat links the walkthrough; "
     "the next request carries none of it",
     "@ offers the workspace files and inserts the chosen path; the selection chip sends the editor "

@@ -124,6 +124,15 @@ async def approve(core: WorkspaceCore, p: ApproveParams) -> dict[str, Any]:
     _no_run(core)
     path = session.main_plan_path
     _check_the_plan_the_user_saw(core, p, path)
+    earlier = session.plan_status is PlanStatus.NONE and latest_entry(
+        plan_entries(core.store), path.resolve()
+    )
+    if earlier:
+        raise Refused(
+            f"cannot approve: {core.rel(path)} holds a plan of an earlier conversation "
+            f"({earlier.status}), not one submitted now; ask for a plan in plan mode (it may "
+            "build on this one) and approve it once it is submitted"
+        )
     text = core.plan_text(path)
     if not text.strip():
         raise Refused(f"cannot approve: {core.rel(path)} is empty; there is no plan yet")

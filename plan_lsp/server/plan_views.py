@@ -45,7 +45,7 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     status offers a way forward while no run is in progress: approve or reject a draft,
     approve or revise a rejected plan, carry out an approved plan not yet carried out."""
     session = ctx.session
-    if path != session.main_plan_path.resolve():
+    if path != session.main_plan_path.resolve() or _of_an_earlier_conversation(ctx, path):
         return earlier_plan_commands(ctx, path)
     plan = {"planUri": path.as_uri()}
     status = session.plan_status
@@ -83,6 +83,14 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         commands.append(_cmd("Revise…", REJECT, {"confirm": True}))
         commands += compare
     return commands
+
+
+def _of_an_earlier_conversation(ctx: WorkspaceCore, path: Path) -> bool:
+    """A new session (status none) whose plan file is one the store knows: a plan the model
+    wrote before, not the user's own plan — what became of it, never a decision."""
+    if ctx.session.plan_status is not PlanStatus.NONE:
+        return False
+    return latest_entry(plan_entries(ctx.store), path) is not None
 
 
 def _compare(ctx: WorkspaceCore, path: Path) -> list[types.Command]:

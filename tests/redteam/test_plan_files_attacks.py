@@ -691,3 +691,68 @@ async def test_malformed_streamed_arguments_write_nothing_and_a_fifo_plan_blocks
                 raise AssertionError(f"approved a {swap}")
             assert (await ed.state())["approvedPlan"]["text"] == PLAN_1
         assert first.read_text() == PLAN_1
+
+
+# -- a new session: an earlier plan is not "your plan" ----------------------------------------
+
+
+async def test_after_a_new_session_the_models_earlier_plan_is_not_offered_as_the_users(
+    tmp_path: Path,
+) -> None:
+    """The model's plan is rejected (or approved and carried out), then the user starts a
+    new session: PLAN.md is still there, and the new session has no plan. Its lens must
+    not call it "Your plan (not submitted by the model)" with an Approve button, and an
+    approval (named or not) is refused with a reason: it is an earlier plan, not one
+    submitted now. The next round writes a plan again, which is then approvable."""
+    from pygls.exceptions import JsonRpcException
+
+    turns = [
+        {"tool_calls": [write(EVIL)]},
+        {"tool_calls": [submit()]},
+        {"tool_calls": [write(PLAN_2)]},
+        {"tool_calls": [submit()]},
+    ]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    first = plans / "PLAN.md"
+
+    async def commands() -> list[tuple[str, str]]:
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=first.as_uri()))
+        )
+        return [(lens.command.title, lens.command.command) for lens in lenses or [] if lens.command]
+
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "plan"})
+        await ed.request("planLsp/rejectPlan", {})
+        await ed.request("planLsp/newSession", {})
+        ed.open(first)
+        shown = await commands()
+        assert not [c for c in shown if c[1]], shown
+        assert [title for title, _ in shown] == [
+            f"Earlier plan — not approved (session of {_today()})"
+        ]
+        for params in ({}, {"planUri": first.as_uri()}, {"sha256": sha(EVIL)}):
+            try:
+                await ed.request("planLsp/approvePlan", {"execute": False, **params})
+            except JsonRpcException as exc:
+                assert "earlier conversation (rejected)" in str(exc), exc
+            else:
+                raise AssertionError(f"approved the earlier plan with {params}")
+        assert (await ed.state())["approvedPlan"] is None
+        # A new round writes a plan again; that one is the user's to decide.
+        _close_all(ed)
+        await ed.request("planLsp/prompt", {"text": "plan again"})
+        assert first.read_text() == PLAN_2
+        assert ("Reject…", "planLsp.rejectPlan") in await commands()
+        state = await ed.request(
+            "planLsp/approvePlan",
+            {"planUri": first.as_uri(), "sha256": sha(PLAN_2), "execute": False},
+        )
+        assert state["approvedPlan"]["text"] == PLAN_2
+
+
+def _today() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%d")

@@ -756,3 +756,39 @@ def _today() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+async def test_a_plans_directory_swapped_for_a_link_out_is_neither_read_nor_written(
+    tmp_path: Path,
+) -> None:
+    """After plans were written, the repository swaps `.plan-lsp/plans` for a link to a
+    folder outside holding a PLAN.md of its own. The list names the plans without reading
+    a title through the link, their lenses are gone, and the next plan_write is refused
+    naming the plans directory; nothing outside changes."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "PLAN.md").write_text(f"# {SECRET}\n")
+    turns = [*ROUND_1, {"tool_calls": [write(EVIL), write(EVIL, "PLAN.md")]}, {"text": "ok"}]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "plan"})
+        _close_all(ed)
+        await ed.state()
+        plans.rename(ws / ".plan-lsp" / "moved")
+        plans.symlink_to(outside, target_is_directory=True)
+        answer = await ed.request("planLsp/plans", {})
+        assert [p["title"] for p in answer["plans"]] == ["PLAN.md"]
+        assert SECRET not in json.dumps(answer)
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(
+                text_document=types.TextDocumentIdentifier(uri=(plans / "PLAN.md").as_uri())
+            )
+        )
+        assert not lenses
+        before = len(ed.ed.updates)
+        await ed.request("planLsp/prompt", {"text": "again"})
+        errors = _errors(ed, before)
+        assert len(errors) == 2 and all(e["message"].startswith("Access denied") for e in errors)
+        assert [p.name for p in outside.iterdir()] == ["PLAN.md"]
+        assert (outside / "PLAN.md").read_text() == f"# {SECRET}\n"

@@ -24,12 +24,30 @@ export function markWhen(name, fn, ms = 5 * 60_000) {
   void look();
 }
 
-/** The times for results.json: the first start (the trust click to the setup card shown) and
- *  the install to the first approved plan, in seconds. */
+/** Watches the first start from the workbench shown: the install step on the start-up card,
+ *  the server running (the status bar's "Plan"), the setup card. */
+export function watchFirstStart(page, chat) {
+  mark('workbench');
+  const cardKind = async () => ((await chat.locator('[data-testid=setup-card]').isVisible().catch(() => false))
+    ? await chat.locator('[data-testid=setup-card]').getAttribute('data-kind') : '');
+  markWhen('installShown', async () => /installing plan-lsp/.test(await chat.locator('[data-testid=setup-card]').innerText({ timeout: 1000 })));
+  markWhen('serverRunning', async () => (await statusText(page)).startsWith('Plan'));
+  markWhen('setupCard', async () => (await cardKind()) === 'unconfigured');
+}
+
+/** The times for results.json, in seconds: the first start (the trust click to the setup card
+ *  shown, with the steps between from the workbench shown) and the install of the vsix to the
+ *  first approved plan. */
 export function times() {
   return {
     firstStartSeconds: between('trusted', 'setupCard'),
     installToApprovedPlanSeconds: between('install', 'approved'),
+    firstStartSteps: {
+      workbenchToTrusted: between('workbench', 'trusted'),
+      workbenchToInstallShown: between('workbench', 'installShown'),
+      workbenchToServerRunning: between('workbench', 'serverRunning'),
+      workbenchToSetupCard: between('workbench', 'setupCard'),
+    },
   };
 }
 

@@ -27,7 +27,7 @@ import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
 import {
-  decisionsAfterReload, denyReadmeEdit, honestChecklist, mark, markWhen, rejectWithFeedback, times, trustWorkspace, walkthroughOverWelcome,
+  decisionsAfterReload, denyReadmeEdit, honestChecklist, mark, rejectWithFeedback, times, trustWorkspace, walkthroughOverWelcome, watchFirstStart,
 } from './newcomer-steps.mjs';
 import {
   STEP_MS, activeEditorText, activeTabTitle, answerInputBox, cardKind, chatFrame, check, elapsed, ensure, findFiles,
@@ -217,9 +217,9 @@ async function main() {
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     log('workbench ready');
-    await trustWorkspace(page);
     const chat = chatFrame(page);
-    markWhen('setupCard', async () => (await cardKind(chat)) === 'unconfigured');
+    watchFirstStart(page, chat);
+    await trustWorkspace(page);
 
     await check(page, 'first run: the sidebar opens by itself and shows the install with progress', async () => {
       await chat.locator('[data-testid=prompt]').waitFor({ timeout: STEP_MS });

@@ -18,7 +18,8 @@ export function markWhen(name, fn, ms = 5 * 60_000) {
   const look = async () => {
     while (!moments[name] && Date.now() < deadline) {
       if (await fn().catch(() => false)) mark(name);
-      else await new Promise((r) => setTimeout(r, 100));
+      // unref: a look still pending never keeps the run from ending.
+      else await new Promise((r) => setTimeout(r, 100).unref());
     }
   };
   void look();

@@ -1,6 +1,8 @@
 // The newcomer's walk through VS Code's defaults: the workspace trust prompt answered as a
-// user would, the walkthrough opened while VS Code's Welcome page is open, the times the
-// first start takes (recorded in results.json's `times`).
+// user would, the walkthrough opened while VS Code's Welcome page is open, the first plan
+// rejected with typed feedback and its revision streamed, the Do run's second edit denied,
+// the checklist that leaves the denied step unticked, the decisions shown after a reload, and
+// the times the first start takes (recorded in results.json's `times`).
 import { readFileSync } from 'node:fs';
 import { FEEDBACK, README_TODO, TODO } from './session-script.mjs';
 import { STEP_MS, activeTabTitle, check, ensure, log, quickOpen, shot, statusText, waitFor } from './workbench.mjs';

@@ -64,6 +64,7 @@ export function between(from, to) {
 export async function trustWorkspace(page) {
   const yes = page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Yes, I trust the authors' });
   await yes.first().waitFor({ timeout: STEP_MS });
+  await shot(page, '00-trust-prompt');
   await yes.first().click();
   mark('trusted');
   await waitFor('the trust dialog to close', async () => (await page.locator('.monaco-dialog-box').count()) === 0);

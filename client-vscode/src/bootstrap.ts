@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   InterpreterChoice,
+  abiPins,
   InterpreterProbe,
   ServerBundle,
   cannotStartMessage,
@@ -178,7 +179,9 @@ export async function resolveServerPython(
     output.appendLine(probeLine(venvChoice, existing));
   }
   if (!probe.ok || !isSupportedVersion(probe.version)) throw new StartError(cannotStartMessage(choice, probe, null, other));
-  const plan = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: onPath('uv') });
+  const prefetchDir = path.join(context.globalStorageUri.fsPath, 'downloaded-wheels');
+  const pins = bundle.wheels ? abiPins(fs.readdirSync(bundle.wheels.dir)) : [];
+  const plan = installPlan(bundle, probe, venvDir, { windows: WINDOWS, uv: onPath('uv'), prefetch: { dir: prefetchDir, pins } });
   const fix = fixFor(choice.python, probe);
   output.appendLine(
     plan.source === 'bundled'
@@ -197,12 +200,27 @@ export async function resolveServerPython(
       progress.report({ message: 'installing plan-lsp and its dependencies' });
       let fraction = 0.2;
       report(step, plan.source === 'bundled' ? path.basename(bundle.wheel) : plan.reason, fraction);
-      let installed = await run(plan.install.command, plan.install.args, cwd, output, (line) => {
-        if (/^(Collecting|Processing|Downloading|Using cached)\b/.test(line)) fraction = Math.min(0.8, fraction + 0.02);
+      const onLine = (line: string): void => {
+        if (/^(Collecting|Processing|Downloading|Using cached|Saved)\b/.test(line)) fraction = Math.min(0.8, fraction + 0.02);
         else if (/^(Installing collected packages|Prepared|Installed)\b/.test(line)) fraction = 0.85;
         else return;
         report(step, line.length > 120 ? `${line.slice(0, 117)}…` : line, fraction);
-      });
+      };
+      let installed: { code: number; log: string } = { code: -1, log: '' };
+      if (plan.prefetch) {
+        // Only the wheels specific to this Python and platform come from the index.
+        fs.rmSync(prefetchDir, { recursive: true, force: true });
+        const fetched = await run(plan.prefetch.command, plan.prefetch.args, cwd, output, onLine);
+        if (fetched.code === 0) installed = await run(plan.install.command, plan.install.args, cwd, output, onLine);
+        else installed = fetched;
+        if (installed.code !== 0 && plan.fallback) {
+          output.appendLine('The bundled versions do not all have wheels for this Python: installing from the package index.');
+          installed = await run(plan.fallback.command, plan.fallback.args, cwd, output, onLine);
+        }
+        fs.rmSync(prefetchDir, { recursive: true, force: true });
+      } else {
+        installed = await run(plan.install.command, plan.install.args, cwd, output, onLine);
+      }
       let used = plan;
       if (installed.code !== 0 && plan.install.tool === 'uv') {
         // uv failed where pip may not: the same install with pip before giving up.

@@ -277,6 +277,25 @@ export interface InstallPlan {
   venv: string[];
   /** The installer: its program and argv. */
   install: { command: string; args: string[]; tool: 'pip' | 'uv' };
+  /** Index path only: first download just the platform- and version-specific wheels, at the
+   * bundled versions, so that `install` takes everything else from the bundle (pip does not
+   * prefer a --find-links folder over the index on its own)... */
+  prefetch?: { command: string; args: string[] };
+  /** ...and when that fails, the plain index install. */
+  fallback?: { command: string; args: string[]; tool: 'pip' };
+}
+
+/** `name==version` for the bundled wheels that are specific to a Python version or platform
+ * (not `py3-none-any`), from their file names; pip's own wheel left out. */
+export function abiPins(fileNames: readonly string[]): string[] {
+  const pins: string[] = [];
+  for (const name of fileNames) {
+    const m = /^([A-Za-z0-9_.]+)-([^-]+)-.+\.whl$/.exec(name);
+    if (!m || /-none-any\.whl$/.test(name) || m[1].toLowerCase() === 'pip') continue;
+    const pin = `${m[1]}==${m[2]}`;
+    if (!pins.includes(pin)) pins.push(pin);
+  }
+  return pins.sort();
 }
 
 /** The first start's install. With the bundled pip wheel the venv is made `--without-pip`
@@ -287,7 +306,7 @@ export function installPlan(
   bundle: ServerBundle,
   probe: InterpreterProbe,
   venvDir: string,
-  options: { windows: boolean; uv?: string | null },
+  options: { windows: boolean; uv?: string | null; prefetch?: { dir: string; pins: readonly string[] } },
 ): InstallPlan {
   const { covered, reason } = bundleCovers(bundle.wheels, probe);
   const python = venvPython(venvDir, options.windows);
@@ -308,11 +327,22 @@ export function installPlan(
     };
   }
   const pip = pipWheel ? [ISOLATED, path.join(pipWheel, 'pip')] : [ISOLATED, '-m', 'pip'];
+  const install = { command: python, args: [...pip, 'install', '--no-input', '--no-compile', ...offline, ...links, bundle.wheel], tool: 'pip' as const };
+  if (covered || !bundle.wheels || !options.prefetch || options.prefetch.pins.length === 0) {
+    return { source: covered ? 'bundled' : 'index', reason, venv, install };
+  }
+  const { dir, pins } = options.prefetch;
   return {
-    source: covered ? 'bundled' : 'index',
+    source: 'index',
     reason,
     venv,
-    install: { command: python, args: [...pip, 'install', '--no-input', '--no-compile', ...offline, ...links, bundle.wheel], tool: 'pip' },
+    prefetch: { command: python, args: [...pip, 'download', '--no-input', '--only-binary=:all:', '--no-deps', '-d', dir, ...pins] },
+    install: {
+      command: python,
+      args: [...pip, 'install', '--no-input', '--no-compile', '--no-index', ...links, '--find-links', dir, bundle.wheel],
+      tool: 'pip',
+    },
+    fallback: install,
   };
 }
 

@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { devNull, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   BundledWheels,
+  abiPins,
   InterpreterProbe,
   ServerBundle,
   bundleCovers,
@@ -101,6 +102,30 @@ test('install plan: covered → no index, pip from its wheel in a venv without p
   assert.deepEqual(noPip.install.args.slice(0, 4), ['-I', '-m', 'pip', 'install']);
   const windows = installPlan(bundle, { ...linux, platform: 'win32-amd64', libc: null }, 'C:\\g\\venv', { windows: true });
   assert.match(windows.install.command, /Scripts.python\.exe$/);
+});
+
+test('index path: only the version- and platform-specific wheels are downloaded, at the bundled versions; the rest comes from the bundle', () => {
+  const names = [
+    'pydantic_core-2.50.5-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.whl',
+    'pydantic_core-2.50.5-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl',
+    'watchfiles-1.3.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl',
+    'pydantic-2.14.4-py3-none-any.whl',
+    'pip-26.3-py3-none-any.whl',
+    'bundle.json',
+  ];
+  assert.deepEqual(abiPins(names), ['pydantic_core==2.50.5', 'watchfiles==1.3.0']);
+  const probe = { ...linux, version: [3, 15] as [number, number] };
+  const plan = installPlan(bundle, probe, '/g/venv', { windows: false, prefetch: { dir: '/g/dl', pins: abiPins(names) } });
+  const pip = ['-I', `${wheels.pip}/pip`];
+  assert.equal(plan.source, 'index');
+  assert.deepEqual(plan.prefetch, {
+    command: '/g/venv/bin/python',
+    args: [...pip, 'download', '--no-input', '--only-binary=:all:', '--no-deps', '-d', '/g/dl', 'pydantic_core==2.50.5', 'watchfiles==1.3.0'],
+  });
+  assert.deepEqual(plan.install.args, [...pip, 'install', '--no-input', '--no-compile', '--no-index', '--find-links', wheels.dir, '--find-links', '/g/dl', bundle.wheel]);
+  assert.deepEqual(plan.fallback?.args, [...pip, 'install', '--no-input', '--no-compile', '--find-links', wheels.dir, bundle.wheel]);
+  // Covered: no download at all, whatever is offered.
+  assert.equal(installPlan(bundle, linux, '/g/venv', { windows: false, prefetch: { dir: '/g/dl', pins: ['x==1'] } }).prefetch, undefined);
 });
 
 test('failure cards: a fix that works offline with this extension\'s paths, never `pip install plan-lsp`', () => {
@@ -248,6 +273,44 @@ test('the first start\'s own install steps work with no package index (process)'
     const plan = installPlan(staged, probe, venv, { windows: false, uv: null });
     assert.equal(plan.source, 'bundled', plan.reason);
     execFileSync('python3', plan.venv, { cwd: dir, env: offlineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(plan.install.command, plan.install.args, { cwd: dir, env: offlineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.ok(importsPlanLsp(join(venv, 'bin', 'python')).startsWith(venv));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('index path, run: the download brings only the wheels the bundle lacks for this Python, the install takes the rest from the bundle (process)', async (t) => {
+  const staged = stagedBundle(t);
+  if (!staged?.wheels) return;
+  const probe = await probeInterpreter('python3', tmpdir());
+  const tag = `cp${probe.version?.join('')}`;
+  const dir = mkdtempSync(join(tmpdir(), 'plan-lsp-index-'));
+  try {
+    // A bundle without this Python's own wheels, and a folder that stands in for the package
+    // index (PIP_FIND_LINKS with PIP_NO_INDEX: nothing leaves the machine) holding them.
+    const bundleDir = join(dir, 'wheels');
+    const index = join(dir, 'index');
+    mkdirSync(bundleDir);
+    mkdirSync(index);
+    for (const name of readdirSync(staged.wheels.dir)) {
+      const own = name.includes(`-${tag}-${tag}-`);
+      if (!own) symlinkSync(join(staged.wheels.dir, name), join(bundleDir, name));
+      if (!name.endsWith('-none-any.whl') && (own || name.includes('-abi3-'))) symlinkSync(join(staged.wheels.dir, name), join(index, name));
+    }
+    const partial: ServerBundle = { ...staged, wheels: { ...staged.wheels, dir: bundleDir, pythons: ['3.99'], pip: join(bundleDir, staged.wheels.pip ? staged.wheels.pip.split('/').pop() ?? '' : '') } };
+    assert.ok(staged.wheels.pip, 'the staged bundle carries no pip wheel');
+    const venv = join(dir, 'venv');
+    const downloaded = join(dir, 'downloaded');
+    const plan = installPlan(partial, probe, venv, { windows: false, prefetch: { dir: downloaded, pins: abiPins(readdirSync(bundleDir)) } });
+    assert.equal(plan.source, 'index');
+    assert.ok(plan.prefetch);
+    const env = { ...offlineEnv(), PIP_NO_INDEX: '1', PIP_FIND_LINKS: index };
+    execFileSync('python3', plan.venv, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(plan.prefetch.command, plan.prefetch.args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Every wheel specific to a version or platform, and nothing else (no pure-Python wheel).
+    assert.deepEqual(readdirSync(downloaded).sort(), readdirSync(index).sort());
+    assert.ok(readdirSync(downloaded).some((name) => name.includes(`-${tag}-${tag}-`)));
     execFileSync(plan.install.command, plan.install.args, { cwd: dir, env: offlineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     assert.ok(importsPlanLsp(join(venv, 'bin', 'python')).startsWith(venv));
   } finally {

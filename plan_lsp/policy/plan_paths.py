@@ -87,6 +87,10 @@ ACCESS_DENIED_APPROVED = (
     "Access denied: {name} holds an approved plan, which is kept as it was approved; "
     "write this plan to {free}"
 )
+ACCESS_DENIED_HARD_LINK = (
+    "Access denied: {name} has another name (a hard link); plans are files of their own "
+    "(remove the link or choose another name)"
+)
 NO_FREE_PLAN_NAME = "Access denied: no free plan file name next to {name} (up to {last})"
 # The highest `<stem>-<n>.md` a new round may get.
 MAX_ROUND_NUMBER = 999
@@ -322,6 +326,8 @@ def round_plan_path(
     if isinstance(plans, str):  # pragma: no cover - validate_plan_path refused it already
         return PlanPathResult(ok=False, resolved=None, error=plans)
     if not _holds_approved(Path(checked.resolved), plans, records):
+        if _has_other_names(Path(checked.resolved)):
+            return _refuse(ACCESS_DENIED_HARD_LINK, requested)
         return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
     own = _own_name(round_path, plans) if round_path is not None else None
     if own is not None and _holds_approved(plans.path / own, plans, records):
@@ -357,10 +363,22 @@ def _own_name(path: Path, plans: PlansDir) -> str | None:
     return None
 
 
+def _has_other_names(path: Path) -> bool:
+    """A regular file that also goes by another name (a hard link, in the repository as it
+    arrived or made since): an editor saving the plan in place would write that file too."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
 def _checked_name(plans_dir: Path, name: str, workspace: Path | None) -> PlanPathResult:
     checked = validate_plan_path(plans_dir, name, must_exist=False, workspace=workspace)
     if not checked.ok:
         return checked
+    if checked.resolved is not None and _has_other_names(Path(checked.resolved)):
+        return _refuse(ACCESS_DENIED_HARD_LINK, name)
     return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=name)
 
 

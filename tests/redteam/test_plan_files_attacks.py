@@ -792,3 +792,68 @@ async def test_a_plans_directory_swapped_for_a_link_out_is_neither_read_nor_writ
         assert len(errors) == 2 and all(e["message"].startswith("Access denied") for e in errors)
         assert [p.name for p in outside.iterdir()] == ["PLAN.md"]
         assert (outside / "PLAN.md").read_text() == f"# {SECRET}\n"
+
+
+# -- an editor that saves in place: a plan file with a second name ---------------------------
+
+
+def _in_place_saving_editor(monkeypatch: Any) -> None:
+    """The harness editor as VS Code and Vim save: the server asks it to save a buffer
+    (`experimental.planLsp.saveDocuments`) and it writes the file in place, so a second
+    name of the file (a hard link) sees the text too."""
+    import tests.lsp_harness as harness
+
+    caps = harness.client_caps
+    register = harness._register
+
+    def client_caps(*args: Any, **kw: Any) -> types.ClientCapabilities:
+        declared = caps(*args, **kw)
+        assert declared.experimental is not None
+        declared.experimental["planLsp"]["saveDocuments"] = True
+        return declared
+
+    def _register(client: Any, state: Any) -> None:
+        register(client, state)
+
+        @client.feature("planLsp/saveDocument")
+        def save(params: Any) -> dict[str, Any]:
+            uri = params["uri"] if isinstance(params, dict) else params.uri
+            buf = state.buffers.get(uri)
+            if buf is None:
+                return {"saved": False}
+            with open(Path(uri.removeprefix("file://")), "r+", encoding="utf-8") as handle:
+                handle.truncate(0)
+                handle.write(buf.text)
+            return {"saved": True}
+
+    monkeypatch.setattr(harness, "client_caps", client_caps)
+    monkeypatch.setattr(harness, "_register", _register)
+
+
+async def test_a_plan_file_with_a_second_name_is_not_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The repository arrives (as an archive) with `.plan-lsp/plans/PLAN.md` a hard link to
+    its own `hello.py`, and `notes.md` one to `README.md`. An editor saving the plan in place
+    would write the model's plan into those files: the server refuses both names, naming
+    the link, and neither file changes."""
+    _in_place_saving_editor(monkeypatch)
+    turns = [{"tool_calls": [write(EVIL), write(EVIL, "notes.md"), submit()]}, {"text": "ok"}]
+    ws, server = _session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    plans.mkdir(parents=True)
+    os.link(ws / "hello.py", plans / "PLAN.md")
+    os.link(ws / "README.md", plans / "notes.md")
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "plan"})
+        assert (ws / "hello.py").read_text() == "print('hi')\n"
+        assert (ws / "README.md").read_text() == "# sample\n"
+        errors = _errors(ed)
+        assert [e["message"] for e in errors[:2]] == [
+            f"Access denied: {name} has another name (a hard link); plans are files of their "
+            "own (remove the link or choose another name)"
+            for name in ("PLAN.md", "notes.md")
+        ], errors
+        assert (ws / "hello.py").read_text() == "print('hi')\n"
+        assert (ws / "README.md").read_text() == "# sample\n"
+        assert (await ed.state())["planStatus"] == "none"

@@ -22,6 +22,7 @@ PIP_* variables are left out). Needs `npm run build` (client-vscode/out/) and a 
 client-vscode/server/ (`npm run package`, or `node scripts/stage-server.mjs`).
 
 Run: .venv/bin/python tests/bench/bench_first_start.py [--quick] [--smoke] [--rounds N]
+     [--server DIR]   (another staged server/ folder, e.g. an unpacked vsix's extension/server)
 """
 
 from __future__ import annotations
@@ -68,10 +69,10 @@ def offline_env() -> dict[str, str]:
     return {**env, "PIP_CONFIG_FILE": os.devnull, "PLAN_LSP_CONFIG": os.devnull}
 
 
-def extension_plan(python: str, venv: Path, uv: str | None) -> dict[str, object]:
+def extension_plan(server: Path, python: str, venv: Path, uv: str | None) -> dict[str, object]:
     env = {**os.environ, **({"BENCH_UV": uv} if uv else {})}
     done = subprocess.run(
-        ["node", "-e", PLAN_JS, str(LAUNCH_JS), str(SERVER_DIR), python, str(venv)],
+        ["node", "-e", PLAN_JS, str(LAUNCH_JS), str(server), python, str(venv)],
         capture_output=True,
         text=True,
         env=env,
@@ -104,11 +105,13 @@ def first_answer(launch: list[str], workspace: Path) -> float:
     return useful
 
 
-def first_start(python: str, work: Path, workspace: Path, uv: str | None) -> dict[str, float]:
+def first_start(
+    server: Path, python: str, work: Path, workspace: Path, uv: str | None
+) -> dict[str, float]:
     """The extension's steps, timed: venv, install, the first answer."""
     venv = work / "venv"
     shutil.rmtree(venv, ignore_errors=True)
-    spec = extension_plan(python, venv, uv)
+    spec = extension_plan(server, python, venv, uv)
     plan = spec["plan"]
     assert isinstance(plan, dict)
     if plan["source"] != "bundled":
@@ -140,18 +143,20 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--smoke", action="store_true", help="1 round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--python", default="python3", help="the interpreter the extension finds")
+    ap.add_argument("--server", type=Path, default=SERVER_DIR, help="the staged server/ folder")
     args = ap.parse_args(argv)
     rounds = 1 if args.smoke else (2 if args.quick else args.rounds)
     for needed, how in (
         (LAUNCH_JS, "cd client-vscode && npm run build"),
-        (SERVER_DIR / "bundle.json", "cd client-vscode && npm run package"),
+        (args.server / "bundle.json", "cd client-vscode && npm run package"),
     ):
         if not needed.exists():
             print(f"{needed} is missing: run `{how}`", file=sys.stderr)
             return 2
-    meta = json.loads((SERVER_DIR / "bundle.json").read_text())
-    wheel = SERVER_DIR / meta["wheel"]
-    wheels = SERVER_DIR / "wheels"
+    server = args.server.resolve()
+    meta = json.loads((server / "bundle.json").read_text())
+    wheel = server / meta["wheel"]
+    wheels = server / "wheels"
     uv = shutil.which("uv")
     work = Path(tempfile.mkdtemp(prefix="plan-lsp-bench-first-start-"))
     workspace = work / "workspace"
@@ -164,10 +169,10 @@ def main(argv: list[str]) -> int:
             runs.setdefault("reference: python3 -m venv", []).append(
                 timed([args.python, "-I", "-m", "venv", "--clear", str(reference)], work)
             )
-            for step, seconds in first_start(args.python, work, workspace, None).items():
+            for step, seconds in first_start(server, args.python, work, workspace, None).items():
                 runs.setdefault(f"first start (pip): {step}", []).append(seconds)
             if uv:
-                for step, seconds in first_start(args.python, work, workspace, uv).items():
+                for step, seconds in first_start(server, args.python, work, workspace, uv).items():
                     runs.setdefault(f"first start (uv): {step}", []).append(seconds)
             runs.setdefault("before: venv + pip install", []).append(
                 before(args.python, work, wheel, wheels)

@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -318,3 +319,79 @@ async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: P
         await workflow.approve(
             core, ApproveParams(planUri=(plans_dir / "PLAN.md").as_uri(), execute=False)
         )
+
+
+# -- property: the session's rounds (the choice kept per round, the store's records, restarts) --
+
+SESSION_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("draft"), NAMES),  # plan_write (and the draft it streams first)
+        st.tuples(st.just("submit"), st.none()),
+        st.tuples(st.just("approve"), st.none()),
+        st.tuples(st.just("reject"), st.none()),
+        st.tuples(st.just("new_conversation"), st.booleans()),
+        st.tuples(st.just("restart"), st.none()),
+    ),
+    max_size=20,
+)
+
+
+@given(SESSION_STEPS)
+def test_no_sequence_of_session_rounds_writes_over_an_approved_plan(
+    steps: list[tuple[str, Any]],
+) -> None:
+    from plan_lsp.session import Actor, Session, StateStore, TransitionRefused, WorkMode
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "ws"
+        plans = workspace / ".plan-lsp" / "plans"
+        plans.mkdir(parents=True)
+        store = StateStore(Path(tmp) / "state.db")
+        session = Session(store, workspace, plans)
+        approved: dict[Path, bytes] = {}
+        for number, (step, arg) in enumerate(steps):
+            if session.mode is not WorkMode.PLAN:
+                session.set_mode(WorkMode.PLAN, Actor.USER)
+            try:
+                if step == "draft":
+                    if arg is None:
+                        # The streaming draft creates the round's (empty) file first.
+                        begun = session.plan_target(plans, None)
+                        if begun.ok and begun.resolved and not Path(begun.resolved).exists():
+                            Path(begun.resolved).write_text("")
+                    target = session.plan_target(plans, arg)
+                    if not target.ok:
+                        assert target.error and not target.ok
+                        continue
+                    assert target.resolved is not None and target.name is not None
+                    checked = validate_plan_path(plans, target.name, must_exist=False)
+                    assert checked.ok and checked.resolved == target.resolved
+                    path = Path(target.resolved)
+                    assert path not in approved, f"{path.name} holds an approved plan"
+                    if arg is None and begun.ok:
+                        assert path == Path(begun.resolved or "")  # one file per round
+                    session.plan_drafting(path, Actor.MODEL)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(f"# plan {number}\n")
+                elif step == "submit" and session.plan_path:
+                    path = session.main_plan_path
+                    if path.exists() and path.read_text().strip():
+                        session.plan_submitted(path, path.read_text(), Actor.MODEL)
+                elif step == "approve" and session.plan_path:
+                    path = session.main_plan_path
+                    if path.exists() and path.read_text().strip():
+                        session.approve(path, path.read_text(), None, Actor.USER)
+                        approved.setdefault(path, path.read_bytes())
+                elif step == "reject":
+                    session.reject("shorter", Actor.USER)
+                elif step == "new_conversation":
+                    session.new_conversation(bool(arg), Actor.USER)
+                elif step == "restart":
+                    store.close()
+                    store = StateStore(Path(tmp) / "state.db")
+                    session = Session(store, workspace, plans)
+            except TransitionRefused:
+                continue
+        for path, text in approved.items():
+            assert path.read_bytes() == text, f"{path.name} was written over"
+        store.close()

@@ -103,6 +103,11 @@ def _compare(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
 def earlier_plan_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     """A plan file that is not the session's current plan: what became of it, never a
     decision (it is not the plan in front of the model)."""
+    session = ctx.session
+    if any(Path(p).resolve() == path for p in session.round_plans):
+        # The model wrote it in this round, then chose another file for its plan.
+        shown = session.main_plan_path.name
+        return [_cmd(f"Also written this round — not the plan submitted ({shown})", "")]
     entry = latest_entry(plan_entries(ctx.store), path)
     if entry is None:
         return []

@@ -142,3 +142,29 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
             (first.as_uri(), "done", 1),
             (second.as_uri(), "done", 2),
         ]
+
+
+async def test_a_file_written_earlier_in_the_round_says_so(tmp_path: Path) -> None:
+    """The model wrote notes.md, then its plan in PLAN.md: notes.md is no earlier plan and
+    offers no decision; its lens says what it is."""
+    turns = [
+        {
+            "tool_calls": [
+                {
+                    "name": "plan_write",
+                    "arguments": {"content": PLAN_2, "plan_filename": "notes.md"},
+                }
+            ]
+        },
+        *plan_turns(PLAN_1),
+    ]
+    ws, _transcript, server = scripted_session(tmp_path, turns)
+    plans = ws / ".plan-lsp" / "plans"
+    async with server as ed:
+        await ed.request("planLsp/prompt", {"text": "greet politely"})
+        assert (await ed.state())["planUri"] == (plans / "PLAN.md").as_uri()
+        notes = await lens_titles(ed, plans / "notes.md")
+        assert [(c.title, c.command) for c in notes] == [
+            ("Also written this round — not the plan submitted (PLAN.md)", "")
+        ]
+        assert any(c.command == APPROVE for c in await lens_titles(ed, plans / "PLAN.md"))

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 STATE_METHOD = "planLsp/state"
+PLANS_METHOD = "planLsp/plans"
 
 APPROVE_AUTO = "approve_auto_edit"
 APPROVE_ASK = "approve_ask"
@@ -397,12 +398,15 @@ class PlanLspAgent:
     # -- extensions -------------------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method != STATE_METHOD:
+        if method not in (STATE_METHOD, PLANS_METHOD):
             raise RequestError.method_not_found(f"_{method}")
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             raise RequestError.invalid_params({"sessionId": "required (a string)"})
-        return self._session(session_id).core.state_json()
+        core = self._session(session_id).core
+        if method == PLANS_METHOD:
+            return workflow.plans(core)
+        return core.state_json()
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None

@@ -262,4 +262,3 @@ def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) ->
             return [helpers.update_user_message_text(text)]
         return [helpers.update_agent_thought_text(text)]
     return []
-

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import acp
 from acp import schema
@@ -203,6 +204,12 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert any(t.startswith("Permission for edit_file") and "allow once" in t for t in thoughts)
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()
+        # The workspace's plans, as over LSP: the approved and carried-out plan, by its file.
+        listed = (await conn.ext_method("planLsp/plans", {"sessionId": sid}))["plans"]
+        assert [(Path(urlparse(e["uri"]).path).name, e["status"]) for e in listed] == [
+            ("PLAN.md", "done")
+        ]
+        assert listed[0]["approvedAt"] and listed[0]["current"]
 
 
 def _revision_turns() -> list[dict[str, Any]]:

@@ -57,9 +57,10 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     compare = _compare(ctx, path)
     commands: list[types.Command] = []
     if status is PlanStatus.NONE and not running and ctx.plan_text(path).strip():
-        # The user wrote this plan; the model submitted none. It is theirs to approve, and
-        # edits are asked for one by one.
-        commands.append(_cmd("Your plan (not submitted by the model)", ""))
+        # The model submitted none: the user wrote this plan, or the repository shipped it
+        # (the server cannot tell). It is the user's to read and approve, and edits are
+        # asked for one by one.
+        commands.append(_cmd("Not written by the model: read it before you approve", ""))
         commands.append(approve[1])
     elif status is PlanStatus.DRAFTING and running:
         commands.append(_cmd("$(sync) Plan: drafting…", ""))

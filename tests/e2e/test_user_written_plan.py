@@ -35,7 +35,7 @@ async def test_the_user_writes_the_plan_and_approves_it(tmp_path: Path) -> None:
         await ed.state()  # the change is processed before this answers
         lenses = await lens_commands(ed, path)
         assert [c.title for c in lenses] == [
-            "Your plan (not submitted by the model)",
+            "Not written by the model: read it before you approve",
             "Approve (ask before edits)",
         ]
         approve = lenses[1]

@@ -68,6 +68,15 @@ def test_a_result_with_a_diff_and_a_failure() -> None:
     assert [c.type for c in failed.content or []] == ["content"]  # no diff for a failure
 
 
+def test_a_cut_result_says_how_much_was_left_out() -> None:
+    cut = translate.tool_result(
+        {"kind": "toolResult", "toolCallId": "c1", "content": "abc", "omitted": 5000}
+    )
+    [text] = cut.content or []
+    assert isinstance(text, schema.ContentToolCallContent)
+    assert text.content.text == "abc\n… 5,000 more characters (the model read them; not shown)"  # type: ignore[union-attr]
+
+
 def test_blocked_calls_fail_with_the_reason() -> None:
     payload = {
         "kind": "blocked",

@@ -292,3 +292,23 @@ async def test_permission_prompts_and_answers_are_kept_in_the_history(tmp_path: 
         ("edit_file", "reject_once"),
     ]
     assert [r.tool for r in frontend.user.asked] == ["edit_file"]
+
+
+async def test_a_long_observation_says_how_much_the_update_left_out(tmp_path: Path) -> None:
+    """The client gets an observation's first 4,000 characters and how many more the model
+    read, so a cut-off result is never shown as if it were whole."""
+    core, frontend = _core(
+        tmp_path, [calls(call("read_file", path="big.txt")), {"text": "read it"}]
+    )
+    (core.root / "big.txt").write_text("x" * 9000 + "\n")
+    await workflow.prompt(core, PromptParams(text="read big.txt"))
+    long = next(u for u in frontend.updates if u["kind"] == "toolResult")
+    assert len(long["content"]) == 4000
+    assert long["omitted"] > 5000
+    (tmp_path / "short").mkdir()
+    short_core, short_frontend = _core(
+        tmp_path / "short", [calls(call("read_file", path="hello.py")), {"text": "ok"}]
+    )
+    await workflow.prompt(short_core, PromptParams(text="read hello.py"))
+    short = next(u for u in short_frontend.updates if u["kind"] == "toolResult")
+    assert short["omitted"] == 0 and "hi" in short["content"]

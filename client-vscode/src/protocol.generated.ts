@@ -637,8 +637,10 @@ export interface ToolResultUpdate {
   tool: string;
   /** The call failed or was refused. */
   isError: boolean;
-  /** The observation (its first 4,000 characters). */
+  /** The observation's first 4,000 characters (cut as text: a JSON observation may arrive cut off, see `omitted`). */
   content: string;
+  /** Characters of the observation left out after `content` (0: none); the model read them all. */
+  omitted?: number;
 }
 
 export type WorkMode = 'plan' | 'build';

@@ -153,7 +153,11 @@ def tool_result(
     if diff is not None and not failed:
         path, before, after = diff
         content.append(helpers.tool_diff_content(str(path), after, before))
-    content.append(text_content(str(payload.get("content", ""))))
+    text = str(payload.get("content", ""))
+    omitted = payload.get("omitted")
+    if isinstance(omitted, int) and omitted > 0:
+        text += f"\n… {omitted:,} more characters (the model read them; not shown)"
+    content.append(text_content(text))
     return helpers.update_tool_call(
         str(payload.get("toolCallId")),
         status="failed" if failed else "completed",

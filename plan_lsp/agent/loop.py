@@ -64,6 +64,8 @@ class RunResult:
 
 
 T = TypeVar("T")
+# How much of a tool's observation a `toolResult` update carries (the model reads it all).
+RESULT_SHOWN_CHARS = 4000
 
 
 class Agent:
@@ -407,7 +409,8 @@ class Agent:
                 "toolCallId": call.id,
                 "tool": call.name,
                 "isError": observation.is_error,
-                "content": observation.content[:4000],
+                "content": observation.content[:RESULT_SHOWN_CHARS],
+                "omitted": max(0, len(observation.content) - RESULT_SHOWN_CHARS),
             },
         )
         return observation

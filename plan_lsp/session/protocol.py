@@ -328,7 +328,16 @@ class ToolResultUpdate(UpdateBase):
     toolCallId: str = Field(description="The model's id of the call.")
     tool: str = Field(description="The tool's name.")
     isError: bool = Field(description="The call failed or was refused.")
-    content: str = Field(description="The observation (its first 4,000 characters).")
+    content: str = Field(
+        description="The observation's first 4,000 characters (cut as text: a JSON observation "
+        "may arrive cut off, see `omitted`)."
+    )
+    omitted: int = Field(
+        default=0,
+        ge=0,
+        description="Characters of the observation left out after `content` (0: none); the "
+        "model read them all.",
+    )
 
 
 class BlockedUpdate(UpdateBase):

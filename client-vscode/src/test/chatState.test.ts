@@ -74,6 +74,14 @@ test('a tool call is running until its result marks it done; arguments are parse
   assert.equal(tool.result, 'contents');
 });
 
+test('a result the server cut says how much the model read beyond it', () => {
+  let s = updates([{ runId: 'r1', kind: 'toolCall', toolCallId: 'c1', tool: 'read_file', arguments: '{"path": "big.txt"}' }]);
+  s = applyUpdate(s, { runId: 'r1', kind: 'toolResult', toolCallId: 'c1', tool: 'read_file', isError: false, content: 'x'.repeat(4000), omitted: 12345 });
+  assert.equal(only(s, 'tool')[0].result, `${'x'.repeat(2000)}\n… (14,345 more characters)`);
+  s = applyUpdate(s, { runId: 'r1', kind: 'toolResult', toolCallId: 'c2', tool: 'read_file', isError: false, content: 'short', omitted: 7 });
+  assert.equal(only(s, 'tool')[1].result, 'short\n… (7 more characters)');
+});
+
 test('cards are keyed by run and call: ids numbered from zero per request never merge cards', () => {
   // Two runs whose provider numbers tool-call ids from zero in every request, and two
   // requests of one run that reuse an id: five calls, five cards, each with its own result.

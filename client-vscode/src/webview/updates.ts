@@ -7,10 +7,12 @@ import { ChatItem, ChatState, ToolItem, ToolStatus, append, replaceAt, str } fro
 import { planFileName } from '../plansList';
 
 /** Pretty, bounded text for tool arguments and results. */
-export function displayValue(value: unknown, limit = 2000): string {
+/** `beyond`: characters the server already left out after `value` (a cut tool result). */
+export function displayValue(value: unknown, limit = 2000, beyond = 0): string {
   if (value === undefined || value === null) return '';
   const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
-  return text.length > limit ? `${text.slice(0, limit)}\n… (${text.length - limit} more characters)` : text;
+  const more = Math.max(0, text.length - limit) + beyond;
+  return more > 0 ? `${text.slice(0, limit)}\n… (${more.toLocaleString('en')} more characters)` : text;
 }
 
 /** Tool arguments arrive as JSON text (`toolCall`) or as an object (permission requests). */
@@ -183,7 +185,8 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
     }
     case 'toolResult': {
       const index = findTool(state, runId, callId, tool, 'unresolved');
-      const content = displayValue(update.content);
+      const omitted = typeof update.omitted === 'number' && update.omitted > 0 ? update.omitted : 0;
+      const content = displayValue(update.content, 2000, omitted);
       const status: ToolStatus = update.isError === true ? 'failed' : 'done';
       if (index < 0) {
         return append(state, {

@@ -10,23 +10,25 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
-  InterpreterChoice,
   abiPins,
-  InterpreterProbe,
   ServerBundle,
   cannotStartMessage,
-  chooseInterpreter,
   installPlan,
-  interpreterReport,
-  isSupportedVersion,
   noBundleMessage,
   offlineFix,
   otherPythonFix,
   parseBundle,
   pipFailureMessage,
-  probeInterpreter,
   venvFailureMessage,
   venvPython,
+} from './serverInstall';
+import {
+  InterpreterChoice,
+  InterpreterProbe,
+  chooseInterpreter,
+  interpreterReport,
+  isSupportedVersion,
+  probeInterpreter,
 } from './serverLaunch';
 import type { ClientSettings } from './settings';
 import type { StartupStep } from './webview/chatState';

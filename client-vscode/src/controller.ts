@@ -26,7 +26,12 @@ import {
 import { ServerProcess, describeExit } from './serverProcess';
 import { asksForFeedback } from './rejectFeedback';
 import { SessionActions } from './sessionActions';
-import { describeModelSettings, initializationOptions, launchDirectory, serverArguments } from './serverLaunch';
+import {
+  describeModelSettings,
+  initializationOptions,
+  launchDirectory,
+  serverArguments,
+} from './serverLaunch';
 import { ClientSettings, ReadSettings, ignoredSettingsWarning, readUserSettings } from './settings';
 import { API_KEY_SECRET } from './setup';
 import { ModeStatusBar } from './statusBar';

@@ -1,7 +1,7 @@
 """The VS Code extension's first start, as it runs it: from an interpreter that cannot import
 plan_lsp to the server's first useful answer. The steps and their argv come from the
-extension's own code (client-vscode/out/serverLaunch.js: `parseBundle`, `probeInterpreter`,
-`installPlan`, run by node) against the vsix's `server/` folder as `npm run package` stages it
+extension's own code (client-vscode/out/serverInstall.js: `parseBundle`, `installPlan`;
+out/serverLaunch.js: `probeInterpreter`, run by node) against the vsix's `server/` folder as `npm run package` stages it
 (client-vscode/server/: the plan-lsp wheel, the dependencies' wheels, pip's wheel):
 
 - venv: `python3 -I -m venv --clear [--without-pip] DIR`;
@@ -43,14 +43,15 @@ from bench_startup import Server, start_once
 CLIENT = REPO / "client-vscode"
 SERVER_DIR = CLIENT / "server"
 LAUNCH_JS = CLIENT / "out" / "serverLaunch.js"
+INSTALL_JS = CLIENT / "out" / "serverInstall.js"
 # The first start's budget: trusting the folder → the setup card (the chat's first state).
 TARGET_S = 30.0
 
 PLAN_JS = """
-const s = require(process.argv[1]);
+const s = { ...require(process.argv[1]), ...require(process.argv[2]) };
 const fs = require('node:fs');
 const path = require('node:path');
-const [server, python, venv] = process.argv.slice(2);
+const [server, python, venv] = process.argv.slice(3);
 (async () => {
   const meta = fs.readFileSync(path.join(server, 'bundle.json'), 'utf8');
   const bundle = s.parseBundle(meta, server, fs.existsSync);
@@ -72,7 +73,7 @@ def offline_env() -> dict[str, str]:
 def extension_plan(server: Path, python: str, venv: Path, uv: str | None) -> dict[str, object]:
     env = {**os.environ, **({"BENCH_UV": uv} if uv else {})}
     done = subprocess.run(
-        ["node", "-e", PLAN_JS, str(LAUNCH_JS), str(server), python, str(venv)],
+        ["node", "-e", PLAN_JS, str(LAUNCH_JS), str(INSTALL_JS), str(server), python, str(venv)],
         capture_output=True,
         text=True,
         env=env,
@@ -148,6 +149,7 @@ def main(argv: list[str]) -> int:
     rounds = 1 if args.smoke else (2 if args.quick else args.rounds)
     for needed, how in (
         (LAUNCH_JS, "cd client-vscode && npm run build"),
+        (INSTALL_JS, "cd client-vscode && npm run build"),
         (args.server / "bundle.json", "cd client-vscode && npm run package"),
     ):
         if not needed.exists():

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import {
   BundledWheels,
   abiPins,
-  InterpreterProbe,
   ServerBundle,
   bundleCovers,
   cannotStartMessage,
@@ -18,11 +17,11 @@ import {
   otherPythonFix,
   parseBundle,
   pipFailureMessage,
-  probeInterpreter,
   shellQuote,
   venvFailureMessage,
   versionRange,
-} from '../serverLaunch';
+} from '../serverInstall';
+import { InterpreterProbe, probeInterpreter } from '../serverLaunch';
 
 const wheels: BundledWheels = {
   dir: '/ext/server/wheels',

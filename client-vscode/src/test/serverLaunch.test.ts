@@ -4,8 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cannotStartMessage } from '../serverInstall';
 import {
-  cannotStartMessage,
   chooseInterpreter,
   describeModelSettings,
   initializationOptions,

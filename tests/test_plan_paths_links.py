@@ -1,6 +1,6 @@
 """A plan file with a second name (a hard link) is never a round's plan file: editors (VS
 Code, Vim) save a file in place, so writing the plan would write the other name's file too
-(`policy.plan_paths.round_plan_path`)."""
+(`policy.plan_rounds.round_plan_path`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_lsp.policy.plan_paths import (
-    ACCESS_DENIED_HARD_LINK,
-    PlanPathResult,
-    PlanRecords,
-    round_plan_path,
-)
+from plan_lsp.policy.plan_paths import PlanPathResult
+from plan_lsp.policy.plan_rounds import ACCESS_DENIED_HARD_LINK, PlanRecords, round_plan_path
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_lsp.policy import plan_paths as pp
-from plan_lsp.policy.plan_paths import PlanRecords, round_plan_path, validate_plan_path
+from plan_lsp.policy.plan_paths import validate_plan_path
+from plan_lsp.policy.plan_rounds import MAX_ROUND_NUMBER, PlanRecords, round_plan_path
 from tests.test_session_core import (  # _no_sandbox_probe: autouse, no probe process
     _core,
     _finished,
@@ -143,7 +144,7 @@ def test_a_numbered_approved_plan_counts_on(plans: Path) -> None:
 
 
 def test_when_no_name_is_free_the_round_is_refused(plans: Path) -> None:
-    recorded = tuple(f"PLAN-{n}.md" for n in range(2, pp.MAX_ROUND_NUMBER + 1))
+    recorded = tuple(f"PLAN-{n}.md" for n in range(2, MAX_ROUND_NUMBER + 1))
     result = _target(plans, None, recorded=recorded)
     assert not result.ok
     assert (

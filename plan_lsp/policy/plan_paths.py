@@ -40,10 +40,8 @@ __all__ = [
     "ACCESS_DENIED_PLANS_DIR_LINK",
     "ACCESS_DENIED_PLANS_DIR_OUTSIDE",
     "PlanPathResult",
-    "PlanRecords",
     "check_plan_path_main",
     "plan_file_problem",
-    "round_plan_path",
     "validate_plan_path",
     "write_plan_file",
 ]
@@ -83,17 +81,6 @@ ACCESS_DENIED_SYMLINK = (
     "real folders of the plans directory (remove the link or choose another name)"
 )
 ACCESS_DENIED_NOT_A_FOLDER = "Access denied: {name} goes through something that is not a folder"
-ACCESS_DENIED_APPROVED = (
-    "Access denied: {name} holds an approved plan, which is kept as it was approved; "
-    "write this plan to {free}"
-)
-ACCESS_DENIED_HARD_LINK = (
-    "Access denied: {name} has another name (a hard link); plans are files of their own "
-    "(remove the link or choose another name)"
-)
-NO_FREE_PLAN_NAME = "Access denied: no free plan file name next to {name} (up to {last})"
-# The highest `<stem>-<n>.md` a new round may get.
-MAX_ROUND_NUMBER = 999
 
 # Categories refused anywhere in a name: controls (incl. NUL, DEL), format characters
 # (zero-width, bidi overrides), unpaired surrogates, line/paragraph separators.
@@ -125,7 +112,7 @@ def shown_name(name: str) -> str:
     return shown if len(shown) <= _SHOWN_MAX else shown[: _SHOWN_MAX - 1] + "…"
 
 
-def _refuse(template: str, name: str) -> PlanPathResult:
+def refuse(template: str, name: str) -> PlanPathResult:
     return PlanPathResult(ok=False, resolved=None, error=template.format(name=shown_name(name)))
 
 
@@ -166,7 +153,7 @@ def _parts_error(parts: Iterable[str]) -> str | None:
     return None
 
 
-def _resolve(path: Path) -> Path | None:
+def resolve_quietly(path: Path) -> Path | None:
     try:
         return path.resolve()
     except (OSError, RuntimeError):  # symlink loops: RuntimeError before 3.13, OSError after
@@ -175,10 +162,10 @@ def _resolve(path: Path) -> Path | None:
 
 def _link_error(link: Path, plans: PlansDir) -> str:
     """The message for a link met inside the plans directory: where it leads decides."""
-    target = _resolve(link)
+    target = resolve_quietly(link)
     if target is None:
         return ACCESS_DENIED_UNRESOLVABLE
-    root = _resolve(plans.path) or plans.path
+    root = resolve_quietly(plans.path) or plans.path
     if target == root or not target.is_relative_to(root):
         return ACCESS_DENIED_OUTSIDE
     return ACCESS_DENIED_SYMLINK
@@ -220,166 +207,21 @@ def validate_plan_path(
         name = DEFAULT_PLAN_NAME
     lexical = _lexical_error(name)
     if lexical is not None:
-        return _refuse(lexical, name)
+        return refuse(lexical, name)
     plans = locate_plans_dir(plans_dir, workspace)
     if isinstance(plans, str):
         return PlanPathResult(ok=False, resolved=None, error=plans)
     parts = name.split("/")
     problem, exists = _walk_error(plans, parts)
     if problem is not None:
-        return _refuse(problem, name)
+        return refuse(problem, name)
     candidate = plans.path.joinpath(*parts)
     if must_exist:
         if not exists:
-            return _refuse(PLAN_DOES_NOT_EXIST, name)
+            return refuse(PLAN_DOES_NOT_EXIST, name)
         if _is_blank(candidate):
-            return _refuse(PLAN_IS_EMPTY, name)
+            return refuse(PLAN_IS_EMPTY, name)
     return PlanPathResult(ok=True, resolved=str(candidate), error=None)
-
-
-@dataclass(frozen=True)
-class PlanRecords:
-    """What the state store knows of the workspace's plan files (every session's):
-    `approved` the files that hold a plan the user approved, `recorded` every file a
-    session drafted, submitted or approved (approved ones included)."""
-
-    approved: tuple[Path, ...] = ()
-    recorded: tuple[Path, ...] = ()
-
-
-def _key(path: Path, plans: PlansDir) -> str:
-    """How a plan file is compared: its name inside the plans directory, case folded (a
-    case-insensitive file system opens `plan.md` as `PLAN.md`); a path elsewhere by its
-    whole spelling."""
-    for base in (plans.path, _resolve(plans.path)):
-        if base is None:
-            continue
-        try:
-            return path.relative_to(base).as_posix().casefold()
-        except ValueError:
-            continue
-    return "/" + path.as_posix().casefold()
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Both exist and are one file (a second name of the same file: case, hard link)."""
-    try:
-        sa, sb = a.lstat(), b.lstat()
-    except OSError:
-        return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def _holds_approved(candidate: Path, plans: PlansDir, records: PlanRecords) -> bool:
-    key = _key(candidate, plans)
-    return any(_key(p, plans) == key or _same_file(candidate, p) for p in records.approved)
-
-
-_NUMBERED_STEM = re.compile(r"^(.*?)-[0-9]+$")
-
-
-def _free_name(plans: PlansDir, name: str, records: PlanRecords) -> str | None:
-    """The first `<stem>-<n>.md` (n = 2, 3, …) next to `name` that no file (of any kind,
-    under any case) and no plan record holds; None when there is none up to the last."""
-    folder, _, file = name.rpartition("/")
-    stem = file[: -len(".md")]
-    numbered = _NUMBERED_STEM.match(stem)
-    if numbered and numbered.group(1):
-        stem = numbered.group(1)
-    taken = {_key(p, plans) for p in (*records.recorded, *records.approved)}
-    directory = plans.path.joinpath(*folder.split("/")) if folder else plans.path
-    prefix = folder + "/" if folder else ""
-    try:
-        taken |= {(prefix + entry).casefold() for entry in os.listdir(directory)}
-    except OSError:
-        pass  # no such folder yet: nothing in it
-    for number in range(2, MAX_ROUND_NUMBER + 1):
-        candidate = f"{prefix}{stem}-{number}.md"
-        if candidate.casefold() not in taken:
-            return candidate
-    return None
-
-
-def round_plan_path(
-    plans_dir: Path,
-    name: str | None,
-    *,
-    round_path: Path | None,
-    records: PlanRecords,
-    workspace: Path | None = None,
-) -> PlanPathResult:
-    """The file a planning round writes its plan to: every check of `validate_plan_path`,
-    and an approved plan is never written over.
-
-    `name` None (the model named no file): `PLAN.md`, unless it holds an approved plan —
-    then the round's own file (`round_path`, the file this round already wrote), else the
-    first free `PLAN-<n>.md`, computed here, never taken from the model. A `name` given
-    that holds an approved plan (the same name under any case, or the same file) is
-    refused, naming the free name to use instead. The result's `name` is the accepted name
-    inside the plans directory.
-    """
-    requested = DEFAULT_PLAN_NAME if name is None else name
-    checked = validate_plan_path(plans_dir, requested, must_exist=False, workspace=workspace)
-    if not checked.ok or checked.resolved is None:
-        return checked
-    plans = locate_plans_dir(plans_dir, workspace)
-    if isinstance(plans, str):  # pragma: no cover - validate_plan_path refused it already
-        return PlanPathResult(ok=False, resolved=None, error=plans)
-    if not _holds_approved(Path(checked.resolved), plans, records):
-        if _has_other_names(Path(checked.resolved)):
-            return _refuse(ACCESS_DENIED_HARD_LINK, requested)
-        return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
-    own = _own_name(round_path, plans) if round_path is not None else None
-    if own is not None and _holds_approved(plans.path / own, plans, records):
-        own = None
-    if name is None and own is not None:
-        return _checked_name(plans_dir, own, workspace)
-    free = own or _free_name(plans, requested, records)
-    if free is None:
-        last = f"{requested[: -len('.md')]}-{MAX_ROUND_NUMBER}.md"
-        return PlanPathResult(
-            ok=False,
-            resolved=None,
-            error=NO_FREE_PLAN_NAME.format(name=shown_name(requested), last=shown_name(last)),
-        )
-    if name is not None:
-        return PlanPathResult(
-            ok=False,
-            resolved=None,
-            error=ACCESS_DENIED_APPROVED.format(name=shown_name(name), free=shown_name(free)),
-        )
-    return _checked_name(plans_dir, free, workspace)
-
-
-def _own_name(path: Path, plans: PlansDir) -> str | None:
-    """`path`'s name inside the plans directory, as spelled; None outside it."""
-    for base in (plans.path, _resolve(plans.path)):
-        if base is None:
-            continue
-        try:
-            return path.relative_to(base).as_posix()
-        except ValueError:
-            continue
-    return None
-
-
-def _has_other_names(path: Path) -> bool:
-    """A regular file that also goes by another name (a hard link, in the repository as it
-    arrived or made since): an editor saving the plan in place would write that file too."""
-    try:
-        st = path.lstat()
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
-
-
-def _checked_name(plans_dir: Path, name: str, workspace: Path | None) -> PlanPathResult:
-    checked = validate_plan_path(plans_dir, name, must_exist=False, workspace=workspace)
-    if not checked.ok:
-        return checked
-    if checked.resolved is not None and _has_other_names(Path(checked.resolved)):
-        return _refuse(ACCESS_DENIED_HARD_LINK, name)
-    return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=name)
 
 
 def _is_blank(path: Path) -> bool:

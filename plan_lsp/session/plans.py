@@ -2,7 +2,7 @@
 approved, with where it ended, replayed from the state store's event log (every session of
 the workspace, not only the current one).
 
-Each planning round writes its own file (`policy.plan_paths.round_plan_path`): an approved
+Each planning round writes its own file (`policy.plan_rounds.round_plan_path`): an approved
 plan's file is never written over, so the list below is also what is on disk.
 """
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy.plan_paths import PlanRecords
+from plan_lsp.policy.plan_rounds import PlanRecords
 from plan_lsp.policy.safe_fs import open_regular, relative_parts
 from plan_lsp.policy.server_dir import locate_plans_dir
 from plan_lsp.session.store import Event, StateStore

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.plan.outcome import classify_outcome
-from plan_lsp.policy.plan_paths import PlanPathResult, round_plan_path
+from plan_lsp.policy.plan_paths import PlanPathResult
+from plan_lsp.policy.plan_rounds import round_plan_path
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.session.model import (
     Actor,
@@ -195,7 +196,7 @@ class Session:
     def plan_target(self, plans_dir: Path, name: str | None) -> PlanPathResult:
         """The file this round's plan goes to (`name`: the model's, None for the default):
         every round keeps its own file, and an approved plan's file — this session's or an
-        earlier one's — is never written over (`policy.plan_paths.round_plan_path`)."""
+        earlier one's — is never written over (`policy.plan_rounds.round_plan_path`)."""
         with self._lock:
             own = self.plan_path if self.plan_path in self.round_plans else self._round_file
             approved = self.approved.path if self.approved is not None else None

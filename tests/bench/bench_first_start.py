@@ -1,7 +1,8 @@
 """The VS Code extension's first start, as it runs it: from an interpreter that cannot import
 plan_lsp to the server's first useful answer. The steps and their argv come from the
 extension's own code (client-vscode/out/serverInstall.js: `parseBundle`, `installPlan`;
-out/serverLaunch.js: `probeInterpreter`, run by node) against the vsix's `server/` folder as `npm run package` stages it
+out/serverLaunch.js: `probeInterpreter`, run by node) against the vsix's `server/` folder as
+`npm run package` stages it
 (client-vscode/server/: the plan-lsp wheel, the dependencies' wheels, pip's wheel):
 
 - venv: `python3 -I -m venv --clear [--without-pip] DIR`;

@@ -36,10 +36,11 @@ def _round(
 # (name, approved, the round's own file, hard links to make: name → target) → the name
 # written, or the refusal's start.
 TABLE = [
-    (None, (), None, {"PLAN.md": "../../hello.py"}, "Access denied: PLAN.md has another name"),
+    (None, (), None, {"PLAN.md": "../../hello.py"}, "PLAN-2.md"),  # the default: one of its own
+    (None, (), "PLAN.md", {"PLAN.md": "../../hello.py"}, "PLAN-2.md"),
     ("notes.md", (), None, {"notes.md": "../../hello.py"}, "Access denied: notes.md has another"),
     ("sub/x.md", (), None, {"sub/x.md": "../../../hello.py"}, "Access denied: sub/x.md has"),
-    (None, ("PLAN.md",), "PLAN-2.md", {"PLAN-2.md": "../../hello.py"}, "Access denied: PLAN-2.md"),
+    (None, ("PLAN.md",), "PLAN-2.md", {"PLAN-2.md": "../../hello.py"}, "PLAN-3.md"),
     ("alias.md", ("PLAN.md",), None, {"alias.md": "PLAN.md"}, "Access denied: alias.md holds"),
     (None, (), None, {}, "PLAN.md"),
     ("notes.md", (), None, {}, "notes.md"),
@@ -74,4 +75,4 @@ def test_hard_links_table(
 
 def test_the_refusal_is_the_fixed_message(plans: Path) -> None:
     os.link(plans.parent.parent / "hello.py", plans / "PLAN.md")
-    assert _round(plans, None).error == ACCESS_DENIED_HARD_LINK.format(name="PLAN.md")
+    assert _round(plans, "PLAN.md").error == ACCESS_DENIED_HARD_LINK.format(name="PLAN.md")

@@ -116,8 +116,8 @@ def round_plan_path(
     """The file a planning round writes its plan to: every check of `validate_plan_path`,
     and an approved plan is never written over.
 
-    `name` None (the model named no file): `PLAN.md`, unless it holds an approved plan —
-    then the round's own file (`round_path`, the file this round already wrote), else the
+    `name` None (the model named no file): `PLAN.md`, unless it holds an approved plan or
+    has a second name (a hard link) — then the round's own file (`round_path`, the file this round already wrote), else the
     first free `PLAN-<n>.md`, computed here, never taken from the model. A `name` given
     that holds an approved plan (the same name under any case, or the same file) is
     refused, naming the free name to use instead. The result's `name` is the accepted name
@@ -130,12 +130,18 @@ def round_plan_path(
     plans = locate_plans_dir(plans_dir, workspace)
     if isinstance(plans, str):  # pragma: no cover - validate_plan_path refused it already
         return PlanPathResult(ok=False, resolved=None, error=plans)
+    linked = _has_other_names(Path(checked.resolved))
     if not _holds_approved(Path(checked.resolved), plans, records):
-        if _has_other_names(Path(checked.resolved)):
+        if not linked:
+            return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
+        if name is not None:
             return refuse(ACCESS_DENIED_HARD_LINK, requested)
-        return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
+        # The default file has a second name: the round takes a file of its own, as
+        # after an approved plan.
     own = _own_name(round_path, plans) if round_path is not None else None
-    if own is not None and _holds_approved(plans.path / own, plans, records):
+    if own is not None and (
+        _holds_approved(plans.path / own, plans, records) or _has_other_names(plans.path / own)
+    ):
         own = None
     if name is None and own is not None:
         return _checked_name(plans_dir, own, workspace)

@@ -293,7 +293,10 @@ async def test_a_plan_md_swapped_for_a_link_before_approval_is_not_approved(
     assert (ws / "src" / "notes.md").read_bytes() == NOTES
 
 
-async def test_a_hard_linked_plan_md_is_replaced_and_its_twin_kept(tmp_path: Path) -> None:
+async def test_a_hard_linked_plan_md_is_left_alone_and_its_twin_kept(tmp_path: Path) -> None:
+    """A PLAN.md the repository hard-linked to one of its files is not the round's plan file
+    (an editor saving it in place would write the twin): the plan goes to PLAN-2.md. A link
+    made after that, before the approval, is replaced by the approved text, the twin kept."""
     turns = [{"tool_calls": [plan_write()]}, {"tool_calls": [call("exit_plan_mode")]}]
     ws, _t, server = scripted_session(tmp_path, turns)
     hostile_workspace(ws)
@@ -302,9 +305,11 @@ async def test_a_hard_linked_plan_md_is_replaced_and_its_twin_kept(tmp_path: Pat
     os.link(notes, plans_of(ws) / "PLAN.md")
     async with started(server) as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
-        plan = plans_of(ws) / "PLAN.md"
+        plan = plans_of(ws) / "PLAN-2.md"
         assert plan.read_text() == PLAN_TEXT
+        assert (plans_of(ws) / "PLAN.md").read_bytes() == NOTES
         assert notes.read_bytes() == NOTES
+        os.unlink(plans_of(ws) / "PLAN.md")
         os.unlink(plan)
         os.link(notes, plan)  # linked again before approval
         edited = PLAN_TEXT + "3. Added by the user.\n"

@@ -835,8 +835,8 @@ async def test_a_plan_file_with_a_second_name_is_not_written(
 ) -> None:
     """The repository arrives (as an archive) with `.plan-lsp/plans/PLAN.md` a hard link to
     its own `hello.py`, and `notes.md` one to `README.md`. An editor saving the plan in place
-    would write the model's plan into those files: the server refuses both names, naming
-    the link, and neither file changes."""
+    would write the model's plan into those files: the model's `notes.md` is refused, naming
+    the link; the unnamed plan goes to a file of its own (PLAN-2.md); neither file changes."""
     _in_place_saving_editor(monkeypatch)
     turns = [{"tool_calls": [write(EVIL), write(EVIL, "notes.md"), submit()]}, {"text": "ok"}]
     ws, server = _session(tmp_path, turns)
@@ -849,11 +849,12 @@ async def test_a_plan_file_with_a_second_name_is_not_written(
         assert (ws / "hello.py").read_text() == "print('hi')\n"
         assert (ws / "README.md").read_text() == "# sample\n"
         errors = _errors(ed)
-        assert [e["message"] for e in errors[:2]] == [
-            f"Access denied: {name} has another name (a hard link); plans are files of their "
+        assert [e["message"] for e in errors[:1]] == [
+            "Access denied: notes.md has another name (a hard link); plans are files of their "
             "own (remove the link or choose another name)"
-            for name in ("PLAN.md", "notes.md")
         ], errors
         assert (ws / "hello.py").read_text() == "print('hi')\n"
         assert (ws / "README.md").read_text() == "# sample\n"
-        assert (await ed.state())["planStatus"] == "none"
+        assert (plans / "PLAN-2.md").read_text() == EVIL
+        state = await ed.state()
+        assert state["planUri"].endswith("/PLAN-2.md"), state

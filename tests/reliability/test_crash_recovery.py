@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pygls.uris import to_fs_path
 
 from plan_lsp.session.state_home import state_root, workspace_key
 from tests.e2e.scripts import sample_project, scripted_args, write_script
@@ -75,6 +76,7 @@ class Expectation:
     """What a restart must find, given what the killed server had acknowledged."""
 
     disk_texts: set[str | None]
+    plan_file: Path  # the plan file of the state the step started from
     approved_text: str | None = None  # an approval the client saw answered
     submitted_text: str | None = None  # a prompt answered with plan_submitted
     new_text: str | None = None  # the plan this step drafts
@@ -94,6 +96,8 @@ class Chain:
     version: int = 0
     plan_texts: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+    # Every plan file a restart found approved, with the text approved: kept as it was.
+    approved_files: dict[Path, str] = field(default_factory=dict)
 
     def next_kill(self, options: list[str]) -> str:
         """Kill points rotate (so the chains together cover them all); delays are random."""
@@ -105,12 +109,16 @@ class Chain:
         self.workspace = sample_project(self.root / "ws")
         self.script = self.root / "script.json"
 
-    @property
-    def plan_path(self) -> Path:
-        return self.workspace / ".plan-lsp" / "plans" / "PLAN.md"
+    @staticmethod
+    def plan_file(state: dict[str, Any]) -> Path:
+        """The state's plan file: PLAN.md, then PLAN-2.md, … for rounds after an approval."""
+        path = to_fs_path(state["planUri"])
+        assert path is not None, state
+        return Path(path)
 
-    def disk_text(self) -> str | None:
-        return self.plan_path.read_text(encoding="utf-8") if self.plan_path.exists() else None
+    @staticmethod
+    def disk_text(path: Path) -> str | None:
+        return path.read_text(encoding="utf-8") if path.exists() else None
 
     def server(self) -> contextlib.AbstractAsyncContextManager[Editor]:
         return running_server([self.workspace], *scripted_args(self.script))
@@ -168,7 +176,8 @@ async def _kill_during_do(chain: Chain, ed: Editor, kill: str) -> None:
 async def step(chain: Chain, ed: Editor, state: dict[str, Any]) -> Expectation:
     """Drive the session one step further from `state` and kill the server somewhere."""
     _answer_prompts(ed)
-    expect = Expectation(disk_texts={chain.disk_text()})
+    plan_file = chain.plan_file(state)
+    expect = Expectation(disk_texts={chain.disk_text(plan_file)}, plan_file=plan_file)
     if state["planStatus"] == "submitted":
         kill = chain.next_kill(DO_KILLS)
         chain.log.append(f"approve+do, kill at {kill}")
@@ -216,8 +225,13 @@ async def step(chain: Chain, ed: Editor, state: dict[str, Any]) -> Expectation:
 
 
 def check_restart(chain: Chain, state: dict[str, Any], expect: Expectation) -> None:
-    disk = chain.disk_text()
-    assert disk in expect.disk_texts, f"PLAN.md is torn or unexpected: {disk!r}"
+    plan_file = chain.plan_file(state)
+    disk = chain.disk_text(plan_file)
+    # A round after an approved plan drafts into a file of its own (PLAN-2.md, …).
+    allowed = expect.disk_texts if plan_file == expect.plan_file else {None, "", expect.new_text}
+    assert disk in allowed, f"{plan_file.name} is torn or unexpected: {disk!r}"
+    for path, text in chain.approved_files.items():
+        assert chain.disk_text(path) == text, f"the approved {path.name} changed"
     status = state["planStatus"]
     approved = state.get("approvedPlan")
     if expect.approved_text is not None:
@@ -228,6 +242,8 @@ def check_restart(chain: Chain, state: dict[str, Any], expect: Expectation) -> N
     if approved is not None:
         assert approved["sha256"] == sha256_text(approved["text"])
         assert approved["text"] in chain.plan_texts
+        assert chain.disk_text(Path(approved["path"])) == approved["text"]
+        chain.approved_files[Path(approved["path"])] = approved["text"]
     if status == "approved":
         assert approved is not None
         if state["mode"] == "plan":

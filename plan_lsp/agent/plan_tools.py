@@ -219,6 +219,9 @@ def plan_tools(
                 text = read_text(workspace.resolve(), path) or ""
             except (OSError, UnicodeDecodeError) as exc:
                 return ToolResult.error("invalid_plan", f"cannot read the plan: {exc}")
+            # A plan the user has not seen in this round (written earlier, or shipped with the
+            # repository) is put in front of them before it is offered for approval.
+            await drafts.show(path)
         try:
             rev = session.plan_submitted(path, text, Actor.MODEL)
         except TransitionRefused as exc:

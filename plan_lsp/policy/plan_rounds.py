@@ -117,8 +117,9 @@ def round_plan_path(
     and an approved plan is never written over.
 
     `name` None (the model named no file): `PLAN.md`, unless it holds an approved plan or
-    has a second name (a hard link) — then the round's own file (`round_path`, the file this round already wrote), else the
-    first free `PLAN-<n>.md`, computed here, never taken from the model. A `name` given
+    has a second name (a hard link) — then the round's own file (`round_path`, the file
+    this round already wrote), else the first free `PLAN-<n>.md`, computed here, never
+    taken from the model. A `name` given
     that holds an approved plan (the same name under any case, or the same file) is
     refused, naming the free name to use instead. The result's `name` is the accepted name
     inside the plans directory.

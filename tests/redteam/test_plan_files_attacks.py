@@ -858,3 +858,23 @@ async def test_a_plan_file_with_a_second_name_is_not_written(
         assert (plans / "PLAN-2.md").read_text() == EVIL
         state = await ed.state()
         assert state["planUri"].endswith("/PLAN-2.md"), state
+
+
+async def test_a_plan_the_user_has_not_seen_is_shown_before_it_is_offered(
+    tmp_path: Path,
+) -> None:
+    """The repository ships `.plan-lsp/plans/shipped.md`; the model submits it without writing
+    it this round. Before the plan is offered for approval the editor is asked to show it, so
+    what the user approves is a text put in front of them."""
+    ws, server = _session(tmp_path, [{"tool_calls": [submit("shipped.md")]}, {"text": "ok"}])
+    plans = ws / ".plan-lsp" / "plans"
+    plans.mkdir(parents=True)
+    shipped = plans / "shipped.md"
+    shipped.write_text(EVIL)
+    async with server as ed:
+        answer = await ed.request("planLsp/prompt", {"text": "plan"})
+        assert answer["stopReason"] == "plan_submitted"
+        shown = [p.uri for p in ed.ed.shown_documents]
+        assert shipped.as_uri() in shown, shown
+        state = await ed.state()
+        assert state["planStatus"] == "submitted" and state["planUri"] == shipped.as_uri()

@@ -357,6 +357,24 @@ class StateStore:
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def conversations(self, session_id: str, limit: int) -> list[tuple[str, str | None]]:
+        """The session's conversations with a history, newest activity first, each with the
+        text of its first prompt still kept (None when trimmed away)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT conversation, MAX(seq) AS last, "
+                "(SELECT payload FROM history AS p WHERE p.session_id = h.session_id "
+                "AND p.conversation = h.conversation AND p.kind = 'prompt' ORDER BY p.seq "
+                "LIMIT 1) FROM history AS h WHERE session_id = ? GROUP BY conversation "
+                "ORDER BY last DESC LIMIT ?",
+                (session_id, limit),
+            ).fetchall()
+        found: list[tuple[str, str | None]] = []
+        for conversation, _last, prompt in rows:
+            text = (_json_object(prompt) or {}).get("text") if prompt else None
+            found.append((str(conversation), text if isinstance(text, str) else None))
+        return found
+
     def update_history(
         self, session_id: str, run_id: str, kind: str, changes: dict[str, Any]
     ) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import acp
 from acp import schema
 
+from plan_lsp.session.state_home import workspace_state_file
 from tests.acp_client import RecordingClient
 from tests.turns import GREETING_EDIT, calls, plan_turns
 from tests.turns import PLAN_TEXT as PLAN
@@ -189,10 +190,24 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         await conn.cancel(session_id=sid)
         assert (await turn).stop_reason == "cancelled"
 
-    # A new agent process loads the session: the conversation is replayed.
+    # A new agent process lists the folder's sessions and loads this one: the conversation
+    # is replayed.
     replayed = Client()
     async with running_agent(script, replayed) as conn:
-        await conn.initialize(protocol_version=1)
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities is not None
+        assert init.agent_capabilities.session_capabilities is not None
+        assert init.agent_capabilities.session_capabilities.list is not None
+        listed = await conn.list_sessions(cwd=str(ws))
+        assert [(i.session_id, i.title, i.cwd) for i in listed.sessions][:1] == [
+            (sid, "Make the greeting polite", str(ws.resolve()))
+        ]
+        assert listed.next_cursor is None
+        # A folder with no state lists nothing, and listing it keeps nothing for it.
+        empty = tmp_path / "never-used"
+        empty.mkdir()
+        assert (await conn.list_sessions(cwd=str(empty))).sessions == []
+        assert not workspace_state_file(empty.resolve()).exists()
         loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert loaded is not None and loaded.modes is not None
         assert loaded.modes.current_mode_id == "build"
@@ -257,6 +272,7 @@ async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Pa
             conn.set_config_option(config_id="model", session_id=sid, value="x"),
             conn.ext_method("planLsp/state", {"sessionId": "no-such-session"}),
             conn.new_session(cwd="relative/path", mcp_servers=[]),
+            conn.list_sessions(cwd="relative/path"),
         ):
             try:
                 await bad
@@ -266,6 +282,9 @@ async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Pa
                 raise AssertionError("bad input was accepted")
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["mode"] == "plan"
+        # Without a folder: the sessions of the folders open here, this one among them.
+        listed = await conn.list_sessions()
+        assert sid in [i.session_id for i in listed.sessions]
 
 
 class SilentClient(Client):

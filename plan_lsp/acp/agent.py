@@ -19,6 +19,7 @@ from acp import RequestError, schema
 from plan_lsp import __version__
 from plan_lsp.acp import translate
 from plan_lsp.acp.frontend import AcpFrontEnd
+from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
@@ -30,9 +31,6 @@ from plan_lsp.session.params import (
     SetModeParams,
     SetPermissionModeParams,
 )
-from plan_lsp.session.plans import clean_title
-from plan_lsp.session.state_home import StateDirUnavailable, workspace_state_file
-from plan_lsp.session.store import StateStore
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -42,8 +40,6 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 STATE_METHOD = "planLsp/state"
 PLANS_METHOD = "planLsp/plans"
-# The most sessions `session/list` answers for one request.
-LIST_SESSIONS_MAX = 200
 
 APPROVE_AUTO = "approve_auto_edit"
 APPROVE_ASK = "approve_ask"
@@ -390,26 +386,12 @@ class PlanLspAgent:
             if "\x00" in cwd or not Path(cwd).is_absolute():
                 raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd[:200]!r}"})
             roots = [Path(cwd).resolve()]
-        sessions = [info for root in roots for info in self._stored_sessions(root)]
+        sessions: list[schema.SessionInfo] = []
+        for root in roots:
+            open_here = self.sessions.get(self._by_root.get(root, ""))
+            core = open_here.core if open_here is not None else None
+            sessions += stored_sessions(root, (core.store, core.session.id) if core else None)
         return schema.ListSessionsResponse(sessions=sessions[:LIST_SESSIONS_MAX])
-
-    def _stored_sessions(self, root: Path) -> list[schema.SessionInfo]:
-        open_here = self.sessions.get(self._by_root.get(root, ""))
-        if open_here is not None:
-            store, owner = open_here.core.store, open_here.core.session.id
-            return _session_infos(store, owner, root)
-        try:
-            path = workspace_state_file(root)
-        except StateDirUnavailable:
-            return []
-        if not path.is_file() or not root.is_dir():
-            return []  # nothing kept for this folder: listing creates no state
-        store = StateStore(path)
-        try:
-            first = store.first_session(str(root))
-            return _session_infos(store, first[0], root) if first is not None else []
-        finally:
-            store.close()
 
     async def fork_session(
         self,
@@ -451,17 +433,6 @@ class PlanLspAgent:
         for session in list(self.sessions.values()):
             await session.workspaces.close()
         self.sessions.clear()
-
-
-def _session_infos(store: StateStore, owner: str, root: Path) -> list[schema.SessionInfo]:
-    return [
-        schema.SessionInfo(
-            session_id=conversation,
-            cwd=str(root),
-            title=clean_title(prompt) or None if prompt is not None else None,
-        )
-        for conversation, prompt in store.conversations(owner, LIST_SESSIONS_MAX)
-    ]
 
 
 async def _run_result(core: WorkspaceCore) -> str:

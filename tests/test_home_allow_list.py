@@ -232,8 +232,10 @@ CLASSIFIED_ALLOWED = {
 
 
 def _run_classified(command: str, home: Path) -> str:
+    private = home.parent / "private-home"
+    private.mkdir(exist_ok=True)
     proc = subprocess.run(
-        ["bash", "-c", command], cwd=home, env=unsandboxed_plan_env(os.environ),
+        ["bash", "-c", command], cwd=home, env=unsandboxed_plan_env(private, os.environ),
         capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     return proc.stdout + proc.stderr

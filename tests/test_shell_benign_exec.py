@@ -80,7 +80,7 @@ def test_allowed_benign_commands_change_nothing(tmp_path: Path) -> None:
     lines = corpus_lines()
     allowed = [c for c in lines if classify_command(c, roots=[ws], cwd=ws).allowed]
     assert len(allowed) >= 250
-    env = unsandboxed_plan_env({**os.environ, "HOME": str(home)})
+    env = unsandboxed_plan_env(home, {**os.environ, "HOME": str(home)})
     jail = [
         shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
         "--proc", "/proc", "--bind", str(tmp_path), str(tmp_path), "--unshare-net",

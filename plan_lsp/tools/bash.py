@@ -33,7 +33,7 @@ from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.sandbox import (
     LANDLOCK,
     SandboxUnavailable,
-    memory_limited,
+    host_limited,
     plan_environment,
     reaped_argv,
     sandbox_argv,
@@ -138,8 +138,10 @@ def _launch(
         )
         return launch
     if profile == "plan":
-        # No sandbox: the classifier was the wall; the memory limit holds all the same.
-        return _Launch(reaped_argv(memory_limited(argv)), unsandboxed_plan_env())
+        # No sandbox: the classifier was the wall. The sandbox's limits hold all the same,
+        # and the command gets a private, empty home (no user configuration is read).
+        home = Path(tempfile.mkdtemp(prefix="plan-lsp-home-"))
+        return _Launch(reaped_argv(host_limited(argv)), unsandboxed_plan_env(home), home)
     if status is not None and status.build_profile:
         # The namespace dies with bwrap, but the kernel ends its processes only once its
         # init runs again: the subreaper kills them itself before the call returns.

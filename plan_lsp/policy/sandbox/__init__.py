@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from plan_lsp.policy.sandbox.bwrap import memory_limited
+    from plan_lsp.policy.sandbox.bwrap import host_limited
     from plan_lsp.policy.sandbox.git import (
         git_shim,
         git_shim_dir,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 # (bubblewrap's and Landlock's argv, the probes, git's shim) load when a command needs them.
 # This is the one lazy boundary of the sandbox; no module below imports through it.
 _FROM: dict[str, str] = {
-    "memory_limited": "bwrap",
+    "host_limited": "bwrap",
     "git_shim": "git",
     "git_shim_dir": "git",
     "hardened_git_env": "git",
@@ -103,8 +103,8 @@ __all__ = [
     "git_shim",
     "git_shim_dir",
     "hardened_git_env",
+    "host_limited",
     "mechanism_argv",
-    "memory_limited",
     "on_sandbox_known",
     "plan_environment",
     "probe_configured",

@@ -6,7 +6,10 @@ plan  — the wall for plan-mode commands: nothing writable but private scratch 
         allow-list environment, rlimits. Why each flag is there: docs/security.md.
 build — the host as the invoking user, writable, with the network, except every
         `<root>/.plan-lsp`, bound read-only: no build-mode command can change the server's
-        state, configuration, revisions or plans. Its own pid namespace: when the command
+        state, configuration, revisions or plans; and the files that run code later
+        (`policy/autorun.toml`: git's configuration and hooks, editor project files, ...),
+        read-only too unless the command's words name them (the permission prompt then
+        asked for exactly that command). Its own pid namespace: when the command
         ends (or is stopped) the namespace goes, with everything it left running.
 
 Both start with `env -i`: bwrap's own environment is readable as /proc/1/environ inside the
@@ -23,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
+from plan_lsp.policy.autorun import command_hits, make_placeholder, sandbox_places
 from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_shim
 from plan_lsp.policy.sandbox.landlock import LAUNCHER, landlock_abi
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
@@ -45,14 +49,14 @@ STATE_DIR_NAME = ".plan-lsp"
 
 # Applied inside the sandbox by the shell that then execs the command; a fixed string, the
 # command itself only ever travels as separate argv words after it.
-LIMITS_SCRIPT = (
+_LIMITS = (
     f"ulimit -c 0 2>/dev/null; ulimit -t {CPU_SECONDS} 2>/dev/null; "
-    f"ulimit -f {FILE_SIZE_KIB} 2>/dev/null; ulimit -u {MAX_PROCESSES} 2>/dev/null; "
-    f"ulimit -d {DATA_KIB} 2>/dev/null; "
-    'exec "$@"'
+    f"ulimit -f {FILE_SIZE_KIB} 2>/dev/null; ulimit -d {DATA_KIB} 2>/dev/null; "
 )
-# The memory limit alone, for plan-mode commands that run without a sandbox.
-MEMORY_LIMIT_SCRIPT = f'ulimit -d {DATA_KIB} 2>/dev/null; exec "$@"'
+LIMITS_SCRIPT = _LIMITS + f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$@"'
+# The same limits for plan-mode commands run without a sandbox (`classified`), but the
+# process count: outside a user namespace it counts every process of the user.
+HOST_LIMITS_SCRIPT = _LIMITS + 'exec "$@"'
 
 
 def bwrap_path() -> str | None:
@@ -98,9 +102,9 @@ def limited(argv: Sequence[str]) -> list[str]:
     return [_program("bash"), "-c", LIMITS_SCRIPT, "plan-lsp-limits", *argv]
 
 
-def memory_limited(argv: Sequence[str]) -> list[str]:
-    """`argv` run under the plan-mode memory limit (DATA_KIB) only."""
-    return [_program("bash"), "-c", MEMORY_LIMIT_SCRIPT, "plan-lsp-limits", *argv]
+def host_limited(argv: Sequence[str]) -> list[str]:
+    """`argv` run under the sandbox's CPU, memory, file-size and core limits, without one."""
+    return [_program("bash"), "-c", HOST_LIMITS_SCRIPT, "plan-lsp-limits", *argv]
 
 
 def _env_prefix(env: Mapping[str, str]) -> list[str]:
@@ -250,6 +254,36 @@ def ensure_state_dirs(roots: Sequence[Path]) -> list[Path]:
     return found
 
 
+# Runs the build profile's bwrap (`$n` placeholders first, then the argv), then removes the
+# placeholders: empty folders made for the command (`rmdir` removes nothing else).
+PLACEHOLDERS_SCRIPT = (
+    'n=$1; shift; places=("${@:1:n}"); shift "$n"; "$@"; s=$?; '
+    'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; exit $s'
+)
+
+
+def autorun_binds(
+    workdir: Path, argv: Sequence[str], roots: Sequence[Path]
+) -> tuple[list[str], list[str]]:
+    """(bwrap options, placeholders made) that make the files that run code later read-only,
+    but those the command's words name: a command naming one was asked for by the user in
+    every permission mode (`permissions.py`), or allowed by a rule naming it exactly."""
+    command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
+    named = [h.real for h in command_hits(command, roots, Path(workdir))]
+    options: list[str] = []
+    made: list[str] = []
+    for place in sandbox_places(roots):
+        path = place.path
+        if place.how != "pin" and any(n == path or below(n, path) or below(path, n) for n in named):
+            continue
+        if place.how == "missing":
+            if not make_placeholder(path):
+                continue
+            made.append(str(path))
+        options += ["--bind" if place.how == "pin" else "--ro-bind", str(path), str(path)]
+    return options, made
+
+
 def build_argv(
     workdir: Path,
     argv: Sequence[str],
@@ -279,6 +313,8 @@ def build_argv(
         args += ["--ro-bind", str(state), str(state)]
     for own in own_places(all_roots, os.environ):
         args += ["--ro-bind", str(own), str(own)]
+    autorun, made = autorun_binds(workdir, argv, all_roots)
+    args += autorun
     args += [
         "--chdir", os.path.realpath(workdir),
         "--die-with-parent",
@@ -286,4 +322,14 @@ def build_argv(
         "--",
         *argv,
     ]  # fmt: skip
-    return args
+    if not made:
+        return args
+    return [
+        _program("bash"),
+        "-c",
+        PLACEHOLDERS_SCRIPT,
+        "plan-lsp-build",
+        str(len(made)),
+        *made,
+        *args,
+    ]

@@ -278,16 +278,41 @@ def _mirror(real_exec: str, target: Path) -> None:
         shutil.rmtree(building, ignore_errors=True)  # another thread won, or git-core is gone
 
 
-def unsandboxed_plan_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+# Without a sandbox (`classified`) a command gets a private, empty home: no program reads the
+# user's own configuration by itself (git's `url.<base>.insteadOf`, `~/.jq`, `~/.curlrc`,
+# `~/.npmrc`, `~/.config/...`). Each variable names a file or folder the program would read
+# instead of the home's; the rest of the environment is the allow-list (`plan_environment`),
+# which already drops RIPGREP_CONFIG_PATH, LESSOPEN, PIP_CONFIG_FILE, JQ_LIBRARY_PATH, ...
+_NO_USER_CONFIG = {
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "PIP_CONFIG_FILE": "/dev/null",
+    "NPM_CONFIG_USERCONFIG": "/dev/null",
+    "XML_CATALOG_FILES": "",
+    "WGETRC": "/dev/null",
+}
+_XDG = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache",
+        "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}  # fmt: skip
+# Toolchains that find their installed versions through the home (rustup's proxies in
+# ~/.cargo/bin, pyenv's shims): pointed at the user's, which hold no configuration to read.
+_TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
+
+
+def unsandboxed_plan_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a plan-mode command run without a sandbox (`classified`): the
-    allow-list environment with the real HOME and the git shim first on PATH."""
+    allow-list environment, `home` (a fresh, empty, private folder) as HOME and every XDG
+    folder, no user or system configuration, and the git shim first on PATH."""
     base = os.environ if base is None else base
     shim = git_shim_dir()
-    return plan_environment(
-        base,
-        home=base.get("HOME", "/tmp") or "/tmp",
-        extra_path=[str(shim)] if shim is not None else [],
-    )
+    env = plan_environment(base, home=str(home), extra_path=[str(shim)] if shim is not None else [])
+    env.update(_NO_USER_CONFIG)
+    env.update({name: str(home / rel) for name, rel in _XDG.items()})
+    user_home = base.get("HOME", "")
+    for name, rel in _TOOLCHAIN_HOMES.items():
+        found = base.get(name) or (os.path.join(user_home, rel) if user_home else "")
+        if found and os.path.isabs(found) and os.path.isdir(found):
+            env[name] = found
+    return env
 
 
 # Fixed overrides that also go into the environment of programs that may run git by its path

@@ -18,6 +18,7 @@ from plan_lsp.agent.context import (
     PRUNE_AT,
     Pinned,
     TokenMeter,
+    is_do_opening,
     latest_record,
     view,
 )
@@ -100,8 +101,10 @@ class ContextBudget:
     def _pinned(self, conversation: str, shown: list[ChatMessage] | None = None) -> ChatMessage:
         session = self.session
         approved = session.approved
-        # The plan once per request: the run's opening may still hold it verbatim.
-        in_view = approved is not None and any(approved.text in m.content for m in shown or [])
+        # The plan once per request: the Do run's opening, which the server wrote, may still
+        # be in view. Only that message counts: the plan's text quoted in a summary, a tool
+        # output or a prompt is not the approved plan.
+        in_view = approved is not None and any(is_do_opening(m, approved) for m in shown or [])
         return Pinned(
             mode=session.mode,
             request=self._requests.get(conversation) or session.task,

@@ -155,6 +155,17 @@ def shown(stored: list[ChatMessage], index: int, record: CompactionRecord) -> Ch
     return message
 
 
+def is_do_opening(message: ChatMessage, approved: ApprovedPlan) -> bool:
+    """Whether `message` is the opening the server wrote for a Do run of `approved` (marked
+    so when it was made; never recognised by its text)."""
+    meta = message.meta
+    return (
+        message.role == "user"
+        and meta.get("kind") == "do"
+        and meta.get("planSha256") == approved.sha256
+    )
+
+
 @dataclass
 class Pinned:
     """What every request carries verbatim once the conversation was compacted."""
@@ -163,7 +174,7 @@ class Pinned:
     request: str | None
     approved: ApprovedPlan | None
     todos: list[Todo]
-    # The approved plan is in the conversation above, verbatim (not repeated here).
+    # The server's Do-run opening (`is_do_opening`) is in view: it holds the plan verbatim.
     plan_above: bool = False
 
     def message(self) -> ChatMessage:

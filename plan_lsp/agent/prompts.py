@@ -10,6 +10,7 @@ from typing import Any
 
 from plan_lsp.providers.base import ChatMessage
 from plan_lsp.session.model import WorkMode
+from plan_lsp.session.session import sha256_text
 from plan_lsp.session.store import Event
 
 BASE_PROMPT = """You are a coding agent working inside the user's editor, in the workspace \
@@ -116,7 +117,10 @@ def do_request(task: str | None, plan_path: str, plan_text: str) -> ChatMessage:
         f"Original task:\n{task or '(not recorded)'}\n\n"
         f"Approved plan ({plan_path}):\n{plan_text}"
     )
-    return ChatMessage(role="user", content=body, meta={"kind": "do", "planPath": plan_path})
+    # The server's own copy of the plan: the pinned context counts on this mark, never on
+    # finding the plan's text somewhere in the conversation.
+    meta = {"kind": "do", "planPath": plan_path, "planSha256": sha256_text(plan_text)}
+    return ChatMessage(role="user", content=body, meta=meta)
 
 
 def feedback_request(feedback: str, plan_path: str) -> ChatMessage:

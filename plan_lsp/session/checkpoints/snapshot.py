@@ -1,0 +1,266 @@
+"""One pass over the workspace: every folder, file and link, as `Entry` values keyed by the
+path relative to the root (`/` form), with the content of each regular file kept as a
+content-addressed blob (sha256 of the bytes; stored zlib-compressed).
+
+The scan is cheap on a later checkpoint: a file whose size, mtime, ctime and inode equal the
+previous scan's is not read again (the previous manifest is the stat cache), unless it was
+written so close to that scan that a later write could have kept its mtime ("racy", as git
+calls it). Links are recorded as links (never followed), `.git` is never entered, ignored
+trees are skipped unless the run touched a path inside them (`tracked`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.session.checkpoints.ignore import IgnoreRules
+
+FILE, LINK, FOLDER, SKIPPED = "f", "l", "d", "x"
+# A file modified within this long before a scan is hashed again at the next scan.
+RACY_NS = 50_000_000
+
+
+class CheckpointError(Exception):
+    """A checkpoint operation failed; the message says what and why."""
+
+
+class CorruptStore(CheckpointError):
+    """The store's data does not match its own hashes (or is missing); nothing was changed."""
+
+
+class StoreUnavailable(CheckpointError):
+    """The store cannot be written (full disk, read-only, missing folder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    kind: str  # FILE, LINK, FOLDER or SKIPPED
+    mode: int  # permission bits (0 for links)
+    ref: str  # FILE: sha256 of the content; LINK: its target; SKIPPED: why; FOLDER: ""
+    size: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+    ino: int = 0
+
+    def same(self, other: Entry | None) -> bool:
+        """Same content: kind, permission bits and bytes (or link target). A skipped file
+        is never known to be the same."""
+        if other is None or self.kind == SKIPPED or other.kind == SKIPPED:
+            return False
+        return (self.kind, self.mode, self.ref) == (other.kind, other.mode, other.ref)
+
+    def to_json(self) -> list[object]:
+        return [self.kind, self.mode, self.ref, self.size, self.mtime_ns, self.ctime_ns, self.ino]
+
+    @classmethod
+    def from_json(cls, data: list[object]) -> Entry:
+        kind, mode, ref, size, mtime, ctime, ino = data
+        return cls(str(kind), int(mode), str(ref), int(size), int(mtime), int(ctime), int(ino))  # type: ignore[call-overload]
+
+
+def same(a: Entry | None, b: Entry | None) -> bool:
+    return (a is None and b is None) or (a is not None and a.same(b))
+
+
+def dump(data: object) -> bytes:
+    body = json.dumps(data, separators=(",", ":")).encode()
+    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def load(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CorruptStore(f"the checkpoint store is missing {path.name} ({path})") from None
+    except OSError as exc:
+        raise CorruptStore(f"the checkpoint store cannot read {path}: {exc}") from None
+    digest, _, body = raw.partition(b"\n")
+    if hashlib.sha256(body).hexdigest().encode() != digest:
+        raise CorruptStore(f"the checkpoint store's {path.name} is corrupt or truncated ({path})")
+    return json.loads(body)
+
+
+class BlobStore:
+    """`<dir>/<2 hex>/<62 hex>`: zlib-compressed file contents named by their sha256."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    def path(self, digest: str) -> Path:
+        return self.dir / digest[:2] / digest[2:]
+
+    def put(self, data: bytes, digest: str | None = None) -> str:
+        digest = digest or hashlib.sha256(data).hexdigest()
+        target = self.path(digest)
+        if not target.exists():
+            write_atomic(target, zlib.compress(data, 1), make_parent=True)
+        return digest
+
+    def get(self, digest: str) -> bytes:
+        try:
+            data = zlib.decompress(self.path(digest).read_bytes())
+        except (OSError, zlib.error) as exc:
+            raise CorruptStore(f"the stored copy {digest[:12]} cannot be read: {exc}") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CorruptStore(f"the stored copy {digest[:12]} does not match its hash")
+        return data
+
+
+def write_atomic(path: Path, data: bytes, *, make_parent: bool = False, mode: int = 0o600) -> None:
+    """Write `path` through a temporary file in its folder and a rename; a StoreUnavailable
+    (full disk, read-only) leaves the old file as it was."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if make_parent:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StoreUnavailable(f"the checkpoint store cannot be written at {path}: {exc}") from None
+
+
+@dataclass
+class Scan:
+    entries: dict[str, Entry]
+    skipped: dict[str, str] = field(default_factory=dict)  # ignored trees and files not walked
+    started_ns: int = 0
+
+
+def read_file(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def scan(
+    root: Path,
+    previous: dict[str, Entry],
+    blobs: BlobStore,
+    *,
+    ignore: IgnoreRules,
+    tracked: Iterable[str] = (),
+    max_file_bytes: int,
+    exclude: Iterable[Path] = (),
+) -> Scan:
+    """Walk `root` and record it; new contents go into `blobs`."""
+    started = time.time_ns()
+    out = Scan({}, {}, started)
+    tracked_set = set(tracked)
+    # Folders on the way to a tracked path inside an ignored tree are walked.
+    leading = {"/".join(p.split("/")[:i]) for p in tracked_set for i in range(1, p.count("/") + 1)}
+    excluded = {os.path.realpath(p) for p in exclude}
+    racy_before = started - RACY_NS
+
+    def record(full: str, rel: str, st: os.stat_result) -> None:
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            out.entries[rel] = Entry(LINK, 0, os.readlink(full), st.st_size, st.st_mtime_ns)
+            return
+        if not stat.S_ISREG(mode):
+            out.entries[rel] = Entry(SKIPPED, 0, "not a regular file, folder or link")
+            return
+        perm = stat.S_IMODE(mode)
+        old = previous.get(rel)
+        if (
+            old is not None
+            and old.kind == FILE
+            and old.size == st.st_size
+            and old.mtime_ns == st.st_mtime_ns
+            and old.ctime_ns == st.st_ctime_ns
+            and old.ino == st.st_ino
+        ):
+            out.entries[rel] = Entry(FILE, perm, old.ref, *old_stat(old, st, racy_before))
+            return
+        if st.st_size > max_file_bytes:
+            why = f"over the size cap ({st.st_size:,} > {max_file_bytes:,} bytes)"
+            out.entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
+            return
+        try:
+            data = read_file(full)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            why = f"unreadable ({exc.strerror or exc})"
+            out.entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
+            return
+        digest = blobs.put(data)
+        out.entries[rel] = Entry(FILE, perm, digest, *old_stat(None, st, racy_before))
+
+    def walk(folder: str, prefix: str, rules: IgnoreRules, forced: bool) -> None:
+        try:
+            listing = list(os.scandir(folder))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            out.entries[prefix.rstrip("/")] = Entry(SKIPPED, 0, f"unreadable ({exc.strerror})")
+            return
+        for item in listing:
+            name = item.name
+            if name == ".git":
+                continue
+            rel = prefix + name
+            try:
+                st = item.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            force = forced or rel in tracked_set
+            if not force and rules.ignored(rel, is_dir):
+                if rel in leading and is_dir:
+                    walk(item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), False)
+                else:
+                    out.skipped[rel] = "ignored (.gitignore)"
+                continue
+            if is_dir:
+                if item.path in excluded or os.path.realpath(item.path) in excluded:
+                    continue
+                out.entries[rel] = Entry(FOLDER, stat.S_IMODE(st.st_mode), "")
+                walk(item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), force)
+            else:
+                record(item.path, rel, st)
+
+    walk(str(root), "", ignore, False)
+    return out
+
+
+def old_stat(_old: Entry | None, st: os.stat_result, racy_before: int) -> tuple[int, int, int, int]:
+    """The stat fields to keep; a racy file keeps ctime -1 so the next scan reads it again."""
+    ctime = st.st_ctime_ns if st.st_mtime_ns < racy_before else -1
+    return st.st_size, st.st_mtime_ns, ctime, st.st_ino
+
+
+def entry_of(root: Path, rel: str, blobs: BlobStore | None, max_file_bytes: int) -> Entry | None:
+    """The current state of one path (None if absent); file contents hashed (and stored in
+    `blobs` when given)."""
+    full = os.path.join(root, rel)
+    try:
+        st = os.lstat(full)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return Entry(FOLDER, stat.S_IMODE(st.st_mode), "")
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(LINK, 0, os.readlink(full))
+    if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
+        return Entry(SKIPPED, 0, "not recorded")
+    try:
+        data = read_file(full)
+    except OSError as exc:
+        return Entry(SKIPPED, 0, f"unreadable ({exc.strerror})")
+    digest = blobs.put(data) if blobs is not None else hashlib.sha256(data).hexdigest()
+    return Entry(FILE, stat.S_IMODE(st.st_mode), digest, st.st_size)

@@ -1,0 +1,320 @@
+"""The checkpoint store of one session on one workspace folder.
+
+Layout of the store folder (given by the caller; next to the session's state, never in the
+workspace): `objects/` (file contents by sha256, zlib), `manifests/<id>` (what changed since
+the previous checkpoint: a delta; the first, and the first after a prune, is whole),
+`index.json` (the checkpoints in order, the redo stack, the ignored paths the run touched),
+`journal.json` while a revert or redo is being applied. Every file of the store starts with
+the sha256 of the rest, so a corrupt or truncated one is an error, never a half-restore.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fcntl
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from plan_lsp.session.checkpoints import restore
+from plan_lsp.session.checkpoints.ignore import DEFAULT_IGNORED, IgnoreRules
+from plan_lsp.session.checkpoints.merge import line_counts
+from plan_lsp.session.checkpoints.model import (
+    AFTER,
+    BEFORE,
+    Checkpoint,
+    FileChange,
+    ForeignCheckpoint,
+    PruneResult,
+    RevertResult,
+    UnknownCheckpoint,
+)
+from plan_lsp.session.checkpoints.snapshot import (
+    FILE,
+    FOLDER,
+    SKIPPED,
+    BlobStore,
+    CorruptStore,
+    Entry,
+    StoreUnavailable,
+    dump,
+    load,
+    same,
+    scan,
+    write_atomic,
+)
+
+DEFAULT_MAX_FILE_BYTES = 8 << 20
+# Line counts are not worked out for bigger files (they count as binary: 0/0).
+_COUNT_LINES_UP_TO = 4 << 20
+
+
+class CheckpointStore:
+    """Checkpoints of `workspace` kept in `directory`. Methods are safe to call from several
+    threads; one process at a time writes a store (a lock file)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        workspace: Path,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        ignored_defaults: tuple[str, ...] = DEFAULT_IGNORED,
+    ) -> None:
+        self.dir = Path(directory)
+        self.root = Path(os.path.realpath(workspace))
+        self.max_file_bytes = max_file_bytes
+        self.ignored_defaults = ignored_defaults
+        self.blobs = BlobStore(self.dir / "objects")
+        self._lock = threading.RLock()
+        self._latest: dict[str, Entry] | None = None
+        try:
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"the checkpoint store {self.dir}: {exc}") from None
+        index = self.dir / "index.json"
+        if index.exists():
+            data = load(index)
+            if data.get("workspace") != str(self.root):
+                raise CorruptStore(f"the checkpoint store {self.dir} is of {data.get('workspace')}")
+            self.token: str = data["store"]
+            self._checkpoints = [Checkpoint.from_json(c) for c in data["checkpoints"]]
+            self.redo_stack: list[dict[str, Any]] = data["redo"]
+            self.tracked: set[str] = set(data["tracked"])
+        else:
+            self.token, self._checkpoints, self.redo_stack, self.tracked = (
+                secrets.token_hex(4), [], [], set(),
+            )  # fmt: skip
+        self.recovered = restore.recover(self)
+
+    # ---- reading ------------------------------------------------------------------------
+
+    def list(self) -> list[Checkpoint]:
+        return list(self._checkpoints)
+
+    def get(self, checkpoint_id: str) -> Checkpoint:
+        for cp in self._checkpoints:
+            if cp.id == checkpoint_id:
+                return cp
+        if not checkpoint_id.startswith(self.token + "-"):
+            raise ForeignCheckpoint(
+                f"checkpoint {checkpoint_id!r} is not one of this session's checkpoints"
+            )
+        raise UnknownCheckpoint(f"no checkpoint {checkpoint_id!r} (never made, or pruned)")
+
+    def position(self, checkpoint_id: str) -> int:
+        return self._checkpoints.index(self.get(checkpoint_id))
+
+    def deltas(self, upto: int) -> Iterator[tuple[Checkpoint, dict[str, Entry | None]]]:
+        """Each checkpoint up to index `upto` (included) with the entries it changed; a whole
+        manifest (`full`) changes every path (absent ones to None)."""
+        state: set[str] = set()
+        for cp in self._checkpoints[: upto + 1]:
+            data = load(self.dir / "manifests" / cp.id)
+            changes: dict[str, Entry | None] = {
+                p: None if e is None else Entry.from_json(e) for p, e in data["changes"].items()
+            }
+            if data.get("full"):
+                changes.update({p: None for p in state - changes.keys()})
+            state.update(p for p, e in changes.items() if e is not None)
+            state.difference_update(p for p, e in changes.items() if e is None)
+            yield cp, changes
+
+    def manifest(self, checkpoint_id: str) -> dict[str, Entry]:
+        """Every path recorded at that checkpoint."""
+        full: dict[str, Entry] = {}
+        for _cp, changes in self.deltas(self.position(checkpoint_id)):
+            apply_delta(full, changes)
+        return full
+
+    def latest(self) -> dict[str, Entry]:
+        if self._latest is None:
+            self._latest = self.manifest(self._checkpoints[-1].id) if self._checkpoints else {}
+        return self._latest
+
+    def diff(self, from_id: str, to_id: str) -> builtins.list[FileChange]:
+        return self.changes(self.manifest(from_id), self.manifest(to_id))
+
+    def changes(self, old: dict[str, Entry], new: dict[str, Entry]) -> builtins.list[FileChange]:
+        out: builtins.list[FileChange] = []
+        for path in sorted(old.keys() | new.keys()):
+            a, b = old.get(path), new.get(path)
+            if same(a, b) or (a is not None and b is not None and a.kind == b.kind == SKIPPED):
+                continue
+            kinds = {e.kind for e in (a, b) if e is not None}
+            if kinds == {FOLDER}:
+                continue  # folders appear with the files in them
+            status = (
+                "added" if a is None else "deleted" if b is None
+                else "type" if a.kind != b.kind else "mode" if a.ref == b.ref else "modified"
+            )  # fmt: skip
+            out.append(FileChange(path, status, *self._count(a, b)))
+        return out
+
+    def _count(self, a: Entry | None, b: Entry | None) -> tuple[int, int]:
+        def content(e: Entry | None) -> bytes | None:
+            if e is None or e.kind != FILE:
+                return None
+            return self.blobs.get(e.ref) if e.size <= _COUNT_LINES_UP_TO else b"\0"
+
+        return line_counts(content(a), content(b))
+
+    def space(self) -> int:
+        """Bytes the store takes on disk."""
+        return sum(
+            os.path.getsize(os.path.join(d, f)) for d, _s, fs in os.walk(self.dir) for f in fs
+        )
+
+    # ---- writing ------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise StoreUnavailable(f"the checkpoint store {self.dir}: {exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
+    def checkpoint(
+        self,
+        label: str,
+        step: int | None = None,
+        tool_call_id: str | None = None,
+        *,
+        kind: str = BEFORE,
+        run: str = "",
+        touched: Iterable[str | Path] = (),
+    ) -> Checkpoint:
+        """Record the workspace now. `touched`: paths the run is about to write or wrote
+        (an ignored one is recorded from now on). `kind` AFTER: a tool call just ended.
+        StoreUnavailable when the store cannot be written (the caller may go on without)."""
+        with self.locked():
+            self._track(touched)
+            if kind in (BEFORE, AFTER):
+                self.redo_stack = []
+            return self.record(label, step, tool_call_id, kind=kind, run=run)
+
+    def _track(self, touched: Iterable[str | Path]) -> None:
+        rules = IgnoreRules.for_root(self.root, self.ignored_defaults)
+        for path in touched:
+            rel = os.path.relpath(os.path.join(self.root, path), self.root).replace(os.sep, "/")
+            if not rel.startswith("../") and rel not in (".", "..") and rel not in self.tracked:
+                if rules.ignored_path(self.root, rel):
+                    self.tracked.add(rel)
+
+    def record(
+        self, label: str, step: int | None, tool_call_id: str | None, *, kind: str, run: str,
+        reverted_to: str | None = None, cp_id: str | None = None,
+    ) -> Checkpoint:  # fmt: skip
+        previous = self.latest()
+        now = scan(
+            self.root, previous, self.blobs,
+            ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
+            tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
+        )  # fmt: skip
+        delta: dict[str, Entry | None] = {
+            p: e for p, e in now.entries.items() if previous.get(p) != e
+        }
+        delta.update({p: None for p in previous.keys() - now.entries.keys()})
+        seq = self._checkpoints[-1].seq + 1 if self._checkpoints else 1
+        skipped = sorted(
+            [(p, e.ref) for p, e in now.entries.items() if e.kind == SKIPPED]
+            + list(now.skipped.items())
+        )
+        cp = Checkpoint(
+            cp_id or f"{self.token}-{seq}", seq, time.time(), label, step, tool_call_id, kind,
+            run, tuple(self.changes(previous, now.entries) if previous else ()), tuple(skipped),
+            reverted_to,
+        )  # fmt: skip
+        body = {"full": not self._checkpoints, "changes": {
+            p: None if e is None else e.to_json() for p, e in delta.items()
+        }}  # fmt: skip
+        write_atomic(self.dir / "manifests" / cp.id, dump(body), make_parent=True)
+        self._checkpoints.append(cp)
+        try:
+            self.save_index()
+        except StoreUnavailable:
+            self._checkpoints.pop()
+            raise
+        self._latest = now.entries
+        return cp
+
+    def save_index(self) -> None:
+        restore.kill_point()
+        data = {
+            "store": self.token, "workspace": str(self.root), "redo": self.redo_stack,
+            "tracked": sorted(self.tracked),
+            "checkpoints": [c.to_json() for c in self._checkpoints],
+        }  # fmt: skip
+        write_atomic(self.dir / "index.json", dump(data))
+
+    def revert(self, checkpoint_id: str, changed_by_run: set[str] | None = None) -> RevertResult:
+        """Bring back the state of `checkpoint_id` for what the run changed since (by default
+        worked out from the checkpoints; `changed_by_run`: the caller's own list)."""
+        return restore.revert(self, checkpoint_id, changed_by_run)
+
+    def redo(self) -> RevertResult:
+        """Undo the last revert: back to the state just before it, byte for byte."""
+        return restore.redo(self)
+
+    def prune(self, keep_runs: int | None = None, max_bytes: int | None = None) -> PruneResult:
+        """Drop the checkpoints of all but the last `keep_runs` runs, then of the oldest runs
+        while the store is over `max_bytes` (the last run is always kept), and every stored
+        content no kept checkpoint needs."""
+        with self.locked():
+            before = self.space()
+            runs = list(dict.fromkeys(cp.run for cp in self._checkpoints))
+            keep = runs[-keep_runs:] if keep_runs else runs
+            removed = self._drop_before(keep[0]) if keep else 0
+            while max_bytes is not None and self.space() > max_bytes and len(keep) > 1:
+                keep = keep[1:]
+                removed += self._drop_before(keep[0])
+            after = self.space()
+            return PruneResult(removed, before - after, after)
+
+    def _drop_before(self, run: str) -> int:
+        first = next(i for i, cp in enumerate(self._checkpoints) if cp.run == run)
+        if first == 0:
+            return 0
+        dropped = self._checkpoints[:first]
+        full = self.manifest(self._checkpoints[first].id)
+        body = {"full": True, "changes": {p: e.to_json() for p, e in full.items()}}
+        write_atomic(self.dir / "manifests" / self._checkpoints[first].id, dump(body))
+        gone = {cp.id for cp in dropped}
+        self._checkpoints = self._checkpoints[first:]
+        self.redo_stack = [r for r in self.redo_stack if not gone & {r["pre"], r["post"]}]
+        self.save_index()
+        for cp in dropped:
+            (self.dir / "manifests" / cp.id).unlink(missing_ok=True)
+        self._collect_garbage()
+        return len(dropped)
+
+    def _collect_garbage(self) -> None:
+        needed: set[str] = set()
+        for _cp, changes in self.deltas(len(self._checkpoints) - 1):
+            needed.update(e.ref for e in changes.values() if e is not None and e.kind == FILE)
+        journal = self.dir / "journal.json"
+        if journal.exists():
+            needed.update(op["post"][2] for op in load(journal)["ops"] if op["post"])
+        for folder in self.blobs.dir.glob("??"):
+            for blob in folder.iterdir():
+                if folder.name + blob.name not in needed and not blob.name.startswith("."):
+                    blob.unlink(missing_ok=True)
+
+
+def apply_delta(full: dict[str, Entry], changes: dict[str, Entry | None]) -> None:
+    for path, entry in changes.items():
+        if entry is None:
+            full.pop(path, None)
+        else:
+            full[path] = entry

@@ -36,6 +36,7 @@ from plan_lsp.tools.mcp.config import McpSettings
 PlanShell = Literal["off", "classified", "sandboxed"]
 ProviderName = Literal["scripted", "openai", "anthropic"]
 LogLevel = Literal["debug", "info", "warning", "error"]
+ChatRoles = Literal["auto", "native", "user_assistant"]
 
 USER_CONFIG_ENV = "PLAN_LSP_CONFIG"
 WORKSPACE_CONFIG = Path(".plan-lsp") / "config.toml"
@@ -106,6 +107,10 @@ class Config(BaseModel):
     max_steps: int = Field(default=50, gt=0, le=1000)
     # The model's context window in tokens; None: the model table, then the server's answer.
     context_window: int | None = Field(default=None, ge=1024)
+    # The roles sent to an OpenAI-compatible server: "native" (system, user, assistant, tool),
+    # "user_assistant" (only those two, alternating: for chat templates that reject the others),
+    # "auto" (native until the server's template refuses it; providers/shaping.py).
+    chat_roles: ChatRoles = "auto"
     price: Price | None = None
     limits: Limits = Field(default_factory=Limits)
     # A run stops after this long, whatever the model does.
@@ -175,6 +180,11 @@ def _stricter_or_equal(key: str, value: Any, trusted: Any) -> bool:
         return trusted is not None and value is not None and value <= trusted
     if key == "limits":
         return _limits_tighten(value, trusted)
+    if key == "chat_roles":
+        # Tool output in a user turn speaks with the user's voice: a workspace may keep tool
+        # results in their own role, never move them into the user's.
+        order = {"user_assistant": 0, "auto": 1, "native": 2}
+        return order[value] >= order[trusted if trusted is not None else "auto"]
     return True
 
 
@@ -197,6 +207,7 @@ TIGHTEN_ONLY = frozenset(
         "allow_enter_plan_in_yolo",
         "context_window",
         "limits",
+        "chat_roles",
     }
 )
 

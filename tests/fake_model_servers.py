@@ -18,6 +18,9 @@ asks `responder`, else answers 500 "no reply queued"). Replies:
 - `RawReply`: a 200 `text/event-stream` body sent as given (malformed streams, error events);
 - `DropConnection`: sends the response head and `partial` body bytes, then closes the socket.
 
+`gate` sees every model call first (tests/chat_templates.py renders real chat templates
+there); `props` is what `GET /props` answers (llama.cpp).
+
 `collect(provider.stream(request))` drains a provider stream into a `StreamSummary`.
 """
 
@@ -61,6 +64,12 @@ class ModelReply:
     chunk: int = 8
     # Pause between streamed events, to simulate a slow model.
     delay_ms: int = 0
+    # Input tokens read from the server's prompt cache (OpenAI `prompt_tokens_details`,
+    # Anthropic `cache_read_input_tokens`) and written to it (Anthropic only).
+    cache_read: int = 0
+    cache_write: int = 0
+    # llama.cpp's `timings` object, sent with the finish chunk (`cache_n`: reused tokens).
+    timings: dict[str, Any] | None = None
 
 
 @dataclass
@@ -70,6 +79,7 @@ class ErrorReply:
     headers: dict[str, str] = field(default_factory=dict)
     # Overrides the API-shaped JSON error body when given.
     body: str | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -136,13 +146,18 @@ def openai_sse_events(reply: ModelReply, model: str, include_usage: bool) -> lis
             for piece in _pieces(_arguments_text(call), reply.chunk)
         ]
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-    events.append(delta({}, finish))
+    last = chunk([{"index": 0, "delta": {}, "finish_reason": finish}])
+    if reply.timings is not None:
+        last = chunk([{"index": 0, "delta": {}, "finish_reason": finish}], timings=reply.timings)
+    events.append(last)
     if include_usage:
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
             "total_tokens": reply.input_tokens + reply.output_tokens,
         }
+        if reply.cache_read:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cache_read}
         events.append(chunk([], usage=usage))
     events.append("[DONE]")
     return [f"data: {e}\n\n" for e in events]
@@ -187,7 +202,12 @@ def anthropic_sse_events(reply: ModelReply, model: str) -> list[str]:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1},
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": 1,
+            "cache_read_input_tokens": reply.cache_read,
+            "cache_creation_input_tokens": reply.cache_write,
+        },
     }
     events.append(("message_start", {"type": "message_start", "message": message}))
     events.append(("ping", {"type": "ping"}))
@@ -284,6 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
                 body = {"object": "list", "data": data}
             self._send_json(200, json.dumps(body))
             return
+        if self.path.rstrip("/") == "/props" and owner.props is not None:
+            self._send_json(200, json.dumps(owner.props))
+            return
         status = owner.models_status if self.path.rstrip("/").endswith("/models") else 404
         self._send_json(status, _error_body("openai", status, f"no route {self.path}"))
 
@@ -303,7 +326,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body("openai", 404, f"no route {self.path}"))
             return
         recorded = self._record(body)
-        reply = self.server.owner.next_reply(recorded)
+        gate = self.server.owner.gate
+        reply = (gate(recorded) if gate is not None else None) or self.server.owner.next_reply(
+            recorded
+        )
         if reply is None:
             self._send_json(500, _error_body(api, 500, "no reply queued"))
         elif isinstance(reply, ErrorReply):
@@ -312,7 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.body is not None
                 else _error_body(api, reply.status, reply.message)
             )
-            self._send_json(reply.status, text, reply.headers)
+            self._send_json(reply.status, text, reply.headers, reply.content_type)
         elif isinstance(reply, RawReply):
             self._start_stream(reply.status, reply.content_type)
             self._write_chunk(reply.body.encode())
@@ -351,10 +377,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.owner.record(recorded, probe)
         return recorded
 
-    def _send_json(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self,
+        status: int,
+        text: str,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         data = text.encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
@@ -396,6 +428,11 @@ class FakeModelServer:
         # What GET .../models answers: these ids, or an error status.
         self.models: list[str] = ["fake-model"]
         self.models_status = 200
+        # What GET /props answers (llama.cpp's server properties); None: 404.
+        self.props: dict[str, Any] | None = None
+        # Asked first for every model call: a reply here (a chat template's refusal, say)
+        # answers it instead of the queue.
+        self.gate: Callable[[RecordedRequest], Reply | None] | None = None
         # Model calls (chat completions, messages), in order.
         self.requests: list[RecordedRequest] = []
         # Everything else asked (model lists, context-window probes).

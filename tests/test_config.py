@@ -53,6 +53,8 @@ def _load(
         ('api_key = "sk-x"', "api_key", None),
         ('script = "s.json"', "script", None),
         ('transcript = "src/t.jsonl"', "transcript", None),
+        # Tool output in the user's turns: only the user may choose that.
+        ('chat_roles = "user_assistant"', "chat_roles", "auto"),
     ],
 )
 def test_workspace_cannot_lower_protection(
@@ -71,6 +73,7 @@ def test_workspace_cannot_lower_protection(
         ('mode = "plan"', "mode", WorkMode.PLAN),
         ("max_steps = 9", "max_steps", 9),
         ('plans_dir = ".plan-lsp/drafts"', "plans_dir", ".plan-lsp/drafts"),
+        ('chat_roles = "native"', "chat_roles", "native"),
     ],
 )
 def test_workspace_may_tighten_and_set_harmless_keys(
@@ -170,6 +173,7 @@ def _layer() -> st.SearchStrategy[dict[str, Any]]:
             "plan_shell": _SHELLS,
             "plan_network": st.booleans(),
             "allow_enter_plan_in_yolo": st.booleans(),
+            "chat_roles": st.sampled_from(["auto", "native", "user_assistant"]),
             "provider": st.sampled_from(["openai", "anthropic"]),
             "base_url": st.sampled_from(["http://a.example/v1", "http://b.example/v1"]),
             "transcript": st.sampled_from(["t1.jsonl", "t2.jsonl"]),
@@ -207,6 +211,8 @@ def test_a_workspace_only_ever_tightens(
     assert with_ws.plan_shell in (without.plan_shell, "off")
     assert with_ws.plan_network <= without.plan_network
     assert with_ws.allow_enter_plan_in_yolo <= without.allow_enter_plan_in_yolo
+    roles = {"user_assistant": 0, "auto": 1, "native": 2}
+    assert roles[with_ws.chat_roles] >= roles[without.chat_roles]
     assert with_ws.permissions.allow == without.permissions.allow
     assert set(without.permissions.deny) <= set(with_ws.permissions.deny)
 

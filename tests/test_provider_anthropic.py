@@ -186,12 +186,15 @@ async def test_request_maps_system_tools_and_tool_results(
     assert body["stream"] is True
     assert body["max_tokens"] == 4096
     assert body["temperature"] == 0.3
-    assert body["system"] == "You plan.\n\nBe brief."
+    # Prompt-cache breakpoints: the system prompt (with the tools before it), and the last
+    # stored block of each of the last two user turns, never the ephemeral context.
+    cache = {"cache_control": {"type": "ephemeral"}}
+    assert body["system"] == [{"type": "text", "text": "You plan.\n\nBe brief.", **cache}]
     assert body["tools"] == [
         {"name": "read_file", "description": "Read a file", "input_schema": READ_FILE.parameters}
     ]
     assert body["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Fix the bug"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Fix the bug", **cache}]},
         {
             "role": "assistant",
             "content": [
@@ -218,6 +221,7 @@ async def test_request_maps_system_tools_and_tool_results(
                     "type": "tool_result",
                     "tool_use_id": "toolu_2",
                     "content": '{"error": "invalid_arguments"}',
+                    **cache,
                 },
                 {"type": "text", "text": "Plan mode is active."},
             ],

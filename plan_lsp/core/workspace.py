@@ -162,6 +162,8 @@ class WorkspaceCore:
                 transcript=cfg.transcript,
                 temperature=cfg.temperature,
                 max_tokens=cfg.max_tokens,
+                chat_roles=cfg.chat_roles,
+                context_window=cfg.context_window,
             )
         except ProviderError as exc:
             self.frontend.show(f"plan-lsp: the model provider is not usable: {exc.message}")

@@ -66,36 +66,54 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return value
 
 
+# Prompt-cache breakpoints Anthropic allows in one request.
+MAX_CACHE_BREAKPOINTS = 4
+_CACHE = {"type": "ephemeral"}
+
+
 def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system, turns, _anchors = anthropic_turns(messages)
+    return system, turns
+
+
+def anthropic_turns(
+    messages: list[ChatMessage],
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     """Split ChatMessages into the system prompt and Messages-API turns.
 
     Leading system messages form the system prompt. A system message later in the
     conversation (per-request context) stays in place as a text block of a user turn.
     Consecutive blocks of the same role are merged: the API wants alternating turns, and
     every tool_result in the user turn right after the assistant's tool_use blocks.
+
+    Also returns, per user turn, its last block from a stored (not ephemeral) message: where
+    `mark_cache` may put a breakpoint.
     """
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     seen_conversation = False
+    anchors: dict[int, dict[str, Any]] = {}  # user turn index -> its last stored block
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]], stable: bool = False) -> None:
         if not blocks:
             return
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+        if stable and role == "user":
+            anchors[len(turns) - 1] = blocks[-1]
 
     for message in messages:
+        stable = not message.meta.get("ephemeral")
         if message.role == "system" and not seen_conversation:
             if message.content:
                 system_parts.append(message.content)
             continue
         seen_conversation = True
-        if message.role == "system":
-            add("user", [{"type": "text", "text": message.content}] if message.content else [])
-        elif message.role == "user":
-            add("user", [{"type": "text", "text": message.content}] if message.content else [])
+        if message.role in ("system", "user"):
+            text = [{"type": "text", "text": message.content}] if message.content else []
+            add("user", text, stable)
         elif message.role == "tool":
             if message.tool_call_id is None:
                 raise ProviderError("bad_request", "a tool result message has no tool_call_id")
@@ -108,6 +126,7 @@ def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str,
                         "content": message.content,
                     }
                 ],
+                stable,
             )
         else:
             blocks: list[dict[str, Any]] = []
@@ -123,7 +142,24 @@ def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str,
                 for call in message.tool_calls
             )
             add("assistant", blocks)
-    return "\n\n".join(system_parts), turns
+    return "\n\n".join(system_parts), turns, [anchors[i] for i in sorted(anchors)]
+
+
+def mark_cache(params: dict[str, Any], anchors: list[dict[str, Any]]) -> None:
+    """Prompt-cache breakpoints (`cache_control`), at most MAX_CACHE_BREAKPOINTS: the end of
+    the tool definitions and system prompt (the same on every request of a mode), and the
+    last stored block of the last two user turns: the newest is written for the next
+    request, the one before is what the previous request wrote (read now). Ephemeral context
+    (reminders, pinned context) comes after them and is never cached."""
+    budget = MAX_CACHE_BREAKPOINTS
+    if params.get("system"):
+        params["system"] = [{"type": "text", "text": params["system"], "cache_control": _CACHE}]
+        budget -= 1
+    elif params.get("tools"):
+        params["tools"][-1]["cache_control"] = _CACHE
+        budget -= 1
+    for block in anchors[len(anchors) - min(2, budget, len(anchors)) :]:
+        block["cache_control"] = _CACHE
 
 
 class AnthropicProvider:
@@ -165,7 +201,7 @@ class AnthropicProvider:
         await self._client.close()
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        system, turns = anthropic_messages(request.messages)
+        system, turns, anchors = anthropic_turns(request.messages)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         params: dict[str, Any] = {
             "model": request.model or self.model,
@@ -180,6 +216,7 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        mark_cache(params, anchors)
         temperature = request.temperature if request.temperature is not None else self.temperature
         if temperature is not None:
             # Not a typed argument of every SDK release; the API accepts it in the body.

@@ -10,6 +10,7 @@ from plan_lsp.providers.base import Provider, ProviderError
 from plan_lsp.providers.defaults import DEFAULT_MODELS, PROVIDER_NAMES
 from plan_lsp.providers.http_errors import DEFAULT_TIMEOUT_S
 from plan_lsp.providers.openai_provider import OpenAIProvider
+from plan_lsp.providers.shaping import ChatRoles
 from plan_lsp.providers.transcript import TranscriptProvider
 
 
@@ -24,11 +25,15 @@ def make_provider(
     temperature: float | None = None,
     max_tokens: int | None = None,
     timeout: float | None = None,
+    chat_roles: ChatRoles = "auto",
+    context_window: int | None = None,
 ) -> Provider:
     """A provider for `name`, wrapped in a TranscriptProvider when `transcript` is given.
 
     Raises ProviderError("config") for an unknown name, a missing or bad script, or an
-    unwritable transcript. API keys fall back to OPENAI_API_KEY / ANTHROPIC_API_KEY.
+    unwritable transcript. `chat_roles` and `context_window` (the user's setting, checked
+    against the server's by the connection test) concern OpenAI-compatible servers. API keys
+    fall back to OPENAI_API_KEY / ANTHROPIC_API_KEY.
     """
     provider: Provider
     if name == "scripted":
@@ -46,6 +51,8 @@ def make_provider(
             temperature=temperature,
             max_tokens=max_tokens,
             timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
+            chat_roles=chat_roles,
+            configured_window=context_window,
         )
     elif name == "anthropic":
         provider = AnthropicProvider(

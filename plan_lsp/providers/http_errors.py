@@ -3,6 +3,8 @@ failures to `ProviderError` kinds with messages a user can act on."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
@@ -55,8 +57,38 @@ def error_detail(body: object) -> str | None:
         elif isinstance(inner, str) and inner:
             return inner
     if isinstance(body, str) and body.strip():
-        return body.strip()[:500]
+        page = html_title(body)
+        return page if page is not None else body.strip()[:500]
     return None
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HTML = re.compile(r"^\s*(<!doctype html|<html|<head|<body)", re.IGNORECASE)
+
+
+def html_title(text: str) -> str | None:
+    """An HTML error page (a reverse proxy's 502, a web server's 404) as its title; None
+    when `text` is not HTML."""
+    if not _HTML.match(text):
+        return None
+    found = _TITLE.search(text)
+    title = " ".join(html.unescape(found.group(1)).split())[:200] if found else ""
+    return f"an HTML page{f' titled {title!r}' if title else ''} (not the model API's answer)"
+
+
+# The server's words when a request does not fit the context it runs the model with
+# (llama.cpp, vLLM, OpenAI, Ollama).
+_CONTEXT = re.compile(
+    r"exceeds the available context size|maximum context length|context_length_exceeded|"
+    r"exceed_context_size|is longer than the model's context length|prompt is too long",
+    re.IGNORECASE,
+)
+
+
+def _context_size(body: object) -> int | None:
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    n_ctx = inner.get("n_ctx") if isinstance(inner, dict) else None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
 
 def status_error(
@@ -73,6 +105,16 @@ def status_error(
             "rate_limit",
             f"{server} is rate limiting requests (HTTP 429): {detail}{hint}",
             retry_after=wait,
+        )
+    if status in (400, 413) and _CONTEXT.search(detail):
+        n_ctx = _context_size(body)
+        theirs = f" ({n_ctx:,} tokens)" if n_ctx else ""
+        return ProviderError(
+            "bad_request",
+            f"{server} refused the request: it does not fit the context the server runs the "
+            f"model with{theirs}: {detail}. Set context_window to at most the server's context"
+            f"{f' ({n_ctx})' if n_ctx else ''} so plan-lsp compacts before that, or give the "
+            "server a larger context (llama-server: -c / --ctx-size).",
         )
     if status >= 500:
         return ProviderError("server", f"{server} failed (HTTP {status}): {detail}")

@@ -142,3 +142,25 @@ async def reported_window(
     except Exception:  # never a reason to fail a run
         log.debug("asking %s for its context window failed", base_url, exc_info=True)
     return None
+
+
+async def server_props(
+    base_url: str | None, api_key: str | None, timeout: float = 3.0
+) -> dict[str, Any] | None:
+    """llama.cpp's `GET /props` (context, chat template capabilities), None from any other
+    server or on any failure. Never raises."""
+    if not base_url:
+        return None
+    try:  # loaded with the openai SDK; at module level it would come with this module
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - a dependency of the openai SDK
+        return None
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+            answer = await client.get(f"{_root(base_url)}/props")
+            props = answer.json() if answer.status_code == 200 else None
+    except Exception:  # never a reason to fail a connection test
+        log.debug("asking %s for its properties failed", base_url, exc_info=True)
+        return None
+    return props if isinstance(props, dict) and "default_generation_settings" in props else None

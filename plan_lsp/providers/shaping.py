@@ -1,0 +1,105 @@
+"""Conversations in a shape every chat template accepts.
+
+Many models' own chat templates (Gemma, Mistral, Llama 2, ...) demand strictly alternating
+user/assistant turns and raise on anything else; some know no `system` or `tool` role. The
+agent's conversation has several user messages in a row (the prompt, the pinned context,
+reminders) and tool results. Two shapes:
+
+- `native`: consecutive user (or system) messages become one turn; roles are kept;
+- `user_assistant`: besides, the system prompt opens the first user turn, tool results are
+  user turns and past tool calls are the assistant's text, in the JSON form llama.cpp uses
+  for templates without tool support (`{"tool_calls": [...]}`, `{"tool_response": ...}`).
+
+Shaping never changes a message it is given and maps equal message lists to equal turns, so
+an unchanged history stays an unchanged prefix of every request (what prompt caches need).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal
+
+from plan_lsp.providers.base import ChatMessage, replayable_arguments
+
+ChatRoles = Literal["auto", "native", "user_assistant"]
+CHAT_ROLES: tuple[ChatRoles, ...] = ("auto", "native", "user_assistant")
+
+_JOIN = "\n\n"
+
+
+def merge_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Consecutive messages of one role (user, system, assistant) as one message; tool
+    results stay one message per call. The given messages are not changed."""
+    out: list[ChatMessage] = []
+    for message in messages:
+        last = out[-1] if out else None
+        if last is None or last.role != message.role or message.role == "tool":
+            out.append(message)
+            continue
+        parts = [p for p in (last.content, message.content) if p]
+        out[-1] = ChatMessage(
+            role=last.role,
+            content=_JOIN.join(parts),
+            tool_calls=[*last.tool_calls, *message.tool_calls],
+            meta=dict(last.meta),
+        )
+    return out
+
+
+def _calls_text(message: ChatMessage) -> str:
+    calls = [
+        {"name": c.name, "arguments": json.loads(replayable_arguments(c.arguments)), "id": c.id}
+        for c in message.tool_calls
+    ]
+    text = json.dumps({"tool_calls": calls}, ensure_ascii=False)
+    return _JOIN.join(p for p in (message.content, text) if p)
+
+
+def _result_text(message: ChatMessage) -> str:
+    response = {"tool": message.name, "content": message.content, "id": message.tool_call_id}
+    return json.dumps({"tool_response": response}, ensure_ascii=False)
+
+
+def user_assistant_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Only user and assistant turns, alternating, the first a user turn."""
+    lead = 0
+    while lead < len(messages) and messages[lead].role == "system":
+        lead += 1
+    system = [m.content for m in messages[:lead] if m.content]
+    turns: list[ChatMessage] = []
+    for message in messages[lead:]:
+        if message.role == "system":
+            turns.append(ChatMessage(role="user", content=message.content))
+        elif message.role == "tool":
+            turns.append(ChatMessage(role="user", content=_result_text(message)))
+        elif message.role == "assistant" and message.tool_calls:
+            turns.append(ChatMessage(role="assistant", content=_calls_text(message)))
+        else:
+            turns.append(message)
+    if system:
+        prefix = ChatMessage(role="user", content=_JOIN.join(system))
+        turns.insert(0, prefix)
+    turns = merge_turns(turns)
+    if turns and turns[0].role != "user":
+        turns.insert(0, ChatMessage(role="user", content="(continued)"))
+    return turns
+
+
+def shape(messages: list[ChatMessage], user_assistant: bool) -> list[ChatMessage]:
+    return user_assistant_turns(messages) if user_assistant else merge_turns(messages)
+
+
+# What model servers say when a chat template refuses a conversation's roles (the messages of
+# Gemma's, Mistral's and Llama 2's templates; llama.cpp's and vLLM's own wording).
+_ROLE_REFUSAL = re.compile(
+    r"roles must alternate|only user and assistant roles|system role not supported|"
+    r"unexpected message role|tool role|role .{0,20}not supported|invalid content type|"
+    r"unable to generate parser for this template",
+    re.IGNORECASE,
+)
+
+
+def refuses_roles(detail: str) -> bool:
+    """Whether a server's 400 message says its chat template refused the roles sent."""
+    return bool(_ROLE_REFUSAL.search(detail))

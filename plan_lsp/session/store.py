@@ -5,8 +5,7 @@ One database per workspace, in the user's state folder (`state_home.py`:
 repository cannot ship or change it. The event log is append-only; the current state is a
 row per session rewritten in the same transaction as the event that changed it, so a
 SIGKILL can never leave state and log disagreeing. Opening, and setting aside a damaged
-database, is `state_db.py`; importing an earlier version's `<workspace>/.plan-lsp/state.db`
-is `legacy_state.py`.
+database, is `state_db.py`. A `<workspace>/.plan-lsp/state.db` is never read.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_lsp.session.legacy_state import LegacyState, import_legacy_state
 from plan_lsp.session.state_db import MEMORY, open_state_db
-from plan_lsp.session.state_home import StateDirUnavailable, state_root, workspace_state_file
+from plan_lsp.session.state_home import StateDirUnavailable, workspace_state_file
 
 log = logging.getLogger(__name__)
 
@@ -79,18 +77,14 @@ class StateStore:
         warn: Callable[[str], None] | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> StateStore:
-        """The store of the workspace folder `root`, in the user's state folder; a database
-        an earlier version kept in `<root>/.plan-lsp/state.db` is imported into it once
-        (`legacy_state.py`)."""
+        """The store of the workspace folder `root`, in the user's state folder."""
         say = warn or (lambda msg: log.warning("%s", msg))
         try:
             path = workspace_state_file(root, environ)
         except StateDirUnavailable as exc:
             say(f"plan-lsp: state is kept in memory only (not saved): {exc}")
             path = Path(MEMORY)
-        store = cls(path, warn=say)
-        import_legacy_state(root, store, say, state_root(environ))
-        return store
+        return cls(path, warn=say)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -114,7 +108,7 @@ class StateStore:
         with self._lock:
             self._conn.close()
 
-    # -- bookkeeping and import ------------------------------------------------------------
+    # -- bookkeeping -----------------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
         with self._lock:
@@ -128,41 +122,6 @@ class StateStore:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
-
-    def import_legacy(self, found: LegacyState) -> int:
-        """Write what `legacy_state` read from an earlier database, in one transaction; a
-        session already here is kept as it is (with nothing of the earlier one's). Returns
-        how many sessions were imported."""
-        with self._tx() as conn:
-            new = set()
-            for row in found.sessions:
-                cursor = conn.execute(
-                    "INSERT OR IGNORE INTO sessions (id, workspace, state, updated) "
-                    "VALUES (?, ?, ?, ?)",
-                    row,
-                )
-                if cursor.rowcount:
-                    new.add(row[0])
-            conn.executemany(
-                "INSERT INTO events (session_id, time, kind, actor, data) VALUES (?, ?, ?, ?, ?)",
-                [r for r in found.events if r[0] in new],
-            )
-            conn.executemany(
-                "INSERT INTO messages (session_id, run_id, conversation, message) "
-                "VALUES (?, ?, ?, ?)",
-                [r for r in found.messages if r[0] in new],
-            )
-            conn.executemany(
-                "INSERT INTO history (session_id, conversation, run_id, kind, payload) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [r for r in found.history if r[0] in new],
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO plan_revisions (session_id, rev, path, text, sha256, time) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [r for r in found.revisions if r[0] in new],
-            )
-        return len(new)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -45,9 +45,11 @@ def test_the_picture_draws_no_import_the_code_lacks() -> None:
 
 
 def test_policy_and_plan_import_no_other_layer() -> None:
-    """What the text says: providers/, policy/ and plan/ import no other layer."""
-    sources = {source for source, _ in _script().edges()}
-    assert not {"providers", "policy", "plan"} & sources
+    """What the text says: providers/ and plan/ import no other layer, policy/ only the wire
+    contract (protocol/, its mode vocabulary), and protocol/ none."""
+    edges = set(_script().edges())
+    assert not {"providers", "plan", "protocol"} & {source for source, _ in edges}
+    assert {target for source, target in edges if source == "policy"} <= {"protocol"}
 
 
 def test_no_import_circle_anywhere() -> None:

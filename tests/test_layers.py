@@ -11,6 +11,9 @@ import plan_lsp
 # Front-ends translate their protocol to the session core; none imports another.
 FRONT_ENDS = ["server", "acp"]
 LAYERS = ["core", "agent", "session", "providers", "tools", "policy", "plan"]
+# The wire contract: its types are the vocabulary of every layer, so any may import it, and
+# it imports nothing of ours.
+CONTRACT = "protocol"
 ROOT = Path(plan_lsp.__file__).parent
 
 
@@ -54,3 +57,21 @@ def test_plan_imports_nothing_of_ours_outside_plan() -> None:
     for path in (ROOT / "plan").rglob("*.py"):
         for imported in _imports(path):
             assert not imported.startswith("plan_lsp.") or imported.startswith("plan_lsp.plan")
+
+
+def test_the_contract_imports_nothing_of_ours() -> None:
+    found = [
+        f"{path.relative_to(ROOT)} imports {imported}"
+        for path in (ROOT / CONTRACT).rglob("*.py")
+        for imported in _imports(path)
+        if imported.split(".")[0] == "plan_lsp" and not imported.startswith(f"plan_lsp.{CONTRACT}")
+    ]
+    assert found == []
+
+
+def test_the_core_and_both_front_ends_speak_the_contract() -> None:
+    """The core emits the contract's updates and each front-end maps them to its wire: all
+    three import it (and no front-end reaches the contract through another layer)."""
+    for layer in ("core", *FRONT_ENDS):
+        imported = {m for p in (ROOT / layer).rglob("*.py") for m in _imports(p)}
+        assert any(m.startswith(f"plan_lsp.{CONTRACT}.") for m in imported), layer

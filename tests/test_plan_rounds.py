@@ -242,14 +242,14 @@ ROUND_2_REVISED = "# Plan two, revised\n\n1. Say goodbye in `hello.py` only.\n"
 
 async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: Path) -> None:
     from plan_lsp.core import Refused, workflow
-    from plan_lsp.session import sha256_text
-    from plan_lsp.session.params import (
+    from plan_lsp.protocol.params import (
         ApproveParams,
         PlanRevisionsParams,
         PromptParams,
         RejectParams,
         SetModeParams,
     )
+    from plan_lsp.session import sha256_text
     from tests.turns import PLAN_TEXT, call, calls, plan_turns
 
     turns = [

@@ -1,4 +1,4 @@
-"""The wire contract (`plan_lsp/session/protocol.py`) holds for what the real server sends.
+"""The wire contract (`plan_lsp/protocol/`) holds for what the real server sends.
 
 Scripted sessions through the real server — plan → approve → Do, refused calls, a permission
 request, questions, a cancel, mode switches, errors, revisions, history, a new session —
@@ -21,15 +21,16 @@ from lsprotocol import types
 from pydantic import BaseModel, TypeAdapter
 from pygls.uris import to_fs_path
 
+from plan_lsp.protocol import methods, updates
+from plan_lsp.protocol.params import WireModel
 from plan_lsp.server.plain import to_plain
-from plan_lsp.session import protocol
 from tests import lsp_harness
 from tests.e2e.scripts import PLAN_TEXT, sample_project, scripted_args, write_script
 from tests.lsp_harness import Editor, running_server
 
-UPDATE = TypeAdapter(protocol.Update)
-METHODS = {m.name: m for m in (*protocol.METHODS, *protocol.COMMANDS)}
-CLIENT_REQUESTS = {m.name: m for m in protocol.CLIENT_REQUESTS}
+UPDATE = TypeAdapter(updates.Update)
+METHODS = {m.name: m for m in (*methods.METHODS, *methods.COMMANDS)}
+CLIENT_REQUESTS = {m.name: m for m in methods.CLIENT_REQUESTS}
 
 
 def _dropped(sent: Any, kept: Any, where: str) -> list[str]:
@@ -51,7 +52,7 @@ def _unsent(value: Any, where: str) -> list[str]:
     defaulted fields may be left out) that the server did not send."""
     if isinstance(value, BaseModel):
         missing = []
-        if not isinstance(value, protocol.WireModel):
+        if not isinstance(value, WireModel):
             sent = value.model_fields_set
             missing = [f"{where}.{f}" for f in type(value).model_fields if f not in sent]
         return missing + [
@@ -241,9 +242,9 @@ async def test_plan_reject_approve_do_conforms(
 
         # The initialize answer advertises exactly the contract's methods and commands.
         experimental = ed.init_result.capabilities.experimental["planLsp"]  # type: ignore[attr-defined]
-        assert set(experimental) == set(protocol.EXPERIMENTAL_SERVER_FIELDS)
-        assert sorted(experimental["methods"]) == sorted(m.name for m in protocol.METHODS)
-        assert sorted(experimental["commands"]) == sorted(m.name for m in protocol.COMMANDS)
+        assert set(experimental) == set(methods.EXPERIMENTAL_SERVER_FIELDS)
+        assert sorted(experimental["methods"]) == sorted(m.name for m in methods.METHODS)
+        assert sorted(experimental["commands"]) == sorted(m.name for m in methods.COMMANDS)
         assert experimental["notifications"] == ["planLsp/update"]
 
         await wire.call("planLsp/state")
@@ -394,7 +395,7 @@ async def test_runs_stopped_by_the_budget_conform(tmp_path: Path, stop: str) -> 
 
 
 def test_every_update_kind_has_one_model() -> None:
-    kinds = [m.model_fields["kind"].annotation for m in protocol.UPDATE_MODELS]
+    kinds = [m.model_fields["kind"].annotation for m in updates.UPDATE_MODELS]
     names = [k.__args__[0] for k in kinds]  # type: ignore[union-attr]
     assert len(set(names)) == len(names)
     adapter: Callable[[Any], Any] = UPDATE.validate_python

@@ -41,13 +41,13 @@ def test_generation_is_deterministic() -> None:
 
 
 def test_every_update_kind_and_method_is_documented() -> None:
-    from plan_lsp.session import protocol
+    from plan_lsp.protocol import methods, updates
 
     rendered = _generator().render()
     doc = next(text for path, text in rendered.items() if path.suffix == ".md")
     ts = next(text for path, text in rendered.items() if path.suffix == ".ts")
-    for model in protocol.UPDATE_MODELS:
+    for model in updates.UPDATE_MODELS:
         name = model.__name__
         assert f"`{name}`" in doc and f"export interface {name} " in ts
-    for method in (*protocol.METHODS, *protocol.COMMANDS, *protocol.CLIENT_REQUESTS):
+    for method in (*methods.METHODS, *methods.COMMANDS, *methods.CLIENT_REQUESTS):
         assert f"### `{method.name}`" in doc and f"'{method.name}':" in ts

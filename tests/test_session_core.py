@@ -17,13 +17,13 @@ from plan_lsp.core.frontend import AgentPortsFor, BufferEdit, Notify
 from plan_lsp.core.plain_ports import DraftProgress, NoEditor
 from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
 from plan_lsp.policy.sandbox_probe import SandboxStatus
-from plan_lsp.session import sha256_text
-from plan_lsp.session.params import (
+from plan_lsp.protocol.params import (
     ApproveParams,
     PromptParams,
     RejectParams,
     SetModeParams,
 )
+from plan_lsp.session import sha256_text
 from plan_lsp.tools.base import Question
 from tests.turns import GREETING_EDIT, PLAN_TEXT, call, calls, plan_turns
 

@@ -23,14 +23,14 @@ from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
-from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
-from plan_lsp.session.params import (
+from plan_lsp.protocol.params import (
     ApproveParams,
     PromptParams,
     RejectParams,
     SetModeParams,
     SetPermissionModeParams,
 )
+from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

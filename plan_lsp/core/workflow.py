@@ -18,8 +18,7 @@ from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
-from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
-from plan_lsp.session.params import (
+from plan_lsp.protocol.params import (
     ApproveParams,
     NewSessionParams,
     PlanRevisionsParams,
@@ -28,6 +27,7 @@ from plan_lsp.session.params import (
     SetModeParams,
     SetPermissionModeParams,
 )
+from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
 from plan_lsp.session.plans import iso, latest_entry, plan_entries, plan_head, plan_title
 from plan_lsp.session.store import PlanRevision
 

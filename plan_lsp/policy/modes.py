@@ -1,24 +1,13 @@
-"""The vocabulary of every policy decision: the two mode axes, and who caused a change.
-
-Defined here, in the lowest deciding layer, so policy and tools can speak it without
-importing the session that stores it.
-"""
+"""The vocabulary of every policy decision: the two mode axes (the wire contract's, which
+imports nothing of ours), and who caused a change."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 
-class WorkMode(StrEnum):
-    PLAN = "plan"
-    BUILD = "build"
-
-
-class PermissionMode(StrEnum):
-    ASK = "ask"
-    AUTO_EDIT = "auto_edit"
-    YOLO = "yolo"
-    STRICT = "strict"
+__all__ = ["Actor", "PermissionMode", "WorkMode"]
 
 
 class Actor(StrEnum):

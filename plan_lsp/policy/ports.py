@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+from plan_lsp.protocol.state import PermissionAnswer as PermissionAnswer
 
 # A permission request shows at most this much of a file's texts (UTF-8 bytes of before and
 # after together); a bigger change is described by its summary alone (`truncated`).

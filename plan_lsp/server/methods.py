@@ -15,8 +15,7 @@ from pygls.uris import to_fs_path
 
 from plan_lsp.core import workflow
 from plan_lsp.core.frontend import Refused
-from plan_lsp.server.params import RequestFailed, parse_params
-from plan_lsp.session.params import (
+from plan_lsp.protocol.params import (
     ApproveParams,
     CancelParams,
     NewSessionParams,
@@ -27,6 +26,7 @@ from plan_lsp.session.params import (
     SetPermissionModeParams,
     WorkspaceParams,
 )
+from plan_lsp.server.params import RequestFailed, parse_params
 
 if TYPE_CHECKING:
     from plan_lsp.core.workspace import WorkspaceCore

@@ -1,17 +1,26 @@
 """Value types of one session: modes, plan status, todos, the approved-plan record.
 
-These are the wire types of `SessionState` (docs/protocol.md). The mode enums come from
-`policy.modes` and the todo item from `tools.todo_model` (layers below this one).
+They are the wire contract's (`plan_lsp/protocol/state.py`): `SessionState` is what clients
+are sent; `Actor` (who caused a change) is recorded with every event but never sent.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict, Field
-
-from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
-from plan_lsp.tools.todo_model import Todo, TodoStatus
+from plan_lsp.policy.modes import Actor
+from plan_lsp.protocol.state import (
+    ApprovedPlan,
+    McpServerStatus,
+    Outcome,
+    PermissionMode,
+    PlanStatus,
+    ProviderInfo,
+    SessionContext,
+    SessionState,
+    SessionUsage,
+    Todo,
+    TodoStatus,
+    WorkMode,
+)
 
 __all__ = [
     "Actor",
@@ -28,93 +37,3 @@ __all__ = [
     "TodoStatus",
     "WorkMode",
 ]
-
-
-class PlanStatus(StrEnum):
-    NONE = "none"
-    DRAFTING = "drafting"
-    SUBMITTED = "submitted"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-
-
-class Outcome(StrEnum):
-    NEVER_PLANNED = "never_planned"
-    PLANNING_WITH_PLAN = "planning_with_plan"
-    PLANNING_WITHOUT_PLAN = "planning_without_plan"
-    COMPLETED = "completed"
-
-
-class ApprovedPlan(BaseModel):
-    """Exactly what the user approved: the buffer's text at the moment of approval."""
-
-    path: str
-    text: str
-    sha256: str
-    time: str
-
-
-class ProviderInfo(BaseModel):
-    """Which model back end the session uses, and what keeps it from working (if known)."""
-
-    name: str = ""
-    model: str | None = None
-    baseUrl: str | None = None
-    configured: bool = True
-    problem: str | None = None
-
-
-class McpServerStatus(BaseModel):
-    name: str
-    status: str = "configured"  # configured | starting | ready | failed
-    error: str | None = None
-    tools: list[str] = Field(default_factory=list)
-
-
-class SessionUsage(BaseModel):
-    """Tokens the session used and how full the model's context window is.
-
-    `contextTokens`: the size of the last request sent (as the provider reported it, else
-    estimated); `contextWindow`: the window it is measured against; the token totals are the
-    session's sums of what providers reported (`inputTokens` includes `cachedInputTokens`);
-    `costUsd` is null unless a price is configured; `compactions`: how often the conversation
-    was compacted."""
-
-    contextTokens: int = 0
-    contextWindow: int = 0
-    inputTokens: int = 0
-    outputTokens: int = 0
-    cachedInputTokens: int = 0
-    costUsd: float | None = None
-    compactions: int = 0
-
-
-class SessionContext(BaseModel):
-    """Facts about the session's surroundings that the server supplies (not persisted)."""
-
-    shellProtection: str | None = None
-    planShell: str | None = None
-    sandbox: str | None = None
-    planNetwork: bool = False
-    provider: ProviderInfo = Field(default_factory=ProviderInfo)
-    mcpServers: list[McpServerStatus] = Field(default_factory=list)
-    configWarnings: list[str] = Field(default_factory=list)
-
-
-class SessionState(SessionContext):
-    """`SessionState` as sent to clients (docs/protocol.md); camelCase on the wire.
-    Pushed to clients as `planLsp/update {kind: "state"}` on every change."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    sessionId: str
-    mode: WorkMode
-    permissionMode: PermissionMode
-    planUri: str | None
-    planStatus: PlanStatus
-    outcome: Outcome
-    todos: list[Todo]
-    running: bool
-    runId: str | None = None
-    approvedPlan: ApprovedPlan | None = None
-    usage: SessionUsage = Field(default_factory=SessionUsage)

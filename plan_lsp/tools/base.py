@@ -24,6 +24,7 @@ from plan_lsp.policy.ports import (
     PermissionRequest,
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import Question
 from plan_lsp.tools.todo_model import RecordedTodos, Todo
 
 __all__ = [
@@ -57,13 +58,6 @@ class ToolResult(BaseModel):
     def error(cls, code: str, message: str, **extra: Any) -> ToolResult:
         payload: dict[str, Any] = {"error": code, "message": message, **extra}
         return cls(content=json.dumps(payload), is_error=True, data=payload)
-
-
-class Question(BaseModel):
-    id: str
-    text: str
-    options: list[str]
-    multiple: bool = False
 
 
 class UserPort(PermissionPort, Protocol):

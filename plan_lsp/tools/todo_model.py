@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from plan_lsp.protocol.state import Todo, TodoStatus
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
-
-
-class Todo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(min_length=1)
-    status: TodoStatus = "pending"
+__all__ = ["RecordedTodos", "Todo", "TodoStatus", "check_todos"]
 
 
 def check_todos(todos: list[Todo]) -> None:

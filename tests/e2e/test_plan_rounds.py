@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from plan_lsp.session.protocol import PlansResult
+from plan_lsp.protocol.results import PlansResult
 from tests.e2e.scripts import requests_of, scripted_session
 from tests.lsp_harness import Editor
 

@@ -1,15 +1,10 @@
-"""The contract's request params: what every `planLsp/*` request (and command) takes.
-
-Part of the wire contract (`plan_lsp/session/protocol.py` re-exports every model here and
-holds the rest); kept in a module of its own because it is all the server needs to answer
-requests, so starting the server does not build the whole contract's classes.
-"""
+"""The contract's request params: what every `planLsp/*` request (and command) takes."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from plan_lsp.policy.modes import PermissionMode, WorkMode
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 
 
 class WireModel(BaseModel):

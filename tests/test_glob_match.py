@@ -213,14 +213,17 @@ def test_a_megabyte_subject_is_one_pass() -> None:
 
 
 @given(_patterns(), st.text(_TEXT_CHARS, min_size=256, max_size=400), st.booleans())
-def test_the_literal_prefilter_never_changes_an_answer(
-    pattern: str, text: str, path_mode: bool
-) -> None:
-    try:
-        glob = Glob(pattern, path_mode=path_mode)
-    except BadGlob:
-        return
-    assert glob.match(text) is bool(glob._run(text) & glob._accepts[0])
+def test_long_subjects_get_the_same_answers(pattern: str, text: str, path_mode: bool) -> None:
+    old = _old_or_none(pattern, path_mode)
+    if old is not None:
+        assert Glob(pattern, path_mode=path_mode).match(text) is (old.match(text) is not None)
+
+
+def test_non_ascii_and_undecodable_characters_are_one_character() -> None:
+    assert Glob("caf?/*.txt").match("café/ünï.txt")
+    assert Glob("?").match("\udcff")  # a file name's undecodable byte (surrogateescape)
+    assert Glob("a[!b]c").match("a\udcffc") and not Glob("a[!\udcff]c").match("a\udcffc")
+    assert Glob("\U0001f600*", path_mode=False).match("\U0001f600 x")
 
 
 @given(

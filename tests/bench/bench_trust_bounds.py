@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from plan_lsp.policy.glob_match import compile_glob_set
 from plan_lsp.policy.permissions import MAX_MATCHED_CHARS, PermissionEngine
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.session.model import PermissionMode, WorkMode
@@ -73,7 +74,12 @@ def rules() -> None:
     )
     for label, deny, command in cases:
         verdict, ms = decide_ms(deny, command)
-        print(f"  {label}: {verdict} in {ms:.0f} ms")
+        globs = compile_glob_set(tuple(r[5:-1] for r in deny), path_mode=False)
+        globs.matching("x")
+        start = time.perf_counter()
+        globs.matching(command)
+        match_ms = (time.perf_counter() - start) * 1000
+        print(f"  {label}: {verdict} in {ms:.0f} ms (the glob matching: {match_ms:.1f} ms)")
 
 
 async def mcp_answer(size: int) -> None:

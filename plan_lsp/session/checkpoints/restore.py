@@ -87,7 +87,7 @@ def revert(
             run_made = i > target_at and cps[i - 1].kind not in CLOSING
             for path, entry in changes.items():
                 old = full.get(path)
-                if run_made and not same(old, entry) and not _both_skipped(old, entry):
+                if run_made and not same(old, entry):
                     last[path] = entry
                 if entry is None:
                     full.pop(path, None)
@@ -117,10 +117,6 @@ def redo(store: CheckpointStore) -> RevertResult:
         last = {p: after.get(p) for p in record["paths"]}
         ops = plan(store, last, target, store.latest(), _unrecorded(target_cp.skipped), result)
         return _run(store, "redo", record["pre"], ops, result, None)
-
-
-def _both_skipped(a: Entry | None, b: Entry | None) -> bool:
-    return a is not None and b is not None and a.kind == b.kind == SKIPPED
 
 
 def _unrecorded(skipped: tuple[tuple[str, str], ...]) -> Callable[[str], str | None]:
@@ -198,6 +194,9 @@ def _run(
     store: CheckpointStore, kind: str, target: str, ops: list[Op], result: RevertResult,
     record: dict[str, Any] | None,
 ) -> RevertResult:  # fmt: skip
+    for op in ops:  # a missing or corrupt copy is an error before anything is written
+        if op.post is not None and op.post.kind == FILE:
+            store.blobs.get(op.post.ref)
     seq = store.list()[-1].seq + 1
     journal = {
         "kind": kind, "target": target, "result_id": f"{store.token}-{seq}", "record": record,

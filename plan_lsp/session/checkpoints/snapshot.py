@@ -199,7 +199,9 @@ def scan(
         digest = blobs.put(data)
         out.entries[rel] = Entry(FILE, perm, digest, *old_stat(None, st, racy_before))
 
-    def walk(folder: str, prefix: str, rules: IgnoreRules, forced: bool) -> None:
+    def walk(folder: str, prefix: str, rules: IgnoreRules, forced: bool, only: bool) -> None:
+        """`forced`: record everything (a tracked tree); `only`: in an ignored folder on
+        the way to a tracked path, record only tracked paths."""
         try:
             listing = list(os.scandir(folder))
         except FileNotFoundError:
@@ -218,9 +220,9 @@ def scan(
                 continue
             is_dir = stat.S_ISDIR(st.st_mode)
             force = forced or rel in tracked_set
-            if not force and rules.ignored(rel, is_dir):
+            if not force and (only or rules.ignored(rel, is_dir)):
                 if rel in leading and is_dir:
-                    walk(item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), False)
+                    walk(item.path, rel + "/", rules, False, True)
                 else:
                     out.skipped[rel] = "ignored (.gitignore)"
                 continue
@@ -228,11 +230,13 @@ def scan(
                 if item.path in excluded or os.path.realpath(item.path) in excluded:
                     continue
                 out.entries[rel] = Entry(FOLDER, stat.S_IMODE(st.st_mode), "")
-                walk(item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), force)
+                walk(
+                    item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), force, False
+                )
             else:
                 record(item.path, rel, st)
 
-    walk(str(root), "", ignore, False)
+    walk(str(root), "", ignore, False, False)
     return out
 
 

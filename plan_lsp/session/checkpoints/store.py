@@ -144,7 +144,7 @@ class CheckpointStore:
         out: builtins.list[FileChange] = []
         for path in sorted(old.keys() | new.keys()):
             a, b = old.get(path), new.get(path)
-            if same(a, b) or (a is not None and b is not None and a.kind == b.kind == SKIPPED):
+            if same(a, b) or a == b:
                 continue
             kinds = {e.kind for e in (a, b) if e is not None}
             if kinds == {FOLDER}:

@@ -310,6 +310,78 @@ def test_a_given_schema_is_checked_as_given() -> None:
         definition.check_arguments({})
 
 
+_DEFS = {"$defs": {"s": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "schema", "words"),
+    [
+        (
+            {"a": 1},
+            {"properties": {"a": {"$ref": "#/$defs/s"}}, **_DEFS},
+            "'a' must be string, not integer",
+        ),
+        (
+            {"a": 1},
+            {"properties": {"a": {"anyOf": [{"type": "string"}, {"type": "array"}]}}},
+            "'a': 1 is not valid under any of the given schemas",
+        ),
+        (
+            {"a": {"b": {}}},
+            {"properties": {"a": {"required": ["b", "c"]}}},
+            "missing required field 'a.c'",
+        ),
+        (
+            {"a": {"z": 1}},
+            {"properties": {"a": {"properties": {"c": {}}, "additionalProperties": False}}},
+            "unknown field 'a.z' (known fields: c)",
+        ),
+        (
+            {"a": [1, "x"]},
+            {"properties": {"a": {"items": {"type": "integer"}}}},
+            "'a[1]' must be integer, not string",
+        ),
+        (
+            {"n": 0},
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "properties": {"n": {"exclusiveMinimum": 0}},
+            },
+            "'n': 0 is less than or equal to the minimum of 0",
+        ),
+        ({"k": "b"}, {"properties": {"k": {"const": "a"}}}, "'k': 'a' was expected"),
+    ],
+)
+def test_a_given_schema_is_checked_as_json_schema_naming_the_field(
+    arguments: dict[str, Any], schema: dict[str, Any], words: str
+) -> None:
+    assert schema_error(arguments, schema) == words
+
+
+def test_a_given_schema_cannot_reach_the_network_or_backtrack(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's schema is the server's: a remote `$ref` is not fetched, a broken schema is
+    left to the server, and its regular expressions are not run by a backtracking engine."""
+    import urllib.request
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a schema check reached for the network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    remote = {"properties": {"a": {"$ref": "http://127.0.0.1:9/s.json"}}}
+    assert schema_error({"a": 1}, remote) is None
+    assert schema_error({"a": 1}, {"type": "objectx"}) is None
+    assert schema_error({"a": 1}, {"$ref": "#"}) is None
+    hostile = "^(a+)+$"  # hours for `re` on the subject below
+    subject = "a" * 40 + "!"
+    by_value = {"properties": {"a": {"type": "string", "pattern": hostile}}}
+    assert schema_error({"a": subject}, by_value) is None
+    by_key = {"patternProperties": {hostile: {"type": "string"}}, "additionalProperties": False}
+    assert schema_error({subject: 1}, by_key) is None
+    assert schema_error({"a": 1}, {**by_value, "required": ["b"]}) == "missing required field 'b'"
+
+
 def test_no_table_outside_the_definitions_names_a_tool() -> None:
     """The facts the gates read come from the definitions."""
     by_name = {d.name: d for d in OURS}

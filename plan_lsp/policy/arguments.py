@@ -4,7 +4,7 @@ Our own tools describe their arguments with one pydantic model each: `model_sche
 into the schema every provider accepts (self-contained: no `$ref`/`$defs`, no titles, no
 `null` branches, `additionalProperties: false` on every object), and `model_error` words a
 refusal of what the model sent the way `schema_error` words one for a tool whose schema
-came from elsewhere (an MCP server): the field named, what it must be.
+came from elsewhere (an MCP server, checked by jsonschema): the field named, what it must be.
 """
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import ValidationError as ValidationError_
+from jsonschema.validators import validator_for
 from pydantic import BaseModel, ConfigDict, ValidationError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -189,71 +195,86 @@ def _known_fields(schema: Mapping[str, Any], loc: Sequence[str | int]) -> list[s
 
 # -- schemas from elsewhere (MCP tools) ------------------------------------------------------
 
+# No `$ref` is fetched from the network (jsonschema's default registry would).
+_LOCAL_ONLY: Registry[Any] = Registry()
+# Keywords whose value is a schema, a map of schemas, a list of schemas.
+_ONE = {"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then"}
+_ONE |= {"else", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
+_MAP = {"properties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+_LIST = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
 
-def _has_type(value: object, expected: str) -> bool:
-    if isinstance(value, bool) and expected in ("integer", "number"):
-        return False
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
+
+def _without_regexes(node: Any) -> Any:
+    """`node` without `pattern` and `patternProperties` (and the extra-property rule beside
+    them): jsonschema matches those with Python's backtracking `re`, and a server's pattern
+    must not be able to freeze the server on what the model sends. The server checks them."""
+    if not isinstance(node, dict):
+        return node
+    lenient = "patternProperties" in node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("pattern", "patternProperties") or (
+            lenient and key in ("additionalProperties", "unevaluatedProperties")
+        ):
+            continue
+        if key in _MAP and isinstance(value, dict):
+            value = {name: _without_regexes(sub) for name, sub in value.items()}
+        elif key in _LIST and isinstance(value, list):
+            value = [_without_regexes(sub) for sub in value]
+        elif key in _ONE:
+            value = _without_regexes(value)
+        out[key] = value
+    return out
 
 
-def schema_error(value: Any, schema: Mapping[str, Any], where: str = "") -> str | None:
-    """The first way `value` breaks `schema` (the JSON-Schema subset tool servers use),
-    naming the field; None when it conforms. For tools whose schema is given, not ours."""
+def schema_error(value: Any, schema: dict[str, Any]) -> str | None:
+    """The first way `value` breaks `schema` (checked by jsonschema, in the draft the schema
+    names, 2020-12 by default), naming the field; None when it conforms, or when the schema
+    itself is broken (the tool's server judges then). For tools whose schema is given."""
+    validator = validator_for(schema, default=Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+        checker = validator(_without_regexes(schema), registry=_LOCAL_ONLY)
+        error = best_match(checker.iter_errors(value))
+    except (SchemaError, Unresolvable, RecursionError):
+        return None
+    return None if error is None else _schema_words(error)
+
+
+def _schema_words(error: ValidationError_) -> str:
+    where = field_path(list(error.absolute_path))
     label = f"'{where}'" if where else "the arguments"
-    expected = schema.get("type")
-    if expected is not None:
+    keyword = error.validator
+    expected: Any = error.validator_value
+    value: Any = error.instance
+    if keyword == "required":
+        missing = next(n for n in expected if n not in value)
+        return f"missing required field '{where + '.' if where else ''}{missing}'"
+    if keyword == "additionalProperties" and expected is False:
+        parent: Any = error.schema
+        known = list(parent.get("properties", {}))
+        extra = next(n for n in value if n not in known)
+        return (
+            f"unknown field '{where + '.' if where else ''}{extra}' "
+            f"(known fields: {', '.join(known) or 'none'})"
+        )
+    if keyword == "type":
         options = expected if isinstance(expected, list) else [expected]
-        if not any(_has_type(value, t) for t in options):
-            return f"{label} must be {' or '.join(options)}, not {type_name(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+        return f"{label} must be {' or '.join(options)}, not {type_name(value)}"
+    if keyword == "enum":
+        allowed = ", ".join(json.dumps(v) for v in expected)
         return f"{label} must be one of {allowed}, not {json.dumps(value, default=str)}"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return (
-                f"{label} must not be empty"
-                if schema["minLength"] == 1
-                else (f"{label} must be at least {schema['minLength']} characters")
-            )
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{label} must be at most {schema['maxLength']} characters"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{label} must be at least {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{label} must be at most {schema['maximum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{label} needs at least {schema['minItems']} item(s)"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{label} allows at most {schema['maxItems']} items"
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                error = schema_error(item, items, f"{where or 'arguments'}[{index}]")
-                if error is not None:
-                    return error
-    if isinstance(value, dict):
-        properties: dict[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"missing required field '{_join(where, name)}'"
-        for name, item in value.items():
-            if name in properties:
-                error = schema_error(item, properties[name], _join(where, name))
-                if error is not None:
-                    return error
-            elif schema.get("additionalProperties") is False:
-                known = ", ".join(properties) or "none"
-                return f"unknown field '{_join(where, name)}' (known fields: {known})"
-            elif isinstance(schema.get("additionalProperties"), dict):
-                error = schema_error(item, schema["additionalProperties"], _join(where, name))
-                if error is not None:
-                    return error
-    return None
-
-
-def _join(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name
+    words = {
+        "minLength": "must not be empty"
+        if expected == 1
+        else f"must be at least {expected} characters",
+        "maxLength": f"must be at most {expected} characters",
+        "minimum": f"must be at least {expected}",
+        "maximum": f"must be at most {expected}",
+        "minItems": f"needs at least {expected} item(s)",
+        "maxItems": f"allows at most {expected} items",
+    }
+    if keyword in words:
+        return f"{label} {words[keyword]}"
+    message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
+    return f"{label}: {message}"

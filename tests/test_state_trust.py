@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 import stat
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_lsp.policy.sandbox.layout import user_plan_lsp_dirs
-from plan_lsp.session import Session, StateStore
+from plan_lsp.session import Actor, PermissionMode, PlanStatus, Session, StateStore, WorkMode
 from plan_lsp.session.state_db import SCHEMA, SCHEMA_VERSION
 from plan_lsp.session.state_home import state_root, workspace_key, workspace_state_file
 
@@ -221,6 +222,56 @@ def test_a_damaged_session_row_is_skipped_with_a_warning(ws: Path, state_dir: Pa
     store, warnings = _open(ws)
     assert store.first_session(str(ws)) is None
     assert any("damaged" in w for w in warnings)
+
+
+# -- the folder a session belongs to -----------------------------------------------------------
+
+
+def _approved_in(ws: Path) -> str:
+    store, _ = _open(ws)
+    session = Session(store, ws, ws / "plans")
+    session.approve(ws / "plans" / "PLAN.md", "# Plan\n1. Go.\n", PermissionMode.YOLO, Actor.USER)
+    store.close()
+    return session.id
+
+
+def test_a_folder_made_again_at_its_path_starts_a_new_session(ws: Path, state_dir: Path) -> None:
+    first = _approved_in(ws)
+    # Deleted and made again, with the same files: ext4 gives it the same inode number.
+    shutil.rmtree(ws)
+    ws.mkdir()
+    store, warnings = _open(ws)
+    session = Session(store, ws, ws / "plans")
+    assert session.id != first and (session.mode, session.permission_mode) == (
+        WorkMode.PLAN,
+        PermissionMode.ASK,
+    )
+    assert session.approved is None and session.plan_status is PlanStatus.NONE
+    assert len(warnings) == 1 and "new session" in warnings[0] and "plan mode" in warnings[0]
+    aside = list(_db_of(state_dir, ws).parent.glob("state.db.other-folder-*"))
+    assert len(aside) == 1 and aside[0].name in warnings[0]
+    store.close()
+    # Said once: the new session is this folder's from now on.
+    store, warnings = _open(ws)
+    assert Session(store, ws, ws / "plans").id == session.id and warnings == []
+    store.close()
+
+
+def test_the_same_folder_restores_its_session(ws: Path, tmp_path: Path) -> None:
+    first = _approved_in(ws)
+    (ws / "new-file").write_text("x")  # changing the folder's content changes nothing
+    for path in (ws, tmp_path / "link"):
+        if path != ws:
+            path.symlink_to(ws)
+        store, warnings = _open(path)
+        session = Session(store, path, ws / "plans")
+        assert (session.id, session.mode, session.permission_mode) == (
+            first,
+            WorkMode.BUILD,
+            PermissionMode.YOLO,
+        )
+        assert session.approved is not None and warnings == []
+        store.close()
 
 
 # -- a state database in the workspace -------------------------------------------------------

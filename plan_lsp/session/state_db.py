@@ -163,14 +163,14 @@ def open_state_db(path: Path, warn: Callable[[str], None]) -> sqlite3.Connection
         try:
             return _connect(path, created)
         except Foreign as exc:
-            aside = _move_aside(path, "foreign")
+            aside = move_aside(path, "foreign")
             warn(
                 f"plan-lsp: {path} is not a state database of this plan-lsp ({exc}); "
                 f"nothing in it was used. It was moved to {aside.name} and a new session "
                 "was started."
             )
         except sqlite3.DatabaseError as exc:
-            aside = _move_aside(path, "corrupt")
+            aside = move_aside(path, "corrupt")
             warn(
                 f"plan-lsp: the state database {path} could not be read ({exc}); "
                 f"it was moved to {aside.name} and a new session was started."
@@ -229,7 +229,7 @@ def _aside_name(path: Path, tag: str) -> Path:
     return aside
 
 
-def _move_aside(path: Path, tag: str) -> Path:
+def move_aside(path: Path, tag: str) -> Path:
     """Rename the database and its companions to `<name>.<tag>-<time>...`; the new name."""
     aside = _aside_name(path, tag)
     for suffix in ("", *COMPANIONS):

@@ -10,10 +10,12 @@ the database private (0600, `state_db.py`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +26,8 @@ FOLDER_MODE = 0o700
 _NAME_CHARS = 40
 _HASH_CHARS = 16
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Linux's ioctl asking a file's inode generation (ext4, btrfs, XFS): _IOR('v', 1, long).
+_FS_IOC_GETVERSION = 0x80087601 if sys.maxsize > 2**32 else 0x80047601
 
 
 class StateDirUnavailable(OSError):
@@ -55,6 +59,28 @@ def workspace_key(root: Path) -> str:
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:_HASH_CHARS]
     name = _UNSAFE.sub("_", os.path.basename(real))[:_NAME_CHARS].lstrip(".") or "root"
     return f"{name}-{digest}"
+
+
+def folder_identity(root: Path) -> str | None:
+    """What tells the folder `root` from another made at the same path later: its device
+    and inode, and — since a filesystem may give a new folder the inode of one just deleted
+    (ext4 does) — the inode's generation where Linux reports it, the birth time where `stat`
+    does (macOS). None when the folder cannot be opened."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        parts = [st.st_dev, st.st_ino, getattr(st, "st_birthtime", "")]
+        try:
+            generation = fcntl.ioctl(fd, _FS_IOC_GETVERSION, bytes(8))[:4]
+            parts.append(int.from_bytes(generation, sys.byteorder))
+        except OSError:
+            pass  # the filesystem keeps none (tmpfs never reuses an inode number)
+    finally:
+        os.close(fd)
+    return ":".join(str(p) for p in parts)
 
 
 def _private_folder(path: Path) -> None:

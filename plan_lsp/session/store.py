@@ -21,10 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_lsp.session.state_db import MEMORY, open_state_db
-from plan_lsp.session.state_home import StateDirUnavailable, workspace_state_file
+from plan_lsp.session.state_db import MEMORY, move_aside, open_state_db
+from plan_lsp.session.state_home import (
+    StateDirUnavailable,
+    folder_identity,
+    workspace_state_file,
+)
 
 log = logging.getLogger(__name__)
+
+# The `meta` key holding the identity of the folder the database belongs to.
+FOLDER_KEY = "folder"
 
 
 def _json_object(text: object) -> dict[str, Any] | None:
@@ -84,7 +91,30 @@ class StateStore:
         except StateDirUnavailable as exc:
             say(f"plan-lsp: state is kept in memory only (not saved): {exc}")
             path = Path(MEMORY)
-        return cls(path, warn=say)
+        store = cls(path, warn=say)
+        store._bind(root)
+        return store
+
+    def _bind(self, root: Path) -> None:
+        """Keep this database for the folder `root` only: its identity (`folder_identity`)
+        is recorded at first use; a database saved for another folder at this path (one
+        deleted and made again, a clone in place of the original) is set aside, the user is
+        told, and a new one is started, so nothing of that folder's session is restored."""
+        identity = folder_identity(root)
+        saved = self.meta(FOLDER_KEY)
+        if identity is None or saved == identity or not self.persistent:
+            return
+        if saved is not None:
+            self.close()
+            aside = move_aside(self.path, "other-folder")
+            self._warn(
+                f"plan-lsp: {root} is not the folder its saved session belongs to (it was "
+                "deleted or replaced and made again at this path): a new session starts, in "
+                "plan mode with nothing approved. The earlier state was moved to "
+                f"{aside.name} in {aside.parent}."
+            )
+            self._conn = self._open()
+        self.set_meta(FOLDER_KEY, identity)
 
     # -- opening ---------------------------------------------------------------------------
 

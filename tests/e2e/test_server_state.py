@@ -1,9 +1,10 @@
 """The foundation through the real server process: state methods, commands, bad params,
-restore after SIGKILL with the state outside the workspace, an earlier version's database
-imported, corrupt databases, and two workspaces not sharing state."""
+restore after SIGKILL with the state outside the workspace, a session restored only into its
+own folder, corrupt databases, and two workspaces not sharing state."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from plan_lsp.session.state_home import workspace_key
-from tests.lsp_harness import kill_server, running_server
-from tests.test_state_trust import _earlier_db, _user_key
+from tests.e2e.scripts import PLAN_TEXT, sample_project, scripted_args, write_script
+from tests.lsp_harness import Editor, kill_server, running_server
 
 
 def _state_db(state_dir: Path, ws: Path) -> Path:
@@ -112,22 +113,52 @@ async def test_restart_after_sigkill_restores_state(tmp_path: Path, state_dir: P
     assert actors[1] == "user" and actors[3] == "restore"
 
 
-async def test_an_earlier_versions_database_is_imported_and_removed(
-    tmp_path: Path, state_dir: Path
+async def test_a_session_is_restored_only_into_the_folder_it_was_saved_for(
+    tmp_path: Path,
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    _earlier_db(ws, _user_key(state_dir))
+    """Approved in build mode and `yolo`; the same folder gets it all back. Deleted and made
+    again at the same path with the same files (ext4 even gives it the same inode number):
+    a new session in plan mode, `ask`, nothing approved, and the user told once."""
+    ws = sample_project(tmp_path / "ws")
+    turns = [
+        {"tool_calls": [{"name": "plan_write", "arguments": {"content": PLAN_TEXT}}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {}}]},
+    ]
+    args = scripted_args(write_script(tmp_path / "s.json", turns))
+    async with running_server([ws], *args) as ed:
+        result = await ed.request("planLsp/prompt", {"text": "plan it"})
+        assert result["stopReason"] == "plan_submitted"
+        await ed.request("planLsp/approvePlan", {"execute": False})
+        saved = await ed.request("planLsp/setPermissionMode", {"permissionMode": "yolo"})
+    assert (saved["mode"], saved["permissionMode"]) == ("build", "yolo")
+    assert saved["approvedPlan"]["text"] == PLAN_TEXT
+    files = {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*") if p.is_file()}
+
+    def told(ed: Editor) -> list[str]:
+        return [m.message for m in ed.client.messages if "new session" in m.message]
+
     async with running_server([ws]) as ed:
         state = await ed.state()
-        assert (state["sessionId"], state["mode"], state["permissionMode"]) == (
-            "s1",
-            "build",
-            "strict",
+        assert not told(ed)
+    for key in ("sessionId", "mode", "permissionMode", "planStatus", "approvedPlan"):
+        assert state[key] == saved[key], key
+    shutil.rmtree(ws)
+    for path, data in files.items():
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_bytes(data)
+    notices = []
+    for _start in range(2):
+        async with running_server([ws]) as ed:
+            state = await ed.state()
+            notices.append(told(ed))
+        assert state["sessionId"] != saved["sessionId"]
+        assert (state["mode"], state["permissionMode"], state["planStatus"]) == (
+            "plan",
+            "ask",
+            "none",
         )
-        assert state["approvedPlan"]["text"] == "# Plan\n"
-    assert _files(ws) == [".plan-lsp"]
-    assert _state_db(state_dir, ws).is_file()
+        assert state["approvedPlan"] is None
+    assert len(notices[0]) == 1 and "plan mode" in notices[0][0] and notices[1] == []
 
 
 async def test_corrupt_database_is_moved_aside_and_user_warned(

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
-from jsonschema.exceptions import ValidationError as ValidationError_
-from jsonschema.validators import validator_for
 from pydantic import BaseModel, ConfigDict, ValidationError
-from referencing import Registry
-from referencing.exceptions import Unresolvable
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as SchemaViolation
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -195,8 +192,6 @@ def _known_fields(schema: Mapping[str, Any], loc: Sequence[str | int]) -> list[s
 
 # -- schemas from elsewhere (MCP tools) ------------------------------------------------------
 
-# No `$ref` is fetched from the network (jsonschema's default registry would).
-_LOCAL_ONLY: Registry[Any] = Registry()
 # Keywords whose value is a schema, a map of schemas, a list of schemas.
 _ONE = {"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then"}
 _ONE |= {"else", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
@@ -231,17 +226,25 @@ def schema_error(value: Any, schema: dict[str, Any]) -> str | None:
     """The first way `value` breaks `schema` (checked by jsonschema, in the draft the schema
     names, 2020-12 by default), naming the field; None when it conforms, or when the schema
     itself is broken (the tool's server judges then). For tools whose schema is given."""
+    # Loaded when an MCP tool is first called, not at start-up (jsonschema takes ~50 ms).
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError, best_match
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+
     validator = validator_for(schema, default=Draft202012Validator)
     try:
         validator.check_schema(schema)
-        checker = validator(_without_regexes(schema), registry=_LOCAL_ONLY)
+        # An empty registry: no `$ref` is fetched from the network (the default one would).
+        checker = validator(_without_regexes(schema), registry=Registry())
         error = best_match(checker.iter_errors(value))
     except (SchemaError, Unresolvable, RecursionError):
         return None
     return None if error is None else _schema_words(error)
 
 
-def _schema_words(error: ValidationError_) -> str:
+def _schema_words(error: SchemaViolation) -> str:
     where = field_path(list(error.absolute_path))
     label = f"'{where}'" if where else "the arguments"
     keyword = error.validator

@@ -165,6 +165,7 @@ def test_user_assistant_turns_alternate_and_start_with_the_user() -> None:
         ("Only user and assistant roles are supported!", True),
         ("System role not supported", True),
         ("Invalid content type", True),
+        ("chat template error: 'None' has no attribute 'strip'", True),
         ("the request exceeds the available context size", False),
         ("model 'x' not found", False),
     ],

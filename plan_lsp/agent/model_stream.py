@@ -67,8 +67,8 @@ class StreamingCall:
     checked_name: str | None = None
     oversized: bool = False
     # The model stopped before the call's arguments were complete (its token limit: finish
-    # reason "length"), or they are not a JSON object: the call is never run, and its
-    # arguments are never replayed to the model (servers refuse a history holding them).
+    # reason "length"; so were the calls after it), or they are not a JSON object: the call
+    # is never run, and its arguments are never replayed (servers refuse a history with them).
     cut_off: bool = False
     # ... and the reason was the token limit.
     truncated: bool = False
@@ -147,10 +147,18 @@ class ModelStream:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-        for call in calls.values():
-            if not call.oversized and (finish == "length" or not is_json_object(call.arguments)):
+        # At the token limit, the calls whose arguments are complete JSON run, in order, up to
+        # the first one that is not: that one (and any after it) was cut off.
+        cut = False
+        for index in sorted(calls):
+            call = calls[index]
+            if call.oversized:
+                continue
+            complete = bool(call.arguments.strip()) if finish == "length" else True
+            if cut or not complete or not is_json_object(call.arguments):
                 call.cut_off = True
                 call.truncated = finish == "length"
+                cut = cut or call.truncated
                 if call.draft_path is not None:
                     await self.drafts.abandon(call.draft_path)
                     call.draft_path = None

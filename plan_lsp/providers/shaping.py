@@ -91,11 +91,12 @@ def shape(messages: list[ChatMessage], user_assistant: bool) -> list[ChatMessage
 
 
 # What model servers say when a chat template refuses a conversation's roles (the messages of
-# Gemma's, Mistral's and Llama 2's templates; llama.cpp's and vLLM's own wording).
+# Gemma's, Mistral's and Llama 2's templates; llama.cpp's and vLLM's own wording), or fails on
+# the null content of an assistant's tool-call turn (a template that knows no tool calls).
 _ROLE_REFUSAL = re.compile(
     r"roles must alternate|only user and assistant roles|system role not supported|"
     r"unexpected message role|tool role|role .{0,20}not supported|invalid content type|"
-    r"unable to generate parser for this template",
+    r"unable to generate parser for this template|'none' has no attribute|nonetype",
     re.IGNORECASE,
 )
 

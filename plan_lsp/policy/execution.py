@@ -232,14 +232,15 @@ class ExecutionGate:
             return self._deny(name, mode, run_id, decision.reason, stage="rules")
         answer: PermissionAnswer | None = None
         if decision.verdict == "ask":
-            answer = await self._ask(definition, arguments, run_id, preview)
+            answer = await self._ask(definition, arguments, run_id, preview, decision.warning)
             remembered = self.permissions.remember(answer, definition, arguments, mode)
             if remembered is not None:
                 state.notes["rule"] = remembered
             if answer in ("reject_once", "reject_always"):
-                return self._deny(
-                    name, mode, run_id, "you declined this call", stage="user", answer=answer
-                )
+                why = "you declined this call"
+                if decision.warning:
+                    why += f": {decision.warning}"
+                return self._deny(name, mode, run_id, why, stage="user", answer=answer)
 
         # The mode may have changed while the prompt was open (or any await above).
         final_mode = self.session.mode
@@ -367,6 +368,7 @@ class ExecutionGate:
         arguments: dict[str, Any],
         run_id: str,
         preview: ChangePreview | None = None,
+        warning: str = "",
     ) -> PermissionAnswer:
         change: FileChange | None = None
         if preview is not None:
@@ -379,7 +381,8 @@ class ExecutionGate:
         request = PermissionRequest(
             run_id=run_id,
             tool=definition.name,
-            summary=summarize_call(definition, arguments),
+            summary=summarize_call(definition, arguments)
+            + (f" (WARNING: {warning})" if warning else ""),
             arguments=arguments,
             change=change,
         )

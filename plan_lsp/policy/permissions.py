@@ -7,9 +7,12 @@ tool's primary argument (the command for `bash`, the path for file tools), by th
 linear-time matcher of `glob_match` (rules may come from a repository: no pattern can make
 a match slow), within its limits on a pattern's size and wildcards.
 
-Precedence: a deny rule in any scope wins; otherwise the first scope (session, project,
-user) with a matching ask/allow rule decides (ask beats allow inside a scope); otherwise the
-permission mode's default for the kind of call (`MODE_DEFAULTS`).
+Precedence: a deny rule in any scope wins; then a call that changes a file that runs code
+later (`autorun.toml`: an edit tool's path, or a build-mode shell command's words) asks, in
+every permission mode, unless an allow rule names exactly that path or command (no
+wildcard); otherwise the first scope (session, project, user) with a matching ask/allow rule
+decides (ask beats allow inside a scope); otherwise the permission mode's default for the
+kind of call (`MODE_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from plan_lsp.policy.autorun import Hit, command_hits, describe, protected
 from plan_lsp.policy.glob_match import Glob, compile_glob, compile_glob_set
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.ports import PermissionAnswer
@@ -125,6 +129,8 @@ class PermissionDecision:
     reason: str
     rule: str | None = None
     scope: RuleScope | None = None
+    # What a file the call changes runs later, for the prompt (`autorun.toml`), or "".
+    warning: str = ""
 
 
 @dataclass(frozen=True)
@@ -271,6 +277,9 @@ class PermissionEngine:
                     r.rule.text,
                     r.scope,
                 )
+        hits = self.runs_later(definition, arguments, read_only_proven=read_only_proven)
+        if hits:
+            return self._runs_later_decision(hits, view, applicable)
         for scope in (RuleScope.SESSION, RuleScope.PROJECT, RuleScope.USER):
             for verdict in ("ask", "allow"):
                 for r in applicable:
@@ -294,6 +303,49 @@ class PermissionEngine:
             verdict_default,
             f"permission mode '{permission_mode.value}' {_VERBS[verdict_default]} "
             f"{_KIND_WORDS[kind]}",
+        )
+
+    def runs_later(
+        self,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        *,
+        read_only_proven: bool = False,
+    ) -> list[Hit]:
+        """The files that run code later this call would change: an edit tool's path, or
+        the paths and git subcommands a shell command's words name (unless it was proven
+        read-only: it then runs in the read-only sandbox)."""
+        roots = self.workspace_roots or [Path.cwd()]
+        if definition.role == "edit" and definition.safety is not Safety.PLAN_FILE:
+            raw = arguments.get("path")
+            return protected(raw, roots) if isinstance(raw, str) else []
+        if definition.classified_per_call and not read_only_proven:
+            command = arguments.get("command")
+            return command_hits(command, roots) if isinstance(command, str) else []
+        return []
+
+    def _runs_later_decision(
+        self, hits: Sequence[Hit], view: _CallView, applicable: Sequence[_ScopedRule]
+    ) -> PermissionDecision:
+        """Ask, whatever the permission mode, unless an allow rule names this exact call."""
+        warning = describe(hits)
+        for r in applicable:
+            if (
+                r.verdict == "allow"
+                and r.rule.pattern is not None
+                and _exact(r.rule.pattern)
+                and self._matches(r.rule, view, restrictive=False)
+            ):
+                return PermissionDecision(
+                    "allow",
+                    f"allowed by the {r.scope.value} rule '{r.rule.text}', which names it "
+                    f"exactly; {warning}",
+                    r.rule.text,
+                    r.scope,
+                    warning,
+                )
+        return PermissionDecision(
+            "ask", f"asks in every permission mode: {warning}", warning=warning
         )
 
     def call_kind(
@@ -408,6 +460,11 @@ class PermissionEngine:
 # rules with a pattern apply to it, allow rules do not. This bounds what many rules can cost
 # a decision on the event loop.
 MAX_MATCHED_CHARS = 65536
+
+
+def _exact(pattern: str) -> bool:
+    """The pattern has no wildcard: it names one path or one command (`[*]` is a `*`)."""
+    return not re.search(r"[*?\[]", re.sub(r"\[[^\]!^]\]", "", pattern))
 
 
 def _over_limit(form: str) -> int:

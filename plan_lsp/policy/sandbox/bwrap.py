@@ -269,7 +269,7 @@ def autorun_binds(
     but those the command's words name: a command naming one was asked for by the user in
     every permission mode (`permissions.py`), or allowed by a rule naming it exactly."""
     command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
-    named = [h.real for h in command_hits(command, roots, Path(workdir))]
+    named = [h.real for h in command_hits(command, roots, Path(workdir)) if h.real is not None]
     options: list[str] = []
     made: list[str] = []
     for place in sandbox_places(roots):

@@ -257,7 +257,7 @@ def _step(store: CheckpointStore, op: Op, result: RevertResult, action: Action) 
     if ".git" in op.path.split("/"):
         return
     now = entry_of(store.root, op.path, None, store.max_file_bytes)
-    if same(now, op.post) or (now is None and op.post is None):
+    if same(now, op.post) or (now is None and (op.post is None or action is _remove)):
         return  # already done (a finished step of an interrupted revert)
     if not (now is None or same(now, op.pre)):
         result.kept.append(Kept(op.path, "changed while the revert was being applied"))

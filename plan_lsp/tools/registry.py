@@ -6,18 +6,15 @@ gates only ever read the definition, so a new tool needs no change to them.
 
 from __future__ import annotations
 
-import importlib
-import logging
 from collections.abc import Iterator
 
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.tools.ask_user import ASK_USER_TOOL
 from plan_lsp.tools.base import Tool, ToolImpl
+from plan_lsp.tools.bash import BASH_TOOL
 from plan_lsp.tools.edit import EDIT_TOOLS
 from plan_lsp.tools.fs import FS_TOOLS
 from plan_lsp.tools.todo import TODO_WRITE_TOOL
-
-log = logging.getLogger(__name__)
 
 
 class ToolRegistry:
@@ -83,27 +80,6 @@ class ToolRegistry:
         return len(self._tools)
 
 
-def _optional_tool(module_name: str, attribute: str) -> Tool | None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            log.exception("cannot import %s", module_name)
-        return None
-    except Exception:  # a broken optional tool must not take the others down
-        log.exception("cannot import %s", module_name)
-        return None
-    tool = getattr(module, attribute, None)
-    if not isinstance(tool, Tool):
-        log.warning("%s.%s is not a Tool; not registered", module_name, attribute)
-        return None
-    return tool
-
-
 def builtin_registry() -> ToolRegistry:
-    """The file, todo and question tools, plus `bash` when its module is present."""
-    registry = ToolRegistry([*FS_TOOLS, *EDIT_TOOLS, TODO_WRITE_TOOL, ASK_USER_TOOL])
-    bash = _optional_tool("plan_lsp.tools.bash", "BASH_TOOL")
-    if bash is not None:
-        registry.register(bash)
-    return registry
+    """The file, shell, todo and question tools."""
+    return ToolRegistry([*FS_TOOLS, *EDIT_TOOLS, TODO_WRITE_TOOL, ASK_USER_TOOL, BASH_TOOL])

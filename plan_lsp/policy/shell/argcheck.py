@@ -375,12 +375,24 @@ class _Program(ArgWalk["SWord"]):
             # that name too would make git stop at the ambiguity).
             return
         if role in _PATH_ROLES:
-            if word.glob and expands:
-                problem = policy.glob_problem(word.pattern, word.text, self.base)
-            else:
-                problem = policy.read_problem(word.value, self.base, file_only=role == "file")
-            if problem is not None:
-                raise self.refuse(problem)
+            prog = self.prog
+            for char, why in prog.refuse_in_paths.items():
+                if char in word.value:
+                    raise self.refuse(f"`{word.text}` contains `{char}`: {why}")
+            for suffix in ("", *(prog.derives if word.value != "-" else ())):
+                if word.glob and expands:
+                    problem = policy.glob_problem(word.pattern + suffix, word.text, self.base)
+                else:
+                    problem = policy.read_problem(
+                        word.value + suffix, self.base, file_only=role == "file"
+                    )
+                if problem is not None and suffix:
+                    problem = (
+                        f"`{prog.label}` opens `{word.text}{suffix}` when `{word.text}` is "
+                        f"missing: {problem}"
+                    )
+                if problem is not None:
+                    raise self.refuse(problem)
             self.folders_named = True
         elif role != "text":
             problem = check_value(role, word.value)

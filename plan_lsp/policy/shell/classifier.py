@@ -116,7 +116,32 @@ def _rule_sets() -> _RuleSets:
     global _loaded
     if _loaded is None:
         _loaded = _RuleSets()
+        try:
+            _check_examples()
+        except BaseException:
+            _loaded = None
+            raise
     return _loaded
+
+
+def _check_examples() -> None:
+    """Every entry's `examples` are accepted under `classified`, its `not_examples` refused
+    (as Codex's execpolicy checks `match`/`not_match`), in an empty folder: a database that
+    contradicts its own examples does not load."""
+    import tempfile
+
+    from plan_lsp.policy.shell.database import database, examples
+
+    wrong: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="plan-lsp-examples-") as folder:
+        root = Path(folder)
+        for cmd, accepted in examples(database()):
+            result = classify_command(cmd, roots=[root], cwd=root)
+            if result.allowed != accepted:
+                wrong.append(f"{cmd!r} is {'refused' if accepted else 'accepted'}: "
+                             + "; ".join(result.reasons))  # fmt: skip
+    if wrong:
+        raise ValueError("programs.toml contradicts its examples: " + " | ".join(wrong))
 
 
 def _bracket_depth(cmd: str) -> int:

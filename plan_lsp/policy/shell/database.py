@@ -179,6 +179,15 @@ class Program(OptionSet):
     # The first word may be a bundle of option letters without a dash (`tar tzf A`): its
     # letters are options, and those taking a value take the next words in order.
     old_style: bool = False
+    # Names the program opens instead of a file operand that is missing (gzip: `NAME.gz`):
+    # suffixes, each appended to every file operand and checked like the operand.
+    derives: tuple[str, ...] = ()
+    # Characters refused in file operands, with why (libxml2 decodes `%2E%2E` to `..`).
+    refuse_in_paths: dict[str, str] = Field(default_factory=dict)
+    # Whole command lines this entry accepts under `classified`, and ones it refuses:
+    # checked when the classifier loads, and run by the file-access conformance test.
+    examples: tuple[str, ...] = ()
+    not_examples: tuple[str, ...] = ()
     # A check of the whole command once options and operands are read (`verify.py`).
     verify: str | None = None
     # The program can do anything at all (eval, interpreters): every capability.
@@ -300,6 +309,21 @@ def load_database(text: str) -> Database:
             alias.label = name
             data.programs[name] = alias
     return data
+
+
+def examples(data: Database) -> list[tuple[str, bool]]:
+    """Every (example, accepted) pair of the database, once each (aliases share theirs)."""
+    found: dict[str, bool] = {}
+
+    def visit(prog: Program) -> None:
+        found.update(dict.fromkeys(prog.examples, True))
+        found.update(dict.fromkeys(prog.not_examples, False))
+        for sub in prog.subcommands.values():
+            visit(sub)
+
+    for prog in data.programs.values():
+        visit(prog)
+    return list(found.items())
 
 
 @cache

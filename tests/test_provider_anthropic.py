@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from plan_lsp.providers import (
-    AnthropicProvider,
+from plan_lsp.providers.anthropic_provider import AnthropicProvider
+from plan_lsp.providers.base import (
     ChatMessage,
     Finish,
     ModelRequest,
@@ -18,8 +18,8 @@ from plan_lsp.providers import (
     ToolCall,
     ToolSpec,
     Usage,
-    make_provider,
 )
+from plan_lsp.providers.factory import make_provider
 from tests.fake_model_servers import (
     DropConnection,
     ErrorReply,

@@ -8,17 +8,17 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from plan_lsp.providers import (
+from plan_lsp.providers.base import (
     ChatMessage,
     Finish,
     ModelRequest,
-    OpenAIProvider,
     ProviderError,
     ToolCall,
     ToolSpec,
     Usage,
-    make_provider,
 )
+from plan_lsp.providers.factory import make_provider
+from plan_lsp.providers.openai_provider import OpenAIProvider
 from tests.fake_model_servers import (
     DropConnection,
     ErrorReply,

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from plan_lsp.providers import (
+from plan_lsp.providers.base import (
     ChatMessage,
     Finish,
     ModelRequest,
     ProviderError,
-    ScriptedProvider,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
-    TranscriptProvider,
-    make_provider,
 )
+from plan_lsp.providers.factory import make_provider
+from plan_lsp.providers.scripted import ScriptedProvider
+from plan_lsp.providers.transcript import TranscriptProvider
 from tests.fake_model_servers import collect
 
 

@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-from plan_lsp.providers import (
-    ChatMessage,
-    ModelRequest,
-    OpenAIProvider,
-    ProviderError,
-    ScriptedProvider,
-    ToolCall,
-    ToolSpec,
-    TranscriptProvider,
-)
+from plan_lsp.providers.base import ChatMessage, ModelRequest, ProviderError, ToolCall, ToolSpec
+from plan_lsp.providers.openai_provider import OpenAIProvider
+from plan_lsp.providers.scripted import ScriptedProvider
+from plan_lsp.providers.transcript import TranscriptProvider
 from tests.fake_model_servers import FakeModelServer, ModelReply, collect
 
 

@@ -137,6 +137,9 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
     (repo / "scratch.txt").write_text("untracked\n")
 
     _archives(repo, home, env)
+    # gzip opens `notes.gz` when `notes` is missing; a remote the user's insteadOf rewrites.
+    (repo / "notes.gz").symlink_to(home / ".ssh" / "id_rsa")
+    _git(repo, "remote", "add", "origin", "https://example.com/demo.git", env=env)
 
     for sample in hooks_dir(repo).glob("*.sample"):
         sample.unlink()  # fewer files to copy and compare for every attack
@@ -229,7 +232,10 @@ def fake_home(home: Path, token: str) -> None:
         ".netrc": f"machine example.com login a password {token}\n",
         ".git-credentials": f"https://a:{token}@example.com\n",
         ".config/gcloud/credentials.db": f"{token}\n",
-        ".gitconfig": "[user]\n\tname = a\n\temail = a@example.com\n",
+        # git applies the user's configuration to every repository: a remote on example.com
+        # reads back with the token.
+        ".gitconfig": "[user]\n\tname = a\n\temail = a@example.com\n"
+        f'[url "https://a:{token}@example.com/"]\n\tinsteadOf = https://example.com/\n',
         # Valid git configuration syntax: a repository's `include.path` can pull it in.
         ".pypirc": f"[pypi]\n\tusername = __token__\n\tpassword = {token}\n",
         # Another repository of the user's, with a token in its remote URL.

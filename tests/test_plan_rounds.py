@@ -242,13 +242,8 @@ ROUND_2_REVISED = "# Plan two, revised\n\n1. Say goodbye in `hello.py` only.\n"
 
 async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: Path) -> None:
     from plan_lsp.core import Refused, workflow
-    from plan_lsp.protocol.params import (
-        ApproveParams,
-        PlanRevisionsParams,
-        PromptParams,
-        RejectParams,
-        SetModeParams,
-    )
+    from plan_lsp.protocol.state import WorkMode
+    from plan_lsp.protocol.updates import ToolResultUpdate
     from plan_lsp.session import sha256_text
     from tests.turns import PLAN_TEXT, call, calls, plan_turns
 
@@ -262,47 +257,43 @@ async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: P
     ]
     core, frontend = _core(tmp_path, turns)
     plans_dir = core.plans_dir
-    await workflow.prompt(core, PromptParams(text="Make the greeting polite"))
-    await workflow.approve(core, ApproveParams(sha256=sha256_text(PLAN_TEXT)))
+    await workflow.prompt(core, "Make the greeting polite")
+    await workflow.approve(core, sha256=sha256_text(PLAN_TEXT))
     await _finished(core)
     assert core.session.completed_do
 
-    await workflow.set_mode(core, SetModeParams(mode="plan"))
-    answer = await workflow.prompt(core, PromptParams(text="Now say goodbye"))
-    assert answer["stopReason"] == "plan_submitted"
+    await workflow.set_mode(core, WorkMode.PLAN)
+    answer = await workflow.prompt(core, "Now say goodbye")
+    assert answer.stopReason == "plan_submitted"
     assert (plans_dir / "PLAN.md").read_text() == PLAN_TEXT  # the approved plan, unchanged
     assert (plans_dir / "PLAN-2.md").read_text() == ROUND_2
-    state = core.state_json()
-    assert state["planUri"] == (plans_dir / "PLAN-2.md").as_uri()
-    assert state["planStatus"] == "submitted"
+    state = core.state()
+    assert state.planUri == (plans_dir / "PLAN-2.md").as_uri()
+    assert state.planStatus == "submitted"
 
     # The round keeps its file through a rejection and a revision.
-    await workflow.reject(core, RejectParams(feedback="only hello.py"))
+    await workflow.reject(core, "only hello.py")
     await _finished(core)
     assert (plans_dir / "PLAN-2.md").read_text() == ROUND_2_REVISED
     assert not (plans_dir / "PLAN-3.md").exists()
 
-    listed = workflow.plans(core)["plans"]
-    assert [
-        (p["uri"].rsplit("/", 1)[1], p["status"], p["revisions"], p["current"]) for p in listed
-    ] == [
+    listed = workflow.plans(core).plans
+    assert [(p.uri.rsplit("/", 1)[1], p.status, p.revisions, p.current) for p in listed] == [
         ("PLAN.md", "done", 1, False),
         ("PLAN-2.md", "submitted", 2, True),
     ]
-    assert [p["title"] for p in listed] == ["Plan: greet politely", "Plan two, revised"]
-    assert listed[0]["approvedAt"] is not None and listed[1]["approvedAt"] is None
+    assert [p.title for p in listed] == ["Plan: greet politely", "Plan two, revised"]
+    assert listed[0].approvedAt is not None and listed[1].approvedAt is None
 
     # Compare within a plan's own revisions: PLAN-2.md's two, PLAN.md has one.
-    revs = workflow.plan_revisions(core, PlanRevisionsParams())
-    assert (revs["previous"], revs["current"]) == (ROUND_2, ROUND_2_REVISED)
-    first = workflow.plan_revisions(
-        core, PlanRevisionsParams(planUri=(plans_dir / "PLAN.md").as_uri())
-    )
-    assert (first["previous"], first["current"]) == (None, PLAN_TEXT)
+    revs = workflow.plan_revisions(core)
+    assert (revs.previous, revs.current) == (ROUND_2, ROUND_2_REVISED)
+    first = workflow.plan_revisions(core, (plans_dir / "PLAN.md").as_uri())
+    assert (first.previous, first.current) == (None, PLAN_TEXT)
 
     # The model naming the approved plan's file is refused, and told where to write.
-    await workflow.prompt(core, PromptParams(text="try the old file"))
-    results = [u["content"] for u in frontend.updates if u["kind"] == "toolResult" and u["isError"]]
+    await workflow.prompt(core, "try the old file")
+    results = [u.content for u in frontend.updates if isinstance(u, ToolResultUpdate) and u.isError]
     assert (plans_dir / "PLAN.md").read_text() == PLAN_TEXT
     assert results[-1] == json.dumps(
         {
@@ -314,12 +305,11 @@ async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: P
 
     # Approving approves PLAN-2.md's text.
     text = (plans_dir / "PLAN-2.md").read_text()
-    state = await workflow.approve(core, ApproveParams(sha256=sha256_text(text), execute=False))
-    assert state["approvedPlan"]["path"] == str(plans_dir / "PLAN-2.md")
+    state = await workflow.approve(core, sha256=sha256_text(text), execute=False)
+    assert state.approvedPlan is not None
+    assert state.approvedPlan.path == str(plans_dir / "PLAN-2.md")
     with pytest.raises(Refused):
-        await workflow.approve(
-            core, ApproveParams(planUri=(plans_dir / "PLAN.md").as_uri(), execute=False)
-        )
+        await workflow.approve(core, plan_uri=(plans_dir / "PLAN.md").as_uri(), execute=False)
 
 
 # -- property: the session's rounds (the choice kept per round, the store's records, restarts) --

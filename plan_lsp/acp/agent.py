@@ -23,13 +23,6 @@ from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
-from plan_lsp.protocol.params import (
-    ApproveParams,
-    PromptParams,
-    RejectParams,
-    SetModeParams,
-    SetPermissionModeParams,
-)
 from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
 
 if TYPE_CHECKING:
@@ -228,7 +221,7 @@ class PlanLspAgent:
             self._register(session, root)
         core = session.core
         session.frontend.replay(core.runs.history())
-        found = translate.usage(core.state_json())
+        found = translate.usage(core.state())
         if found is not None:
             session.frontend.send(found)
         await session.frontend.drained()
@@ -249,7 +242,7 @@ class PlanLspAgent:
         if mode not in (WorkMode.PLAN.value, WorkMode.BUILD.value):
             raise RequestError.invalid_params({"modeId": f"unknown mode {mode[:50]!r}"})
         try:
-            await workflow.set_mode(session.core, SetModeParams(mode=WorkMode(mode)))
+            await workflow.set_mode(session.core, WorkMode(mode))
         except Refused as exc:
             raise _refused(str(exc)) from exc
         await session.frontend.drained()
@@ -289,16 +282,17 @@ class PlanLspAgent:
 
     async def _turn(self, session: AcpSession, text: str) -> schema.StopReason:
         core = session.core
+        stop: str
         try:
             if (
                 core.session.plan_status is PlanStatus.REJECTED
                 and core.session.mode is WorkMode.PLAN
             ):
                 # "Keep planning": this message is the feedback the plan is revised with.
-                await workflow.reject(core, RejectParams(feedback=text))
+                await workflow.reject(core, text)
                 stop = await _run_result(core)
             else:
-                stop = str((await workflow.prompt(core, PromptParams(text=text)))["stopReason"])
+                stop = (await workflow.prompt(core, text)).stopReason
             while stop == "plan_submitted" and not session.frontend.cancelled.is_set():
                 stop = await self._approval(session)
         except Refused as exc:
@@ -325,8 +319,9 @@ class PlanLspAgent:
         title = "Ready to build? Approve this plan"
         if has_errors(check_plan(text)):
             title += " (problems found: " + "; ".join(problems) + ")"
+        exit_call = session.frontend.walk.last_exit_call
         tool_call = schema.ToolCallUpdate(
-            tool_call_id=session.frontend.last_exit_call or f"approve-{sha256_text(text)[:12]}",
+            tool_call_id=exit_call or f"approve-{sha256_text(text)[:12]}",
             title=title,
             kind="switch_mode",
             status="pending",
@@ -337,7 +332,7 @@ class PlanLspAgent:
         if chosen is None:
             return "cancelled"
         if chosen not in APPROVAL_PERMISSION:
-            await workflow.reject(core, RejectParams())
+            await workflow.reject(core)
             session.frontend.show(
                 "The plan stays unapproved. Say what to change and I will revise it, or "
                 "switch to build mode yourself."
@@ -347,16 +342,16 @@ class PlanLspAgent:
         try:
             await workflow.approve(
                 core,
-                ApproveParams(
-                    sha256=sha256_text(text), permissionMode=APPROVAL_PERMISSION[chosen], force=True
-                ),
+                sha256=sha256_text(text),
+                permission_mode=APPROVAL_PERMISSION[chosen],
+                force=True,
             )
             # Approved and on disk: from here the file is the plan the Do run follows.
             session.frontend.forget_buffer(path)
             return await _run_result(core)
         finally:
             if core.session.permission_mode is not previous:
-                workflow.set_permission_mode(core, SetPermissionModeParams(permissionMode=previous))
+                workflow.set_permission_mode(core, previous)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -423,8 +418,8 @@ class PlanLspAgent:
             raise RequestError.invalid_params({"sessionId": "required (a string)"})
         core = self._session(session_id).core
         if method == PLANS_METHOD:
-            return workflow.plans(core)
-        return core.state_json()
+            return workflow.plans(core).model_dump(mode="json")
+        return core.state().model_dump(mode="json")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None

@@ -17,13 +17,13 @@ from plan_lsp.acp import translate
 from plan_lsp.core.frontend import AgentPortsFor, BufferEdit, Notify
 from plan_lsp.core.plain_ports import DraftProgress, NoEditor
 from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
-from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.tools.base import Question
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from plan_lsp.core.workspaces import Workspaces
+    from plan_lsp.protocol.updates import Update
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,8 @@ class AcpFrontEnd:
         self.cancelled = asyncio.Event()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
-        # Edit calls under way: the file's text before the call, for the result's diff.
-        self._before: dict[str, tuple[Path, str | None]] = {}
-        # The model's latest exit_plan_mode call: the plan's approval is asked on it.
-        self.last_exit_call: str | None = None
+        # The walk of the core's updates into session/update (acp/translate.py).
+        self.walk = translate.Walk(root)
         # Permission requests made so far (each gets its own tool call id).
         self.asked = 0
         # The client declared `fs.readTextFile`: it can hand over an open buffer's text.
@@ -78,38 +76,14 @@ class AcpFrontEnd:
         while self._pump is not None and not self._pump.done():
             await asyncio.shield(self._pump)
 
-    def update(self, payload: dict[str, Any]) -> None:
-        kind = payload.get("kind")
-        if kind == "toolCall":
-            self._remember_before(payload)
-            if payload.get("tool") == "exit_plan_mode" and payload.get("toolCallId"):
-                self.last_exit_call = str(payload["toolCallId"])
-        if kind == "toolResult":
-            before = self._before.pop(str(payload.get("toolCallId")), None)
-            diff = None
-            if before is not None:
-                path, old = before
-                new = disk_text(path)
-                if new is not None and new != old:
-                    diff = (path, old, new)
-            self.send(translate.tool_result(payload, diff))
-            return
-        for update in translate.updates_for(payload, self.root):
-            self.send(update)
+    def update(self, update: Update) -> None:
+        for sent in self.walk.live(update):
+            self.send(sent)
 
-    def _remember_before(self, payload: dict[str, Any]) -> None:
-        tool = str(payload.get("tool", ""))
-        call_id = payload.get("toolCallId")
-        if tool not in translate.EDIT_TOOLS or not call_id:
-            return
-        path = translate.call_path(self.root, tool, translate.arguments_of(payload))
-        if path is not None:
-            self._before[str(call_id)] = (path, disk_text(path))
-
-    def replay(self, payloads: list[dict[str, Any]]) -> None:
-        for payload in payloads:
-            for update in translate.updates_for(payload, self.root, replay=True):
-                self.send(update)
+    def replay(self, updates: list[Update]) -> None:
+        for update in updates:
+            for sent in translate.updates_for(update, self.root, replay=True):
+                self.send(sent)
 
     def run_began(self, run_id: str, kind: str) -> None:
         return None

@@ -1,7 +1,8 @@
-"""The session core's updates (`planLsp/update` payloads) as ACP `session/update`s: pure
-functions, so every front-end change is a table test. Tool calls keep the model's call id;
-edits get a `diff` from the file's text before the call and after it (read by the
-front-end, never recomputed here)."""
+"""The session core's updates (the contract's `Update` values) as ACP `session/update`s,
+the one place an update walks through ACP: pure functions, so every change is a table test,
+and `Walk`, one session's memory between updates. Tool calls keep the model's call id;
+edits get a `diff` from the file's text before the call and after it (read from the disk
+around the call, never recomputed here)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,24 @@ from typing import Any
 
 from acp import helpers, schema
 
-from plan_lsp.session import WorkMode
+from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.protocol.state import SessionState, Todo, WorkMode
+from plan_lsp.protocol.updates import (
+    BlockedUpdate,
+    CancelledCallsUpdate,
+    CompactionUpdate,
+    DeviationUpdate,
+    ErrorUpdate,
+    ModeChangedUpdate,
+    PermissionUpdate,
+    PromptUpdate,
+    StateUpdate,
+    TextUpdate,
+    TodosUpdate,
+    ToolCallUpdate,
+    ToolResultUpdate,
+    Update,
+)
 
 # Work modes as ACP session modes (and the `mode` config option's values).
 MODES: list[tuple[str, str, str]] = [
@@ -52,18 +70,6 @@ TODO_STATUS: dict[str, schema.PlanEntryStatus] = {
 }
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
 def mode_state(mode: str) -> schema.SessionModeState:
     return schema.SessionModeState(
         current_mode_id=mode,
@@ -93,10 +99,10 @@ def config_options(
     ]
 
 
-def arguments_of(payload: dict[str, Any]) -> dict[str, Any]:
+def arguments_of(call: ToolCallUpdate) -> dict[str, Any]:
     """A tool call's arguments as an object (the model's JSON text; {} when it is not one)."""
-    raw = payload.get("arguments")
-    if not isinstance(raw, str) or not raw:
+    raw = call.arguments
+    if not raw:
         return {}
     try:
         value = json.loads(raw)
@@ -126,10 +132,10 @@ def call_title(tool: str, arguments: dict[str, Any]) -> str:
     return tool
 
 
-def tool_call_start(payload: dict[str, Any], root: Path) -> schema.ToolCallStart:
-    tool = str(payload.get("tool", ""))
-    call_id = str(payload.get("toolCallId") or tool)
-    arguments = arguments_of(payload)
+def tool_call_start(call: ToolCallUpdate, root: Path) -> schema.ToolCallStart:
+    tool = call.tool
+    call_id = call.toolCallId or tool
+    arguments = arguments_of(call)
     path = call_path(root, tool, arguments)
     return helpers.start_tool_call(
         call_id,
@@ -146,54 +152,43 @@ def text_content(text: str) -> schema.ContentToolCallContent:
 
 
 def tool_result(
-    payload: dict[str, Any], diff: tuple[Path, str | None, str] | None = None
+    result: ToolResultUpdate, diff: tuple[Path, str | None, str] | None = None
 ) -> schema.ToolCallProgress:
-    failed = bool(payload.get("isError"))
     content: list[Any] = []
-    if diff is not None and not failed:
+    if diff is not None and not result.isError:
         path, before, after = diff
         content.append(helpers.tool_diff_content(str(path), after, before))
-    text = str(payload.get("content", ""))
-    omitted = payload.get("omitted")
-    if isinstance(omitted, int) and omitted > 0:
-        text += f"\n… {omitted:,} more characters (the model read them; not shown)"
+    text = result.content
+    if result.omitted > 0:
+        text += f"\n… {result.omitted:,} more characters (the model read them; not shown)"
     content.append(text_content(text))
     return helpers.update_tool_call(
-        str(payload.get("toolCallId")),
-        status="failed" if failed else "completed",
-        content=content,
+        result.toolCallId, status="failed" if result.isError else "completed", content=content
     )
 
 
-def blocked(payload: dict[str, Any]) -> schema.ToolCallProgress:
-    reason = f"Refused ({payload.get('error')}): {payload.get('reason', '')}"
-    return helpers.update_tool_call(
-        str(payload.get("toolCallId")), status="failed", content=[text_content(reason)]
-    )
+def blocked(call: BlockedUpdate) -> schema.ToolCallProgress:
+    reason = f"Refused ({call.error}): {call.reason}"
+    content = [text_content(reason)]
+    return helpers.update_tool_call(call.toolCallId, status="failed", content=content)
 
 
-def plan_entries(todos: list[dict[str, Any]]) -> schema.AgentPlanUpdate:
+def plan_entries(todos: list[Todo]) -> schema.AgentPlanUpdate:
     """The whole todo list as ACP plan entries (ACP replaces the plan with each update)."""
     return helpers.update_plan(
-        helpers.plan_entry(
-            str(t.get("content", "")),
-            status=TODO_STATUS.get(str(t.get("status")), "pending"),
-        )
-        for t in todos
+        helpers.plan_entry(t.content, status=TODO_STATUS[t.status]) for t in todos
     )
 
 
-def usage(state: dict[str, Any]) -> schema.UsageUpdate | None:
-    used = _dict(_dict(state).get("usage"))
-    size = _int(used.get("contextWindow"))
-    if size <= 0:
+def usage(state: SessionState) -> schema.UsageUpdate | None:
+    used = state.usage
+    if used.contextWindow <= 0:
         return None
-    raw = used.get("costUsd")
-    cost = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    cost = used.costUsd
     return schema.UsageUpdate(
         session_update="usage_update",
-        used=max(0, _int(used.get("contextTokens"))),
-        size=size,
+        used=max(0, used.contextTokens),
+        size=used.contextWindow,
         cost=schema.Cost(amount=cost, currency="USD") if cost is not None else None,
     )
 
@@ -207,62 +202,84 @@ def mode_changed(mode: str) -> list[Any]:
     ]
 
 
-def updates_for(payload: dict[str, Any], root: Path, *, replay: bool = False) -> list[Any]:
-    """The ACP updates one core update becomes (tool results with diffs are the front-end's:
-    it knows the file's text before the call)."""
-    kind = payload.get("kind")
-    if kind == "text":
-        delta = str(payload.get("delta", ""))
-        return [helpers.update_agent_message_text(delta)] if delta else []
-    if kind == "toolCall":
-        if payload.get("subagent"):
+def updates_for(update: Update, root: Path, *, replay: bool = False) -> list[Any]:
+    """The ACP updates one core update becomes (a tool result's diff is `Walk`'s: it knows
+    the file's text before the call); `replay`: rendering a stored conversation again."""
+    match update:
+        case TextUpdate(delta=delta):
+            return [helpers.update_agent_message_text(delta)] if delta else []
+        case ToolCallUpdate(subagent=str(), description=description):
             # The `task` call's own card is the subagent's: its result ends it.
-            label = payload.get("description") or "a task"
+            label = description or "a task"
             return [helpers.update_agent_thought_text(f"Subagent started: {label}.")]
-        return [tool_call_start(payload, root)]
-    if kind == "toolResult":
-        return [tool_result(payload)]
-    if kind == "blocked":
-        return [blocked(payload)]
-    if kind == "todos":
-        return [plan_entries(_dicts(payload.get("todos")))]
-    if kind == "modeChanged":
-        mode = payload.get("mode")
-        return mode_changed(mode) if mode in (WorkMode.PLAN.value, WorkMode.BUILD.value) else []
-    if kind == "state":
-        found = usage(_dict(payload.get("state")))
-        return [found] if found is not None else []
-    if kind == "error":
-        return [helpers.update_agent_message_text(f"\n\nError: {payload.get('message', '')}\n")]
-    if kind == "deviation":
-        return [helpers.update_agent_message_text(f"\n\nNote: {payload.get('message', '')}\n")]
-    if kind == "cancelledCalls":
-        reason = str(payload.get("reason", ""))
-        return [
-            helpers.update_tool_call(
-                str(call.get("callId") or call.get("tool")),
-                status="failed",
-                content=[text_content(f"Stopped: {reason}")],
-            )
-            for call in _dicts(payload.get("calls"))
-        ]
-    if kind == "compaction":
-        return [
-            helpers.update_agent_thought_text(
-                f"Compacted the conversation ({payload.get('tokensBefore')} → "
-                f"{payload.get('tokensAfter')} tokens)."
-            )
-        ]
-    if kind == "permission" and replay and payload.get("decision"):
-        answer = str(payload.get("decision")).replace("_", " ")
-        return [
-            helpers.update_agent_thought_text(
-                f"Permission for {payload.get('tool')} ({payload.get('summary', '')}): {answer}."
-            )
-        ]
-    if kind == "prompt" and replay:
-        text = str(payload.get("text", ""))
-        if payload.get("origin") == "prompt":
+        case ToolCallUpdate():
+            return [tool_call_start(update, root)]
+        case ToolResultUpdate():
+            return [tool_result(update)]
+        case BlockedUpdate():
+            return [blocked(update)]
+        case TodosUpdate(todos=todos):
+            return [plan_entries(todos)]
+        case ModeChangedUpdate(mode=mode):
+            return mode_changed(mode.value)
+        case StateUpdate(state=state):
+            found = usage(state)
+            return [found] if found is not None else []
+        case ErrorUpdate(message=message):
+            return [helpers.update_agent_message_text(f"\n\nError: {message}\n")]
+        case DeviationUpdate(message=message):
+            return [helpers.update_agent_message_text(f"\n\nNote: {message}\n")]
+        case CancelledCallsUpdate(calls=calls, reason=reason):
+            stopped = [text_content(f"Stopped: {reason}")]
+            return [
+                helpers.update_tool_call(c.callId or c.tool, status="failed", content=stopped)
+                for c in calls
+            ]
+        case CompactionUpdate(tokensBefore=before, tokensAfter=after):
+            return [
+                helpers.update_agent_thought_text(
+                    f"Compacted the conversation ({before} → {after} tokens)."
+                )
+            ]
+        case PermissionUpdate(decision=str(decision)) if replay:
+            answer = decision.replace("_", " ")
+            return [
+                helpers.update_agent_thought_text(
+                    f"Permission for {update.tool} ({update.summary}): {answer}."
+                )
+            ]
+        case PromptUpdate(origin="prompt", text=text) if replay:
             return [helpers.update_user_message_text(text)]
-        return [helpers.update_agent_thought_text(text)]
+        case PromptUpdate(text=text) if replay:
+            return [helpers.update_agent_thought_text(text)]
     return []
+
+
+class Walk:
+    """One ACP session's walk of the core's updates: what it keeps between them — the text
+    of each file an edit call under way will change (for its result's diff), and the
+    model's latest `exit_plan_mode` call (the plan's approval is asked on it)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._before: dict[str, tuple[Path, str | None]] = {}
+        self.last_exit_call: str | None = None
+
+    def live(self, update: Update) -> list[Any]:
+        if isinstance(update, ToolCallUpdate) and update.toolCallId:
+            if update.tool == "exit_plan_mode":
+                self.last_exit_call = update.toolCallId
+            path = call_path(self.root, update.tool, arguments_of(update))
+            if update.tool in EDIT_TOOLS and path is not None:
+                self._before[update.toolCallId] = (path, disk_text(path))
+        if isinstance(update, ToolResultUpdate):
+            return [tool_result(update, self._diff(update.toolCallId))]
+        return updates_for(update, self.root)
+
+    def _diff(self, call_id: str) -> tuple[Path, str | None, str] | None:
+        before = self._before.pop(call_id, None)
+        if before is None:
+            return None
+        path, old = before
+        new = disk_text(path)
+        return (path, old, new) if new is not None and new != old else None

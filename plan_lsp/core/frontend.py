@@ -4,23 +4,29 @@ The core (this package) owns the workflow: prompts, approval, rejection, mode an
 switches, runs and their history. A front-end (the LSP server in `server/`, the ACP agent in
 `acp/`) translates its protocol to the core and implements `FrontEnd`, the one port through
 which the core reaches the user: updates, questions, the editor's buffers and the files it
-writes. Nothing here knows a protocol.
+writes. Every update it emits is a value of the wire contract's `Update` union
+(`plan_lsp/protocol/updates.py`); each front-end maps it to its own wire in one place.
+Nothing here knows a front-end's protocol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from plan_lsp.agent.plan_tools import PlanDraftPort
     from plan_lsp.policy.ports import EditorPort
+    from plan_lsp.protocol.updates import Update
     from plan_lsp.providers.base import Provider
     from plan_lsp.tools.base import UserPort
 
-Notify = Callable[[dict[str, Any]], None]
+Notify = Callable[[Mapping[str, object]], None]
+"""How the agent and its ports (below the core) tell of an update: its JSON without `runId`
+(default: the run under way) and `workspaceUri`; the core checks it against the contract
+(`RunManager.notify`) and hands the front-end the typed value."""
 
 
 class Refused(Exception):
@@ -54,9 +60,8 @@ class AgentPortsFor:
 class FrontEnd(Protocol):
     """The one port from the core to a front-end (one per connection)."""
 
-    def update(self, payload: dict[str, Any]) -> None:
-        """A `planLsp/update` payload (`kind`, `runId`, `workspaceUri`, …; the contract's
-        update models): the front-end renders it or translates it."""
+    def update(self, update: Update) -> None:
+        """One of the contract's updates: the front-end renders it or maps it to its wire."""
 
     def run_began(self, run_id: str, kind: str) -> None:
         """A run started (LSP: `$/progress` begins)."""

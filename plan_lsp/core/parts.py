@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from plan_lsp.config import Config
     from plan_lsp.core.frontend import FrontEnd
+    from plan_lsp.protocol.state import SessionState
     from plan_lsp.providers.base import Provider
     from plan_lsp.session import Session
     from plan_lsp.tools.mcp.manager import McpManager
@@ -30,4 +31,4 @@ class WorkspaceParts(Protocol):
 
     def plan_text(self, path: Path) -> str: ...
 
-    def state_json(self) -> dict[str, Any]: ...
+    def state(self) -> SessionState: ...

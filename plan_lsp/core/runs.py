@@ -4,15 +4,34 @@ the front-end is told while they happen (updates, pushed state, history)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import ValidationError
 
 from plan_lsp.core.asking import HeardUser
 from plan_lsp.core.checklist import ChecklistMirror
 from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
+from plan_lsp.protocol.errors import CancelledCall, StopReason
+from plan_lsp.protocol.updates import (
+    CancelledCallsUpdate,
+    DeviationUpdate,
+    DoneUpdate,
+    ErrorUpdate,
+    ModeCause,
+    ModeChangedUpdate,
+    PlanDraftUpdate,
+    PromptUpdate,
+    StateUpdate,
+    TextUpdate,
+    Update,
+    parse_update,
+)
 from plan_lsp.session import Actor, PlanStatus
 
 if TYPE_CHECKING:
@@ -81,86 +100,99 @@ class RunManager:
 
     # -- what the front-end is told -------------------------------------------------------------
 
-    def notify(self, payload: dict[str, Any]) -> None:
-        payload.setdefault("runId", self.current.run_id if self.current else None)
-        payload.setdefault("workspaceUri", self.core.root.as_uri())
-        if payload.get("kind") == "text":
+    def notify(self, payload: Mapping[str, object]) -> None:
+        """An update from below the core (the agent, its ports): checked against the contract
+        at this boundary; one that does not hold is logged and dropped."""
+        try:
+            update = parse_update({"runId": self._run_id, "workspaceUri": self._uri, **payload})
+        except ValidationError:
+            log.exception("an update outside the contract was dropped: %r", payload)
+            return
+        self.emit(update)
+
+    def emit(self, update: Update) -> None:
+        if isinstance(update, TextUpdate):
             # Text deltas are batched (like plan edits) so a fast model does not flood the
             # client with one notification per token; order with other kinds is kept.
-            if self._text_run not in (None, payload["runId"]):
+            if self._text_run not in (None, update.runId):
                 self._flush_text()
-            self._text_run = payload["runId"]
-            self._text_parts.append(str(payload.get("delta", "")))
+            self._text_run = update.runId
+            self._text_parts.append(update.delta)
             if self._text_timer is None:
                 loop = asyncio.get_running_loop()
                 self._text_timer = loop.call_later(TEXT_BATCH_S, self._flush_text)
             return
         self._flush_text()
-        self._send(payload)
+        self._send(update)
 
     def _flush_text(self) -> None:
         if self._text_timer is not None:
             self._text_timer.cancel()
             self._text_timer = None
         if self._text_parts:
+            delta = "".join(self._text_parts)
             self._send(
-                {
-                    "runId": self._text_run,
-                    "kind": "text",
-                    "delta": "".join(self._text_parts),
-                    "workspaceUri": self.core.root.as_uri(),
-                }
+                TextUpdate(kind="text", runId=self._text_run, delta=delta, workspaceUri=self._uri)
             )
         self._text_parts = []
         self._text_run = None
 
-    def _send(self, payload: dict[str, Any]) -> None:
-        self._remember(payload)
-        self.frontend.update(payload)
+    @property
+    def _uri(self) -> str:
+        return self.core.root.as_uri()
 
-    def _remember(self, payload: dict[str, Any]) -> None:
+    def _send(self, update: Update) -> None:
+        self._remember(update)
+        self.frontend.update(update)
+
+    def _remember(self, update: Update) -> None:
         """Keep what the user was shown, so a front-end can render the conversation again
         after a reload (`planLsp/history`). Draft progress is not conversation."""
-        kind = payload.get("kind")
-        if kind == "planDraft" and payload.get("status") == "drafting" and payload.get("chars"):
+        if isinstance(update, PlanDraftUpdate) and update.status == "drafting" and update.chars:
             return
         session = self.core.session
         try:
-            session.store.append_history(session.id, session.conversation, payload, HISTORY_KEEP)
-            if kind == "error" and payload.get("failedPrompt") and payload.get("runId"):
+            session.store.append_history(
+                session.id, session.conversation, update.model_dump(mode="json"), HISTORY_KEEP
+            )
+            if isinstance(update, ErrorUpdate) and update.failedPrompt and update.runId:
                 session.store.update_history(
-                    session.id, str(payload["runId"]), "prompt", {"status": "failed"}
+                    session.id, update.runId, "prompt", {"status": "failed"}
                 )
         except Exception:
             log.exception("could not record history")
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[Update]:
+        """The conversation's updates as the user was shown them (any stored entry that no
+        longer holds to the contract is left out)."""
         self._flush_text()
         session = self.core.session
-        return session.store.history(session.id, session.conversation, HISTORY_KEEP)
+        found: list[Update] = []
+        for payload in session.store.history(session.id, session.conversation, HISTORY_KEEP):
+            with contextlib.suppress(ValidationError):
+                found.append(parse_update(payload))
+        return found
 
     def push_state(self) -> None:
         """The whole `SessionState`, to the front-end (never polled)."""
+        state = self.core.state()
         self.frontend.update(
-            {
-                "kind": "state",
-                "workspaceUri": self.core.root.as_uri(),
-                "runId": self.core.session.run_id,
-                "state": self.core.state_json(),
-            }
+            StateUpdate(kind="state", runId=state.runId, state=state, workspaceUri=self._uri)
         )
 
-    def _on_session_change(self, session: Any, kind: str, data: dict[str, Any]) -> None:
+    def _on_session_change(self, session: object, kind: str, data: Mapping[str, object]) -> None:
         core = self.core
         if kind in ("mode_changed", "plan_approved", "permission_mode_changed"):
-            self.notify(
-                {
-                    "kind": "modeChanged",
-                    "mode": core.session.mode.value,
-                    "permissionMode": core.session.permission_mode.value,
-                    "planStatus": core.session.plan_status.value,
-                    "cause": kind,
-                }
+            self.emit(
+                ModeChangedUpdate(
+                    kind="modeChanged",
+                    runId=self._run_id,
+                    mode=core.session.mode,
+                    permissionMode=core.session.permission_mode,
+                    planStatus=core.session.plan_status,
+                    cause=cast(ModeCause, kind),
+                    workspaceUri=self._uri,
+                )
             )
         if kind == "mode_changed" and data.get("to") == "plan":
             # Whoever switched (the user, the model): nothing may change from now on.
@@ -171,26 +203,41 @@ class RunManager:
         if kind not in ("context", "usage"):
             self.frontend.plans_changed()
 
+    @property
+    def _run_id(self) -> str | None:
+        return self.current.run_id if self.current else None
+
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def stop_side_effects(self, because: str) -> list[dict[str, Any]]:
+    async def stop_side_effects(self, because: str) -> list[CancelledCall]:
         """Stop every running tool call that changes the workspace (process-group kill for
         shell commands) and wait until each has ended; tell the front-end which."""
         if self._agent is None:
             return []
-        stopped = [c.to_json() for c in await self._agent.runner.stop_side_effects(because)]
+        stopped = [
+            CancelledCall(tool=c.tool, callId=c.tool_call_id or str(c.number), runId=c.run_id)
+            for c in await self._agent.runner.stop_side_effects(because)
+        ]
         if stopped:
-            self.notify({"kind": "cancelledCalls", "calls": stopped, "reason": because})
+            self.emit(
+                CancelledCallsUpdate(
+                    kind="cancelledCalls",
+                    runId=self._run_id,
+                    calls=stopped,
+                    reason=because,
+                    workspaceUri=self._uri,
+                )
+            )
         return stopped
 
     # -- running --------------------------------------------------------------------------------
 
     def start(
         self,
-        kind: str,
+        kind: Literal["prompt", "do", "planning"],
         opening: ChatMessage | None,
         *,
         do_run: bool = False,
@@ -204,7 +251,15 @@ class RunManager:
         self.current = handle
         self.core.session.set_running(True, handle.run_id)
         if shown is not None:
-            self.notify({"runId": handle.run_id, "kind": "prompt", "origin": kind, "text": shown})
+            self.emit(
+                PromptUpdate(
+                    kind="prompt",
+                    runId=handle.run_id,
+                    origin=kind,
+                    text=shown,
+                    workspaceUri=self._uri,
+                )
+            )
         handle.task = asyncio.ensure_future(self._run(handle, opening, do_run, conversation))
         return handle
 
@@ -279,22 +334,26 @@ class RunManager:
             {"runId": handle.run_id, "stopReason": result.stop_reason, "deviations": deviations},
         )
         for dev in deviations:
-            self.notify(
-                {
-                    "runId": handle.run_id,
-                    "kind": "deviation",
-                    "path": dev,
-                    "message": f"{dev} was changed but the approved plan never mentions it",
-                }
+            message = f"{dev} was changed but the approved plan never mentions it"
+            self.emit(
+                DeviationUpdate(
+                    kind="deviation",
+                    runId=handle.run_id,
+                    path=dev,
+                    message=message,
+                    workspaceUri=self._uri,
+                )
             )
-        self.notify(
-            {
-                "runId": handle.run_id,
-                "kind": "done",
-                "stopReason": result.stop_reason,
-                "touched": [core.rel(p) for p in result.touched],
-                "deviations": deviations,
-            }
+        touched = [core.rel(p) for p in result.touched]
+        self.emit(
+            DoneUpdate(
+                kind="done",
+                stopReason=cast(StopReason, result.stop_reason),
+                touched=touched,
+                deviations=deviations,
+                runId=handle.run_id,
+                workspaceUri=self._uri,
+            )
         )
         self.frontend.run_ended(handle.run_id, result.stop_reason)
         self.frontend.plans_changed()
@@ -303,13 +362,12 @@ class RunManager:
     def _time_out(self, handle: RunHandle) -> None:
         if not handle.cancel.is_set():
             handle.timed_out = True
-            self.notify(
-                {
-                    "runId": handle.run_id,
-                    "kind": "error",
-                    "message": f"the run was stopped after {self.core.config.run_timeout_s:g} s "
-                    "(run_timeout_s)",
-                }
+            limit = self.core.config.run_timeout_s
+            message = f"the run was stopped after {limit:g} s (run_timeout_s)"
+            self.emit(
+                ErrorUpdate(
+                    kind="error", runId=handle.run_id, message=message, workspaceUri=self._uri
+                )
             )
             handle.cancel.set()
 

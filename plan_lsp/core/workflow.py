@@ -1,8 +1,8 @@
 """The session's workflow, whatever the front-end: prompt, approve, reject (with or without
 feedback), mode and permission switches, compaction, cancel, new conversations, revisions,
-history and the connection test. Each operation takes the workspace's core and the
-contract's params model (`session/protocol.py`) and returns plain JSON (the contract's
-result); a refusal raises `Refused` with the reason the user reads."""
+history and the connection test. Each operation takes the workspace's core and plain
+arguments (a front-end has checked its request already) and returns the wire contract's
+result (`plan_lsp/protocol/`); a refusal raises `Refused` with the reason the user reads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import uuid
 from pathlib import Path
-from typing import Any
 
 from plan_lsp.core.frontend import HeldByEditor, Refused
 from plan_lsp.core.runs import RunBusy, RunHandle
@@ -18,15 +17,16 @@ from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
-from plan_lsp.protocol.params import (
-    ApproveParams,
-    NewSessionParams,
-    PlanRevisionsParams,
-    PromptParams,
-    RejectParams,
-    SetModeParams,
-    SetPermissionModeParams,
+from plan_lsp.protocol.errors import CancelledCall, ErrorFix, FixSetting
+from plan_lsp.protocol.results import (
+    ModeSwitchResult,
+    PlanInfo,
+    PlanRevisionsResult,
+    PlansResult,
+    PromptResult,
+    TestConnectionResult,
 )
+from plan_lsp.protocol.state import PermissionMode, SessionState
 from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
 from plan_lsp.session.plans import iso, latest_entry, plan_entries, plan_head, plan_title
 from plan_lsp.session.store import PlanRevision
@@ -50,51 +50,51 @@ def _no_run(core: WorkspaceCore) -> None:
 # -- state and modes ----------------------------------------------------------------------------
 
 
-async def set_mode(core: WorkspaceCore, p: SetModeParams) -> dict[str, Any]:
+async def set_mode(core: WorkspaceCore, mode: WorkMode) -> ModeSwitchResult:
     try:
-        core.session.set_mode(p.mode, Actor.USER)
+        core.session.set_mode(mode, Actor.USER)
     except TransitionRefused as exc:
         raise Refused(f"refused: {exc}") from exc
     return await _after_switch(core)
 
 
-async def toggle_mode(core: WorkspaceCore) -> dict[str, Any]:
+async def toggle_mode(core: WorkspaceCore) -> ModeSwitchResult:
     core.session.toggle_mode(Actor.USER)
     return await _after_switch(core)
 
 
-async def _after_switch(core: WorkspaceCore) -> dict[str, Any]:
+async def _after_switch(core: WorkspaceCore) -> ModeSwitchResult:
     """In plan mode nothing changes: the answer waits until every running call that changes
     the workspace has been stopped, and says which were."""
-    cancelled: list[dict[str, Any]] = []
+    cancelled: list[CancelledCall] = []
     if core.session.mode is WorkMode.PLAN:
         cancelled = await core.runs.stop_side_effects("the user switched to plan mode while it ran")
-    return {**core.state_json(), "cancelled": cancelled}
+    return ModeSwitchResult(**dict(core.state()), cancelled=cancelled)
 
 
-def set_permission_mode(core: WorkspaceCore, p: SetPermissionModeParams) -> dict[str, Any]:
-    core.session.set_permission_mode(p.permissionMode, Actor.USER)
-    return core.state_json()
+def set_permission_mode(core: WorkspaceCore, mode: PermissionMode) -> SessionState:
+    core.session.set_permission_mode(mode, Actor.USER)
+    return core.state()
 
 
 # -- runs ---------------------------------------------------------------------------------------
 
 
-def start_prompt(core: WorkspaceCore, p: PromptParams) -> RunHandle:
+def start_prompt(core: WorkspaceCore, text: str) -> RunHandle:
     """Start the run for a prompt; its task's result is the agent's `RunResult`."""
     from plan_lsp.providers.base import ChatMessage
 
     if core.session.mode is WorkMode.PLAN:
-        core.session.set_task(p.text)
+        core.session.set_task(text)
     try:
-        handle = core.runs.start("prompt", ChatMessage(role="user", content=p.text), shown=p.text)
+        handle = core.runs.start("prompt", ChatMessage(role="user", content=text), shown=text)
     except RunBusy as exc:
         raise Refused(str(exc)) from exc
     return handle
 
 
-async def prompt(core: WorkspaceCore, p: PromptParams) -> dict[str, Any]:
-    handle = start_prompt(core, p)
+async def prompt(core: WorkspaceCore, text: str) -> PromptResult:
+    handle = start_prompt(core, text)
     assert handle.task is not None
     try:
         result = await asyncio.shield(handle.task)
@@ -102,10 +102,10 @@ async def prompt(core: WorkspaceCore, p: PromptParams) -> dict[str, Any]:
         # The request was cancelled: stop the run, then let the cancellation answer it.
         await core.runs.cancel(handle.run_id)
         raise
-    return {"runId": result.run_id, "stopReason": result.stop_reason}
+    return PromptResult.model_validate({"runId": result.run_id, "stopReason": result.stop_reason})
 
 
-async def compact(core: WorkspaceCore) -> dict[str, Any]:
+async def compact(core: WorkspaceCore) -> SessionState:
     """Compact the conversation now: older tool outputs pruned, older turns summarized."""
     try:
         compacted = await core.runs.compact()
@@ -113,17 +113,29 @@ async def compact(core: WorkspaceCore) -> dict[str, Any]:
         raise Refused(f"cannot compact now: {exc}") from exc
     if not compacted:
         core.frontend.show("Nothing to compact yet: the conversation is short.")
-    return core.state_json()
+    return core.state()
 
 
 # -- approval ---------------------------------------------------------------------------------
 
 
-async def approve(core: WorkspaceCore, p: ApproveParams) -> dict[str, Any]:
+async def approve(
+    core: WorkspaceCore,
+    *,
+    plan_uri: str | None = None,
+    sha256: str | None = None,
+    permission_mode: PermissionMode | None = None,
+    clear_context: bool = False,
+    execute: bool = True,
+    force: bool = False,
+) -> SessionState:
+    """Approve the submitted plan as the user saw it (`plan_uri`, the `sha256` of its text);
+    `execute`: start the Do run (in a fresh conversation with `clear_context`); `force`:
+    although readiness checks found errors (otherwise the user is asked)."""
     session = core.session
     _no_run(core)
     path = session.main_plan_path
-    _check_the_plan_the_user_saw(core, p, path)
+    _check_the_plan_the_user_saw(core, plan_uri, path)
     earlier = session.plan_status is PlanStatus.NONE and latest_entry(
         plan_entries(core.store), path.resolve()
     )
@@ -136,12 +148,12 @@ async def approve(core: WorkspaceCore, p: ApproveParams) -> dict[str, Any]:
     text = core.plan_text(path)
     if not text.strip():
         raise Refused(f"cannot approve: {core.rel(path)} is empty; there is no plan yet")
-    if p.sha256 is not None and sha256_text(text) != p.sha256:
+    if sha256 is not None and sha256_text(text) != sha256:
         raise Refused(
             "cannot approve: the plan changed since you saw it; look at it again and approve"
         )
     issues = check_plan(text)
-    if has_errors(issues) and not p.force:
+    if has_errors(issues) and not force:
         problems = "; ".join(i.message for i in issues if i.severity == "error")
         answer = await core.frontend.ask(
             f"The plan has problems: {problems}. Approve anyway?",
@@ -149,45 +161,45 @@ async def approve(core: WorkspaceCore, p: ApproveParams) -> dict[str, Any]:
             warning=True,
         )
         if answer != APPROVE_ANYWAY:
-            return core.state_json()
+            return core.state()
     problem = plan_file_problem(core.plans_dir, path, workspace=core.root)
     if problem is not None:
         raise Refused(f"cannot approve: the plan cannot be saved: {problem}")
     try:
-        approved = session.approve(path, text, p.permissionMode, Actor.USER)
+        approved = session.approve(path, text, permission_mode, Actor.USER)
     except TransitionRefused as exc:
         raise Refused(f"cannot approve: {exc}") from exc
     if approved is None:
-        if p.execute and not session.completed_do:
+        if execute and not session.completed_do:
             # Approved earlier without a finished Do run (saved only, stopped, failed):
             # approving it again carries it out (in build mode, as approving does).
             session.set_mode(WorkMode.BUILD, Actor.USER)
-            if p.permissionMode is not None:
-                session.set_permission_mode(p.permissionMode, Actor.USER)
-            start_do_run(core, p.clearContext)
-            return core.state_json()
+            if permission_mode is not None:
+                session.set_permission_mode(permission_mode, Actor.USER)
+            start_do_run(core, clear_context)
+            return core.state()
         core.frontend.show("This plan is already approved and unchanged; nothing to do.")
-        return core.state_json()
+        return core.state()
     # What was approved is on disk too (the buffer saved by the client, or written), or,
     # in an editor that saves only when the user does, in the buffer the user saves.
     if not await core.frontend.save_buffer(path):
         with contextlib.suppress(HeldByEditor):
             core.frontend.write_file(path, text)
-    if p.execute:
-        start_do_run(core, p.clearContext)
-    return core.state_json()
+    if execute:
+        start_do_run(core, clear_context)
+    return core.state()
 
 
-def _check_the_plan_the_user_saw(core: WorkspaceCore, p: ApproveParams, path: Path) -> None:
+def _check_the_plan_the_user_saw(core: WorkspaceCore, plan_uri: str | None, path: Path) -> None:
     """The approved plan must be the one the user looked at: a named document must be the
     submitted plan; an unnamed approval is refused while several plan files were written
     (the model could have shown one and submitted another)."""
     shown = core.rel(path)
-    if p.planUri is not None:
-        named = _path_of_uri(p.planUri)
+    if plan_uri is not None:
+        named = _path_of_uri(plan_uri)
         if named is None or named != path.resolve():
             raise Refused(
-                f"cannot approve {p.planUri}: the plan submitted for approval is {shown}; "
+                f"cannot approve {plan_uri}: the plan submitted for approval is {shown}; "
                 "read that one and approve it"
             )
         return
@@ -234,7 +246,9 @@ def start_do_run(core: WorkspaceCore, clear_context: bool) -> None:
     core.runs.start("do", opening, do_run=True, conversation=conversation, shown=shown)
 
 
-async def reject(core: WorkspaceCore, p: RejectParams) -> dict[str, Any]:
+async def reject(
+    core: WorkspaceCore, feedback: str | None = None, *, confirm: bool = False
+) -> SessionState:
     """Reject the submitted plan. With feedback (given, or `> feedback:` lines in the plan)
     a planning run revises it; without, the plan is rejected and stays approvable and
     revisable. `confirm` (lenses, code actions): without feedback the user is asked first."""
@@ -242,21 +256,21 @@ async def reject(core: WorkspaceCore, p: RejectParams) -> dict[str, Any]:
 
     session = core.session
     _no_run(core)
-    feedback = (p.feedback or "").strip() or extract_feedback(
+    feedback = (feedback or "").strip() or extract_feedback(
         core.plan_text(session.main_plan_path)
     )
     if not feedback:
         if session.plan_status is PlanStatus.REJECTED:
             # Rejected already: nothing to reject again; say how to go on.
             core.frontend.show(f"The plan is rejected. {HOW_TO_REVISE}")
-            return core.state_json()
-        if p.confirm and session.plan_status in (PlanStatus.SUBMITTED, PlanStatus.DRAFTING):
+            return core.state()
+        if confirm and session.plan_status in (PlanStatus.SUBMITTED, PlanStatus.DRAFTING):
             answer = await core.frontend.ask(
                 f"Reject the plan without feedback? {HOW_TO_REVISE}",
                 [REJECT_WITHOUT_FEEDBACK, "Cancel"],
             )
             if answer != REJECT_WITHOUT_FEEDBACK:
-                return core.state_json()
+                return core.state()
             _no_run(core)  # a run started while the user was asked
     try:
         session.reject(feedback, Actor.USER)
@@ -265,31 +279,31 @@ async def reject(core: WorkspaceCore, p: RejectParams) -> dict[str, Any]:
     if feedback:
         opening = prompts.feedback_request(feedback, str(session.main_plan_path))
         core.runs.start("planning", opening, shown=f"Rejected the plan: {feedback}")
-    return core.state_json()
+    return core.state()
 
 
 # -- revisions, history, sessions, connection ----------------------------------------------------
 
 
-def plan_revisions(core: WorkspaceCore, p: PlanRevisionsParams | None = None) -> dict[str, Any]:
+def plan_revisions(core: WorkspaceCore, plan_uri: str | None = None) -> PlanRevisionsResult:
     """The last two revisions of one plan file (`planUri`, default the session's current
     plan), never another plan's; the earlier one also as a read-only file (so an editor
     can show the two side by side)."""
     from plan_lsp.policy.server_dir import write_revision
 
-    revs = plan_file_revisions(core, _plan_of(core, p.planUri if p is not None else None))
+    revs = plan_file_revisions(core, _plan_of(core, plan_uri))
     previous = revs[-2] if len(revs) >= 2 else None
     current = revs[-1] if revs else None
     previous_uri = None
     if previous is not None:
         previous_uri = write_revision(core.root, previous.rev, previous.text).as_uri()
-    return {
-        "previous": previous.text if previous else None,
-        "current": current.text if current else None,
-        "previousRevision": previous.rev if previous else None,
-        "currentRevision": current.rev if current else None,
-        "previousUri": previous_uri,
-    }
+    return PlanRevisionsResult(
+        previous=previous.text if previous else None,
+        current=current.text if current else None,
+        previousRevision=previous.rev if previous else None,
+        currentRevision=current.rev if current else None,
+        previousUri=previous_uri,
+    )
 
 
 def _plan_of(core: WorkspaceCore, uri: str | None) -> Path:
@@ -322,7 +336,7 @@ def _plan_title(core: WorkspaceCore, path: Path) -> str:
     return plan_title(text, path.name)
 
 
-def plans(core: WorkspaceCore) -> dict[str, Any]:
+def plans(core: WorkspaceCore) -> PlansResult:
     """Every plan of the workspace (this session's and earlier sessions'), oldest first,
     with where it ended; the session's current plan says so (`current`)."""
     session = core.session
@@ -337,30 +351,32 @@ def plans(core: WorkspaceCore) -> dict[str, Any]:
             if status == "approved" and session.completed_do:
                 status = "done"
         out.append(
-            {
-                "uri": path.as_uri(),
-                "title": _plan_title(core, path),
-                "status": status,
-                "sessionId": entry.session_id,
-                "revisions": entry.revisions,
-                "approvedAt": iso(entry.approved_at) if entry.approved_at is not None else None,
-                "updatedAt": iso(entry.updated),
-                "current": is_current and session.plan_status is not PlanStatus.NONE,
-            }
+            PlanInfo.model_validate(
+                {
+                    "uri": path.as_uri(),
+                    "title": _plan_title(core, path),
+                    "status": status,
+                    "sessionId": entry.session_id,
+                    "revisions": entry.revisions,
+                    "approvedAt": None if entry.approved_at is None else iso(entry.approved_at),
+                    "updatedAt": iso(entry.updated),
+                    "current": is_current and session.plan_status is not PlanStatus.NONE,
+                }
+            )
         )
-    return {"plans": out}
+    return PlansResult(plans=out)
 
 
-def new_session(core: WorkspaceCore, p: NewSessionParams) -> dict[str, Any]:
+def new_session(core: WorkspaceCore, keep_approved_plan: bool = False) -> SessionState:
     _no_run(core)
     try:
-        core.session.new_conversation(p.keepApprovedPlan, Actor.USER)
+        core.session.new_conversation(keep_approved_plan, Actor.USER)
     except TransitionRefused as exc:
         raise Refused(f"refused: {exc}") from exc
-    return core.state_json()
+    return core.state()
 
 
-async def test_connection(core: WorkspaceCore) -> dict[str, Any]:
+async def test_connection(core: WorkspaceCore) -> TestConnectionResult:
     from plan_lsp.providers.base import ProviderError, error_help
 
     info = core.provider_info()
@@ -368,20 +384,21 @@ async def test_connection(core: WorkspaceCore) -> dict[str, Any]:
         message = await asyncio.wait_for(core.provider().check(), CONNECTION_TEST_S)
     except ProviderError as exc:
         code, fix = error_help(exc)
-        return {"ok": False, "code": code, "message": exc.message, "fix": fix}
+        answer = {"ok": False, "code": code, "message": exc.message, "fix": fix}
+        return TestConnectionResult.model_validate(answer)
     except TimeoutError:
-        return {
-            "ok": False,
-            "code": "provider_unreachable",
-            "message": f"the model server did not answer within {CONNECTION_TEST_S:g} s",
-            "fix": {"setting": "baseUrl"},
-        }
+        return TestConnectionResult(
+            ok=False,
+            code="provider_unreachable",
+            message=f"the model server did not answer within {CONNECTION_TEST_S:g} s",
+            fix=ErrorFix(setting="baseUrl"),
+        )
     if not info.configured:
-        setting = "model" if "model" in (info.problem or "") else "apiKey"
-        return {
-            "ok": False,
-            "code": "provider_unconfigured",
-            "message": info.problem,
-            "fix": {"setting": setting},
-        }
-    return {"ok": True, "code": None, "message": message, "fix": {}}
+        setting: FixSetting = "model" if "model" in (info.problem or "") else "apiKey"
+        return TestConnectionResult(
+            ok=False,
+            code="provider_unconfigured",
+            message=info.problem or "",
+            fix=ErrorFix(setting=setting),
+        )
+    return TestConnectionResult(ok=True, code=None, message=message, fix=ErrorFix())

@@ -16,8 +16,8 @@ from plan_lsp.core.runs import RunManager
 from plan_lsp.plan.checklist import without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.policy.sandbox_probe import sandbox_status, sandbox_status_nowait
+from plan_lsp.protocol.state import McpServerStatus, ProviderInfo, SessionState
 from plan_lsp.session import Session, StateStore
-from plan_lsp.session.model import McpServerStatus, ProviderInfo
 
 if TYPE_CHECKING:
     from plan_lsp.providers.base import Provider, ProviderError
@@ -83,8 +83,8 @@ class WorkspaceCore:
     def plans_dir(self) -> Path:
         return self.config.plans_path(self.root)
 
-    def state_json(self) -> dict[str, Any]:
-        return self.session.state().model_dump(mode="json")
+    def state(self) -> SessionState:
+        return self.session.state()
 
     def rel(self, path: Path | str) -> str:
         """`path` relative to the workspace, for messages (itself when outside)."""

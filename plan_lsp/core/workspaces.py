@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from plan_lsp.config import load_config
 from plan_lsp.core.frontend import FrontEnd, ProcessShared
@@ -21,13 +20,13 @@ class Workspaces:
     def __init__(
         self,
         frontend: FrontEnd,
-        cli_overrides: dict[str, Any] | None = None,
+        cli_overrides: dict[str, object] | None = None,
         shared: ProcessShared | None = None,
     ) -> None:
         self.frontend = frontend
-        self.cli_overrides: dict[str, Any] = dict(cli_overrides or {})
+        self.cli_overrides: dict[str, object] = dict(cli_overrides or {})
         self.shared = shared or ProcessShared()
-        self.init_options: dict[str, Any] = {}
+        self.init_options: dict[str, object] = {}
         self.roots: list[Path] = []
         self._cores: dict[Path, WorkspaceCore] = {}
         self.on_created: list[Callable[[WorkspaceCore], None]] = []

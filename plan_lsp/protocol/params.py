@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from plan_lsp.protocol.state import PermissionMode, WorkMode
 
 
 class WireModel(BaseModel):
-    """A message of the contract: exactly the fields declared, no others."""
+    """A message of the contract: exactly the fields declared, no others. Dumped, it carries
+    the fields it was given (an optional field left out stays out, not `null`); the other
+    models of the contract (`SessionState` and its parts) are dumped whole."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    @model_serializer(mode="wrap")
+    def _given_fields(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = self.model_fields_set
+        return {k: v for k, v in dump(self).items() if k in given}
 
 
 # -- client → server requests: params --------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from plan_lsp.protocol.errors import CancelledCall, ErrorCode, ErrorFix, StopReason
 from plan_lsp.protocol.params import WireModel
@@ -95,6 +95,9 @@ class PlanDraftUpdate(UpdateBase):
     revision: int | None = Field(default=None, description="The submitted revision's number.")
 
 
+ModeCause = Literal["mode_changed", "plan_approved", "permission_mode_changed"]
+
+
 class ModeChangedUpdate(UpdateBase):
     """The work mode, the permission mode or the plan's status changed (the `state` update
     follows)."""
@@ -103,7 +106,7 @@ class ModeChangedUpdate(UpdateBase):
     mode: WorkMode = Field(description="The work mode now.")
     permissionMode: PermissionMode = Field(description="The permission mode now.")
     planStatus: PlanStatus = Field(description="The plan's status now.")
-    cause: Literal["mode_changed", "plan_approved", "permission_mode_changed"] = Field(
+    cause: ModeCause = Field(
         description="What changed it."
     )
 
@@ -272,8 +275,3 @@ def parse_update(payload: Mapping[str, object]) -> Update:
     checked against the contract; raises pydantic's ValidationError."""
     return _updates().validate_python(payload)
 
-
-def wire(message: BaseModel) -> dict[str, Any]:
-    """A message as JSON on the wire: the fields it was given, a field left out stays out
-    (an absent optional field is not sent as `null`)."""
-    return message.model_dump(mode="json", exclude_unset=True)

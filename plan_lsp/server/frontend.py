@@ -5,7 +5,7 @@ that do not render it, `window/logMessage` and `$/progress`), questions as
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -18,6 +18,7 @@ from plan_lsp.server.user_port import LspUserPort
 
 if TYPE_CHECKING:
     from plan_lsp.core.workspaces import Workspaces
+    from plan_lsp.protocol.updates import Update
     from plan_lsp.server.documents import DocumentStore
     from plan_lsp.server.plan_views import PlanViews
 
@@ -46,17 +47,19 @@ class LspFrontEnd:
 
     # -- updates ----------------------------------------------------------------------------------
 
-    def update(self, payload: dict[str, Any]) -> None:
+    def update(self, update: Update) -> None:
+        """The core's update as LSP: the `planLsp/update` notification (the contract's JSON:
+        the fields the update was given), or for a client that does not render it, the
+        standard equivalents."""
         client = self.client
         if client.support.plan_lsp:
-            client.update(payload)
+            client.update(update.model_dump(mode="json"))
             return
-        # A client that does not render planLsp/update gets the standard equivalents.
-        line = describe_update(payload)
+        line = describe_update(update)
         if line is None:
             return
         client.log(line)
-        token = self._progress.get(str(payload.get("runId")))
+        token = self._progress.get(str(update.runId))
         if token is not None:
             client.progress_report(token, line)
 

@@ -10,6 +10,7 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import BaseModel
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
@@ -79,24 +80,29 @@ def context_for(ls: PlanLanguageServer, params: WorkspaceParams) -> WorkspaceCor
 # -- state and modes ----------------------------------------------------------------------------
 
 
+def _json(result: BaseModel) -> dict[str, Any]:
+    """A result of the core as the wire carries it."""
+    return result.model_dump(mode="json")
+
+
 def get_state(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
-    return context_for(ls, parse_params(WorkspaceParams, params)).state_json()
+    return _json(context_for(ls, parse_params(WorkspaceParams, params)).state())
 
 
 @_answers_refusals
 async def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(SetModeParams, params)
-    return await workflow.set_mode(context_for(ls, p), p)
+    return _json(await workflow.set_mode(context_for(ls, p), p.mode))
 
 
 @_answers_refusals
 async def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
-    return await workflow.toggle_mode(context_for(ls, parse_params(WorkspaceParams, params)))
+    return _json(await workflow.toggle_mode(context_for(ls, parse_params(WorkspaceParams, params))))
 
 
 def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(SetPermissionModeParams, params)
-    return workflow.set_permission_mode(context_for(ls, p), p)
+    return _json(workflow.set_permission_mode(context_for(ls, p), p.permissionMode))
 
 
 # -- runs ---------------------------------------------------------------------------------------
@@ -105,7 +111,7 @@ def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 @_answers_refusals
 async def prompt(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(PromptParams, params)
-    return await workflow.prompt(context_for(ls, p), p)
+    return _json(await workflow.prompt(context_for(ls, p), p.text))
 
 
 async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
@@ -117,7 +123,7 @@ async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 @_answers_refusals
 async def compact(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     """Compact the conversation now: older tool outputs pruned, older turns summarized."""
-    return await workflow.compact(context_for(ls, parse_params(WorkspaceParams, params)))
+    return _json(await workflow.compact(context_for(ls, parse_params(WorkspaceParams, params))))
 
 
 # -- approval ---------------------------------------------------------------------------------
@@ -126,13 +132,23 @@ async def compact(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 @_answers_refusals
 async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(ApproveParams, params)
-    return await workflow.approve(context_for(ls, p), p)
+    return _json(
+        await workflow.approve(
+            context_for(ls, p),
+            plan_uri=p.planUri,
+            sha256=p.sha256,
+            permission_mode=p.permissionMode,
+            clear_context=p.clearContext,
+            execute=p.execute,
+            force=p.force,
+        )
+    )
 
 
 @_answers_refusals
 async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(RejectParams, params)
-    return await workflow.reject(context_for(ls, p), p)
+    return _json(await workflow.reject(context_for(ls, p), p.feedback, confirm=p.confirm))
 
 
 # -- revisions, history, sessions, connection ----------------------------------------------------
@@ -141,11 +157,11 @@ async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 @_answers_refusals_now
 def plan_revisions(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(PlanRevisionsParams, params)
-    return workflow.plan_revisions(context_for(ls, p), p)
+    return _json(workflow.plan_revisions(context_for(ls, p), p.planUri))
 
 
 def plans(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
-    return workflow.plans(context_for(ls, parse_params(WorkspaceParams, params)))
+    return _json(workflow.plans(context_for(ls, parse_params(WorkspaceParams, params))))
 
 
 async def show_previous_revision(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
@@ -160,14 +176,18 @@ async def show_previous_revision(ls: PlanLanguageServer, params: Any) -> dict[st
 
 def history(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     ctx = context_for(ls, parse_params(WorkspaceParams, params))
-    return {"updates": ctx.runs.history()}
+    from plan_lsp.protocol.updates import HistoryResult
+
+    return _json(HistoryResult(updates=ctx.runs.history()))
 
 
 @_answers_refusals_now
 def new_session(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(NewSessionParams, params)
-    return workflow.new_session(context_for(ls, p), p)
+    return _json(workflow.new_session(context_for(ls, p), p.keepApprovedPlan))
 
 
 async def test_connection(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
-    return await workflow.test_connection(context_for(ls, parse_params(WorkspaceParams, params)))
+    return _json(
+        await workflow.test_connection(context_for(ls, parse_params(WorkspaceParams, params)))
+    )

@@ -3,7 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from plan_lsp.protocol.updates import (
+    BlockedUpdate,
+    CancelledCallsUpdate,
+    DeviationUpdate,
+    DoneUpdate,
+    ErrorUpdate,
+    PermissionUpdate,
+    PlanDraftUpdate,
+    PromptUpdate,
+    ToolCallUpdate,
+    Update,
+)
 
 _LIMIT = 300
 
@@ -13,28 +24,26 @@ def _short(text: object) -> str:
     return value if len(value) <= _LIMIT else value[: _LIMIT - 1] + "…"
 
 
-def describe_update(update: dict[str, Any]) -> str | None:
+def describe_update(update: Update) -> str | None:
     """The line a person reading the client's log should see, or None (text deltas, state
     and draft progress are not worth a line each)."""
-    kind = update.get("kind")
-    if kind == "prompt":
-        return f"plan-lsp: {_short(update.get('text', ''))}"
-    if kind == "toolCall":
-        return f"plan-lsp: {update.get('tool')} {_short(update.get('arguments', ''))}"
-    if kind == "permission" and update.get("decision"):
-        answer = str(update.get("decision")).replace("_", " ")
-        return f"plan-lsp: {answer}: {update.get('tool')} {_short(update.get('summary', ''))}"
-    if kind == "blocked":
-        return f"plan-lsp: blocked {update.get('tool')}: {_short(update.get('reason', ''))}"
-    if kind == "planDraft" and update.get("status") in ("submitted", "changedOnDisk"):
-        return f"plan-lsp: plan {update.get('status')}: {update.get('uri')}"
-    if kind == "error":
-        return f"plan-lsp: error: {_short(update.get('message', ''))}"
-    if kind == "deviation":
-        return f"plan-lsp: {_short(update.get('message', ''))}"
-    if kind == "cancelledCalls":
-        tools = ", ".join(str(c.get("tool")) for c in update.get("calls", []))
-        return f"plan-lsp: stopped {tools}: {_short(update.get('reason', ''))}"
-    if kind == "done":
-        return f"plan-lsp: run finished ({update.get('stopReason')})"
+    match update:
+        case PromptUpdate(text=text):
+            return f"plan-lsp: {_short(text)}"
+        case ToolCallUpdate(tool=tool, arguments=arguments):
+            return f"plan-lsp: {tool} {_short(arguments or '')}"
+        case PermissionUpdate(decision=str(decision), tool=tool, summary=summary):
+            return f"plan-lsp: {decision.replace('_', ' ')}: {tool} {_short(summary)}"
+        case BlockedUpdate(tool=tool, reason=reason):
+            return f"plan-lsp: blocked {tool}: {_short(reason)}"
+        case PlanDraftUpdate(status="submitted" | "changedOnDisk" as status, uri=uri):
+            return f"plan-lsp: plan {status}: {uri}"
+        case ErrorUpdate(message=message):
+            return f"plan-lsp: error: {_short(message)}"
+        case DeviationUpdate(message=message):
+            return f"plan-lsp: {_short(message)}"
+        case CancelledCallsUpdate(calls=calls, reason=reason):
+            return f"plan-lsp: stopped {', '.join(c.tool for c in calls)}: {_short(reason)}"
+        case DoneUpdate(stopReason=reason):
+            return f"plan-lsp: run finished ({reason})"
     return None

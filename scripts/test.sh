@@ -2,17 +2,18 @@
 # Runs the checks: lint (ruff), types (mypy), then one tier of the Python tests.
 #
 #   bash scripts/test.sh --unit   ruff, mypy, the unit tier (`-m unit`): tests that start no
-#                                 process at all (no server, sandbox, editor, git or bash);
-#                                 measured on 2 cores: 41-45 s, 60-100 s while other work
-#                                 loads the machine (README, Development: the figures).
+#                                 process at all (no server, sandbox, editor, git or bash).
 #   bash scripts/test.sh --fast   ruff, mypy, the unit tier plus the execution gate's and the
 #                                 shell classifier's tests that need no server and no sandbox
-#                                 (`-m fast`, the same as `-m "not slow"`); the unit tier's
-#                                 time and a little more: 43 s, 59-100 s under load.
-#   bash scripts/test.sh          everything (what CI runs, .ci/run): ruff, mypy, the VS Code
-#                                 extension's unit tests and the whole suite (unit, property,
-#                                 end-to-end through real editors, reliability, attack suite,
-#                                 the benchmarks' smoke run); tens of minutes.
+#                                 (`-m fast`, the same as `-m "not slow"`).
+#   bash scripts/test.sh          everything (what CI runs, .ci/run): ruff, mypy, then the test
+#                                 tools on first use (scripts/test-tools.sh: editors, a model
+#                                 server, the attack suites' programs; quick once installed),
+#                                 the VS Code extension's unit tests and the whole suite (unit,
+#                                 property, end-to-end through real editors, reliability,
+#                                 attack suite, the benchmarks' smoke run).
+# --unit and --fast install nothing. PLAN_LSP_TEST_TOOLS=0 skips the installer (the tests
+# whose tool is missing then skip, or fail under CI=true).
 #
 # Tiers and markers are given by tests/conftest.py (by place and by what a test imports);
 # a test in the unit tier that starts a process fails. Extra arguments go to pytest.
@@ -35,6 +36,9 @@ if [ "$tier" != full ]; then
   # Nothing below these folders is in either tier (by place): not even collected.
   exec .venv/bin/python -m pytest -q -n 2 -m "$tier" --ignore=tests/e2e \
     --ignore=tests/reliability --ignore=tests/bench --ignore=tests/redteam "$@"
+fi
+if [ "${PLAN_LSP_TEST_TOOLS:-1}" != 0 ]; then
+  bash scripts/test-tools.sh
 fi
 if [ -d client-vscode/node_modules ]; then
   (cd client-vscode && npm test --silent)

@@ -1,6 +1,6 @@
 """Tests that need a tool this machine may lack: they skip on a developer's machine, but FAIL
-under CI (`CI=true`), which installs everything (`scripts/setup.sh`) — so a green CI run never
-hides a test that did not run."""
+under CI (`CI=true`), which installs everything (`scripts/test-tools.sh`, which
+`scripts/test.sh` runs) — so a green CI run never hides a test that did not run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def need(ok: bool, reason: str) -> None:
     if ok:
         return
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI installs it: scripts/setup.sh)")
+        pytest.fail(f"{reason} (CI installs it: scripts/test-tools.sh)")
     pytest.skip(reason)
 
 

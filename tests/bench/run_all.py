@@ -7,7 +7,7 @@ Run: .venv/bin/python tests/bench/run_all.py [--quick] [--smoke] [--no-peers]
 --smoke   tiny runs that only check each benchmark executes and reports numbers; implies
           --no-peers (no PyPI servers are installed or started)
 --markdown  also print the summary as a Markdown table
---write-docs  write that table into README.md and docs/benchmarks.md, between the
+--write-docs  write that table into docs/benchmarks.md, between the
           `<!-- benchmarks:begin -->` / `<!-- benchmarks:end -->` markers (the published
           numbers are always a generated run, never copied by hand)
 
@@ -130,11 +130,11 @@ def markdown(rows: list[tuple[str, Result]]) -> str:
 
 
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
-DOCS = [HERE.parent.parent / "README.md", HERE.parent.parent / "docs" / "benchmarks.md"]
+DOCS = [HERE.parent.parent / "docs" / "benchmarks.md"]
 
 
 def write_docs(table: str, quick: bool) -> None:
-    """Replace the generated block in README.md and docs/benchmarks.md."""
+    """Replace the generated block in docs/benchmarks.md."""
     import platform
 
     stamp = (

@@ -1,5 +1,5 @@
 """Real Emacs (Debian's emacs-nox 28.2) with eglot 1.9 and with lsp-mode 8.0, configured as
-the README's "Emacs" section says, against the real server with the scripted provider.
+docs/editors.md's "Emacs" section says, against the real server with the scripted provider.
 
 Per client, two sessions, PLAN.md open before the prompt or not. The plan (multi-line
 Markdown, emoji) and its revision stream at a model's pace (`model_speed.MODEL_PACE`): every
@@ -29,7 +29,7 @@ or saved", "changed on disk"), and every file holds its buffer's text. No warnin
 (the `planLsp/update` notifications that come with the capability are ignored quietly).
 
 Emacs runs as a daemon under `timeout -s KILL` with a fresh HOME whose init.el is the
-README configuration (tests/e2e/emacs/*-init.el); tests/e2e/emacs/driver.el drives it and
+docs/editors.md configuration (tests/e2e/emacs/*-init.el); tests/e2e/emacs/driver.el drives it and
 writes what it saw as JSON. Install with tests/e2e/emacs/install.sh (scripts/setup.sh)."""
 
 from __future__ import annotations
@@ -414,7 +414,7 @@ def test_emacs_plan_session(client: str, plan_open_before: bool, tmp_path: Path)
 
 
 def test_readme_shows_the_tested_configurations() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
     for init_file, _ in CLIENTS.values():
         config = (EMACS_DIR / init_file).read_text(encoding="utf-8").strip()
-        assert config in readme, f"README's Emacs section lacks {init_file} as tested"
+        assert config in readme, f"docs/editors.md's Emacs section lacks {init_file} as tested"

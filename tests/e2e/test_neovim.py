@@ -9,7 +9,7 @@ the scripted provider, in two scenarios per version:
   build-mode shell command asks through showMessageRequest + vim.ui.select;
 - with no plugin at all (tests/e2e/nvim/minimal_config.lua, client-nvim/README.md's
   configuration for 0.7 to 0.10): approval needs nothing but standard LSP;
-- Neovim 0.11 only, the README's "Neovim 0.11+ (native)" configuration as the user's
+- Neovim 0.11 only, docs/editors.md's "Neovim 0.11+ (native)" configuration as the user's
   init.lua (tests/e2e/nvim/native_session.lua), plans streamed at a model's speed: see
   `test_native_configuration_at_model_speed`.
 
@@ -366,7 +366,7 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
 
 @VERSIONS
 def test_approval_needs_only_standard_lsp(version: str, tmp_path: Path) -> None:
-    """The README's no-plugin configuration: plain client, built-in code lens approval."""
+    """client-nvim/README.md's no-plugin configuration: plain client, code lens approval."""
     run = run_nvim(version, LUA_DIR / "minimal_config.lua", plan_then_do_turns(), tmp_path)
     result = run.result
     assert result["prompt_result"]["stopReason"] == "plan_submitted"
@@ -494,9 +494,9 @@ def test_usage_and_compaction_with_the_plugin(tmp_path: Path) -> None:
     assert not result["unexpected_prompts"]
 
 
-# -- Neovim 0.11+ with the README's native configuration -------------------------------------
+# -- Neovim 0.11+ with docs/editors.md's native configuration ---------------------------------
 
-README = REPO / "README.md"
+EDITORS_DOC = REPO / "docs" / "editors.md"
 NATIVE_MARKER = "-- plan-lsp with Neovim 0.11's own LSP client"
 # A model-speed session takes a while: two ~2 KB plans at ~1 KB/s with pauses, and a Do run.
 NATIVE_KILL_AFTER_S = 240
@@ -512,11 +512,13 @@ PLAN_STEPS = [
 
 
 def readme_native_config() -> str:
-    """The Lua block of the README's "Neovim 0.11+ (native)" section, exactly as written."""
-    readme = README.read_text(encoding="utf-8")
+    """The Lua block of docs/editors.md's "Neovim 0.11+ (native)" section, exactly as written."""
+    readme = EDITORS_DOC.read_text(encoding="utf-8")
     blocks = re.findall(r"```lua\n(.*?)```", readme, flags=re.DOTALL)
     found = [b for b in blocks if b.startswith(NATIVE_MARKER)]
-    assert len(found) == 1, f"README.md has {len(found)} Lua blocks starting {NATIVE_MARKER!r}"
+    assert len(found) == 1, (
+        f"docs/editors.md has {len(found)} Lua blocks starting {NATIVE_MARKER!r}"
+    )
     return found[0]
 
 
@@ -567,7 +569,7 @@ def sha(text: str) -> str:
 
 @pytest.mark.parametrize("plan_open_before", [False, True], ids=["plan-not-open", "plan-open"])
 def test_native_configuration_at_model_speed(plan_open_before: bool, tmp_path: Path) -> None:
-    """The README's "Neovim 0.11+ (native)" block is the user's init.lua (vim.lsp.config +
+    """docs/editors.md's "Neovim 0.11+ (native)" block is the user's init.lua (vim.lsp.config +
     vim.lsp.enable, no plugin, every other setting Neovim's default) and `plan-lsp` is on PATH.
     The user opens hello.py (and, in one variant, the empty PLAN.md) and runs :PlanPrompt.
     The plan and its revision stream at a model's pace into PLAN.md (which the server opens

@@ -1,6 +1,6 @@
-"""Real Vim (Debian's vim-nox 9.0) with the coc.nvim release build, configured as the README's
+"""Real Vim (Debian's vim-nox 9.0) with the coc.nvim release build, configured as docs/editors.md's
 "Vim + coc.nvim" section says (coc's defaults plus its `languageserver` entry, read from the
-README itself), against the real server with the scripted provider streaming at a model's
+page itself), against the real server with the scripted provider streaming at a model's
 speed (`MODEL_PACE`).
 
 Vim runs in a terminal (tmux); tests/e2e/vim/driver.vim drives it from inside on a timer and
@@ -96,10 +96,10 @@ def session_turns() -> list[dict[str, Any]]:
 
 
 def readme_coc_settings() -> str:
-    """The `coc-settings.json` the README's "Vim + coc.nvim" section shows, as written."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("**Vim + coc.nvim**", 1)
-    assert len(section) == 2, "README has no **Vim + coc.nvim** section"
+    """The `coc-settings.json` docs/editors.md's "Vim + coc.nvim" section shows, as written."""
+    readme = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Vim + coc.nvim\n", 1)
+    assert len(section) == 2, 'docs/editors.md has no "Vim + coc.nvim" section'
     block = re.search(r"```json\n(.*?)```", section[1], re.S)
     assert block is not None, "the Vim + coc.nvim section shows no coc-settings.json"
     settings = block.group(1)
@@ -176,7 +176,7 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     wrapper.chmod(0o755)
 
     # The user's Vim: coc.nvim installed as a Vim package, a vimrc with filetype detection,
-    # and coc-settings.json exactly as the README shows it.
+    # and coc-settings.json exactly as docs/editors.md shows it.
     home = tmp_path / "home"
     (home / ".vim" / "pack" / "coc" / "start").mkdir(parents=True)
     (home / ".vim" / "pack" / "coc" / "start" / "coc.nvim").symlink_to(COC_DIR)

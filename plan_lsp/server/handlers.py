@@ -5,16 +5,22 @@ exactly what is registered here."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from plan_lsp import startup
+from plan_lsp.core import Refused
 from plan_lsp.server import methods
 from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_from
+from plan_lsp.server.params import RequestFailed
 from plan_lsp.server.plain import to_plain
+from plan_lsp.session import TransitionRefused
+from plan_lsp.tools.paths import PathRefused
 
 Handler = Callable[[PlanLanguageServer, Any], Any]
 
@@ -53,13 +59,50 @@ CODE_ACTION_OPTIONS = types.CodeActionOptions(
 )
 
 
+# What a request may meet that refuses it rather than fails it: the core's refusals, a
+# transition the session does not allow, a path the tools refuse, and the filesystem's
+# refusals (the safe reader's and writer's `WriteRefused` — a link, a FIFO, a file too large
+# — and the system's own, e.g. a folder the user cannot write).
+REFUSALS = (Refused, TransitionRefused, PathRefused, OSError)
+
+
+def _reason(exc: BaseException) -> str:
+    """What was refused and why, as a person reads it (never an exception's class name)."""
+    if isinstance(exc, OSError) and exc.strerror:  # the system's: not "[Errno 13] ..."
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc) or "the server refused the request"
+
+
+def answered(handler: Handler) -> Handler:
+    """`handler` with its refusals (`REFUSALS`) answered as LSP's RequestFailed, the reason
+    its message, instead of an internal error naming a Python exception."""
+    if inspect.iscoroutinefunction(handler):
+
+        @wraps(handler)
+        async def run_async(ls: PlanLanguageServer, params: Any) -> Any:
+            try:
+                return await handler(ls, params)
+            except REFUSALS as exc:
+                raise RequestFailed(_reason(exc)) from exc
+
+        return run_async
+
+    @wraps(handler)
+    def run(ls: PlanLanguageServer, params: Any) -> Any:
+        try:
+            return handler(ls, params)
+        except REFUSALS as exc:
+            raise RequestFailed(_reason(exc)) from exc
+
+    return run
+
+
 def _register_request(ls: PlanLanguageServer, name: str, handler: Handler) -> None:
-    ls.feature(name)(handler)
+    ls.feature(name)(answered(handler))
 
 
 def _register_command(ls: PlanLanguageServer, name: str, handler: Handler) -> None:
-    import inspect
-
+    handler = answered(handler)
     if inspect.iscoroutinefunction(handler):
 
         async def run_async(ls: PlanLanguageServer, *args: Any) -> Any:

@@ -8,6 +8,7 @@ nothing but the expected files changed.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -233,10 +234,16 @@ async def test_a_symlink_in_revisions_never_changes_its_target(tmp_path: Path, l
     before_src = tree(ws / "src")
     async with started(server) as ed:
         await reject_and_revise(ed)
-        with pytest.raises(JsonRpcException, match="is a symbolic link"):
+        with pytest.raises(JsonRpcException, match="is a symbolic link") as request:
             await ed.request("planLsp/planRevisions", {})
-        with pytest.raises(JsonRpcException, match="is a symbolic link"):
+        with pytest.raises(JsonRpcException, match="is a symbolic link") as command:
             await ed.command("planLsp.showPreviousRevision", {})
+    # A refusal a person reads: RequestFailed naming the file and why, no Python in it.
+    for refused in (request.value, command.value):
+        assert refused.code == -32803, (refused.code, refused.message)
+        assert not re.search(r"[A-Z][a-z]+[A-Z]\w*|Error|Traceback", refused.message), refused
+        assert refused.data is None
+        assert "revisions" in refused.message
     assert tree(ws / "src") == before_src
     run = ws / "src" / "run.sh"
     assert run.read_bytes() == RUN_SH and stat.S_IMODE(run.stat().st_mode) == 0o755

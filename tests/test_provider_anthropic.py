@@ -362,3 +362,47 @@ async def test_cancelling_mid_stream_propagates_and_frees_the_provider(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (await collect(provider.stream(simple_request()))).text == "next"
+
+
+def _marked(params: dict[str, Any]) -> list[str]:
+    """What each cache breakpoint of a request marks: 'system', 'tool:NAME', or the text or
+    tool_result content of the message block."""
+    out = [f"tool:{t['name']}" for t in params.get("tools", []) if "cache_control" in t]
+    system = params.get("system")
+    if isinstance(system, list) and any("cache_control" in b for b in system):
+        out.append("system")
+    for turn in params["messages"]:
+        for block in turn["content"]:
+            if "cache_control" in block:
+                out.append(block.get("text") or block.get("content") or block["type"])
+    return out
+
+
+def test_cache_breakpoints_move_with_the_history() -> None:
+    """At most four breakpoints: the system prompt (tools before it), and the last stored
+    block of the last two user turns; the ephemeral context after them is never marked, and
+    each step's newest breakpoint is the next step's older one (what it reads back)."""
+    provider = AnthropicProvider("m", base_url="http://127.0.0.1:1", api_key="k")
+    stored = [ChatMessage("user", "Fix the bug")]
+    reminder = ChatMessage("user", "Pinned context", meta={"ephemeral": True})
+    previous: list[str] = []
+    for step in range(5):
+        request = ModelRequest(
+            "r", "build", [ChatMessage("system", "You build."), *stored, reminder], [READ_FILE]
+        )
+        marked = _marked(provider.request_params(request))
+        assert len(marked) <= 4 and marked[0] == "system" and "Pinned context" not in marked
+        newest = "Fix the bug" if step == 0 else f"result {step - 1}"
+        assert marked[-1] == newest
+        if previous:
+            assert marked[-2] == previous[-1]
+        previous = marked
+        call = ToolCall(f"toolu_{step}", "read_file", '{"path": "a"}')
+        stored += [
+            ChatMessage("assistant", "", tool_calls=[call]),
+            ChatMessage("tool", f"result {step}", tool_call_id=call.id, name="read_file"),
+        ]
+    tools_only = provider.request_params(
+        ModelRequest("r", "build", [ChatMessage("user", "hi")], [READ_FILE])
+    )
+    assert _marked(tools_only) == ["tool:read_file", "hi"]

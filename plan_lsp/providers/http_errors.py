@@ -73,7 +73,7 @@ def html_title(text: str) -> str | None:
         return None
     found = _TITLE.search(text)
     title = " ".join(html.unescape(found.group(1)).split())[:200] if found else ""
-    return f"an HTML page{f' titled {title!r}' if title else ''} (not the model API's answer)"
+    return f"an HTML page{f' titled {title!r}' if title else ''} (not an API's answer)"
 
 
 # The server's words when a request does not fit the context it runs the model with
@@ -118,7 +118,8 @@ def status_error(
         )
     if status >= 500:
         return ProviderError("server", f"{server} failed (HTTP {status}): {detail}")
-    if status in (400, 404) and "model" in detail.lower():
+    page = isinstance(body, str) and html_title(body) is not None
+    if status in (400, 404) and "model" in detail.lower() and not page:
         # "The model `x` does not exist", "model: x" (OpenAI, Anthropic, vLLM, Ollama).
         return ProviderError("model", f"{server} refused the model (HTTP {status}): {detail}")
     if status == 404:

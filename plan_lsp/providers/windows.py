@@ -83,13 +83,17 @@ def window_from_llama_props(props: Any) -> int | None:
 
 
 def window_from_models(listing: Any, model: str | None) -> int | None:
-    """vLLM's `GET /v1/models`: `max_model_len` of the served model (the first, if unnamed)."""
+    """`GET /v1/models`: vLLM's `max_model_len` of the served model (the first, if unnamed);
+    else llama.cpp's `meta.n_ctx_train` (the longest context the model knows)."""
     if not isinstance(listing, dict) or not isinstance(listing.get("data"), list):
         return None
     entries = [e for e in listing["data"] if isinstance(e, dict)]
     named = [e for e in entries if e.get("id") == model] or entries[:1]
     for entry in named:
-        window = _positive(entry.get("max_model_len"))
+        meta = entry.get("meta")
+        window = _positive(entry.get("max_model_len")) or (
+            _positive(meta.get("n_ctx_train")) if isinstance(meta, dict) else None
+        )
         if window:
             return window
     return None

@@ -99,8 +99,7 @@ _.kwargs  # acp/agent.py: the protocol's signatures take extra keyword arguments
 
 # -- Python and import machinery ---------------------------------------------------------------
 
-_.__getattr__  # providers/__init__.py: module __getattr__ (PEP 562), imports an SDK on use
-_.BASH_TOOL  # tools/bash.py: loaded by name by tools/registry.py (_optional_tool)
+_.__getattr__  # policy/sandbox/__init__.py: module __getattr__ (PEP 562), loads a mechanism on use
 
 # -- used outside the package: scripts/, tests/, benchmarks ------------------------------------
 

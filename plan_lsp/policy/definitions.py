@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
 
 # planShell settings (config `planShell`): `off` never offers bash in plan mode.
 PLAN_SHELL_OFF = "off"
-PLAN_SHELL_CLASSIFIED = "classified"
-PLAN_SHELL_SANDBOXED = "sandboxed"
+PLAN_SHELL_CLASSIFIED: Final = "classified"
+PLAN_SHELL_SANDBOXED: Final = "sandboxed"
 
 
 @dataclass(frozen=True)

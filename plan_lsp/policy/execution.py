@@ -11,7 +11,6 @@ Every decision is appended to the session's event log.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +34,9 @@ from plan_lsp.policy.ports import (
     PermissionRequest,
 )
 from plan_lsp.policy.safety import ToolDefinition
+from plan_lsp.policy.sandbox import git_config_hazards, sandbox_kind
+from plan_lsp.policy.shell import Protection, classify_command
+from plan_lsp.policy.shell.gitfiles import files_outside
 
 log = logging.getLogger(__name__)
 
@@ -80,49 +82,28 @@ class ShellContext:
 
     # "classified": the classifier is the only wall (strict allow-list);
     # "sandboxed": the command runs in a proven sandbox (refuse only intent to change things).
-    protection: str
+    protection: Protection
     roots: tuple[Path, ...]
     network: bool
 
 
 def default_classifier(command: str, context: ShellContext) -> ShellClassification:
-    """The shell classifier (`policy/shell`), imported when first needed."""
-    module = importlib.import_module("plan_lsp.policy.shell")
+    """The shell classifier (`policy/shell`)."""
     roots = list(context.roots)
-    result: ShellClassification = module.classify_command(
+    return classify_command(
         command,
         protection=context.protection,
         roots=roots or None,
         cwd=roots[0] if roots else None,
         network=context.network,
     )
-    return result
 
 
 def default_git_hazards(repo: Path, shell: ShellClassification, roots: Sequence[Path]) -> list[str]:
     """What in `repo`'s git configuration would run a program that the plan-mode git
     hardening cannot neutralise (`policy/sandbox`), or make an allowed git subcommand read a
     file outside the workspace (`policy/shell/gitfiles.py`)."""
-    found: list[str] = []
-    try:
-        module = importlib.import_module("plan_lsp.policy.sandbox")
-    except ImportError:
-        pass
-    else:
-        found.extend(module.git_config_hazards(repo))
-    gitfiles = importlib.import_module("plan_lsp.policy.shell.gitfiles")
-    found.extend(gitfiles.files_outside(repo, roots, shell.programs))
-    return found
-
-
-def default_sandbox_probe() -> str | None:
-    """Which OS sandbox can wrap plan-mode shell commands, if any."""
-    try:
-        module = importlib.import_module("plan_lsp.policy.sandbox")
-    except ImportError:
-        return None
-    kind = module.sandbox_kind()
-    return str(kind) if kind else None
+    return [*git_config_hazards(repo), *files_outside(repo, roots, shell.programs)]
 
 
 @dataclass(frozen=True)
@@ -192,7 +173,7 @@ class ExecutionGate:
         self.plan_network = plan_network
         self._roots = tuple(Path(r) for r in roots) if roots is not None else None
         self._classify = classify
-        self._sandbox_probe = sandbox_probe or default_sandbox_probe
+        self._sandbox_probe = sandbox_probe or sandbox_kind
         self._git_hazards = git_hazards or default_git_hazards
 
     def current_mode(self) -> WorkMode:
@@ -301,7 +282,7 @@ class ExecutionGate:
             )
         return _ModeCheck(None, read_only_proven=allowed)
 
-    def _protection(self, mode: WorkMode) -> str:
+    def _protection(self, mode: WorkMode) -> Protection:
         if (
             mode is WorkMode.PLAN
             and self.plan_shell == PLAN_SHELL_SANDBOXED
@@ -310,7 +291,7 @@ class ExecutionGate:
             return PLAN_SHELL_SANDBOXED
         return PLAN_SHELL_CLASSIFIED
 
-    def shell_context(self, protection: str) -> ShellContext:
+    def shell_context(self, protection: Protection) -> ShellContext:
         roots = self._roots
         if roots is None:
             roots = tuple(self.permissions.workspace_roots)
@@ -336,7 +317,7 @@ class ExecutionGate:
         )
 
     def _classification(
-        self, arguments: Mapping[str, Any], state: _CallState, protection: str
+        self, arguments: Mapping[str, Any], state: _CallState, protection: Protection
     ) -> tuple[bool, list[str]]:
         memo = state.classification.get(protection)
         if memo is not None:

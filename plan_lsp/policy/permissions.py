@@ -334,6 +334,7 @@ class PermissionEngine:
                 r.verdict == "allow"
                 and r.rule.pattern is not None
                 and _exact(r.rule.pattern)
+                and _exact(r.rule.tool)
                 and self._matches(r.rule, view, restrictive=False)
             ):
                 return PermissionDecision(

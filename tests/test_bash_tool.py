@@ -302,6 +302,40 @@ async def test_classified_plan_commands_get_the_allow_list_environment(
     assert git == str(git_shim_dir() / "git"), git
 
 
+async def test_classified_plan_commands_read_no_user_configuration_and_keep_the_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's ~/.gitconfig rewrites a remote with a token, ~/.jq defines a function:
+    a classified command sees neither (a fresh, empty home), and runs under the sandbox's
+    CPU, memory and file-size limits; the home is gone afterwards."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        '[url "https://a:TOKEN-9@example.com/"]\n\tinsteadOf = https://example.com/\n'
+    )
+    (home / ".jq").write_text('def leak: "TOKEN-9";\n')
+    monkeypatch.setenv("HOME", str(home))
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    remote = ["git", "-C", str(ws), "remote", "add", "origin", "https://example.com/r"]
+    subprocess.run(
+        remote, check=True, env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    )
+    command = (
+        "git remote -v; jq -n 'leak' 2>&1; echo HOME=$HOME; ls -A ~ | wc -l; "
+        "ulimit -t; ulimit -f; ulimit -d; git --version; python3 --version"
+    )
+    result = await run_shell(command, ws, 30, False, None, profile="plan")
+    assert result.data is not None
+    out = result.data["stdout"]
+    assert "TOKEN-9" not in out and "origin\thttps://example.com/r (fetch)" in out, out
+    lines = out.splitlines()
+    private = next(x for x in lines if x.startswith("HOME="))[5:]
+    assert private != str(home) and not Path(private).exists()
+    at = lines.index(f"HOME={private}")
+    assert lines[at + 1 : at + 5] == ["0", "600", "1048576", "4194304"], lines
+    assert lines[at + 5].startswith("git version") and lines[at + 6].startswith("Python 3")
+
+
 async def test_build_commands_keep_the_environment_but_not_server_secrets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

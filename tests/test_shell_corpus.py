@@ -25,7 +25,7 @@ def _lines(name: str) -> list[str]:
 BENIGN = _lines("benign.txt")
 BLOCKED = _lines("blocked.txt")
 # The false-block bounds the classifier promises (docs/security.md).
-MAX_FALSE_BLOCKS = {"classified": 0.10, "sandboxed": 0.02}
+MAX_FALSE_BLOCKS = {"classified": 0.05, "sandboxed": 0.0}
 
 
 @pytest.fixture

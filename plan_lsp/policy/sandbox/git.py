@@ -164,6 +164,7 @@ while (( i < n )); do
     --exec-path=*)
       echo "git: --exec-path=<dir> runs programs from <dir>; refused in plan mode" >&2
       exit 128 ;;
+    --version) exec "$real" version ;;  # `git --version config ...` would not list it
     -*) globals+=("$a"); (( i += 1 )) ;;
     *) break ;;
   esac

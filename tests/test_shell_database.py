@@ -282,3 +282,34 @@ def test_any_option_not_declared_for_a_program_is_refused_naming_it(
     assert not ok, (program, flag, reasons)
     name = flag.partition("=")[0]
     assert any(f"`{name}`" in r for r in reasons), (program, flag, reasons)
+
+
+def test_examples_are_checked_when_the_classifier_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An example the rules refuse, or a not-example they accept, stops the load, naming
+    both; the next classification tries the load again."""
+    import plan_lsp.policy.shell.classifier as classifier
+    import plan_lsp.policy.shell.database as data
+
+    monkeypatch.setattr(data, "examples", lambda _: [("rm -rf src", True), ("ls -la", False)])
+    monkeypatch.setattr(classifier, "_loaded", None)
+    with pytest.raises(ValueError, match=r"'rm -rf src' is refused: .*`rm`.*'ls -la' is accepted"):
+        classify_command("ls")
+    assert classifier._loaded is None
+
+
+def test_every_entry_with_derived_names_or_refused_characters_refuses_them(
+    tmp_path: Path,
+) -> None:
+    """`zcat -f notes` where `notes.gz` links out, xmllint's `%`-escapes: refused, named."""
+    (tmp_path / "ws").mkdir()
+    ws = tmp_path / "ws"
+    (tmp_path / "secret").write_text("x")
+    for suffix in (".gz", ".z", "-z", ".Z"):
+        (ws / f"n{suffix}").symlink_to(tmp_path / "secret")
+        for cmd in ("zcat -f n", "gzip -dc n", "gunzip -c n", "zgrep x n"):
+            allowed, reasons = _strict(cmd, ws)
+            assert not allowed and f"`n{suffix}` when `n` is missing" in reasons[-1], reasons
+        (ws / f"n{suffix}").unlink()
+    assert _strict("zcat -f n", ws)[0]
+    allowed, reasons = _strict("xmllint --noout %2E%2E/secret", ws)
+    assert not allowed and "contains `%`" in reasons[-1]

@@ -379,14 +379,15 @@ def _marked(params: dict[str, Any]) -> list[str]:
 
 
 def test_cache_breakpoints_move_with_the_history() -> None:
-    """At most four breakpoints: the system prompt (tools before it), and the last stored
-    block of the last two user turns; the ephemeral context after them is never marked, and
-    each step's newest breakpoint is the next step's older one (what it reads back)."""
+    """At most four breakpoints: the system prompt (tools before it), the last stored block
+    of the last two user turns, and one on a fixed grid of user turns; the ephemeral context
+    after them is never marked, and each step's newest breakpoint is the next step's older
+    one (what it reads back)."""
     provider = AnthropicProvider("m", base_url="http://127.0.0.1:1", api_key="k")
     stored = [ChatMessage("user", "Fix the bug")]
     reminder = ChatMessage("user", "Pinned context", meta={"ephemeral": True})
     previous: list[str] = []
-    for step in range(5):
+    for step in range(11):
         request = ModelRequest(
             "r", "build", [ChatMessage("system", "You build."), *stored, reminder], [READ_FILE]
         )
@@ -396,6 +397,10 @@ def test_cache_breakpoints_move_with_the_history() -> None:
         assert marked[-1] == newest
         if previous:
             assert marked[-2] == previous[-1]
+        if step >= 8:
+            # A breakpoint that stays put (every GRID_TURNS user turns): what pruning leaves
+            # of the older history is still read back.
+            assert marked[1] == "result 5" and len(marked) == 4
         previous = marked
         call = ToolCall(f"toolu_{step}", "read_file", '{"path": "a"}')
         stored += [

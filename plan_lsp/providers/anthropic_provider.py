@@ -145,12 +145,19 @@ def anthropic_turns(
     return "\n\n".join(system_parts), turns, [anchors[i] for i in sorted(anchors)]
 
 
+# A fixed breakpoint every this many user turns: Anthropic finds an entry up to 20 blocks
+# before a breakpoint, and a step adds two or three blocks.
+GRID_TURNS = 6
+
+
 def mark_cache(params: dict[str, Any], anchors: list[dict[str, Any]]) -> None:
     """Prompt-cache breakpoints (`cache_control`), at most MAX_CACHE_BREAKPOINTS: the end of
     the tool definitions and system prompt (the same on every request of a mode), and the
     last stored block of the last two user turns: the newest is written for the next
-    request, the one before is what the previous request wrote (read now). Ephemeral context
-    (reminders, pinned context) comes after them and is never cached."""
+    request, the one before is what the previous request wrote (read now). One more sits
+    on a grid of user turns that does not move from step to step: when pruning rewrites the
+    newer part of the history, what comes before it is still read back. Ephemeral context
+    (reminders, pinned context) comes after them all and is never cached."""
     budget = MAX_CACHE_BREAKPOINTS
     if params.get("system"):
         params["system"] = [{"type": "text", "text": params["system"], "cache_control": _CACHE}]
@@ -158,7 +165,12 @@ def mark_cache(params: dict[str, Any], anchors: list[dict[str, Any]]) -> None:
     elif params.get("tools"):
         params["tools"][-1]["cache_control"] = _CACHE
         budget -= 1
-    for block in anchors[len(anchors) - min(2, budget, len(anchors)) :]:
+    chosen = anchors[-2:]
+    if anchors:
+        grid = anchors[(len(anchors) - 1) // GRID_TURNS * GRID_TURNS]
+        if all(grid is not block for block in chosen):
+            chosen.insert(0, grid)
+    for block in chosen[len(chosen) - min(budget, len(chosen)) :]:
         block["cache_control"] = _CACHE
 
 

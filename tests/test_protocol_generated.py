@@ -1,5 +1,6 @@
 """docs/protocol.md and client-vscode/src/protocol.generated.ts are what
-scripts/gen_protocol.py makes of the contract's models today: a model changed without
+scripts/gen_protocol.py makes of the contract's models today (the TypeScript through
+json-schema-to-typescript, the extension's dev dependency): a model changed without
 regenerating them fails here, with the diff."""
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
+from tests.needs import need
+
+pytestmark = pytest.mark.process  # json2ts runs under node
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -17,6 +24,7 @@ def _generator() -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    need(module.JSON2TS.exists(), "json2ts is not installed (`npm ci` in client-vscode/)")
     return module
 
 

@@ -65,7 +65,8 @@ JSON
     npm rebuild --foreground-scripts code-server argon2)
 fi
 
-if [[ ! -d "$HERE/node_modules/playwright-core" || ! -d "$HERE/node_modules/vscode-languageclient" ]]; then
+if [[ ! -d "$HERE/node_modules/playwright-core" || ! -d "$HERE/node_modules/vscode-languageclient" \
+  || ! -d "$HERE/node_modules/json-schema-to-typescript" ]]; then
   echo "install-e2e: npm ci in $HERE"
   (cd "$HERE" && npm ci --no-audit --no-fund)
 fi

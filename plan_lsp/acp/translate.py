@@ -13,23 +13,8 @@ from typing import Any
 from acp import helpers, schema
 
 from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.protocol import updates as u
 from plan_lsp.protocol.state import SessionState, Todo, WorkMode
-from plan_lsp.protocol.updates import (
-    BlockedUpdate,
-    CancelledCallsUpdate,
-    CompactionUpdate,
-    DeviationUpdate,
-    ErrorUpdate,
-    ModeChangedUpdate,
-    PermissionUpdate,
-    PromptUpdate,
-    StateUpdate,
-    TextUpdate,
-    TodosUpdate,
-    ToolCallUpdate,
-    ToolResultUpdate,
-    Update,
-)
 
 # Work modes as ACP session modes (and the `mode` config option's values).
 MODES: list[tuple[str, str, str]] = [
@@ -99,7 +84,7 @@ def config_options(
     ]
 
 
-def arguments_of(call: ToolCallUpdate) -> dict[str, Any]:
+def arguments_of(call: u.ToolCallUpdate) -> dict[str, Any]:
     """A tool call's arguments as an object (the model's JSON text; {} when it is not one)."""
     raw = call.arguments
     if not raw:
@@ -132,7 +117,7 @@ def call_title(tool: str, arguments: dict[str, Any]) -> str:
     return tool
 
 
-def tool_call_start(call: ToolCallUpdate, root: Path) -> schema.ToolCallStart:
+def tool_call_start(call: u.ToolCallUpdate, root: Path) -> schema.ToolCallStart:
     tool = call.tool
     call_id = call.toolCallId or tool
     arguments = arguments_of(call)
@@ -152,7 +137,7 @@ def text_content(text: str) -> schema.ContentToolCallContent:
 
 
 def tool_result(
-    result: ToolResultUpdate, diff: tuple[Path, str | None, str] | None = None
+    result: u.ToolResultUpdate, diff: tuple[Path, str | None, str] | None = None
 ) -> schema.ToolCallProgress:
     content: list[Any] = []
     if diff is not None and not result.isError:
@@ -167,7 +152,7 @@ def tool_result(
     )
 
 
-def blocked(call: BlockedUpdate) -> schema.ToolCallProgress:
+def blocked(call: u.BlockedUpdate) -> schema.ToolCallProgress:
     reason = f"Refused ({call.error}): {call.reason}"
     content = [text_content(reason)]
     return helpers.update_tool_call(call.toolCallId, status="failed", content=content)
@@ -202,55 +187,55 @@ def mode_changed(mode: str) -> list[Any]:
     ]
 
 
-def updates_for(update: Update, root: Path, *, replay: bool = False) -> list[Any]:
+def updates_for(update: u.Update, root: Path, *, replay: bool = False) -> list[Any]:
     """The ACP updates one core update becomes (a tool result's diff is `Walk`'s: it knows
     the file's text before the call); `replay`: rendering a stored conversation again."""
     match update:
-        case TextUpdate(delta=delta):
+        case u.TextUpdate(delta=delta):
             return [helpers.update_agent_message_text(delta)] if delta else []
-        case ToolCallUpdate(subagent=str(), description=description):
+        case u.ToolCallUpdate(subagent=str(), description=description):
             # The `task` call's own card is the subagent's: its result ends it.
             label = description or "a task"
             return [helpers.update_agent_thought_text(f"Subagent started: {label}.")]
-        case ToolCallUpdate():
+        case u.ToolCallUpdate():
             return [tool_call_start(update, root)]
-        case ToolResultUpdate():
+        case u.ToolResultUpdate():
             return [tool_result(update)]
-        case BlockedUpdate():
+        case u.BlockedUpdate():
             return [blocked(update)]
-        case TodosUpdate(todos=todos):
+        case u.TodosUpdate(todos=todos):
             return [plan_entries(todos)]
-        case ModeChangedUpdate(mode=mode):
+        case u.ModeChangedUpdate(mode=mode):
             return mode_changed(mode.value)
-        case StateUpdate(state=state):
+        case u.StateUpdate(state=state):
             found = usage(state)
             return [found] if found is not None else []
-        case ErrorUpdate(message=message):
+        case u.ErrorUpdate(message=message):
             return [helpers.update_agent_message_text(f"\n\nError: {message}\n")]
-        case DeviationUpdate(message=message):
+        case u.DeviationUpdate(message=message):
             return [helpers.update_agent_message_text(f"\n\nNote: {message}\n")]
-        case CancelledCallsUpdate(calls=calls, reason=reason):
+        case u.CancelledCallsUpdate(calls=calls, reason=reason):
             stopped = [text_content(f"Stopped: {reason}")]
             return [
                 helpers.update_tool_call(c.callId or c.tool, status="failed", content=stopped)
                 for c in calls
             ]
-        case CompactionUpdate(tokensBefore=before, tokensAfter=after):
+        case u.CompactionUpdate(tokensBefore=before, tokensAfter=after):
             return [
                 helpers.update_agent_thought_text(
                     f"Compacted the conversation ({before} → {after} tokens)."
                 )
             ]
-        case PermissionUpdate(decision=str(decision)) if replay:
+        case u.PermissionUpdate(decision=str(decision)) if replay:
             answer = decision.replace("_", " ")
             return [
                 helpers.update_agent_thought_text(
                     f"Permission for {update.tool} ({update.summary}): {answer}."
                 )
             ]
-        case PromptUpdate(origin="prompt", text=text) if replay:
+        case u.PromptUpdate(origin="prompt", text=text) if replay:
             return [helpers.update_user_message_text(text)]
-        case PromptUpdate(text=text) if replay:
+        case u.PromptUpdate(text=text) if replay:
             return [helpers.update_agent_thought_text(text)]
     return []
 
@@ -265,14 +250,14 @@ class Walk:
         self._before: dict[str, tuple[Path, str | None]] = {}
         self.last_exit_call: str | None = None
 
-    def live(self, update: Update) -> list[Any]:
-        if isinstance(update, ToolCallUpdate) and update.toolCallId:
+    def live(self, update: u.Update) -> list[Any]:
+        if isinstance(update, u.ToolCallUpdate) and update.toolCallId:
             if update.tool == "exit_plan_mode":
                 self.last_exit_call = update.toolCallId
             path = call_path(self.root, update.tool, arguments_of(update))
             if update.tool in EDIT_TOOLS and path is not None:
                 self._before[update.toolCallId] = (path, disk_text(path))
-        if isinstance(update, ToolResultUpdate):
+        if isinstance(update, u.ToolResultUpdate):
             return [tool_result(update, self._diff(update.toolCallId))]
         return updates_for(update, self.root)
 

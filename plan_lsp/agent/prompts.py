@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.providers.base import ChatMessage
-from plan_lsp.session.model import WorkMode
 from plan_lsp.session.session import sha256_text
 from plan_lsp.session.store import Event
 

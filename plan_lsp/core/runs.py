@@ -17,21 +17,8 @@ from plan_lsp.core.asking import HeardUser
 from plan_lsp.core.checklist import ChecklistMirror
 from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
+from plan_lsp.protocol import updates as u
 from plan_lsp.protocol.errors import CancelledCall, StopReason
-from plan_lsp.protocol.updates import (
-    CancelledCallsUpdate,
-    DeviationUpdate,
-    DoneUpdate,
-    ErrorUpdate,
-    ModeCause,
-    ModeChangedUpdate,
-    PlanDraftUpdate,
-    PromptUpdate,
-    StateUpdate,
-    TextUpdate,
-    Update,
-    parse_update,
-)
 from plan_lsp.session import Actor, PlanStatus
 
 if TYPE_CHECKING:
@@ -104,14 +91,14 @@ class RunManager:
         """An update from below the core (the agent, its ports): checked against the contract
         at this boundary; one that does not hold is logged and dropped."""
         try:
-            update = parse_update({"runId": self._run_id, "workspaceUri": self._uri, **payload})
+            update = u.parse_update({"runId": self._run_id, "workspaceUri": self._uri, **payload})
         except ValidationError:
             log.exception("an update outside the contract was dropped: %r", payload)
             return
         self.emit(update)
 
-    def emit(self, update: Update) -> None:
-        if isinstance(update, TextUpdate):
+    def emit(self, update: u.Update) -> None:
+        if isinstance(update, u.TextUpdate):
             # Text deltas are batched (like plan edits) so a fast model does not flood the
             # client with one notification per token; order with other kinds is kept.
             if self._text_run not in (None, update.runId):
@@ -132,7 +119,7 @@ class RunManager:
         if self._text_parts:
             delta = "".join(self._text_parts)
             self._send(
-                TextUpdate(kind="text", runId=self._text_run, delta=delta, workspaceUri=self._uri)
+                u.TextUpdate(kind="text", runId=self._text_run, delta=delta, workspaceUri=self._uri)
             )
         self._text_parts = []
         self._text_run = None
@@ -141,56 +128,56 @@ class RunManager:
     def _uri(self) -> str:
         return self.core.root.as_uri()
 
-    def _send(self, update: Update) -> None:
+    def _send(self, update: u.Update) -> None:
         self._remember(update)
         self.frontend.update(update)
 
-    def _remember(self, update: Update) -> None:
+    def _remember(self, update: u.Update) -> None:
         """Keep what the user was shown, so a front-end can render the conversation again
         after a reload (`planLsp/history`). Draft progress is not conversation."""
-        if isinstance(update, PlanDraftUpdate) and update.status == "drafting" and update.chars:
+        if isinstance(update, u.PlanDraftUpdate) and update.status == "drafting" and update.chars:
             return
         session = self.core.session
         try:
             session.store.append_history(
                 session.id, session.conversation, update.model_dump(mode="json"), HISTORY_KEEP
             )
-            if isinstance(update, ErrorUpdate) and update.failedPrompt and update.runId:
+            if isinstance(update, u.ErrorUpdate) and update.failedPrompt and update.runId:
                 session.store.update_history(
                     session.id, update.runId, "prompt", {"status": "failed"}
                 )
         except Exception:
             log.exception("could not record history")
 
-    def history(self) -> list[Update]:
+    def history(self) -> list[u.Update]:
         """The conversation's updates as the user was shown them (any stored entry that no
         longer holds to the contract is left out)."""
         self._flush_text()
         session = self.core.session
-        found: list[Update] = []
+        found: list[u.Update] = []
         for payload in session.store.history(session.id, session.conversation, HISTORY_KEEP):
             with contextlib.suppress(ValidationError):
-                found.append(parse_update(payload))
+                found.append(u.parse_update(payload))
         return found
 
     def push_state(self) -> None:
         """The whole `SessionState`, to the front-end (never polled)."""
         state = self.core.state()
         self.frontend.update(
-            StateUpdate(kind="state", runId=state.runId, state=state, workspaceUri=self._uri)
+            u.StateUpdate(kind="state", runId=state.runId, state=state, workspaceUri=self._uri)
         )
 
     def _on_session_change(self, session: object, kind: str, data: Mapping[str, object]) -> None:
         core = self.core
         if kind in ("mode_changed", "plan_approved", "permission_mode_changed"):
             self.emit(
-                ModeChangedUpdate(
+                u.ModeChangedUpdate(
                     kind="modeChanged",
                     runId=self._run_id,
                     mode=core.session.mode,
                     permissionMode=core.session.permission_mode,
                     planStatus=core.session.plan_status,
-                    cause=cast(ModeCause, kind),
+                    cause=cast(u.ModeCause, kind),
                     workspaceUri=self._uri,
                 )
             )
@@ -223,7 +210,7 @@ class RunManager:
         ]
         if stopped:
             self.emit(
-                CancelledCallsUpdate(
+                u.CancelledCallsUpdate(
                     kind="cancelledCalls",
                     runId=self._run_id,
                     calls=stopped,
@@ -252,7 +239,7 @@ class RunManager:
         self.core.session.set_running(True, handle.run_id)
         if shown is not None:
             self.emit(
-                PromptUpdate(
+                u.PromptUpdate(
                     kind="prompt",
                     runId=handle.run_id,
                     origin=kind,
@@ -336,7 +323,7 @@ class RunManager:
         for dev in deviations:
             message = f"{dev} was changed but the approved plan never mentions it"
             self.emit(
-                DeviationUpdate(
+                u.DeviationUpdate(
                     kind="deviation",
                     runId=handle.run_id,
                     path=dev,
@@ -346,7 +333,7 @@ class RunManager:
             )
         touched = [core.rel(p) for p in result.touched]
         self.emit(
-            DoneUpdate(
+            u.DoneUpdate(
                 kind="done",
                 stopReason=cast(StopReason, result.stop_reason),
                 touched=touched,
@@ -365,7 +352,7 @@ class RunManager:
             limit = self.core.config.run_timeout_s
             message = f"the run was stopped after {limit:g} s (run_timeout_s)"
             self.emit(
-                ErrorUpdate(
+                u.ErrorUpdate(
                     kind="error", runId=handle.run_id, message=message, workspaceUri=self._uri
                 )
             )

@@ -8,32 +8,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from plan_lsp.protocol.params import (
-    ApproveParams,
-    CancelParams,
-    NewSessionParams,
-    PlanRevisionsParams,
-    PromptParams,
-    RejectParams,
-    SetModeParams,
-    SetPermissionModeParams,
-    WorkspaceParams,
-)
-from plan_lsp.protocol.results import (
-    AskUserParams,
-    AskUserResult,
-    CancelResult,
-    ModeSwitchResult,
-    PlanRevisionsResult,
-    PlansResult,
-    PromptResult,
-    RequestPermissionParams,
-    RequestPermissionResult,
-    SaveDocumentParams,
-    SaveDocumentResult,
-    ShowPreviousRevisionResult,
-    TestConnectionResult,
-)
+from plan_lsp.protocol import params as p
+from plan_lsp.protocol import results as r
 from plan_lsp.protocol.state import SessionState
 from plan_lsp.protocol.updates import HistoryResult
 
@@ -48,75 +24,75 @@ class Method:
 
 
 METHODS: tuple[Method, ...] = (
-    Method("planLsp/state", WorkspaceParams, SessionState, "The session state."),
+    Method("planLsp/state", p.WorkspaceParams, SessionState, "The session state."),
     Method(
         "planLsp/setMode",
-        SetModeParams,
-        ModeSwitchResult,
+        p.SetModeParams,
+        r.ModeSwitchResult,
         "Switch plan ↔ build. Switching to build mode is refused while a plan is drafting "
         "or submitted.",
     ),
-    Method("planLsp/toggleMode", WorkspaceParams, ModeSwitchResult, "Switch plan ↔ build."),
+    Method("planLsp/toggleMode", p.WorkspaceParams, r.ModeSwitchResult, "Switch plan ↔ build."),
     Method(
         "planLsp/setPermissionMode",
-        SetPermissionModeParams,
+        p.SetPermissionModeParams,
         SessionState,
         "How build-mode side effects are asked.",
     ),
     Method(
         "planLsp/prompt",
-        PromptParams,
-        PromptResult,
+        p.PromptParams,
+        r.PromptResult,
         "Start a run; answered when it ends (`$/cancelRequest` stops it). In plan mode the "
         "text becomes the session's task. Refused while another run is in progress.",
     ),
-    Method("planLsp/cancel", CancelParams, CancelResult, "Stop the run in progress."),
+    Method("planLsp/cancel", p.CancelParams, r.CancelResult, "Stop the run in progress."),
     Method(
         "planLsp/approvePlan",
-        ApproveParams,
+        p.ApproveParams,
         SessionState,
         "Approve the submitted plan exactly as the buffer holds it, switch to build mode and "
         "start the Do run. Refused while a run is in progress.",
     ),
     Method(
         "planLsp/rejectPlan",
-        RejectParams,
+        p.RejectParams,
         SessionState,
         "Reject the submitted plan; with feedback the agent revises it.",
     ),
     Method(
         "planLsp/planRevisions",
-        PlanRevisionsParams,
-        PlanRevisionsResult,
+        p.PlanRevisionsParams,
+        r.PlanRevisionsResult,
         "A plan file's last two revisions (default: the session's current plan).",
     ),
     Method(
         "planLsp/plans",
-        WorkspaceParams,
-        PlansResult,
+        p.WorkspaceParams,
+        r.PlansResult,
         "Every plan of the workspace (this session's and earlier ones') with its status.",
     ),
     Method(
         "planLsp/history",
-        WorkspaceParams,
+        p.WorkspaceParams,
         HistoryResult,
         "The current conversation's updates, to render it again.",
     ),
     Method(
         "planLsp/newSession",
-        NewSessionParams,
+        p.NewSessionParams,
         SessionState,
         "Start a new conversation. Refused while a run is in progress.",
     ),
     Method(
         "planLsp/testConnection",
-        WorkspaceParams,
-        TestConnectionResult,
+        p.WorkspaceParams,
+        r.TestConnectionResult,
         "One cheap model request: does the model server answer and serve the model?",
     ),
     Method(
         "planLsp/compact",
-        WorkspaceParams,
+        p.WorkspaceParams,
         SessionState,
         "Compact the conversation now (a `compaction` update, then `state`). Refused while a "
         "run is in progress.",
@@ -124,13 +100,13 @@ METHODS: tuple[Method, ...] = (
 )
 
 COMMANDS: tuple[Method, ...] = (
-    Method("planLsp.approvePlan", ApproveParams, SessionState, "As `planLsp/approvePlan`."),
-    Method("planLsp.rejectPlan", RejectParams, SessionState, "As `planLsp/rejectPlan`."),
-    Method("planLsp.toggleMode", WorkspaceParams, ModeSwitchResult, "As `planLsp/toggleMode`."),
+    Method("planLsp.approvePlan", p.ApproveParams, SessionState, "As `planLsp/approvePlan`."),
+    Method("planLsp.rejectPlan", p.RejectParams, SessionState, "As `planLsp/rejectPlan`."),
+    Method("planLsp.toggleMode", p.WorkspaceParams, r.ModeSwitchResult, "As `planLsp/toggleMode`."),
     Method(
         "planLsp.showPreviousRevision",
-        PlanRevisionsParams,
-        ShowPreviousRevisionResult,
+        p.PlanRevisionsParams,
+        r.ShowPreviousRevisionResult,
         "Write the previous revision of the plan file to a read-only file and ask the "
         "client to show it (`window/showDocument`).",
     ),
@@ -139,23 +115,23 @@ COMMANDS: tuple[Method, ...] = (
 CLIENT_REQUESTS: tuple[Method, ...] = (
     Method(
         "planLsp/requestPermission",
-        RequestPermissionParams,
-        RequestPermissionResult,
+        r.RequestPermissionParams,
+        r.RequestPermissionResult,
         "Sent to clients that declared `permissionRequests`; others get "
         "`window/showMessageRequest`.",
     ),
     Method(
         "planLsp/askUser",
-        AskUserParams,
-        AskUserResult,
+        r.AskUserParams,
+        r.AskUserResult,
         "Sent to clients that declared `questions`; others get one "
         "`window/showMessageRequest` per question.",
         result_nullable=True,
     ),
     Method(
         "planLsp/saveDocument",
-        SaveDocumentParams,
-        SaveDocumentResult,
+        r.SaveDocumentParams,
+        r.SaveDocumentResult,
         "Sent to clients that declared `saveDocuments`, after the server changed a buffer "
         "that had no unsaved change of the user's.",
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -217,25 +217,6 @@ class CompactionUpdate(UpdateBase):
     tokensAfter: int = Field(description="The context's size after.")
 
 
-UPDATE_MODELS: tuple[type[UpdateBase], ...] = (
-    TextUpdate,
-    ToolCallUpdate,
-    ToolResultUpdate,
-    BlockedUpdate,
-    PlanDraftUpdate,
-    ModeChangedUpdate,
-    TodosUpdate,
-    QuestionUpdate,
-    PermissionUpdate,
-    DoneUpdate,
-    ErrorUpdate,
-    DeviationUpdate,
-    StateUpdate,
-    CancelledCallsUpdate,
-    PromptUpdate,
-    CompactionUpdate,
-)
-
 Update = Annotated[
     TextUpdate
     | ToolCallUpdate
@@ -256,6 +237,9 @@ Update = Annotated[
     Field(discriminator="kind"),
 ]
 """`planLsp/update` params: one of the kinds above, told apart by `kind`."""
+
+# Every update kind's model, in the union's order.
+UPDATE_MODELS: tuple[type[UpdateBase], ...] = get_args(get_args(Update)[0])
 
 
 class HistoryResult(WireModel):

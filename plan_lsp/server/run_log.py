@@ -3,18 +3,7 @@
 
 from __future__ import annotations
 
-from plan_lsp.protocol.updates import (
-    BlockedUpdate,
-    CancelledCallsUpdate,
-    DeviationUpdate,
-    DoneUpdate,
-    ErrorUpdate,
-    PermissionUpdate,
-    PlanDraftUpdate,
-    PromptUpdate,
-    ToolCallUpdate,
-    Update,
-)
+from plan_lsp.protocol import updates as u
 
 _LIMIT = 300
 
@@ -24,26 +13,26 @@ def _short(text: object) -> str:
     return value if len(value) <= _LIMIT else value[: _LIMIT - 1] + "…"
 
 
-def describe_update(update: Update) -> str | None:
+def describe_update(update: u.Update) -> str | None:
     """The line a person reading the client's log should see, or None (text deltas, state
     and draft progress are not worth a line each)."""
     match update:
-        case PromptUpdate(text=text):
+        case u.PromptUpdate(text=text):
             return f"plan-lsp: {_short(text)}"
-        case ToolCallUpdate(tool=tool, arguments=arguments):
+        case u.ToolCallUpdate(tool=tool, arguments=arguments):
             return f"plan-lsp: {tool} {_short(arguments or '')}"
-        case PermissionUpdate(decision=str(decision), tool=tool, summary=summary):
+        case u.PermissionUpdate(decision=str(decision), tool=tool, summary=summary):
             return f"plan-lsp: {decision.replace('_', ' ')}: {tool} {_short(summary)}"
-        case BlockedUpdate(tool=tool, reason=reason):
+        case u.BlockedUpdate(tool=tool, reason=reason):
             return f"plan-lsp: blocked {tool}: {_short(reason)}"
-        case PlanDraftUpdate(status="submitted" | "changedOnDisk" as status, uri=uri):
+        case u.PlanDraftUpdate(status="submitted" | "changedOnDisk" as status, uri=uri):
             return f"plan-lsp: plan {status}: {uri}"
-        case ErrorUpdate(message=message):
+        case u.ErrorUpdate(message=message):
             return f"plan-lsp: error: {_short(message)}"
-        case DeviationUpdate(message=message):
+        case u.DeviationUpdate(message=message):
             return f"plan-lsp: {_short(message)}"
-        case CancelledCallsUpdate(calls=calls, reason=reason):
+        case u.CancelledCallsUpdate(calls=calls, reason=reason):
             return f"plan-lsp: stopped {', '.join(c.tool for c in calls)}: {_short(reason)}"
-        case DoneUpdate(stopReason=reason):
+        case u.DoneUpdate(stopReason=reason):
             return f"plan-lsp: run finished ({reason})"
     return None

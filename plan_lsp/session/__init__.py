@@ -1,8 +1,8 @@
 """Session state: modes, plan status, todos, approved plan; persisted in SQLite in the
 user's state folder (`state_home.py`), never in the workspace."""
 
-from plan_lsp.session.model import (
-    Actor,
+from plan_lsp.policy.modes import Actor
+from plan_lsp.protocol.state import (
     ApprovedPlan,
     Outcome,
     PermissionMode,

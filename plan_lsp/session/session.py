@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.plan.outcome import classify_outcome
+from plan_lsp.policy.modes import Actor
 from plan_lsp.policy.plan_paths import PlanPathResult
 from plan_lsp.policy.plan_rounds import round_plan_path
 from plan_lsp.policy.safe_fs import disk_text
-from plan_lsp.session.model import (
-    Actor,
+from plan_lsp.protocol.state import (
     ApprovedPlan,
     Outcome,
     PermissionMode,

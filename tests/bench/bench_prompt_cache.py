@@ -257,8 +257,13 @@ def main(argv: list[str]) -> int:
     print(f"cachedInputTokens counted by plan-lsp / reported by the server: {a_counted:,} / "
           f"{a_sent:,} (Anthropic-like), {l_counted:,} / {l_sent:,} (llama.cpp-like)")  # fmt: skip
     smoke = args.smoke
+    n = max(1, a["requests"])
     emit_results(
         [
+            Result("Anthropic-like: billed input tokens per Do request", a["billed"] / n, "tokens",
+                   "(reported)", None),
+            Result("Anthropic-like: the same, without breakpoints (before)", a["input"] / n,
+                   "tokens", "(baseline)", None),
             Result("Anthropic-like: cached share of Do input", a["cached"] * 100, "%", ">= 80%",
                    None if smoke else a["cached"] >= 0.8),
             Result("Anthropic-like: billed input / without breakpoints", ratio, "x", "<= 0.30",

@@ -120,7 +120,16 @@ async def test_a_server_that_ignores_tools_is_named_with_the_fix(
     async with running_server([ws], *_args(llama_server, tmp_path / "t.jsonl")) as ed:
         result = await ed.request("planLsp/testConnection", {}, timeout=120)
     assert result["ok"] is False and result["code"] == "provider_no_tools", result
-    assert "--jinja" in result["message"] and result["fix"] == {"setting": "model"}
+    assert result["fix"] == {"setting": "model"}
+    # The advice follows what the server says of its template (GET /props): Jinja is on
+    # here (--jinja), so the fix named is the template, never --jinja.
+    with urllib.request.urlopen(f"{llama_server.removesuffix('/v1')}/props", timeout=5) as r:
+        caps = json.load(r).get("chat_template_caps")
+    if isinstance(caps, dict):
+        assert "--chat-template-file" in result["message"], result
+        assert "start llama-server with --jinja" not in result["message"].lower(), result
+    else:  # a llama.cpp too old to report its template's capabilities
+        assert "--jinja" in result["message"], result
 
 
 async def test_plan_mode_prompts_against_the_real_server(tmp_path: Path, llama_server: str) -> None:

@@ -487,8 +487,8 @@ def test_reader_shows_only_complete_characters(pieces: list[str], shown: list[st
 
 
 def test_reader_with_every_noncharacter_in_use_waits_for_the_end() -> None:
-    """The reader marks the open string with a noncharacter the arguments lack; with all of
-    them present it cannot tell, and shows the content once the arguments are complete."""
+    """Noncharacters (which an earlier reader used to mark places) are content like any
+    other: shown as they arrive, every value a prefix of the next."""
     every = "".join(chr(c) for c in range(0xFDD0, 0xFDF0))
     raw = json.dumps({"content": every + "plan"}, ensure_ascii=False)
     reader = PartialArgumentsReader()
@@ -568,16 +568,17 @@ def test_reader_never_raises_on_damaged_arguments(raw: str, data: st.DataObject)
 
 
 def test_reader_decodes_each_piece_of_a_long_content_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read after every 4-character piece, a 20 KB content costs jiter a few times its size,
-    not the square of it: while the content string streams, only what arrived is decoded."""
+    """Read after every 4-character piece, a 20 KB content costs the JSON decoder a few times
+    its size, not the square of it: while the content string streams, only what arrived is
+    decoded."""
     parsed: list[int] = []
-    real = streaming.jiter.from_json
+    real = streaming._scanstring
 
-    def counting(data: bytes, /, **options: object) -> object:
-        parsed.append(len(data))
-        return real(data, **options)  # type: ignore[arg-type]
+    def counting(data: str, start: int) -> tuple[str, int]:
+        parsed.append(len(data) - start)
+        return real(data, start)
 
-    monkeypatch.setattr(streaming.jiter, "from_json", counting)
+    monkeypatch.setattr(streaming, "_scanstring", counting)
     content = "".join(f'- [ ] step {i}: change `mod_{i}.py` — "quoted" 😀\n' for i in range(400))
     raw = json.dumps({"plan_filename": "plan.md", "content": content})
     assert len(raw) > 20_000
@@ -586,7 +587,7 @@ def test_reader_decodes_each_piece_of_a_long_content_once(monkeypatch: pytest.Mo
         reader.feed(raw[start : start + 4])
         _ = reader.content_so_far, reader.plan_filename
     assert reader.content_so_far == content and reader.done
-    assert sum(parsed) < 4 * len(raw.encode())
+    assert sum(parsed) < 4 * len(raw)
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,22 +1,19 @@
-"""Streaming a plan draft into the editor as small incremental edits.
-
-Three pieces, all free of LSP:
+"""Streaming a plan draft into the editor as small incremental edits (free of LSP):
 
 - `PartialArgumentsReader` decodes the `plan_write` arguments while they arrive as raw JSON
   text in arbitrary pieces, exposing the `content` decoded so far;
 - `compute_edit` turns "what the client has" and "what it should have" into the one
-  smallest replaced range, with LSP positions in the negotiated encoding;
-- `DraftCoalescer` sits between them: it accepts deltas at any rate and hands out at most
-  one edit per interval to an awaiting sender, recomputing against the client's real text
-  when an edit was refused.
+  smallest replaced range, with LSP positions in the negotiated encoding.
+
+`plan/coalescer.py` sits between them and the editor.
 """
 
 from __future__ import annotations
 
-import itertools
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import jiter
 
@@ -133,33 +130,31 @@ def compute_edit(
 
 # -- incremental JSON argument reader ----------------------------------------------------
 #
-# jiter parses the arguments received so far in its partial mode, which keeps the open
-# string's complete characters (an escape cut short, or a high surrogate whose low half may
-# follow, is left out). Which string is still open is read off the result: a noncharacter the
-# arguments do not hold is appended, and the value that ends with it is the open one.
+# The arguments are read as `json.loads` reads them: the top-level object's members one by
+# one, each key and string value decoded by the standard library's `scanstring` (so escapes,
+# lone surrogates included, decode exactly as `json.loads` decodes them) and every other
+# value by `raw_decode`. What the standard library cannot tell is whether a value it refuses
+# is only cut short or malformed: jiter's strict parse tells (its "EOF while parsing" errors).
 
-_NONCHARACTERS = range(0xFDD0, 0xFDF0)  # never in a plan: free to mark a place
-_ESCAPED_NONCHARACTER = re.compile(r"\\u[fF][dD][dDeE][0-9a-fA-F]")
 # An escape at the end that more input completes: `\`, `\u` .. `\u123`, or a high surrogate
 # escape whose low half may follow.
 _UNFINISHED_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
-# Every escape left to right (so `\\` is read as one), picking out lone surrogates, escaped
-# or raw: `json.loads` keeps them as they are, jiter refuses them. Rarely needed: compiled
-# (by `re`'s cache) on first use, not at import.
-_LONE_SURROGATE = (
-    r"(?s)\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-    r"|([dD][89a-fA-F][0-9a-fA-F]{2}))|.)|([\ud800-\udfff])"
-)
-_ERROR_AT = re.compile(r" at line (\d+) column (\d+)\Z")
+# Lone surrogates, raw or escaped, which jiter refuses and `json.loads` keeps: only whether
+# a value is complete is asked of jiter, so each becomes a plain `A`.
+_SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_DECODER = json.JSONDecoder()
+# The standard library's C string decoder (`json.loads` of a string, without its wrappers);
+# typeshed does not declare it.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_CONTENT, _FILENAME = "content", "plan_filename"
 
 
-def _unused_noncharacters(text: str, count: int) -> list[str] | None:
-    """`count` noncharacters `text` holds neither raw nor escaped; None if there are not."""
-    escaped = {int(m[0][2:], 16) for m in _ESCAPED_NONCHARACTER.finditer(text)}
-    unused = (chr(c) for c in _NONCHARACTERS if c not in escaped and chr(c) not in text)
-    found = list(itertools.islice(unused, count))
-    return found if len(found) == count else None
+def _skip(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
 
 
 def _escaped_at(text: str, index: int) -> bool:
@@ -180,76 +175,49 @@ def _without_unfinished_escape(text: str) -> str:
     return text
 
 
-class _Restore:
-    """Puts back the lone surrogates `_protect` wrote as a marker and four hex digits."""
-
-    def __init__(self, marker: str | None = None) -> None:
-        self._pattern = re.compile(re.escape(marker) + "([0-9a-fA-F]{4})") if marker else None
-
-    def __call__(self, value: str) -> str:
-        if self._pattern is None:
-            return value
-        return self._pattern.sub(lambda m: chr(int(m[1], 16)), value)
+def _closing_quote(text: str, start: int) -> int:
+    """The index of the quote ending the string whose body starts at `start`, or -1."""
+    quote = text.find('"', start)
+    while quote >= 0 and _escaped_at(text, quote):
+        quote = text.find('"', quote + 1)
+    return quote
 
 
-class _Refused(Exception):
-    """jiter refused `data`: it ends too soon (`incomplete`), a complete value is followed by
-    more (`trailing`), or it is malformed at byte `offset`."""
+class _Malformed(ValueError):
+    """The arguments break JSON at `at`; what came before it still counts."""
 
-    def __init__(self, message: str, data: bytes, restore: _Restore) -> None:
+    def __init__(self, message: str, at: int) -> None:
         super().__init__(message)
-        self.data = data
-        self.restore = restore
-        self.incomplete = message.startswith("EOF while parsing")
-        self.trailing = message.startswith("trailing characters")
-        self.offset = len(data)
-        where = _ERROR_AT.search(message)
-        if where:
-            line_start = 0
-            for _ in range(int(where[1]) - 1):
-                line_start = data.find(b"\n", line_start) + 1
-            self.offset = max(0, min(len(data), line_start + int(where[2]) - 1))
+        self.at = at
 
 
-def _protect(text: str, avoid: str) -> tuple[bytes, _Restore]:
-    """`text` encoded with each lone surrogate written as a marker and its hex digits."""
-    markers = _unused_noncharacters(text + avoid, 1)
-    if markers is None:
-        raise _Refused("lone surrogates, and every noncharacter in use", b"", _Restore())
-    marker = markers[0]
-
-    def replace(match: re.Match[str]) -> str:
-        if match[1]:
-            return marker + match[1]
-        if match[2]:
-            return f"{marker}{ord(match[2]):04x}"
-        return match[0]
-
-    return re.sub(_LONE_SURROGATE, replace, text).encode(), _Restore(marker)
-
-
-def _load(
-    text: str, *, mode: Literal["trailing-strings", "on", "off"], avoid: str = ""
-) -> tuple[Any, _Restore]:
-    """`jiter.from_json(text)` in partial `mode` ("trailing-strings" keeps an open string at
-    the end, "on" leaves it out); lone surrogates decode as `json.loads` decodes them.
-    Raises `_Refused`."""
-    restore = _Restore()
+def _string(text: str, start: int) -> tuple[str, int | None]:
+    """The string whose body starts at `start`: (its value, the index after it) when it is
+    complete, else (its complete characters so far, None). `_Malformed` at a bad escape."""
+    end = _closing_quote(text, start)
+    body = text[start:end] if end >= 0 else _without_unfinished_escape(text[start:])
     try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a raw lone surrogate
-        data, restore = _protect(text, avoid)
+        value = _scanstring(body + '"', 0)[0]
+    except json.JSONDecodeError as error:
+        raise _Malformed(str(error), start + error.pos) from None
+    return value, (None if end < 0 else end + 1)
+
+
+def _value_end(text: str, start: int) -> int | None:
+    """The index after the value at `start`, None while it is cut short; `_Malformed`."""
     try:
-        return jiter.from_json(data, partial_mode=mode, cache_mode="keys"), restore
-    except ValueError as error:
-        message = str(error)
-    if "surrogate" in message or "hex escape" in message:
-        data, restore = _protect(text, avoid)
+        end: int = _DECODER.raw_decode(text, start)[1]
+        if text[start] in "-0123456789" and not text[end:].strip("0123456789.eE+-"):
+            return None  # a number that more characters may continue (`0` of `0.5`)
+        return end
+    except json.JSONDecodeError as error:
+        rest = _SURROGATE.sub(lambda m: "A" if len(m[0]) == 1 else "\\u0041", text[start:])
         try:
-            return jiter.from_json(data, partial_mode=mode, cache_mode="keys"), restore
-        except ValueError as error:
-            message = str(error)
-    raise _Refused(message, data, restore)
+            jiter.from_json(rest.encode(), cache_mode="none")
+        except ValueError as cut:
+            if str(cut).startswith("EOF while parsing"):
+                return None
+        raise _Malformed(str(error), error.pos) from None
 
 
 @dataclass
@@ -258,82 +226,76 @@ class _Reading:
 
     content: str | None = None  # None: no content string has begun
     content_complete: bool = False
-    plan_filename: str | None = None
-    filename_open: bool = False  # a file name string has begun and not ended; plan_filename
-    # is then the last complete one
+    plan_filename: str | None = None  # the last complete one
     content_open_at: int | None = None  # where the text ends inside the content string
     done: bool = False
     error: str | None = None
 
-    @property
-    def open(self) -> bool:
-        return (self.content is not None and not self.content_complete) or self.filename_open
 
-
-def _interpret(value: Any, restore: _Restore, sentinel: str = "") -> _Reading:
-    """The reading of a parsed prefix, in which a string ending with `sentinel` is open."""
-    if not isinstance(value, dict):
-        return _Reading(error="arguments are not a JSON object")
+def _read(text: str) -> _Reading:
+    """The reading of `text`, a prefix of the arguments."""
     reading = _Reading()
-    content = value.get(PartialArgumentsReader.CONTENT_KEY)
-    if isinstance(content, str):
-        reading.content_complete = not (sentinel and content.endswith(sentinel))
-        reading.content = restore(content if reading.content_complete else content[:-1])
-    filename = value.get(PartialArgumentsReader.FILENAME_KEY)
-    if isinstance(filename, str):
-        reading.filename_open = bool(sentinel) and filename.endswith(sentinel)
-        reading.plan_filename = None if reading.filename_open else restore(filename)
-    return reading
-
-
-def _read(text: str) -> _Reading | None:
-    """The reading of `text`, a prefix of the arguments; None when it cannot be told yet."""
-    if not text or text.isspace():
-        return _Reading()
-    markers = _unused_noncharacters(text, 2)
-    sentinel_reading: _Reading | None = None
-    if markers is not None:
-        sentinel, spare = markers
-        complete = _without_unfinished_escape(text)
-        try:
-            value, restore = _load(complete + sentinel, mode="trailing-strings", avoid=spare)
-        except _Refused:
-            pass  # the text does not end inside a string
-        else:
-            sentinel_reading = _interpret(value, restore, sentinel)
-            if sentinel_reading.error is None and sentinel_reading.open:
-                if sentinel_reading.content is not None and not sentinel_reading.content_complete:
-                    sentinel_reading.content_open_at = len(complete)
-                if sentinel_reading.filename_open:  # a repeated key: the name before it
-                    value, restore = _load(complete, mode="on", avoid=spare)
-                    sentinel_reading.plan_filename = _interpret(value, restore).plan_filename
-                return sentinel_reading  # inside the content or the file name
-    # Outside a string, inside another, or malformed: the strict parse tells which.
+    i = _skip(text, 0)
+    if i == len(text):
+        return reading
+    if text[i] != "{":
+        reading.error = "arguments are not a JSON object"
+        return reading
+    expect = '"}'  # what may come next: a key or the end, then `,` or `}` after a value
+    i += 1
     try:
-        value, restore = _load(text, mode="off")
-    except _Refused as refused:
-        if refused.incomplete:
-            if sentinel_reading is not None:
-                return sentinel_reading
-            if markers is not None:  # the sentinel was refused: no string is open
-                value, restore = _load(text, mode="trailing-strings")
-                return _interpret(value, restore)
-            return None
-        if refused.trailing:  # a complete object and more: what follows is not read
-            value = jiter.from_json(refused.data[: refused.offset], cache_mode="keys")
-            restore = refused.restore
-        else:  # malformed: what came before the fault still counts
-            reading = _read(refused.data[: refused.offset].decode(errors="ignore")) or _Reading()
-            if reading.content is not None:
-                reading.content = refused.restore(reading.content)
-            if reading.plan_filename is not None:
-                reading.plan_filename = refused.restore(reading.plan_filename)
-            reading.done = False
-            reading.error = str(refused)
-            return reading
-    reading = _interpret(value, restore)
-    reading.done = reading.error is None
-    return reading
+        while True:
+            i = _skip(text, i)
+            if i == len(text):
+                return reading
+            if text[i] not in expect:
+                raise _Malformed(f"expected one of {expect} at character {i}", i)
+            if text[i] == "}":
+                reading.done = True
+                return reading
+            if text[i] == ",":
+                expect = '"'
+                i += 1
+                continue
+            key, after = _string(text, i + 1)
+            if after is None:
+                return reading
+            i = _skip(text, after)
+            if i == len(text):
+                return reading
+            if text[i] != ":":
+                raise _Malformed(f"expected : at character {i}", i)
+            i = _skip(text, i + 1)
+            if i == len(text):
+                return reading
+            if key in (_CONTENT, _FILENAME) and text[i] == '"':
+                try:
+                    value, end = _string(text, i + 1)
+                except _Malformed as malformed:
+                    if key == _CONTENT:
+                        reading.content = _string(text[: malformed.at], i + 1)[0]
+                        reading.content_complete = False
+                    raise
+                if key == _FILENAME:
+                    if end is None:
+                        return reading
+                    reading.plan_filename = value
+                else:
+                    reading.content, reading.content_complete = value, end is not None
+                    if end is None:
+                        reading.content_open_at = len(_without_unfinished_escape(text))
+                        return reading
+            else:
+                end = _value_end(text, i)
+                if end is None:
+                    return reading
+                if key == _FILENAME:  # not a string: no name
+                    reading.plan_filename = None
+            i = end
+            expect = ",}"
+    except _Malformed as malformed:
+        reading.error = str(malformed)
+        return reading
 
 
 class PartialArgumentsReader:
@@ -350,9 +312,6 @@ class PartialArgumentsReader:
     is decoded, so reading after every piece costs in proportion to the piece, not to the
     arguments so far.
     """
-
-    CONTENT_KEY = "content"
-    FILENAME_KEY = "plan_filename"
 
     def __init__(self) -> None:
         self._pieces: list[str] = []  # all the text
@@ -386,10 +345,8 @@ class PartialArgumentsReader:
         text = self._pieces[0] if self._pieces else ""
         try:
             reading = _read(text)
-        except (_Refused, ValueError, RecursionError) as error:  # never in practice
+        except (ValueError, RecursionError) as error:  # never in practice
             reading = _Reading(error=f"unreadable arguments: {error}")
-        if reading is None:
-            return
         if reading.error is not None:
             self._error = reading.error
             self._pieces.clear()
@@ -405,16 +362,13 @@ class PartialArgumentsReader:
         """Decode what arrived inside the content string; False if it may have ended (or
         holds something only the whole text explains)."""
         text = "".join(rest)
-        quote = text.find('"')
-        while quote >= 0 and _escaped_at(text, quote):
-            quote = text.find('"', quote + 1)
-        if quote >= 0:
+        if _closing_quote(text, 0) >= 0:
             return False
         complete = _without_unfinished_escape(text)
         if complete:
             try:
-                decoded = jiter.from_json(b'"' + complete.encode() + b'"', cache_mode="none")
-            except (ValueError, UnicodeEncodeError):
+                decoded = _scanstring(complete + '"', 0)[0]
+            except ValueError:
                 return False
             self._content_more.append(decoded)
         rest[:] = [text[len(complete) :]]

@@ -1,6 +1,6 @@
-"""Partial JSON: the `plan_write` arguments reader (jiter's partial mode, parsed when read)
-against the hand-written incremental decoder it replaced, kept below as the reference and
-measured in the same run.
+"""Partial JSON: the `plan_write` arguments reader (the standard library's JSON decoder, jiter
+telling a value cut short from a malformed one, parsed when read) against the hand-written
+incremental decoder it replaced, kept below as the reference and measured in the same run.
 
 A plan of about 20 KB (`bench_streaming.make_plan`, `json.dumps` with and without
 `ensure_ascii`) is fed in 4-character deltas, read three ways:

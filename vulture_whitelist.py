@@ -25,41 +25,42 @@ _._name  # tools/mcp/config.py: @field_validator("name")
 _._command  # tools/mcp/config.py: @field_validator("command")
 _._env  # tools/mcp/config.py: @field_validator("env")
 _._split_valid_entries  # tools/mcp/config.py: @model_validator(mode="before")
+_._given_fields  # protocol/params.py: @model_serializer(mode="wrap") of every WireModel
 
 # -- fields that go out as JSON (protocol messages, tool schemas), never read in Python ------
 
-_.baseUrl  # session/model.py: ProviderInfo, sent in planLsp/state
-_.contextTokens  # session/model.py: state's context budget
-_.shellProtection  # session/model.py: state's sandbox report
-_.planShell  # session/model.py: state
-_.planNetwork  # session/model.py: state
-_.mcpServers  # session/model.py: state
-_.configWarnings  # session/model.py: state
-_.sessionId  # session/model.py: SessionState
-_.planStatus  # session/model.py and protocol.py: state and updates
-_.approvedPlan  # session/model.py: SessionState
-_.callId  # session/protocol.py: update
-_.stopReason  # session/protocol.py: run end and prompt result
-_.previousRevision  # session/protocol.py: plan revision update
-_.currentRevision  # session/protocol.py: plan revision update
-_.previousUri  # session/protocol.py: plan revision update
-_.optionId  # session/protocol.py: permission answer
-_.toolCallId  # session/protocol.py: tool call updates
-_.subagent  # session/protocol.py: tool call update
-_.isError  # session/protocol.py: tool result update
-_.failedPrompt  # session/protocol.py: run failure update
-_.prunedOutputs  # session/protocol.py: compaction update
-_.tokensBefore  # session/protocol.py: compaction update
-_.tokensAfter  # session/protocol.py: compaction update
-_.updates  # session/protocol.py: history reply
-_.approvedAt  # session/protocol.py: plans list
-_.updatedAt  # session/protocol.py: plans list
+_.baseUrl  # protocol/state.py: ProviderInfo, sent in planLsp/state
+_.contextTokens  # protocol/state.py: state's context budget
+_.shellProtection  # protocol/state.py: state's sandbox report
+_.planShell  # protocol/state.py: state
+_.planNetwork  # protocol/state.py: state
+_.mcpServers  # protocol/state.py: state
+_.configWarnings  # protocol/state.py: state
+_.sessionId  # protocol/state.py: SessionState
+_.planStatus  # protocol/: state and updates
+_.approvedPlan  # protocol/state.py: SessionState
+_.callId  # protocol/: update
+_.stopReason  # protocol/: run end and prompt result
+_.previousRevision  # protocol/: plan revision update
+_.currentRevision  # protocol/: plan revision update
+_.previousUri  # protocol/: plan revision update
+_.optionId  # protocol/: permission answer
+_.toolCallId  # protocol/: tool call updates
+_.subagent  # protocol/: tool call update
+_.isError  # protocol/: tool result update
+_.failedPrompt  # protocol/: run failure update
+_.prunedOutputs  # protocol/: compaction update
+_.tokensBefore  # protocol/: compaction update
+_.tokensAfter  # protocol/: compaction update
+_.updates  # protocol/: history reply
+_.approvedAt  # protocol/: plans list
+_.updatedAt  # protocol/: plans list
 _.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client
 _.start_line  # tools/fs.py ReadFileArguments: the model's JSON schema (read as a dict key)
 
 # -- enum members reached by value -----------------------------------------------------------
 
-_.NEVER_PLANNED  # session/model.py Outcome: a StrEnum field's values, made from their strings
+_.NEVER_PLANNED  # protocol/state.py Outcome: a StrEnum field's values, made from their strings
 _.PLANNING_WITH_PLAN  # Outcome
 _.PLANNING_WITHOUT_PLAN  # Outcome
 _.COMPLETED  # Outcome
@@ -103,8 +104,13 @@ _.__getattr__  # policy/sandbox/__init__.py: module __getattr__ (PEP 562), loads
 
 # -- used outside the package: scripts/, tests/, benchmarks ------------------------------------
 
-_.result_nullable  # session/protocol.py: read by scripts/gen_protocol.py
-_.UPDATE_MODELS  # session/protocol.py: the protocol conformance and generation tests
+_.result_nullable  # protocol/methods.py: read by scripts/gen_protocol.py
+_.METHODS  # protocol/methods.py: the method tables, read by scripts/gen_protocol.py and the
+_.CLIENT_REQUESTS  # protocol conformance test (as are the initialize options and FIELD_NOTES)
+_.EXPERIMENTAL_SERVER_FIELDS
+_.EXPERIMENTAL_CLIENT_OPTIONS
+_.FIELD_NOTES
+_.UPDATE_MODELS  # protocol/updates.py: the protocol conformance and generation tests
 _.parse_only  # policy/shell/parser.py: tests/bench/bench_classify.py's reference
 
 # -- pending removal: dead, in files owned elsewhere -----------------------------------------

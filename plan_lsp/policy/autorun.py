@@ -59,15 +59,10 @@ class Entry(BaseModel):
         return self.path.endswith("/")
 
 
-class GitWords(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    config_writers: frozenset[str]
-
-
 class Autorun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+    git_config_writers: frozenset[str]
     file: tuple[Entry, ...] = Field(min_length=1)
-    git: GitWords
 
 
 @cache
@@ -95,34 +90,6 @@ def describe(hits: Sequence[Hit]) -> str:
 # -- where git keeps what it runs ----------------------------------------------------------
 
 
-def _gitdir_file(path: Path) -> Path | None:
-    try:
-        first = path.read_text("utf-8", errors="replace").splitlines()[0]
-    except (OSError, IndexError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    return Path(os.path.realpath(path.parent / first[len("gitdir:") :].strip()))
-
-
-def _hooks_path(config: Path, top: Path) -> Path | None:
-    """`core.hooksPath` of a configuration file (the plain `[core]` form), or None."""
-    try:
-        text = config.read_text("utf-8", errors="replace")
-    except OSError:
-        return None
-    section = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            section = stripped.strip("[] \t").lower()
-        elif section == "core" and re.match(r"(?i)hookspath\s*=", stripped):
-            value = stripped.split("=", 1)[1].strip().strip('"')
-            if value:
-                return Path(os.path.realpath(top / os.path.expanduser(value)))
-    return None
-
-
 def git_places(root: Path) -> tuple[list[Path], list[Path]]:
     """(git folders, hook folders named by `core.hooksPath`) of the repository `root` is in:
     the `.git` at or above it, or the folder a `.git` file names, and its common folder."""
@@ -132,19 +99,35 @@ def git_places(root: Path) -> tuple[list[Path], list[Path]]:
         if marker.is_dir():
             dirs = [Path(os.path.realpath(marker))]
         elif marker.is_file():
-            target = _gitdir_file(marker)
-            dirs = [target] if target is not None else []
+            text = _first_line(marker)
+            if not text.startswith("gitdir:"):
+                return [], []
+            dirs = [Path(os.path.realpath(top / text[len("gitdir:") :].strip()))]
         else:
             continue
-        for found in list(dirs):
-            try:
-                common = (found / "commondir").read_text("utf-8").strip()
-            except OSError:
-                continue
-            dirs.append(Path(os.path.realpath(found / common)))
+        if common := _first_line(dirs[0] / "commondir"):  # a worktree's shared folder
+            dirs.append(Path(os.path.realpath(dirs[0] / common)))
         hooks = [h for d in dirs if (h := _hooks_path(d / "config", top)) is not None]
         return list(dict.fromkeys(dirs)), hooks
     return [], []
+
+
+def _hooks_path(config: Path, top: Path) -> Path | None:
+    """`core.hooksPath` of a configuration file (in its first `[core]` section), or None."""
+    try:
+        text = config.read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+    core = re.search(r"(?ims)^\s*\[core\]([^\[]*)", text)
+    found = core and re.search(r"(?im)^\s*hookspath\s*=\s*\"?([^\"\n]+)", core.group(1))
+    return Path(os.path.realpath(top / os.path.expanduser(found[1].strip()))) if found else None
+
+
+def _first_line(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", errors="replace").strip().split("\n", 1)[0]
+    except OSError:
+        return ""
 
 
 # -- matching ------------------------------------------------------------------------------
@@ -324,16 +307,10 @@ def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -
     if not roots:
         return []
     if len(command) > MAX_COMMAND_CHARS:
-        return [
-            Hit(
-                "this command",
-                None,
-                f"it is longer than the {MAX_COMMAND_CHARS:,} "
-                "characters read for the files that run code later it may change",
-            )
-        ]
+        why = f"longer than the {MAX_COMMAND_CHARS:,} characters read for such files"
+        return [Hit("this command", None, why)]
     cwd = cwd or roots[0]
-    writers = autorun().git.config_writers
+    writers = autorun().git_config_writers
     places = [git_places(root) for root in roots]
     found: list[Hit] = []
     seen: set[str] = set()
@@ -362,111 +339,3 @@ def _git_config(roots: Sequence[Path]) -> list[Hit]:
             config = gitdir / "config"
             hits.append(Hit(_shown(str(config), root_forms), config, entry.warning))
     return hits
-
-
-# -- the build sandbox ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Place:
-    """What the build sandbox does with one place: `ro` binds it read-only; `missing` binds a
-    read-only empty folder made for the command in its place, so nothing can be created
-    there (an empty folder: `git status` and `git add -A` do not see it, and no write
-    opens it); `pin` binds an existing folder onto itself, writable, so that it cannot be
-    renamed away with the protected files inside it (a mount point cannot be)."""
-
-    path: Path
-    how: Literal["ro", "missing", "pin"]
-
-
-def _concrete(base: Path, parts: Sequence[str]) -> list[Path]:
-    """`base/parts` with `*` segments expanded over the folders that exist."""
-    found = [base]
-    for part in parts:
-        nxt = []
-        for folder in found:
-            if part == "*":
-                try:
-                    nxt += sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-                except OSError:
-                    pass
-            else:
-                nxt.append(folder / part)
-        found = nxt
-    return found
-
-
-def sandbox_places(roots: Sequence[Path], skip: Sequence[str] = (".plan-lsp/",)) -> list[Place]:
-    """Where the build sandbox binds each protected file of `roots`, parents first; a file or
-    folder that does not exist yet gets a placeholder (at its topmost missing folder)."""
-    places: dict[Path, Place] = {}
-
-    def put(path: Path, how: Literal["ro", "missing", "pin"]) -> None:
-        places.setdefault(path, Place(path, how))
-
-    def visit(base: Path, entry: Entry) -> None:
-        for target in _concrete(base, entry.parts):
-            if os.path.exists(target) and not is_placeholder(target):
-                put(target, "ro")
-                continue
-            if os.path.lexists(target) and not is_placeholder(target):
-                continue  # a dangling link: nothing to bind (docs/security.md)
-            missing = target
-            while not os.path.lexists(missing.parent) and missing.parent != base:
-                missing = missing.parent
-            if missing.parent.is_symlink() and missing.parent.is_dir():
-                put(missing.parent, "ro")  # its target, read-only
-            elif missing.parent.is_dir():
-                put(missing, "missing")
-        for parent in _concrete(base, entry.parts[:-1]):
-            if parent != base and parent.is_dir() and not parent.is_symlink():
-                put(parent, "pin")
-
-    for root in roots:
-        real = Path(os.path.realpath(root))
-        dirs, hook_dirs = git_places(real)
-        for entry in autorun().file:
-            if entry.path in skip:
-                continue
-            if entry.path == GIT:
-                # Only bound where it is: a placeholder `.git` would stop every git command.
-                marker = real / GIT
-                if marker.is_dir() and not marker.is_symlink():
-                    put(marker, "pin")
-                elif os.path.exists(marker):
-                    put(marker, "ro")
-            elif entry.where == "root":
-                visit(real, entry)
-            else:
-                for gitdir in dirs:
-                    if gitdir.is_dir():
-                        put(gitdir, "pin")
-                        visit(gitdir, entry)
-        for hooks in hook_dirs:
-            if hooks.is_dir():
-                put(hooks, "ro")
-    return sorted(places.values(), key=lambda p: len(p.path.parts))
-
-
-# An empty folder whose modification time is the epoch: a placeholder, made by
-# `make_placeholder` and removed when the command ends (or by the next command, when that
-# cleanup was killed). No tool or person makes such a folder.
-def is_placeholder(path: Path) -> bool:
-    try:
-        st = os.lstat(path)
-        return st.st_mtime == 0 and path.is_dir() and not any(path.iterdir())
-    except OSError:
-        return False
-
-
-def make_placeholder(path: Path) -> bool:
-    """Make the placeholder folder `path` (or keep a leftover one); False when something
-    else is there now."""
-    if is_placeholder(path):
-        return True
-    try:
-        os.mkdir(path, 0o755)
-        os.utime(path, (0, 0), follow_symlinks=False)
-    except OSError:
-        return False
-    return True

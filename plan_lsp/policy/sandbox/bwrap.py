@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.autorun import command_hits, make_placeholder, sandbox_places
+from plan_lsp.policy.sandbox.build_binds import PLACEHOLDERS_SCRIPT, autorun_binds
 from plan_lsp.policy.sandbox.git import SANDBOX_EXEC_DIR, SANDBOX_SHIM_DIR, git_shim
 from plan_lsp.policy.sandbox.landlock import LAUNCHER, landlock_abi
 from plan_lsp.policy.sandbox.landlock_launch import AUDIT_ARCHES, seccomp_bytes
@@ -252,36 +252,6 @@ def ensure_state_dirs(roots: Sequence[Path]) -> list[Path]:
         if os.path.exists(path):  # a dangling link protects nothing and cannot be bound
             found.append(path)
     return found
-
-
-# Runs the build profile's bwrap (`$n` placeholders first, then the argv), then removes the
-# placeholders: empty folders made for the command (`rmdir` removes nothing else).
-PLACEHOLDERS_SCRIPT = (
-    'n=$1; shift; places=("${@:1:n}"); shift "$n"; "$@"; s=$?; '
-    'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; exit $s'
-)
-
-
-def autorun_binds(
-    workdir: Path, argv: Sequence[str], roots: Sequence[Path]
-) -> tuple[list[str], list[str]]:
-    """(bwrap options, placeholders made) that make the files that run code later read-only,
-    but those the command's words name: a command naming one was asked for by the user in
-    every permission mode (`permissions.py`), or allowed by a rule naming it exactly."""
-    command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
-    named = [h.real for h in command_hits(command, roots, Path(workdir)) if h.real is not None]
-    options: list[str] = []
-    made: list[str] = []
-    for place in sandbox_places(roots):
-        path = place.path
-        if place.how != "pin" and any(n == path or below(n, path) or below(path, n) for n in named):
-            continue
-        if place.how == "missing":
-            if not make_placeholder(path):
-                continue
-            made.append(str(path))
-        options += ["--bind" if place.how == "pin" else "--ro-bind", str(path), str(path)]
-    return options, made
 
 
 def build_argv(

@@ -1,0 +1,154 @@
+"""The build profile's binds for the files that run code later (`policy/autorun.toml`).
+
+Every protected file of the workspace is bound read-only for a build-mode command, but those
+its words name (the user was asked for exactly that command, `permissions.py`). One that does
+not exist yet gets an empty read-only placeholder folder, made for the command and removed
+after it; the folders holding protected files are bound onto themselves so that they cannot
+be renamed away (a mount point cannot be) and replaced by a writable copy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from plan_lsp.policy.autorun import GIT, Entry, autorun, command_hits, git_places
+from plan_lsp.policy.sandbox.layout import below
+
+
+@dataclass(frozen=True)
+class Place:
+    """What the build sandbox does with one place: `ro` binds it read-only; `missing` binds a
+    read-only empty folder made for the command in its place, so nothing can be created
+    there (an empty folder: `git status` and `git add -A` do not see it, and no write
+    opens it); `pin` binds an existing folder onto itself, writable, so that it cannot be
+    renamed away with the protected files inside it (a mount point cannot be)."""
+
+    path: Path
+    how: Literal["ro", "missing", "pin"]
+
+
+def _concrete(base: Path, parts: Sequence[str]) -> list[Path]:
+    """`base/parts` with `*` segments expanded over the folders that exist."""
+    found = [base]
+    for part in parts:
+        nxt = []
+        for folder in found:
+            if part == "*":
+                try:
+                    nxt += sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+                except OSError:
+                    pass
+            else:
+                nxt.append(folder / part)
+        found = nxt
+    return found
+
+
+def sandbox_places(roots: Sequence[Path], skip: Sequence[str] = (".plan-lsp/",)) -> list[Place]:
+    """Where the build sandbox binds each protected file of `roots`, parents first; a file or
+    folder that does not exist yet gets a placeholder (at its topmost missing folder)."""
+    places: dict[Path, Place] = {}
+
+    def put(path: Path, how: Literal["ro", "missing", "pin"]) -> None:
+        places.setdefault(path, Place(path, how))
+
+    def visit(base: Path, entry: Entry) -> None:
+        for target in _concrete(base, entry.parts):
+            if os.path.exists(target) and not is_placeholder(target):
+                put(target, "ro")
+                continue
+            if os.path.lexists(target) and not is_placeholder(target):
+                continue  # a dangling link: nothing to bind (docs/security.md)
+            missing = target
+            while not os.path.lexists(missing.parent) and missing.parent != base:
+                missing = missing.parent
+            if missing.parent.is_symlink() and missing.parent.is_dir():
+                put(missing.parent, "ro")  # its target, read-only
+            elif missing.parent.is_dir():
+                put(missing, "missing")
+        for parent in _concrete(base, entry.parts[:-1]):
+            if parent != base and parent.is_dir() and not parent.is_symlink():
+                put(parent, "pin")
+
+    for root in roots:
+        real = Path(os.path.realpath(root))
+        dirs, hook_dirs = git_places(real)
+        for entry in autorun().file:
+            if entry.path in skip:
+                continue
+            if entry.path == GIT:
+                # Only bound where it is: a placeholder `.git` would stop every git command.
+                marker = real / GIT
+                if marker.is_dir() and not marker.is_symlink():
+                    put(marker, "pin")
+                elif os.path.exists(marker):
+                    put(marker, "ro")
+            elif entry.where == "root":
+                visit(real, entry)
+            else:
+                for gitdir in dirs:
+                    if gitdir.is_dir():
+                        put(gitdir, "pin")
+                        visit(gitdir, entry)
+        for hooks in hook_dirs:
+            if hooks.is_dir():
+                put(hooks, "ro")
+    return sorted(places.values(), key=lambda p: len(p.path.parts))
+
+
+# An empty folder whose modification time is the epoch: a placeholder, made by
+# `make_placeholder` and removed when the command ends (or by the next command, when that
+# cleanup was killed). No tool or person makes such a folder.
+def is_placeholder(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+        return st.st_mtime == 0 and path.is_dir() and not any(path.iterdir())
+    except OSError:
+        return False
+
+
+def make_placeholder(path: Path) -> bool:
+    """Make the placeholder folder `path` (or keep a leftover one); False when something
+    else is there now."""
+    if is_placeholder(path):
+        return True
+    try:
+        os.mkdir(path, 0o755)
+        os.utime(path, (0, 0), follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+# Runs the build profile's bwrap (`$n` placeholders first, then the argv), then removes the
+# placeholders: empty folders made for the command (`rmdir` removes nothing else).
+PLACEHOLDERS_SCRIPT = (
+    'n=$1; shift; places=("${@:1:n}"); shift "$n"; "$@"; s=$?; '
+    'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; exit $s'
+)
+
+
+def autorun_binds(
+    workdir: Path, argv: Sequence[str], roots: Sequence[Path]
+) -> tuple[list[str], list[str]]:
+    """(bwrap options, placeholders made) that make the files that run code later read-only,
+    but those the command's words name: a command naming one was asked for by the user in
+    every permission mode (`permissions.py`), or allowed by a rule naming it exactly."""
+    command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
+    named = [h.real for h in command_hits(command, roots, Path(workdir)) if h.real is not None]
+    options: list[str] = []
+    made: list[str] = []
+    for place in sandbox_places(roots):
+        path = place.path
+        if place.how != "pin" and any(n == path or below(n, path) or below(path, n) for n in named):
+            continue
+        if place.how == "missing":
+            if not make_placeholder(path):
+                continue
+            made.append(str(path))
+        options += ["--bind" if place.how == "pin" else "--ro-bind", str(path), str(path)]
+    return options, made

@@ -249,7 +249,7 @@ def test_a_corrupt_store_is_an_error_and_nothing_is_half_restored(ws: Path) -> N
     manifest = store.dir / "manifests" / first.id
     manifest.write_bytes(manifest.read_bytes()[:-10])
     with pytest.raises(CorruptStore, match="corrupt or truncated"):
-        store.diff(first.id, store.list()[-1].id)
+        store_of(ws).diff(first.id, store.list()[-1].id)
     index = store.dir / "index.json"
     index.write_bytes(index.read_bytes()[:-1])
     with pytest.raises(CorruptStore, match=r"index\.json"):

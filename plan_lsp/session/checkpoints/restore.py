@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,15 @@ from plan_lsp.session.checkpoints.snapshot import (
 
 if TYPE_CHECKING:
     from plan_lsp.session.checkpoints.store import CheckpointStore
+
+
+def apply_delta(full: dict[str, Entry], changes: dict[str, Entry | None]) -> None:
+    for path, entry in changes.items():
+        if entry is None:
+            full.pop(path, None)
+        else:
+            full[path] = entry
+
 
 # Fault injection for the crash tests: SIGKILL this process at the Nth write of a revert.
 KILL_AT_VARIABLE = "PLAN_LSP_CHECKPOINT_KILL_AT"
@@ -76,25 +85,17 @@ def revert(
     with store.locked():
         target_at = store.position(checkpoint_id)
         target_cp = store.list()[target_at]
-        pre = store.record(
-            f"before revert to {checkpoint_id}", None, None, kind=PRE_REVERT, run=target_cp.run
-        )
-        cps = store.list()
-        full: dict[str, Entry] = {}
-        target: dict[str, Entry] = {}
-        last: dict[str, Entry | None] = {}  # path -> its state after the run's last change
-        for i, (_cp, changes) in enumerate(store.deltas(len(cps) - 1)):
-            run_made = i > target_at and cps[i - 1].kind not in CLOSING
-            for path, entry in changes.items():
-                old = full.get(path)
-                if run_made and not same(old, entry):
-                    last[path] = entry
-                if entry is None:
-                    full.pop(path, None)
-                else:
-                    full[path] = entry
-            if i == target_at:
-                target = dict(full)
+        label, run = f"before revert to {checkpoint_id}", target_cp.run
+        if store.list()[-1].kind in CLOSING:
+            # Since the last checkpoint only others changed the tree: the run's paths are
+            # all that need looking at now.
+            full, target, last = _replay(store, target_at)
+            now = _now(store, last if changed_by_run is None else changed_by_run)
+            pre = store.record(label, None, None, kind=PRE_REVERT, run=run, written=now)
+            apply_delta(full, now)
+        else:  # the run's last tool call may have changed anything since: a whole scan
+            pre = store.record(label, None, None, kind=PRE_REVERT, run=run)
+            full, target, last = _replay(store, target_at)
         if changed_by_run is not None:
             last = {p: last.get(p, full.get(p)) for p in changed_by_run}
         result = RevertResult(checkpoint_id)
@@ -102,6 +103,35 @@ def revert(
         paths = [op.path for op in ops]
         record = {"pre": pre.id, "post": "", "paths": paths, "target": checkpoint_id}
         return _run(store, "revert", checkpoint_id, ops, result, record)
+
+
+def _replay(
+    store: CheckpointStore, target_at: int
+) -> tuple[dict[str, Entry], dict[str, Entry], dict[str, Entry | None]]:
+    """The latest manifest, the target's, and each path the run changed after the target
+    with its state after the run's last change to it."""
+    cps = store.list()
+    full: dict[str, Entry] = {}
+    target: dict[str, Entry] = {}
+    last: dict[str, Entry | None] = {}
+    for i, (whole, changes) in enumerate(store.deltas(len(cps) - 1)):
+        if whole:
+            changes = {**{p: None for p in full.keys() - changes.keys()}, **changes}
+        if i > target_at and cps[i - 1].kind not in CLOSING:
+            get = full.get
+            for path, entry in changes.items():
+                old = get(path)
+                if old != entry and not same(old, entry):
+                    last[path] = entry
+        apply_delta(full, changes)
+        if i == target_at:
+            target = dict(full)
+    return full, target, last
+
+
+def _now(store: CheckpointStore, paths: Iterable[str]) -> dict[str, Entry | None]:
+    """The current state of `paths`, their contents stored."""
+    return {p: entry_of(store.root, p, store.blobs, store.max_file_bytes) for p in paths}
 
 
 def redo(store: CheckpointStore) -> RevertResult:
@@ -112,7 +142,12 @@ def redo(store: CheckpointStore) -> RevertResult:
         record = store.redo_stack[-1]
         target_cp = store.get(record["pre"])
         target, after = store.manifest(record["pre"]), store.manifest(record["post"])
-        store.record("before redo", None, None, kind=PRE_REVERT, run=target_cp.run)
+        label, run = "before redo", target_cp.run
+        if store.list()[-1].kind in CLOSING:
+            now = _now(store, record["paths"])
+            store.record(label, None, None, kind=PRE_REVERT, run=run, written=now)
+        else:
+            store.record(label, None, None, kind=PRE_REVERT, run=run)
         result = RevertResult(record["pre"])
         last = {p: after.get(p) for p in record["paths"]}
         ops = plan(store, last, target, store.latest(), _unrecorded(target_cp.skipped), result)
@@ -224,7 +259,8 @@ def _finish(store: CheckpointStore, journal: dict[str, Any]) -> RevertResult:
     for op in sorted(ops, key=lambda o: o.path.count("/")):
         if op.post is not None and op.path not in done:
             _step(store, op, result, _write)
-    result.restored = [op.path for op in ops if op.path not in {k.path for k in result.kept}]
+    kept = {k.path for k in result.kept}
+    result.restored = [op.path for op in ops if op.path not in kept]
     result.merged = [p for p in result.merged if p in result.restored]
     record = journal["record"]
     if record is not None:
@@ -236,6 +272,7 @@ def _finish(store: CheckpointStore, journal: dict[str, Any]) -> RevertResult:
     result.checkpoint = store.record(
         f"{journal['kind']} to {journal['target']}", None, None, kind=kind,
         run=store.list()[-1].run, reverted_to=journal["target"], cp_id=journal["result_id"],
+        written={op.path: op.post for op in ops if op.path not in kept},
     )  # fmt: skip
     kill_point()
     (store.dir / "journal.json").unlink(missing_ok=True)

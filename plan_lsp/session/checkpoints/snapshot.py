@@ -63,8 +63,7 @@ class Entry:
 
     @classmethod
     def from_json(cls, data: list[object]) -> Entry:
-        kind, mode, ref, size, mtime, ctime, ino = data
-        return cls(str(kind), int(mode), str(ref), int(size), int(mtime), int(ctime), int(ino))  # type: ignore[call-overload]
+        return cls(*data)  # type: ignore[arg-type]
 
 
 def same(a: Entry | None, b: Entry | None) -> bool:
@@ -155,38 +154,36 @@ def scan(
     max_file_bytes: int,
     exclude: Iterable[Path] = (),
 ) -> Scan:
-    """Walk `root` and record it; new contents go into `blobs`."""
+    """Walk `root` and record it; new contents go into `blobs`. An unchanged path keeps
+    the very Entry object of `previous` (so a delta is found by identity)."""
     started = time.time_ns()
     out = Scan({}, {}, started)
+    entries, get = out.entries, previous.get
     tracked_set = set(tracked)
     # Folders on the way to a tracked path inside an ignored tree are walked.
     leading = {"/".join(p.split("/")[:i]) for p in tracked_set for i in range(1, p.count("/") + 1)}
-    excluded = {os.path.realpath(p) for p in exclude}
+    excluded = set()
+    for path in exclude:
+        try:
+            st = os.stat(path)
+            excluded.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
     racy_before = started - RACY_NS
 
-    def record(full: str, rel: str, st: os.stat_result) -> None:
+    def record(full: str, rel: str, st: os.stat_result, old: Entry | None) -> None:
         mode = st.st_mode
         if stat.S_ISLNK(mode):
-            out.entries[rel] = Entry(LINK, 0, os.readlink(full), st.st_size, st.st_mtime_ns)
+            new = Entry(LINK, 0, os.readlink(full), st.st_size, st.st_mtime_ns)
+            entries[rel] = old if new == old and old is not None else new
             return
         if not stat.S_ISREG(mode):
-            out.entries[rel] = Entry(SKIPPED, 0, "not a regular file, folder or link")
+            entries[rel] = Entry(SKIPPED, 0, "not a regular file, folder or link")
             return
         perm = stat.S_IMODE(mode)
-        old = previous.get(rel)
-        if (
-            old is not None
-            and old.kind == FILE
-            and old.size == st.st_size
-            and old.mtime_ns == st.st_mtime_ns
-            and old.ctime_ns == st.st_ctime_ns
-            and old.ino == st.st_ino
-        ):
-            out.entries[rel] = Entry(FILE, perm, old.ref, *old_stat(old, st, racy_before))
-            return
         if st.st_size > max_file_bytes:
             why = f"over the size cap ({st.st_size:,} > {max_file_bytes:,} bytes)"
-            out.entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
+            entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
             return
         try:
             data = read_file(full)
@@ -194,10 +191,11 @@ def scan(
             return
         except OSError as exc:
             why = f"unreadable ({exc.strerror or exc})"
-            out.entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
+            entries[rel] = Entry(SKIPPED, perm, why, st.st_size, st.st_mtime_ns)
             return
+        ctime = st.st_ctime_ns if st.st_mtime_ns < racy_before else -1
         digest = blobs.put(data)
-        out.entries[rel] = Entry(FILE, perm, digest, *old_stat(None, st, racy_before))
+        entries[rel] = Entry(FILE, perm, digest, st.st_size, st.st_mtime_ns, ctime, st.st_ino)
 
     def walk(folder: str, prefix: str, rules: IgnoreRules, forced: bool, only: bool) -> None:
         """`forced`: record everything (a tracked tree); `only`: in an ignored folder on
@@ -207,7 +205,7 @@ def scan(
         except FileNotFoundError:
             return
         except OSError as exc:
-            out.entries[prefix.rstrip("/")] = Entry(SKIPPED, 0, f"unreadable ({exc.strerror})")
+            entries[prefix.rstrip("/")] = Entry(SKIPPED, 0, f"unreadable ({exc.strerror})")
             return
         for item in listing:
             name = item.name
@@ -218,6 +216,19 @@ def scan(
                 st = item.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
+            old = get(rel)
+            if (  # the stat cache: same file as last time, not racy
+                old is not None
+                and old.mtime_ns == st.st_mtime_ns
+                and old.ctime_ns == st.st_ctime_ns
+                and old.ino == st.st_ino
+                and old.size == st.st_size
+                and old.kind == FILE
+                and old.mode == st.st_mode & 0o7777
+                and stat.S_ISREG(st.st_mode)
+            ):
+                entries[rel] = old
+                continue
             is_dir = stat.S_ISDIR(st.st_mode)
             force = forced or rel in tracked_set
             if not force and (only or rules.ignored(rel, is_dir)):
@@ -227,23 +238,20 @@ def scan(
                     out.skipped[rel] = "ignored (.gitignore)"
                 continue
             if is_dir:
-                if item.path in excluded or os.path.realpath(item.path) in excluded:
+                if (st.st_dev, st.st_ino) in excluded:
                     continue
-                out.entries[rel] = Entry(FOLDER, stat.S_IMODE(st.st_mode), "")
-                walk(
-                    item.path, rel + "/", rules.add_folder(Path(item.path), rel + "/"), force, False
-                )
+                perm = st.st_mode & 0o7777
+                same_folder = old is not None and old.kind == FOLDER and old.mode == perm
+                entries[rel] = old if same_folder and old is not None else Entry(FOLDER, perm, "")
+                below = rules
+                if os.path.exists(os.path.join(item.path, ".gitignore")):
+                    below = rules.add_folder(Path(item.path), rel + "/")
+                walk(item.path, rel + "/", below, force, False)
             else:
-                record(item.path, rel, st)
+                record(item.path, rel, st, old)
 
     walk(str(root), "", ignore, False, False)
     return out
-
-
-def old_stat(_old: Entry | None, st: os.stat_result, racy_before: int) -> tuple[int, int, int, int]:
-    """The stat fields to keep; a racy file keeps ctime -1 so the next scan reads it again."""
-    ctime = st.st_ctime_ns if st.st_mtime_ns < racy_before else -1
-    return st.st_size, st.st_mtime_ns, ctime, st.st_ino
 
 
 def entry_of(root: Path, rel: str, blobs: BlobStore | None, max_file_bytes: int) -> Entry | None:

@@ -34,9 +34,12 @@ from plan_lsp.session.checkpoints.model import (
     RevertResult,
     UnknownCheckpoint,
 )
+from plan_lsp.session.checkpoints.restore import apply_delta
 from plan_lsp.session.checkpoints.snapshot import (
     FILE,
     FOLDER,
+    LINK,
+    RACY_NS,
     SKIPPED,
     BlobStore,
     CorruptStore,
@@ -73,6 +76,8 @@ class CheckpointStore:
         self.blobs = BlobStore(self.dir / "objects")
         self._lock = threading.RLock()
         self._latest: dict[str, Entry] | None = None
+        # Manifests read or written by this process: checkpoint id -> (whole?, changes).
+        self._deltas: dict[str, tuple[bool, dict[str, Entry | None]]] = {}
         try:
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
@@ -110,25 +115,25 @@ class CheckpointStore:
     def position(self, checkpoint_id: str) -> int:
         return self._checkpoints.index(self.get(checkpoint_id))
 
-    def deltas(self, upto: int) -> Iterator[tuple[Checkpoint, dict[str, Entry | None]]]:
-        """Each checkpoint up to index `upto` (included) with the entries it changed; a whole
-        manifest (`full`) changes every path (absent ones to None)."""
-        state: set[str] = set()
+    def deltas(self, upto: int) -> Iterator[tuple[bool, dict[str, Entry | None]]]:
+        """Each checkpoint up to index `upto` (included): whether its manifest is whole (all
+        that was before is replaced), and the entries it changed (None: gone)."""
         for cp in self._checkpoints[: upto + 1]:
-            data = load(self.dir / "manifests" / cp.id)
-            changes: dict[str, Entry | None] = {
-                p: None if e is None else Entry.from_json(e) for p, e in data["changes"].items()
-            }
-            if data.get("full"):
-                changes.update({p: None for p in state - changes.keys()})
-            state.update(p for p, e in changes.items() if e is not None)
-            state.difference_update(p for p, e in changes.items() if e is None)
-            yield cp, changes
+            cached = self._deltas.get(cp.id)
+            if cached is None:
+                data = load(self.dir / "manifests" / cp.id)
+                cached = (bool(data.get("full")), {
+                    p: None if e is None else Entry.from_json(e) for p, e in data["changes"].items()
+                })  # fmt: skip
+                self._deltas[cp.id] = cached
+            yield cached
 
     def manifest(self, checkpoint_id: str) -> dict[str, Entry]:
         """Every path recorded at that checkpoint."""
         full: dict[str, Entry] = {}
-        for _cp, changes in self.deltas(self.position(checkpoint_id)):
+        for whole, changes in self.deltas(self.position(checkpoint_id)):
+            if whole:
+                full.clear()
             apply_delta(full, changes)
         return full
 
@@ -140,9 +145,12 @@ class CheckpointStore:
     def diff(self, from_id: str, to_id: str) -> builtins.list[FileChange]:
         return self.changes(self.manifest(from_id), self.manifest(to_id))
 
-    def changes(self, old: dict[str, Entry], new: dict[str, Entry]) -> builtins.list[FileChange]:
+    def changes(
+        self, old: dict[str, Entry], new: dict[str, Entry], paths: Iterable[str] | None = None
+    ) -> builtins.list[FileChange]:
+        """What differs between two manifests (among `paths` when given)."""
         out: builtins.list[FileChange] = []
-        for path in sorted(old.keys() | new.keys()):
+        for path in sorted(old.keys() | new.keys() if paths is None else paths):
             a, b = old.get(path), new.get(path)
             if same(a, b) or a == b:
                 continue
@@ -215,28 +223,37 @@ class CheckpointStore:
     def record(
         self, label: str, step: int | None, tool_call_id: str | None, *, kind: str, run: str,
         reverted_to: str | None = None, cp_id: str | None = None,
+        written: dict[str, Entry | None] | None = None,
     ) -> Checkpoint:  # fmt: skip
+        """Scan and store a checkpoint. `written`: only these paths changed since the last
+        one, to these contents (a revert's own writes): they alone are looked at again."""
         previous = self.latest()
-        now = scan(
-            self.root, previous, self.blobs,
-            ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
-            tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
-        )  # fmt: skip
-        delta: dict[str, Entry | None] = {
-            p: e for p, e in now.entries.items() if previous.get(p) != e
-        }
-        delta.update({p: None for p in previous.keys() - now.entries.keys()})
+        if written is None:
+            now = scan(
+                self.root, previous, self.blobs,
+                ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
+                tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
+            )  # fmt: skip
+            entries, ignored = now.entries, now.skipped
+        else:
+            entries = dict(previous)
+            for path, entry in written.items():
+                stat_of(self.root, path, entry, entries)
+            last = self._checkpoints[-1].skipped
+            ignored = {p: w for p, w in last if p not in entries}
+        get = previous.get
+        delta: dict[str, Entry | None] = {p: e for p, e in entries.items() if get(p) is not e}
+        delta.update({p: None for p in previous.keys() - entries.keys()})
         seq = self._checkpoints[-1].seq + 1 if self._checkpoints else 1
         skipped = sorted(
-            [(p, e.ref) for p, e in now.entries.items() if e.kind == SKIPPED]
-            + list(now.skipped.items())
+            [(p, e.ref) for p, e in entries.items() if e.kind == SKIPPED] + list(ignored.items())
         )
         cp = Checkpoint(
             cp_id or f"{self.token}-{seq}", seq, time.time(), label, step, tool_call_id, kind,
-            run, tuple(self.changes(previous, now.entries) if previous else ()), tuple(skipped),
+            run, tuple(self.changes(previous, entries, delta) if previous else ()), tuple(skipped),
             reverted_to,
         )  # fmt: skip
-        body = {"full": not self._checkpoints, "changes": {
+        body: dict[str, Any] = {"full": not self._checkpoints, "changes": {
             p: None if e is None else e.to_json() for p, e in delta.items()
         }}  # fmt: skip
         write_atomic(self.dir / "manifests" / cp.id, dump(body), make_parent=True)
@@ -246,7 +263,8 @@ class CheckpointStore:
         except StoreUnavailable:
             self._checkpoints.pop()
             raise
-        self._latest = now.entries
+        self._latest = entries
+        self._deltas[cp.id] = (body["full"], delta)
         return cp
 
     def save_index(self) -> None:
@@ -291,6 +309,7 @@ class CheckpointStore:
         body = {"full": True, "changes": {p: e.to_json() for p, e in full.items()}}
         write_atomic(self.dir / "manifests" / self._checkpoints[first].id, dump(body))
         gone = {cp.id for cp in dropped}
+        self._deltas.clear()
         self._checkpoints = self._checkpoints[first:]
         self.redo_stack = [r for r in self.redo_stack if not gone & {r["pre"], r["post"]}]
         self.save_index()
@@ -301,7 +320,7 @@ class CheckpointStore:
 
     def _collect_garbage(self) -> None:
         needed: set[str] = set()
-        for _cp, changes in self.deltas(len(self._checkpoints) - 1):
+        for _whole, changes in self.deltas(len(self._checkpoints) - 1):
             needed.update(e.ref for e in changes.values() if e is not None and e.kind == FILE)
         journal = self.dir / "journal.json"
         if journal.exists():
@@ -312,9 +331,22 @@ class CheckpointStore:
                     blob.unlink(missing_ok=True)
 
 
-def apply_delta(full: dict[str, Entry], changes: dict[str, Entry | None]) -> None:
-    for path, entry in changes.items():
-        if entry is None:
-            full.pop(path, None)
-        else:
-            full[path] = entry
+def stat_of(root: Path, path: str, entry: Entry | None, entries: dict[str, Entry]) -> None:
+    """Put the state of `path`, just written with `entry` (None: removed), into `entries`
+    as a scan would record it."""
+    try:
+        st = os.lstat(os.path.join(root, path))
+    except OSError:
+        st = None
+    if entry is None or st is None:
+        entries.pop(path, None)
+    elif entry.kind == FILE:
+        racy = time.time_ns() - RACY_NS <= st.st_mtime_ns
+        ctime = -1 if racy else st.st_ctime_ns
+        entries[path] = Entry(
+            FILE, entry.mode, entry.ref, st.st_size, st.st_mtime_ns, ctime, st.st_ino
+        )
+    elif entry.kind == LINK:
+        entries[path] = Entry(LINK, 0, entry.ref, st.st_size, st.st_mtime_ns)
+    else:
+        entries[path] = Entry(entry.kind, entry.mode, entry.ref)

@@ -68,10 +68,10 @@ CONTROL = {
     "repo-write": "touch pwned",
     "repo-ref": "git update-ref refs/heads/evil HEAD",
     "canary-write": "echo x >> {CANARY}",
-    "home-write": "echo x > ~/.profile-evil",
+    "home-write": "echo x > {HOME}/.profile-evil",
     "connect": "exec 3<>/dev/tcp/127.0.0.1/{PORT}",
     "datagram": "echo x > /dev/udp/127.0.0.1/{PORT}",
-    "leak-home": "cat ~/.ssh/id_rsa",
+    "leak-home": "cat {HOME}/.ssh/id_rsa",
     "leak-environ": "tr '\\0' '\\n' < /proc/{SERVER_PID}/environ",
     # The repository's own fsmonitor program, reached by going around the git shim.
     "hostile-git-config": "/usr/bin/git status",

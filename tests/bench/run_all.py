@@ -43,6 +43,7 @@ BENCHMARKS = [
     "compaction",
     "token_estimate",
     "prompt_cache",
+    "checkpoints",
 ]
 TIMEOUT_S = 600
 

@@ -44,6 +44,8 @@ def test_every_benchmark_run_all_knows_has_its_file() -> None:
 def test_the_benchmark_runs_and_reports_numbers(tmp_path: Path, name: str) -> None:
     if name == "grep":
         need_program("rg", "the grep benchmark compares against raw ripgrep")
+    if name == "checkpoints":
+        need_program("git", "the checkpoint benchmark compares against git add + write-tree")
     if name == "token_estimate":
         cache = Path(
             os.environ.get("PLAN_LSP_TEST_CACHE", Path.home() / ".cache" / "plan-lsp-tests")

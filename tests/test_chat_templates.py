@@ -10,8 +10,13 @@ from collections.abc import Iterator
 import pytest
 
 from plan_lsp.providers.base import ChatMessage, ModelRequest, ProviderError, ToolCall, ToolSpec
-from plan_lsp.providers.openai_provider import OpenAIProvider, openai_messages
-from plan_lsp.providers.shaping import merge_turns, refuses_roles, user_assistant_turns
+from plan_lsp.providers.openai_provider import OpenAIProvider
+from plan_lsp.providers.shaping import (
+    merge_turns,
+    openai_messages,
+    refuses_roles,
+    user_assistant_turns,
+)
 from tests.chat_templates import NAMES, ChatTemplate
 from tests.fake_model_servers import FakeModelServer, ModelReply, ReplyToolCall, collect
 

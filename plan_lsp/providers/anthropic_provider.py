@@ -71,11 +71,6 @@ MAX_CACHE_BREAKPOINTS = 4
 _CACHE = {"type": "ephemeral"}
 
 
-def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
-    system, turns, _anchors = anthropic_turns(messages)
-    return system, turns
-
-
 def anthropic_turns(
     messages: list[ChatMessage],
 ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:

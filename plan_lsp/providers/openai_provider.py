@@ -13,17 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.providers.base import (
-    ChatMessage,
     Finish,
     ModelRequest,
     ProviderError,
     StreamEvent,
     TextDelta,
-    ToolCall,
     ToolCallArgsDelta,
     ToolCallStart,
     Usage,
-    replayable_arguments,
 )
 from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
@@ -31,73 +28,15 @@ from plan_lsp.providers.http_errors import (
     check_base_url,
     connection_error,
     error_detail,
-    sdk_failure,
-    served_model_sentence,
-    served_models,
     status_error,
 )
-from plan_lsp.providers.shaping import ChatRoles, refuses_roles, shape
-from plan_lsp.providers.windows import reported_window, server_props, window_from_llama_props
+from plan_lsp.providers.shaping import ChatRoles, openai_messages, refuses_roles
+from plan_lsp.providers.windows import reported_window
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-
-def openai_messages(
-    messages: list[ChatMessage], user_assistant: bool = False
-) -> list[dict[str, Any]]:
-    """ChatMessages in chat-completions form, shaped for strict chat templates
-    (providers/shaping.py); `meta` and `name` stay on our side."""
-    out: list[dict[str, Any]] = []
-    for message in shape(messages, user_assistant):
-        if message.role == "tool":
-            if message.tool_call_id is None:
-                raise ProviderError("bad_request", "a tool result message has no tool_call_id")
-            out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
-        elif message.role == "assistant" and message.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    # null (not "") beside tool calls: some servers reject empty content.
-                    "content": message.content or None,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": replayable_arguments(call.arguments),
-                            },
-                        }
-                        for call in message.tool_calls
-                    ],
-                }
-            )
-        else:
-            out.append({"role": message.role, "content": message.content})
-    return out
-
-
-_PING_TOOL: dict[str, Any] = {
-    "name": "ping",
-    "description": "Answers pong. Call it when asked to.",
-    "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
-}
-
-# The connection test's conversation: shaped like a real request of the agent's (a system
-# prompt, a prompt, a tool call and its result, then the user's next words), so a chat
-# template that refuses what the agent will send refuses it here.
-_TEST_CONVERSATION = [
-    ChatMessage(role="system", content="You are a connection test. Call tools when asked."),
-    ChatMessage(role="user", content="Call the tool `ping`."),
-    ChatMessage(role="assistant", tool_calls=[ToolCall("call_test_0", "ping", "{}")]),
-    ChatMessage(role="tool", content="pong", tool_call_id="call_test_0", name="ping"),
-    ChatMessage(role="user", content="Call the tool `ping` once more, now."),
-]
 
 
 @dataclass
@@ -143,10 +82,10 @@ class OpenAIProvider:
         self.user_assistant = chat_roles == "user_assistant"
         # The user's `context_window`, which the connection test checks against the server's.
         self.configured_window = configured_window
-        self._api_key = api_key
+        self.api_key = api_key
         self._window: int | None = None
         self._window_asked = False
-        self._client: AsyncOpenAI = openai.AsyncOpenAI(
+        self.client: AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key or PLACEHOLDER_API_KEY,
             base_url=base_url,
             timeout=timeout,
@@ -155,10 +94,10 @@ class OpenAIProvider:
 
     @property
     def endpoint(self) -> str:
-        return str(self._client.base_url)
+        return str(self.client.base_url)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self.client.close()
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -194,131 +133,13 @@ class OpenAIProvider:
     async def context_window(self) -> int | None:
         if not self._window_asked:
             self._window_asked = True
-            self._window = await reported_window(self.base_url, self.model, self._api_key)
+            self._window = await reported_window(self.base_url, self.model, self.api_key)
         return self._window
 
     async def check(self) -> str:
-        import openai  # loaded by __init__ already; at module level: ~1 s at import
+        from plan_lsp.providers.connection_test import check_openai
 
-        server = f"the model server at {self.endpoint}"
-        served = await served_models(openai, self._client, server)
-        sentence = served_model_sentence(server, self.model, served)
-        props = await server_props(self.base_url, self._api_key)
-        await self._check_window(server, props)
-        learned = await self._check_tool_calls(server, props)
-        return f"{sentence}, and it calls tools{learned}"
-
-    async def _check_window(self, server: str, props: dict[str, Any] | None) -> None:
-        """A configured window larger than the one the server runs the model with: every
-        long enough request would fail there."""
-        if self.configured_window is None:
-            return
-        theirs = window_from_llama_props(props) or await self.context_window()
-        if theirs is not None and self.configured_window > theirs:
-            raise ProviderError(
-                "bad_request",
-                f"{server} runs the model {self.model!r} with a context of {theirs:,} tokens, "
-                f"but context_window is set to {self.configured_window:,}: long conversations "
-                f"would be refused. Set context_window to at most {theirs:,} (or remove it), or "
-                "give the server a larger context (llama-server: -c / --ctx-size).",
-            )
-
-    async def _check_tool_calls(self, server: str, props: dict[str, Any] | None) -> str:
-        """One small request shaped like the agent's (system, user, tool call, tool result,
-        user) offering one tool the model must call. A chat template that refuses the roles
-        is named with what it said; with `chat_roles = "auto"` the request is tried again
-        with user and assistant turns only, and that shape is kept. A server whose model or
-        template has no tool support ignores `tools` and answers plain text. Returns what
-        the test learned, as the end of a sentence."""
-        import openai  # loaded by __init__ already; at module level: ~1 s at import
-
-        choice = "required"
-        refusal: str | None = None
-        while True:
-            params: dict[str, Any] = {
-                "model": self.model,
-                "messages": openai_messages(_TEST_CONVERSATION, self.user_assistant),
-                "tools": [{"type": "function", "function": _PING_TOOL}],
-                "tool_choice": choice,
-                "max_tokens": 64,
-                "stream": False,
-            }
-            try:
-                answer = await self._client.chat.completions.create(**params)
-                break
-            except openai.BadRequestError as exc:
-                detail = error_detail(exc.body) or str(exc)
-                if choice == "required" and "tool_choice" in detail:
-                    choice = "auto"  # a server that knows no "required"
-                    continue
-                if refuses_roles(detail) and not self.user_assistant:
-                    refusal = detail
-                    if self.chat_roles == "auto":
-                        self.user_assistant = True
-                        continue
-                    raise ProviderError(
-                        "bad_request",
-                        f"{server} refused a conversation shaped like plan-lsp's requests "
-                        f"(system, user, tool call, tool result, user): {detail}. Its chat "
-                        "template takes only user and assistant turns: set chat_roles to "
-                        '"user_assistant" (or "auto").',
-                    ) from exc
-                if refusal is not None:
-                    raise ProviderError(
-                        "bad_request",
-                        f"{server} refused a conversation shaped like plan-lsp's requests: "
-                        f"{refusal}; with only user and assistant turns, alternating, it "
-                        f"refused it too: {detail}. Its chat template cannot hold an agent's "
-                        "conversation: use another model or chat template.",
-                    ) from exc
-                raise sdk_failure(openai, exc, server) from exc
-            except Exception as exc:
-                raise sdk_failure(openai, exc, server) from exc
-        choices = getattr(answer, "choices", None) or []
-        message = getattr(choices[0], "message", None) if choices else None
-        if not getattr(message, "tool_calls", None):
-            raise ProviderError("no_tools", self._no_tools_message(server, props))
-        if refusal is None:
-            return ""
-        return (
-            f". Its chat template refused the system and tool roles ({refusal}), so plan-lsp "
-            'sends it only user and assistant turns (chat_roles "auto"; set '
-            '"user_assistant" to skip this test)'
-        )
-
-    def _no_tools_message(self, server: str, props: dict[str, Any] | None) -> str:
-        """What is true of this server, and its fix: llama.cpp's `/props` tells whether the
-        loaded chat template supports tools (it reports template capabilities only when its
-        Jinja templates are on)."""
-        head = (
-            f"{server} answers, but the model {self.model!r} ignored the tool it was offered "
-            "and answered in plain text"
-        )
-        caps = props.get("chat_template_caps") if props is not None else None
-        if isinstance(caps, dict):
-            if caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False:
-                return (
-                    f"{head}. llama-server reports (GET /props) that the chat template it "
-                    "loaded has no tool support; its Jinja templates are already on, so the "
-                    "fix is the template: start llama-server with --chat-template-file FILE "
-                    "holding a template with tools (or a model whose own template has them)."
-                )
-            return (
-                f"{head}, although llama-server reports (GET /props) that its chat template "
-                "supports tools: the model itself does not call them. Use a model trained "
-                "for tool calling."
-            )
-        if props is not None:
-            return (
-                f"{head}: llama-server reports no chat template capabilities (GET /props), so "
-                "its Jinja templates are off. Start llama-server with --jinja (and a model "
-                "whose chat template has tools)."
-            )
-        return (
-            f"{head}: its model or chat template has no tool support, and plan-lsp works "
-            "through tool calls. Use a model with tool calling, or a chat template with tools "
-            "(llama.cpp: start llama-server with --jinja; Ollama: a model tagged 'tools')."
-        )
+        return await check_openai(self)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import openai  # loaded by __init__ already; at module level: ~1 s at import
@@ -360,7 +181,7 @@ class OpenAIProvider:
 
         while True:
             try:
-                return await self._client.chat.completions.create(**params)
+                return await self.client.chat.completions.create(**params)
             except openai.BadRequestError as exc:
                 detail = error_detail(exc.body) or str(exc)
                 if "stream_options" in params and "stream_options" in str(exc):

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from plan_lsp.providers.base import ChatMessage, replayable_arguments
+from plan_lsp.providers.base import ChatMessage, ProviderError, replayable_arguments
 
 ChatRoles = Literal["auto", "native", "user_assistant"]
-CHAT_ROLES: tuple[ChatRoles, ...] = ("auto", "native", "user_assistant")
 
 _JOIN = "\n\n"
 
@@ -104,3 +103,40 @@ _ROLE_REFUSAL = re.compile(
 def refuses_roles(detail: str) -> bool:
     """Whether a server's 400 message says its chat template refused the roles sent."""
     return bool(_ROLE_REFUSAL.search(detail))
+
+
+def openai_messages(
+    messages: list[ChatMessage], user_assistant: bool = False
+) -> list[dict[str, Any]]:
+    """ChatMessages in chat-completions form, shaped for strict chat templates
+    (providers/shaping.py); `meta` and `name` stay on our side."""
+    out: list[dict[str, Any]] = []
+    for message in shape(messages, user_assistant):
+        if message.role == "tool":
+            if message.tool_call_id is None:
+                raise ProviderError("bad_request", "a tool result message has no tool_call_id")
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    # null (not "") beside tool calls: some servers reject empty content.
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": replayable_arguments(call.arguments),
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out

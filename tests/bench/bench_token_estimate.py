@@ -30,7 +30,7 @@ from _bench_util import REPO, Result, emit_results, fmt, print_table
 
 from plan_lsp.agent.context import TokenMeter
 from plan_lsp.providers.base import ChatMessage, ModelRequest, ToolCall
-from plan_lsp.providers.openai_provider import openai_messages
+from plan_lsp.providers.shaping import openai_messages
 from plan_lsp.providers.tokens import estimate_request
 
 CACHE = Path(os.environ.get("PLAN_LSP_TEST_CACHE", Path.home() / ".cache" / "plan-lsp-tests"))

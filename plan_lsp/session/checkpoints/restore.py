@@ -15,17 +15,28 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from plan_lsp.session.checkpoints.merge import merge3
-from plan_lsp.session.checkpoints.model import CLOSING, PRE_REVERT, REDO, REVERT, Kept, RevertResult
+from plan_lsp.session.checkpoints.model import (
+    CLOSING,
+    PRE_REVERT,
+    REDO,
+    REVERT,
+    Checkpoint,
+    Kept,
+    RevertResult,
+)
 from plan_lsp.session.checkpoints.snapshot import (
     FILE,
     FOLDER,
     LINK,
     SKIPPED,
+    BlobStore,
     CheckpointError,
     Entry,
     dump,
@@ -35,8 +46,29 @@ from plan_lsp.session.checkpoints.snapshot import (
     write_atomic,
 )
 
-if TYPE_CHECKING:
-    from plan_lsp.session.checkpoints.store import CheckpointStore
+
+class Store(Protocol):
+    """What a revert needs of the store (store.py's Store)."""
+
+    root: Path
+    dir: Path
+    token: str
+    max_file_bytes: int
+    blobs: BlobStore
+    redo_stack: list[dict[str, Any]]
+
+    def locked(self) -> AbstractContextManager[None]: ...
+    def list(self) -> list[Checkpoint]: ...
+    def get(self, checkpoint_id: str) -> Checkpoint: ...
+    def position(self, checkpoint_id: str) -> int: ...
+    def deltas(self, upto: int) -> Iterator[tuple[bool, dict[str, Entry | None]]]: ...
+    def manifest(self, checkpoint_id: str) -> dict[str, Entry]: ...
+    def latest(self) -> dict[str, Entry]: ...
+    def record(
+        self, label: str, step: int | None, tool_call_id: str | None, *, kind: str, run: str,
+        reverted_to: str | None = None, cp_id: str | None = None,
+        written: dict[str, Entry | None] | None = None,
+    ) -> Checkpoint: ...  # fmt: skip
 
 
 def apply_delta(full: dict[str, Entry], changes: dict[str, Entry | None]) -> None:
@@ -80,7 +112,7 @@ class Op:
 
 
 def revert(
-    store: CheckpointStore, checkpoint_id: str, changed_by_run: set[str] | None = None
+    store: Store, checkpoint_id: str, changed_by_run: set[str] | None = None
 ) -> RevertResult:
     with store.locked():
         target_at = store.position(checkpoint_id)
@@ -106,7 +138,7 @@ def revert(
 
 
 def _replay(
-    store: CheckpointStore, target_at: int
+    store: Store, target_at: int
 ) -> tuple[dict[str, Entry], dict[str, Entry], dict[str, Entry | None]]:
     """The latest manifest, the target's, and each path the run changed after the target
     with its state after the run's last change to it."""
@@ -129,12 +161,12 @@ def _replay(
     return full, target, last
 
 
-def _now(store: CheckpointStore, paths: Iterable[str]) -> dict[str, Entry | None]:
+def _now(store: Store, paths: Iterable[str]) -> dict[str, Entry | None]:
     """The current state of `paths`, their contents stored."""
     return {p: entry_of(store.root, p, store.blobs, store.max_file_bytes) for p in paths}
 
 
-def redo(store: CheckpointStore) -> RevertResult:
+def redo(store: Store) -> RevertResult:
     """Go forward to the state before the last revert (or redo's revert) still on the stack."""
     with store.locked():
         if not store.redo_stack:
@@ -169,7 +201,7 @@ def _unrecorded(skipped: tuple[tuple[str, str], ...]) -> Callable[[str], str | N
 
 
 def plan(
-    store: CheckpointStore,
+    store: Store,
     last: dict[str, Entry | None],
     target: dict[str, Entry],
     current: dict[str, Entry],
@@ -226,7 +258,7 @@ def _structural(ops: list[Op], current: dict[str, Entry], result: RevertResult) 
 
 
 def _run(
-    store: CheckpointStore, kind: str, target: str, ops: list[Op], result: RevertResult,
+    store: Store, kind: str, target: str, ops: list[Op], result: RevertResult,
     record: dict[str, Any] | None,
 ) -> RevertResult:  # fmt: skip
     for op in ops:  # a missing or corrupt copy is an error before anything is written
@@ -245,7 +277,7 @@ def _run(
     return _finish(store, journal)
 
 
-def _finish(store: CheckpointStore, journal: dict[str, Any]) -> RevertResult:
+def _finish(store: Store, journal: dict[str, Any]) -> RevertResult:
     result = RevertResult(
         journal["target"], merged=list(journal["merged"]),
         kept=[Kept(p, w) for p, w in journal["kept"]],
@@ -287,10 +319,10 @@ def _needs_removal(op: Op) -> bool:
     )
 
 
-Action = Callable[["CheckpointStore", Op], None]
+Action = Callable[[Store, Op], None]
 
 
-def _step(store: CheckpointStore, op: Op, result: RevertResult, action: Action) -> None:
+def _step(store: Store, op: Op, result: RevertResult, action: Action) -> None:
     if ".git" in op.path.split("/"):
         return
     now = entry_of(store.root, op.path, None, store.max_file_bytes)
@@ -305,7 +337,7 @@ def _step(store: CheckpointStore, op: Op, result: RevertResult, action: Action) 
         result.kept.append(Kept(op.path, f"could not be restored: {exc.strerror or exc}"))
 
 
-def _remove(store: CheckpointStore, op: Op) -> None:
+def _remove(store: Store, op: Op) -> None:
     full = os.path.join(store.root, op.path)
     kill_point()
     if op.pre is not None and op.pre.kind == FOLDER:
@@ -314,7 +346,7 @@ def _remove(store: CheckpointStore, op: Op) -> None:
         os.unlink(full)
 
 
-def _write(store: CheckpointStore, op: Op) -> None:
+def _write(store: Store, op: Op) -> None:
     assert op.post is not None
     full = os.path.join(store.root, op.path)
     parent, name = os.path.split(full)
@@ -344,7 +376,7 @@ def _write(store: CheckpointStore, op: Op) -> None:
     os.replace(tmp, full)
 
 
-def recover(store: CheckpointStore) -> RevertResult | None:
+def recover(store: Store) -> RevertResult | None:
     """Finish a revert or redo a killed process left half done (called when a store opens)."""
     path = store.dir / "journal.json"
     if not path.exists():

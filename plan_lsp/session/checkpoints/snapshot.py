@@ -136,7 +136,6 @@ def write_atomic(path: Path, data: bytes, *, make_parent: bool = False, mode: in
 class Scan:
     entries: dict[str, Entry]
     skipped: dict[str, str] = field(default_factory=dict)  # ignored trees and files not walked
-    started_ns: int = 0
 
 
 def read_file(path: str) -> bytes:
@@ -157,7 +156,7 @@ def scan(
     """Walk `root` and record it; new contents go into `blobs`. An unchanged path keeps
     the very Entry object of `previous` (so a delta is found by identity)."""
     started = time.time_ns()
-    out = Scan({}, {}, started)
+    out = Scan({}, {})
     entries, get = out.entries, previous.get
     tracked_set = set(tracked)
     # Folders on the way to a tracked path inside an ignored tree are walked.

@@ -1,21 +1,18 @@
 """The `planLsp/*` requests and the `planLsp.*` commands (docs/protocol.md): each takes the
 server and the raw params, validates them against the contract's models, finds the
-workspace's core and hands over to the workflow (`plan_lsp/core/workflow.py`); a refusal
-is answered as LSP's RequestFailed with the core's reason."""
+workspace's core and hands over to the workflow (`plan_lsp/core/workflow.py`). A refusal is
+answered as LSP's RequestFailed with its reason where they are registered (`handlers.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from plan_lsp.core import workflow
-from plan_lsp.core.frontend import Refused
 from plan_lsp.protocol.params import (
     ApproveParams,
     CancelParams,
@@ -27,39 +24,11 @@ from plan_lsp.protocol.params import (
     SetPermissionModeParams,
     WorkspaceParams,
 )
-from plan_lsp.server.params import RequestFailed, parse_params
+from plan_lsp.server.params import parse_params
 
 if TYPE_CHECKING:
     from plan_lsp.core.workspace import WorkspaceCore
     from plan_lsp.server.app import PlanLanguageServer
-
-R = TypeVar("R")
-
-
-def _answers_refusals(
-    handler: Callable[[PlanLanguageServer, Any], Awaitable[R]],
-) -> Callable[[PlanLanguageServer, Any], Awaitable[R]]:
-    @wraps(handler)
-    async def run(ls: PlanLanguageServer, params: Any) -> R:
-        try:
-            return await handler(ls, params)
-        except Refused as exc:
-            raise RequestFailed(str(exc)) from exc
-
-    return run
-
-
-def _answers_refusals_now(
-    handler: Callable[[PlanLanguageServer, Any], R],
-) -> Callable[[PlanLanguageServer, Any], R]:
-    @wraps(handler)
-    def run(ls: PlanLanguageServer, params: Any) -> R:
-        try:
-            return handler(ls, params)
-        except Refused as exc:
-            raise RequestFailed(str(exc)) from exc
-
-    return run
 
 
 def context_for(ls: PlanLanguageServer, params: WorkspaceParams) -> WorkspaceCore:
@@ -89,13 +58,11 @@ def get_state(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return _json(context_for(ls, parse_params(WorkspaceParams, params)).state())
 
 
-@_answers_refusals
 async def set_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(SetModeParams, params)
     return _json(await workflow.set_mode(context_for(ls, p), p.mode))
 
 
-@_answers_refusals
 async def toggle_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return _json(await workflow.toggle_mode(context_for(ls, parse_params(WorkspaceParams, params))))
 
@@ -108,7 +75,6 @@ def set_permission_mode(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 # -- runs ---------------------------------------------------------------------------------------
 
 
-@_answers_refusals
 async def prompt(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(PromptParams, params)
     return _json(await workflow.prompt(context_for(ls, p), p.text))
@@ -120,7 +86,6 @@ async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return {}
 
 
-@_answers_refusals
 async def compact(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     """Compact the conversation now: older tool outputs pruned, older turns summarized."""
     return _json(await workflow.compact(context_for(ls, parse_params(WorkspaceParams, params))))
@@ -129,7 +94,6 @@ async def compact(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 # -- approval ---------------------------------------------------------------------------------
 
 
-@_answers_refusals
 async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(ApproveParams, params)
     return _json(
@@ -145,7 +109,6 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     )
 
 
-@_answers_refusals
 async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(RejectParams, params)
     return _json(await workflow.reject(context_for(ls, p), p.feedback, confirm=p.confirm))
@@ -154,7 +117,6 @@ async def reject(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
 # -- revisions, history, sessions, connection ----------------------------------------------------
 
 
-@_answers_refusals_now
 def plan_revisions(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(PlanRevisionsParams, params)
     return _json(workflow.plan_revisions(context_for(ls, p), p.planUri))
@@ -181,7 +143,6 @@ def history(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return _json(HistoryResult(updates=ctx.runs.history()))
 
 
-@_answers_refusals_now
 def new_session(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(NewSessionParams, params)
     return _json(workflow.new_session(context_for(ls, p), p.keepApprovedPlan))

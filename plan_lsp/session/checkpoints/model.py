@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from plan_lsp.session.checkpoints.snapshot import CheckpointError
 
@@ -43,24 +44,13 @@ class Checkpoint:
     skipped: tuple[tuple[str, str], ...] = ()  # (path, why) not recorded
     reverted_to: str | None = None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id, "seq": self.seq, "at": self.at, "label": self.label,
-            "step": self.step, "tool_call_id": self.tool_call_id, "kind": self.kind,
-            "run": self.run, "reverted_to": self.reverted_to,
-            "files": [[f.path, f.status, f.added, f.removed] for f in self.files],
-            "skipped": [list(s) for s in self.skipped],
-        }  # fmt: skip
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict[str, object]) -> Checkpoint:
-        files = tuple(FileChange(*f) for f in d["files"])  # type: ignore[attr-defined]
-        skipped = tuple((str(p), str(w)) for p, w in d["skipped"])  # type: ignore[attr-defined]
-        return cls(
-            str(d["id"]), int(d["seq"]), float(d["at"]), str(d["label"]),  # type: ignore[call-overload, arg-type]
-            d["step"], d["tool_call_id"], str(d["kind"]), str(d["run"]),  # type: ignore[arg-type]
-            files, skipped, d.get("reverted_to"),  # type: ignore[arg-type]
-        )  # fmt: skip
+    def from_json(cls, d: dict[str, Any]) -> Checkpoint:
+        files = tuple(FileChange(**f) for f in d["files"])
+        return cls(**{**d, "files": files, "skipped": tuple(tuple(s) for s in d["skipped"])})
 
 
 @dataclass(frozen=True)

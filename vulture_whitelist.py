@@ -21,6 +21,9 @@ _._inside_server_dir  # config.py: @field_validator("plans_dir")
 _._valid  # policy/shell/database.py: @model_validator of Effect and of the database
 _._data_only  # policy/shell/database.py: @model_validator(mode="before")
 _._schema_from_model  # policy/safety.py: @model_validator(mode="before")
+_._relative  # policy/autorun.py: @field_validator("path")
+_.whitespace_split  # policy/autorun.py: a shlex setting, read by shlex
+_.commenters  # policy/autorun.py: a shlex setting, read by shlex
 _._name  # tools/mcp/config.py: @field_validator("name")
 _._command  # tools/mcp/config.py: @field_validator("command")
 _._env  # tools/mcp/config.py: @field_validator("env")

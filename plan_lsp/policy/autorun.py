@@ -268,9 +268,10 @@ def protected(
 
 # -- shell words ---------------------------------------------------------------------------
 
-# A longer command is not read word by word: it asks (the build sandbox still binds every
-# protected file read-only for it).
-MAX_COMMAND_CHARS = 32768
+# A longer command, or one with more distinct words, is not read word by word (each costs a
+# path resolution): it asks (the build sandbox still binds every protected file for it).
+MAX_COMMAND_CHARS = 65536
+MAX_WORDS = 2000
 _OPERATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"}
 _GLOB = re.compile(r"[*?\[]")
 
@@ -293,7 +294,10 @@ def _word_hits(word: str, roots: Sequence[Path], cwd: Path, places: GitPlaces) -
     # glob the shell expands: the word's last segments against every entry, any case.
     parts = [p.lower() for p in word.split("/") if p not in ("", ".", "..")]
     glob = bool(_GLOB.search(word))
+    firsts = {GIT, *_by_first("root")}
     for start in range(len(parts)):
+        if not glob and parts[start] not in firsts:
+            continue
         for entry in _match_rel(parts[start:], ancestors=True, glob=glob):
             real = Path(os.path.realpath(cwd / word))
             hits.append(Hit("/".join(parts[start:]), real, entry.warning))
@@ -306,16 +310,17 @@ def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -
     `git remote`, `git -c`, ...)."""
     if not roots:
         return []
-    if len(command) > MAX_COMMAND_CHARS:
-        why = f"longer than the {MAX_COMMAND_CHARS:,} characters read for such files"
-        return [Hit("this command", None, why)]
+    words = _words(command) if len(command) <= MAX_COMMAND_CHARS else []
+    if (not words and command.strip()) or len(set(words)) > MAX_WORDS:
+        why = f"longer than the {MAX_COMMAND_CHARS:,} characters or {MAX_WORDS:,} words read"
+        return [Hit("this command", None, why + " for such files")]
     cwd = cwd or roots[0]
     writers = autorun().git_config_writers
     places = [git_places(root) for root in roots]
     found: list[Hit] = []
     seen: set[str] = set()
     git_seen = False
-    for word in _words(command):
+    for word in words:
         if word in _OPERATORS:
             git_seen = False
             continue
@@ -325,7 +330,8 @@ def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -
             found += _git_config(roots)
         for piece in {word, *word.split("=")[1:]} - seen:
             seen.add(piece)
-            if piece and "\x00" not in piece:
+            # A word longer than PATH_MAX names no file the system opens.
+            if piece and "\x00" not in piece and len(piece) <= 4096:
                 found += _word_hits(piece, roots, cwd, places)
     return list({h.shown: h for h in found}.values())
 

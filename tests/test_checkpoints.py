@@ -257,24 +257,42 @@ def test_a_corrupt_store_is_an_error_and_nothing_is_half_restored(ws: Path) -> N
     assert tree(ws) == before
 
 
-def test_a_full_disk_fails_the_checkpoint_clearly_and_the_store_goes_on(
-    ws: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")],
+)
+def test_a_full_or_read_only_disk_fails_the_checkpoint_clearly_and_the_store_goes_on(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, code: int, message: str
 ) -> None:
     store = store_of(ws)
     store.checkpoint("start")
     (ws / "README").write_text("changed\n")
 
     def full(*_a: object, **_k: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
+        raise OSError(code, message)
 
     with monkeypatch.context() as patch:
         patch.setattr(os, "replace", full)
-        with pytest.raises(StoreUnavailable, match="No space left on device"):
+        with pytest.raises(StoreUnavailable, match=message):
             store.checkpoint("fails")
     assert len(store.list()) == 1
     cp = store.checkpoint("works again")
     assert [f.path for f in cp.files] == ["README"]
     assert [c.label for c in store_of(ws).list()] == ["start", "works again"]
+
+
+def test_a_store_deleted_under_an_open_session_is_an_error_and_nothing_changes(ws: Path) -> None:
+    store = store_of(ws)
+    first = store.checkpoint("start")
+    (ws / "README").write_text("changed\n")
+    store.checkpoint("end", kind=AFTER)
+    before = tree(ws)
+    remove(store.dir)
+    with pytest.raises(CorruptStore, match="is missing"):
+        store.revert(first.id)
+    assert tree(ws) == before
+    with pytest.raises(ForeignCheckpoint):  # a new, empty store knows no old id
+        store_of(ws).revert(first.id)
 
 
 def test_a_store_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:

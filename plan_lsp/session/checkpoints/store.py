@@ -183,6 +183,8 @@ class CheckpointStore:
     @contextmanager
     def locked(self) -> Iterator[None]:
         with self._lock:
+            if not self.dir.is_dir():
+                raise CorruptStore(f"the checkpoint store {self.dir} is missing")
             try:
                 fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:

@@ -91,7 +91,75 @@ def test_blocked_calls_fail_with_the_reason() -> None:
     assert isinstance(update, schema.ToolCallProgress)
     assert update.status == "failed"
     shown = update.content[0].content.text  # type: ignore[index,union-attr]
-    assert "tool_not_allowed" in shown and "plan mode" in shown
+    assert shown == "Refused: plan mode: write_file changes the workspace"
+
+
+@pytest.mark.parametrize(
+    ("observation", "shown"),
+    [
+        (
+            {"error": "tool_not_allowed", "tool": "bash", "reason": "rm is not read-only"},
+            "Refused: rm is not read-only",
+        ),
+        (
+            {"error": "permission_denied", "tool": "edit_file", "reason": "the user said no"},
+            "Denied: the user said no",
+        ),
+        ({"error": "timeout", "message": "took too long"}, None),  # not a refusal: as it is
+    ],
+)
+def test_a_refused_result_is_said_in_words(observation: dict[str, Any], shown: str | None) -> None:
+    content = json.dumps(observation)
+    result = translate.tool_result(_result(content=content).model_copy(update={"isError": True}))
+    [text] = result.content or []
+    assert text.content.text == (shown or content)  # type: ignore[union-attr]
+
+
+def test_a_refusal_is_said_once_and_the_call_ends_failed() -> None:
+    walk = translate.Walk(ROOT)
+    walk.live(_call("write_file", {"path": "a.py", "content": "x"}))
+    refused = _u(kind="blocked", toolCallId="c1", tool="write_file", error="tool_not_allowed",
+                 reason="plan mode")  # fmt: skip
+    observation = json.dumps({"error": "tool_not_allowed", "reason": "plan mode"})
+    result = _u(kind="toolResult", toolCallId="c1", tool="write_file", isError=True,
+                content=observation)  # fmt: skip
+    (said,) = walk.live(refused)
+    assert said.status == "failed" and said.content[0].content.text == "Refused: plan mode"
+    assert walk.live(result) == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "title"),
+    [
+        ("edit_file", {"path": "src/app.py", "old_text": "a", "new_text": "b"}, "Edit src/app.py"),
+        ("write_file", {"path": "/work/project/src/app.py", "content": ""}, "Write src/app.py"),
+        ("read_file", {"path": "README.md"}, "Read README.md"),
+        ("read_file", {"path": "/etc/hosts"}, "Read /etc/hosts"),
+        ("bash", {"command": "git log -1"}, "Run `git log -1`"),
+        ("grep", {"pattern": "TODO"}, "Search for `TODO`"),
+        ("glob", {"pattern": "**/*.py"}, "Find files `**/*.py`"),
+        ("list_dir", {}, "List the folder"),
+        ("plan_write", {"content": "# Plan"}, "Write the plan"),
+        ("exit_plan_mode", {}, "Submit the plan for approval"),
+        ("todo_write", {"todos": []}, "Update the checklist"),
+        ("mcp__git__git_status", {"path": "x"}, "mcp__git__git_status x"),
+    ],
+)
+def test_titles_a_person_reads(tool: str, arguments: dict[str, Any], title: str) -> None:
+    (start,) = translate.updates_for(_call(tool, arguments), ROOT)
+    assert start.title == title
+    assert start.field_meta == {"planLsp": {"tool": tool}}
+
+
+def test_a_permission_request_finds_the_call_it_is_about() -> None:
+    walk = translate.Walk(ROOT)
+    walk.live(_call("edit_file", {"path": "a.py"}, "c1"))
+    walk.live(_call("edit_file", {"path": "b.py"}, "c2"))
+    assert walk.call_for("edit_file", {"path": "a.py"}) == "c1"
+    assert walk.call_for("edit_file", {"path": "other"}) == "c2"  # the latest of the tool
+    assert walk.call_for("bash", {}) is None
+    walk.live(_u(kind="toolResult", toolCallId="c1", tool="edit_file", isError=False, content=""))
+    assert walk.call_for("edit_file", {"path": "a.py"}) == "c2"  # an ended call is not asked on
 
 
 def test_todos_are_plan_entries_the_whole_list_each_time() -> None:
@@ -148,6 +216,11 @@ def test_usage_from_the_state() -> None:
     assert (update.used, update.size) == (1200, 32768)
     assert update.cost is not None and update.cost.amount == 0.25
     assert translate.updates_for(state(), ROOT) == []  # no context window known: no usage
+    # A walk tells the usage again only when a figure changed.
+    walk = translate.Walk(ROOT)
+    more = state(contextTokens=1500, contextWindow=32768, costUsd=0.25)
+    told = [len(walk.live(x)) for x in (used, used, state(), more, more, used)]
+    assert told == [1, 0, 0, 1, 0, 1]
 
 
 def test_replayed_prompts_are_the_users_messages() -> None:

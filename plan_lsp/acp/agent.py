@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import RequestError, schema
+from acp import RequestError, helpers, schema
 
 from plan_lsp import __version__
 from plan_lsp.acp import translate
@@ -22,7 +22,7 @@ from plan_lsp.acp.frontend import AcpFrontEnd
 from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
-from plan_lsp.plan.readiness import check_plan, has_errors
+from plan_lsp.plan.readiness import check_plan
 from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
 
 if TYPE_CHECKING:
@@ -221,8 +221,7 @@ class PlanLspAgent:
             self._register(session, root)
         core = session.core
         session.frontend.replay(core.runs.history())
-        found = translate.usage(core.state())
-        if found is not None:
+        for found in session.frontend.walk.usage_changed(core.state()):
             session.frontend.send(found)
         await session.frontend.drained()
         mode = core.session.mode.value
@@ -303,32 +302,56 @@ class PlanLspAgent:
         return STOP_REASONS.get(stop, "end_turn")
 
     async def _approval(self, session: AcpSession) -> str:
-        """Ask the user to approve the submitted plan, showing all of it; the Do run's stop
+        """Ask the user to approve the submitted plan once all of it is in the conversation
+        (and, if the client's buffer differs, the buffer's text too); the Do run's stop
         reason after approval, "end_turn" when the user keeps planning, "cancelled"."""
-        core = session.core
+        core, frontend = session.core, session.frontend
         path = core.session.main_plan_path
         try:
-            await session.frontend.read_buffer(path)  # the editor's text, unsaved edits too
-            return await self._approve_shown(session, path, core.plan_text(path))
+            text = core.plan_text(path)
+            frontend.show_plan(path, text)
+            buffer = await frontend.read_buffer(path)  # the editor's text, unsaved edits too
+            if buffer is not None and buffer != text:
+                text = buffer
+                frontend.show_plan(path, text, from_editor=True)
+            return await self._approve_shown(session, path, text)
         finally:
-            session.frontend.forget_buffer(path)
+            frontend.forget_buffer(path)
 
     async def _approve_shown(self, session: AcpSession, path: Path, text: str) -> str:
-        core = session.core
+        """`text` is in the conversation: ask on the `exit_plan_mode` call (its content the
+        plan), record exactly that text when approved."""
+        core, frontend = session.core, session.frontend
         problems = [i.message for i in check_plan(text) if i.severity == "error"]
-        title = "Ready to build? Approve this plan"
-        if has_errors(check_plan(text)):
+        title = f"Build from this plan ({translate.shown_path(frontend.root, str(path))})"
+        if problems:
             title += " (problems found: " + "; ".join(problems) + ")"
-        exit_call = session.frontend.walk.last_exit_call
+        call_id = frontend.walk.last_exit_call or f"approve-{sha256_text(text)[:12]}"
+        shown: list[Any] = [translate.text_content(text)]
+        where = [schema.ToolCallLocation(path=str(path))]
+        if frontend.walk.last_exit_call is None:
+            frontend.send(
+                helpers.start_tool_call(
+                    call_id, title, kind="switch_mode", status="pending", content=shown,
+                    locations=where,
+                )
+            )  # fmt: skip
+        else:
+            frontend.send(helpers.update_tool_call(call_id, content=shown, locations=where))
         tool_call = schema.ToolCallUpdate(
-            tool_call_id=exit_call or f"approve-{sha256_text(text)[:12]}",
+            tool_call_id=call_id,
             title=title,
             kind="switch_mode",
             status="pending",
-            content=[translate.text_content(text)],
-            locations=[schema.ToolCallLocation(path=str(path))],
+            content=shown,
+            locations=where,
         )
-        chosen = await session.frontend.request_permission(tool_call, APPROVAL_OPTIONS)
+        chosen = await frontend.request_permission(tool_call, APPROVAL_OPTIONS)
+        if frontend.walk.last_exit_call is None:
+            approved = chosen in APPROVAL_PERMISSION
+            frontend.send(
+                helpers.update_tool_call(call_id, status="completed" if approved else "failed")
+            )
         if chosen is None:
             return "cancelled"
         if chosen not in APPROVAL_PERMISSION:

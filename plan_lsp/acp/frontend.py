@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,10 @@ PERMISSION_OPTIONS: list[tuple[PermissionAnswer, str]] = [
     ("allow_always", "Allow always (this kind of call, this session)"),
     ("reject_once", "Deny"),
 ]
+PERMISSION_OPTIONS_ACP = [
+    schema.PermissionOption(option_id=answer, name=name, kind=answer)
+    for answer, name in PERMISSION_OPTIONS
+]
 
 
 class AcpFrontEnd:
@@ -55,6 +60,8 @@ class AcpFrontEnd:
         self.reads_buffers = False
         # Buffer texts the client handed over for the plan being approved (see read_buffer).
         self._buffers: dict[Path, str] = {}
+        # The plan text last shown in the conversation (a revision says what changed).
+        self.shown_plan: str | None = None
 
     # -- updates, in order ------------------------------------------------------------------------
 
@@ -81,8 +88,9 @@ class AcpFrontEnd:
             self.send(sent)
 
     def replay(self, updates: list[Update]) -> None:
+        walk = translate.Walk(self.root, replay=True)
         for update in updates:
-            for sent in translate.updates_for(update, self.root, replay=True):
+            for sent in walk.live(update):
                 self.send(sent)
 
     def run_began(self, run_id: str, kind: str) -> None:
@@ -93,6 +101,27 @@ class AcpFrontEnd:
 
     def show(self, message: str, *, warning: bool = False) -> None:
         self.send(helpers.update_agent_message_text(f"\n\n{message}\n"))
+
+    def show_plan(self, path: Path, text: str, *, from_editor: bool = False) -> None:
+        """The whole plan into the conversation as the agent's message (Markdown, the text
+        exactly, in a chunk of its own) before its approval is asked — clients do not show
+        a permission request's content; a revision says what changed; `from_editor`: the
+        client's buffer differs from the text shown just before."""
+        name = translate.shown_path(self.root, str(path))
+        before = self.shown_plan
+        if from_editor:
+            head = f"Your editor's `{name}` differs from the plan above ({_changed(before, text)})"
+            head += "; this is the text you approve:"
+        elif before is None:
+            head = f"The plan for your approval (`{name}`):"
+        elif before == text:
+            head = f"The plan for your approval, unchanged (`{name}`):"
+        else:
+            head = f"Revised plan (`{name}`, {_changed(before, text)}):"
+        self.send(helpers.update_agent_message_text(f"\n\n**{head}**\n\n"))
+        self.send(helpers.update_agent_message_text(text))
+        self.send(helpers.update_agent_message_text("\n" if text.endswith("\n") else "\n\n"))
+        self.shown_plan = text
 
     async def ask(self, message: str, options: list[str], *, warning: bool = False) -> str | None:
         # ACP has no free question with fixed answers outside a tool call: the workflow's
@@ -111,6 +140,7 @@ class AcpFrontEnd:
         plan the user approves is the one their editor shows. None when it cannot say."""
         if not self.reads_buffers:
             return None
+        await self.drained()
         try:
             answer = await asyncio.wait_for(
                 self.conn.read_text_file(session_id=self.session_id, path=str(path)),
@@ -146,7 +176,10 @@ class AcpFrontEnd:
     async def request_permission(
         self, tool_call: schema.ToolCallUpdate, options: list[schema.PermissionOption]
     ) -> str | None:
-        """The option the user chose, or None (cancelled, or the client failed)."""
+        """The option the user chose, or None (cancelled, or the client failed). Every
+        update queued before (the call's announcement, the plan's text) reaches the client
+        first."""
+        await self.drained()
         asking = asyncio.ensure_future(
             self.conn.request_permission(
                 session_id=self.session_id, tool_call=tool_call, options=options
@@ -171,6 +204,18 @@ class AcpFrontEnd:
         return outcome.option_id if isinstance(outcome, schema.AllowedOutcome) else None
 
 
+def _changed(before: str | None, after: str) -> str:
+    """What changed between two texts, in lines: "2 lines added, 1 removed"."""
+    added = removed = 0
+    diff = difflib.unified_diff((before or "").splitlines(), after.splitlines(), lineterm="")
+    for line in diff:
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return f"{added} line{'s' if added != 1 else ''} added, {removed} removed"
+
+
 class AcpUser:
     """`UserPort` over ACP: permission prompts for calls the permission mode asks about."""
 
@@ -178,7 +223,11 @@ class AcpUser:
         self.frontend = frontend
 
     async def request_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        self.frontend.asked += 1
+        """Asked on the model's call as announced (or on a call announced here for it and
+        ended with the answer), titled in words, an edit with its diff."""
+        frontend = self.frontend
+        frontend.asked += 1
+        await frontend.drained()
         content: list[Any] = []
         locations: list[schema.ToolCallLocation] | None = None
         if request.change is not None:
@@ -191,24 +240,42 @@ class AcpUser:
                         str(request.change.path), request.change.after, request.change.before
                     )
                 )
+        title = translate.call_title(request.tool, request.arguments, frontend.root)
+        warning = request.summary.partition(" (WARNING: ")[2]
+        title = (title + (f" (WARNING: {warning}" if warning else ""))[:300]
+        kind = translate.TOOL_KINDS.get(request.tool, "other")
+        call_id = frontend.walk.call_for(request.tool, request.arguments)
+        announced = call_id is not None
+        if call_id is None:
+            call_id = f"permission-{request.run_id}-{frontend.asked}"
+            start = helpers.start_tool_call(
+                call_id, title, kind=kind, status="pending", locations=locations,
+                raw_input=request.arguments or None,
+            )  # fmt: skip
+            frontend.send(start)
         tool_call = schema.ToolCallUpdate(
-            tool_call_id=f"permission-{request.run_id}-{self.frontend.asked}",
-            title=f"{request.tool}: {request.summary}"[:300],
-            kind=translate.TOOL_KINDS.get(request.tool, "other"),
+            tool_call_id=call_id,
+            title=title,
+            kind=kind,
             status="pending",
             content=content or None,
             locations=locations,
             raw_input=request.arguments or None,
         )
-        options = [
-            schema.PermissionOption(option_id=answer, name=name, kind=answer)
-            for answer, name in PERMISSION_OPTIONS
-        ]
-        chosen = await self.frontend.request_permission(tool_call, options)
-        for answer, _ in PERMISSION_OPTIONS:
-            if chosen == answer:
-                return answer
-        return "reject_once"
+        chosen = await frontend.request_permission(tool_call, PERMISSION_OPTIONS_ACP)
+        answer: PermissionAnswer = next(
+            (a for a, _ in PERMISSION_OPTIONS if a == chosen), "reject_once"
+        )
+        if not announced:  # the model's call (if any) ends on its own result
+            said = "Allowed." if answer != "reject_once" else "Denied by you."
+            frontend.send(
+                helpers.update_tool_call(
+                    call_id,
+                    status="completed" if answer != "reject_once" else "failed",
+                    content=[translate.text_content(said)],
+                )
+            )
+        return answer
 
     async def ask_questions(
         self, run_id: str, questions: list[Question]

@@ -107,9 +107,45 @@ def call_path(root: Path, tool: str, arguments: dict[str, Any]) -> Path | None:
     return path if path.is_absolute() else root / path
 
 
-def call_title(tool: str, arguments: dict[str, Any]) -> str:
+# What a person reads on a tool call's card: a verb and its object.
+VERBS: dict[str, str] = {
+    "read_file": "Read",
+    "list_dir": "List",
+    "edit_file": "Edit",
+    "write_file": "Write",
+    "plan_write": "Write the plan",
+}
+FIXED_TITLES: dict[str, str] = {
+    "exit_plan_mode": "Submit the plan for approval",
+    "enter_plan_mode": "Switch to plan mode",
+    "todo_write": "Update the checklist",
+}
+
+
+def shown_path(root: Path, raw: str) -> str:
+    """A path as the user reads it: relative to the folder when it is inside it."""
+    path = Path(raw)
+    try:
+        return str(path.relative_to(root)) if path.is_absolute() else raw
+    except ValueError:
+        return raw
+
+
+def call_title(tool: str, arguments: dict[str, Any], root: Path | None = None) -> str:
+    """The call in words: "Edit src/app.py", "Run `git log -1`", "Search for `TODO`"."""
+    if tool in FIXED_TITLES:
+        return FIXED_TITLES[tool]
     if tool == "bash":
         return f"Run `{str(arguments.get('command', ''))[:200]}`"
+    pattern = arguments.get("pattern")
+    if tool in ("grep", "glob") and isinstance(pattern, str):
+        verb = "Search for" if tool == "grep" else "Find files"
+        return f"{verb} `{pattern[:200]}`"
+    raw = arguments.get("path") or arguments.get("plan_filename")
+    if tool in VERBS:
+        if isinstance(raw, str) and raw:
+            return f"{VERBS[tool]} {shown_path(root, raw) if root else raw}"[:300]
+        return VERBS[tool] if tool == "plan_write" else f"{VERBS[tool]} the folder"
     for key in ("path", "pattern", "description"):
         value = arguments.get(key)
         if isinstance(value, str) and value:
@@ -122,18 +158,38 @@ def tool_call_start(call: u.ToolCallUpdate, root: Path) -> schema.ToolCallStart:
     call_id = call.toolCallId or tool
     arguments = arguments_of(call)
     path = call_path(root, tool, arguments)
-    return helpers.start_tool_call(
+    start = helpers.start_tool_call(
         call_id,
-        call_title(tool, arguments),
+        call_title(tool, arguments, root),
         kind=TOOL_KINDS.get(tool, "other"),
         status="in_progress",
         locations=[schema.ToolCallLocation(path=str(path))] if path is not None else None,
         raw_input=arguments or None,
     )
+    start.field_meta = {"planLsp": {"tool": tool}}
+    return start
 
 
 def text_content(text: str) -> schema.ContentToolCallContent:
     return helpers.tool_content(helpers.text_block(text))
+
+
+REFUSAL_WORDS = {"tool_not_allowed": "Refused", "permission_denied": "Denied"}
+
+
+def refusal_text(content: str) -> str | None:
+    """A refusal observation (`{"error": "tool_not_allowed", "reason": …}`) in words:
+    "Refused: <reason>" / "Denied: <reason>"; None for any other result."""
+    if not content.startswith("{"):
+        return None
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("error") not in REFUSAL_WORDS:
+        return None
+    reason = value.get("reason") or value.get("message") or "no reason given"
+    return f"{REFUSAL_WORDS[value['error']]}: {reason}"
 
 
 def tool_result(
@@ -143,7 +199,7 @@ def tool_result(
     if diff is not None and not result.isError:
         path, before, after = diff
         content.append(helpers.tool_diff_content(str(path), after, before))
-    text = result.content
+    text = (refusal_text(result.content) if result.isError else None) or result.content
     if result.omitted > 0:
         text += f"\n… {result.omitted:,} more characters (the model read them; not shown)"
     content.append(text_content(text))
@@ -153,7 +209,7 @@ def tool_result(
 
 
 def blocked(call: u.BlockedUpdate) -> schema.ToolCallProgress:
-    reason = f"Refused ({call.error}): {call.reason}"
+    reason = f"{REFUSAL_WORDS[call.error]}: {call.reason}"
     content = [text_content(reason)]
     return helpers.update_tool_call(call.toolCallId, status="failed", content=content)
 
@@ -242,24 +298,58 @@ def updates_for(update: u.Update, root: Path, *, replay: bool = False) -> list[A
 
 class Walk:
     """One ACP session's walk of the core's updates: what it keeps between them — the text
-    of each file an edit call under way will change (for its result's diff), and the
-    model's latest `exit_plan_mode` call (the plan's approval is asked on it)."""
+    of each file an edit call under way will change (for its result's diff), the calls
+    announced and not yet ended (a permission request is asked on its call), the calls
+    refused (their refusal is said once), the usage last told (told again only when a
+    figure changed), and the model's latest `exit_plan_mode` call (the plan's approval is
+    asked on it). `replay`: walking a stored conversation (no disk reads)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, replay: bool = False) -> None:
         self.root = root
+        self.replay = replay
         self._before: dict[str, tuple[Path, str | None]] = {}
+        self._open: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._refused: set[str] = set()
+        self._usage: schema.UsageUpdate | None = None
         self.last_exit_call: str | None = None
 
     def live(self, update: u.Update) -> list[Any]:
         if isinstance(update, u.ToolCallUpdate) and update.toolCallId:
+            arguments = arguments_of(update)
+            self._open[update.toolCallId] = (update.tool, arguments)
             if update.tool == "exit_plan_mode":
                 self.last_exit_call = update.toolCallId
-            path = call_path(self.root, update.tool, arguments_of(update))
-            if update.tool in EDIT_TOOLS and path is not None:
+            path = call_path(self.root, update.tool, arguments)
+            if update.tool in EDIT_TOOLS and path is not None and not self.replay:
                 self._before[update.toolCallId] = (path, disk_text(path))
+        if isinstance(update, u.BlockedUpdate):
+            self._open.pop(update.toolCallId, None)
+            self._refused.add(update.toolCallId)
         if isinstance(update, u.ToolResultUpdate):
+            self._open.pop(update.toolCallId, None)
+            if update.toolCallId in self._refused:  # said by its `blocked` already
+                self._refused.discard(update.toolCallId)
+                return []
             return [tool_result(update, self._diff(update.toolCallId))]
-        return updates_for(update, self.root)
+        if isinstance(update, u.StateUpdate):
+            return self.usage_changed(update.state)
+        return updates_for(update, self.root, replay=self.replay)
+
+    def usage_changed(self, state: SessionState) -> list[Any]:
+        """The usage update, when a figure differs from the last one told."""
+        found = usage(state)
+        if found is None or found == self._usage:
+            return []
+        self._usage = found
+        return [found]
+
+    def call_for(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """The announced call, not yet ended, a permission request of `tool` is about: the
+        latest with these arguments, else the latest of this tool."""
+        calls = [(cid, args) for cid, (name, args) in self._open.items() if name == tool]
+        same = [cid for cid, args in calls if args == arguments]
+        found = same or [cid for cid, _ in calls]
+        return found[-1] if found else None
 
     def _diff(self, call_id: str) -> tuple[Path, str | None, str] | None:
         before = self._before.pop(call_id, None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -24,6 +25,8 @@ from plan_lsp.session.state_home import workspace_state_file
 from tests.acp_client import RecordingClient
 from tests.turns import GREETING_EDIT, calls, plan_turns
 from tests.turns import PLAN_TEXT as PLAN
+
+PLAN_FILE = ".plan-lsp/plans/PLAN.md"
 
 
 def _turns() -> list[dict[str, Any]]:
@@ -76,10 +79,26 @@ def _turns() -> list[dict[str, Any]]:
 
 
 class Client(RecordingClient):
-    """Approves plans and edits once; denies anything else it is asked."""
+    """Approves plans and edits once; denies anything else it is asked; notes how many
+    updates had arrived when each permission request came."""
 
     def __init__(self) -> None:
         super().__init__({"switch_mode": "allow_once", "edit": "allow_once"})
+        self.asked_after: list[int] = []
+
+    async def request_permission(
+        self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[Any], **kw: Any
+    ) -> schema.RequestPermissionResponse:
+        self.asked_after.append(len(self.updates))
+        return await super().request_permission(session_id, tool_call, options, **kw)
+
+    def text_before(self, number: int) -> str:
+        """The agent's message as it stood when permission request `number` came."""
+        return "".join(
+            u.content.text
+            for u in self.updates[: self.asked_after[number]]
+            if u.session_update == "agent_message_chunk" and hasattr(u.content, "text")
+        )
 
     def text(self) -> str:
         return "".join(
@@ -135,11 +154,20 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
 
         calls = {u.tool_call_id: u for u in client.of("tool_call")}
         results = {u.tool_call_id: u for u in client.of("tool_call_update") if u.status}
-        by_tool = {u.title.split(" ")[0]: u for u in calls.values()}
-        # The write in plan mode was refused, and said why.
-        write = next(u for u in calls.values() if u.title.startswith("write_file"))
-        assert write.kind == "edit"
+        by_tool = {u.field_meta["planLsp"]["tool"]: u for u in calls.values()}
+        # Titles a person reads.
+        assert by_tool["read_file"].title == "Read hello.py"
+        assert by_tool["bash"].title == "Run `ls`"
+        assert by_tool["exit_plan_mode"].title == "Submit the plan for approval"
+        # The write in plan mode was refused, and said why, in words.
+        write = by_tool["write_file"]
+        assert (write.kind, write.title) == ("edit", "Write hello.py")
         assert results[write.tool_call_id].status == "failed"
+        refused = results[write.tool_call_id].content[0].content.text
+        assert refused.startswith("Refused: write_file: plan mode only allows read-only tools")
+        assert "{" not in refused and "tool_not_allowed" not in refused
+        ended = [u.tool_call_id for u in client.of("tool_call_update") if u.status == "failed"]
+        assert ended.count(write.tool_call_id) == 1  # the refusal is said once
         # The shell command ran (in plan-lsp's own sandbox or classifier, never the client's
         # terminal) and its output came back.
         shell = next(u for u in calls.values() if u.kind == "execute")
@@ -148,10 +176,27 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert "hello.py" in shown
         assert "read_file" in by_tool and by_tool["read_file"].kind == "read"
 
-        # The plan's approval: a switch_mode permission request showing the whole plan.
-        approval = next(p for p in client.permissions if p.tool_call.kind == "switch_mode")
+        # The plan's approval: before it was asked, the whole plan was in the conversation
+        # (the agent's message, the text exactly in a chunk of its own) and the
+        # exit_plan_mode call's content; the request is on that call and shows it too.
+        number, approval = next(
+            (n, p) for n, p in enumerate(client.permissions) if p.tool_call.kind == "switch_mode"
+        )
         shown_plan = approval.tool_call.content[0].content.text  # type: ignore[index,union-attr]
         assert shown_plan == PLAN
+        before = client.text_before(number)
+        assert before.endswith(f"**The plan for your approval (`{PLAN_FILE}`):**\n\n{PLAN}\n")
+        chunks = [u.content.text for u in client.of("agent_message_chunk")]
+        assert PLAN in chunks
+        exit_call = by_tool["exit_plan_mode"].tool_call_id
+        assert approval.tool_call.tool_call_id == exit_call
+        told = [
+            u.content[0].content.text
+            for u in client.updates[: client.asked_after[number]]
+            if u.session_update == "tool_call_update" and u.tool_call_id == exit_call and u.content
+        ]
+        assert told[-1] == PLAN
+        assert approval.tool_call.title == f"Build from this plan ({PLAN_FILE})"
         kinds = sorted(o.kind for o in approval.options)
         assert kinds == ["allow_always", "allow_once", "reject_once"]
         # What was approved is exactly what the user was shown.
@@ -165,13 +210,16 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         # The Do run asked before its edit (ask before edits), edited the disk, sent a diff.
         assert (ws / "hello.py").read_text() == "print('hello, world')\n"
         edit = next(p for p in client.permissions if p.tool_call.kind == "edit")
-        assert "edit_file" in (edit.tool_call.title or "")
+        assert edit.tool_call.title == "Edit hello.py"
+        # Asked on the model's call, announced before and completed after.
+        assert calls[edit.tool_call.tool_call_id].title == "Edit hello.py"
+        assert results[edit.tool_call.tool_call_id].status == "completed"
         # The edit's permission request shows the server's own before/after as a diff.
         asked = [c for c in edit.tool_call.content or [] if c.type == "diff"]
         assert [(d.old_text, d.new_text) for d in asked] == [
             ("print('hi')\n", "print('hello, world')\n")
         ]
-        edit_call = next(u for u in calls.values() if u.title.startswith("edit_file"))
+        edit_call = by_tool["edit_file"]
         diffs = [c for c in results[edit_call.tool_call_id].content or [] if c.type == "diff"]
         assert diffs and diffs[0].old_text == "print('hi')\n"
         assert diffs[0].new_text == "print('hello, world')\n"
@@ -182,6 +230,9 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert "Done: the greeting is updated." in client.text()
         usage = client.of("usage_update")
         assert usage and usage[-1].size > 0
+        # Told only when a figure changed.
+        figures = [(u.used, u.size, u.cost) for u in usage]
+        assert all(a != b for a, b in itertools.pairwise(figures)), figures
 
         # Cancel: the slow turn ends with stopReason cancelled.
         turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("more")]))
@@ -214,7 +265,11 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         users = [u.content.text for u in replayed.of("user_message_chunk")]
         assert users[:2] == ["Make the greeting polite", "more"]
         assert "Done: the greeting is updated." in replayed.text()
-        assert any(u.title.startswith("edit_file") for u in replayed.of("tool_call"))
+        assert "Edit hello.py" in [u.title for u in replayed.of("tool_call")]
+        assert "{" not in json.dumps(
+            [c.content.text for u in replayed.of("tool_call_update") if u.status == "failed"
+             for c in u.content or [] if c.type == "content"]
+        )  # fmt: skip
         thoughts = [u.content.text for u in replayed.of("agent_thought_chunk")]
         assert any(t.startswith("Permission for edit_file") and "allow once" in t for t in thoughts)
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
@@ -252,6 +307,9 @@ async def test_keep_planning_then_feedback_revises_and_modes_switch(tmp_path: Pa
         assert len(offered) == 2
         text = offered[1].tool_call.content[0].content.text  # type: ignore[index,union-attr]
         assert text.endswith("3. Say goodbye too.\n")
+        # In the conversation before it was asked: what changed, and the whole text.
+        revised = f"**Revised plan (`{PLAN_FILE}`, 1 line added, 0 removed):**\n\n{text}\n"
+        assert client.text_before(1).endswith(revised)
         assert (ws / "hello.py").read_text() == "print('hi')\n"
 
         # Modes: session/set_mode and the mode config option switch like planLsp/setMode.
@@ -377,6 +435,11 @@ async def test_the_plan_approved_is_the_editors_buffer(tmp_path: Path) -> None:
         assert answer.stop_reason == "end_turn"
         shown = client.permissions[0].tool_call.content[0].content.text  # type: ignore[index,union-attr]
         assert shown == PLAN + typed
+        # The buffer's text differs from the file's: the conversation shows it again.
+        assert client.text_before(0).endswith(
+            f"**Your editor's `{PLAN_FILE}` differs from the plan above (1 line added, 0 "
+            f"removed); this is the text you approve:**\n\n{shown}\n"
+        )
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(shown.encode()).hexdigest()
         plan_file = Path(state["approvedPlan"]["path"])

@@ -216,7 +216,11 @@ def content_text(update: Any) -> str:
 
 
 def refusal(text: str) -> str | None:
-    """The reason of a tool result that is the gate's refusal, else None."""
+    """The reason of a tool result that is the gate's refusal ("Refused: <reason>",
+    "Denied: <reason>"; or its JSON), else None."""
+    for words in ("Refused: ", "Denied: "):
+        if text.startswith(words) and text[len(words) :].strip():
+            return text[len(words) :]
     try:
         found = json.loads(text)
     except ValueError:
@@ -228,6 +232,8 @@ def refusal(text: str) -> str | None:
 
 def reason_of(text: str) -> str:
     """The reason a failed tool result gives (its `reason` or `message`), else ""."""
+    if refusal(text):
+        return refusal(text) or ""
     try:
         found = json.loads(text)
     except ValueError:
@@ -826,7 +832,11 @@ def _failures(client: RecordingClient, since: int, escape: Escape) -> list[str]:
     problems = []
     calls = client.of("tool_call", since)
     results = client.results(since)
-    tools = {u.tool_call_id: (u.title or "").split(" ")[0] for u in calls}
+    # The tool each card is of (the agent names it in the card's _meta; its title is words).
+    tools = {
+        u.tool_call_id: ((u.field_meta or {}).get("planLsp", {}).get("tool") or u.title or "")
+        for u in calls
+    }
     seen: set[str] = set()
     for call_id, title in tools.items():
         tool = next((t for t in (*escape.refused, *escape.completed) if title.startswith(t)), "")

@@ -10,6 +10,7 @@
 #   - the wheels of the server's dependencies and its build backend, and uv, for the test
 #     that builds the wheel and installs it as a tool from them with no package index;
 #   - the real editors: VS Code (code-server + Chromium), both Neovims, Emacs, Vim + coc.nvim;
+#   - acpx, a command-line ACP client (npm), for tests/e2e/test_acp_clients.py;
 #   - llama.cpp's llama-server built from source, and a small model.
 # Builds and downloads are cached outside the checkout (PLAN_LSP_TEST_CACHE, default
 # ~/.cache/plan-lsp-tests) or in the clients' git-ignored .e2e folders. Every build uses at
@@ -77,6 +78,15 @@ PY
   echo "$stamp" >"$dir/.stamp"
 }
 
+# acpx at the version tests/e2e/test_acp_clients.py names, in the cache.
+acpx_client() {
+  local dir="$PLAN_LSP_TEST_CACHE/acpx" version=0.19.1
+  if grep -qs "\"version\": \"$version\"" "$dir/node_modules/acpx/package.json"; then
+    return 0
+  fi
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "acpx@$version"
+}
+
 started=$SECONDS
 step "Debian packages the attack suites run" "20 s" apt_packages
 step "the server's dependency wheels and uv" "20 s" server_wheels
@@ -89,7 +99,8 @@ if [ -f client-nvim/scripts/install-e2e.sh ]; then
 fi
 step "Emacs with eglot and lsp-mode" "1 min" bash tests/e2e/emacs/install.sh
 step "Vim and coc.nvim" "30 s" bash tests/e2e/vim/install.sh
-step "llama.cpp's llama-server (built from source) and a model" "8 min" \
+step "acpx, a command-line ACP client" "30 s" acpx_client
+step "llama.cpp's llama-server (built from source) and a model" "15 min" \
   bash tests/e2e/llama/install.sh
 # CI: the VS Code extension's server folder as its vsix carries it (the wheel and the
 # dependency wheels install-e2e.sh fetched): its tests install from it with no package index.

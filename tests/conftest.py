@@ -84,7 +84,13 @@ _MODULE_MARKERS = {
 }
 # Real editors: run on their own, not beside other tests (scripts/test.sh), so their timings
 # are an editor's, not a crowded machine's.
-_EDITOR_FILES = {"test_vscode.py", "test_emacs.py", "test_neovim.py", "test_vim_coc.py"}
+_EDITOR_FILES = {
+    "test_vscode.py",
+    "test_emacs.py",
+    "test_neovim.py",
+    "test_vim_coc.py",
+    "test_acp_clients.py",
+}
 # The execution gate's and the shell classifier's tests: in the fast tier unless they need a
 # server or a sandbox.
 _GATE_FILES = {"test_execution_gate.py", "test_gate_properties.py", "test_definition_gate.py"}

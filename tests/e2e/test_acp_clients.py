@@ -1,0 +1,129 @@
+"""`plan-lsp acp` through ACP clients nobody here wrote, read from what they show the user.
+
+acpx (npm `acpx`, a headless command-line ACP client; `scripts/test-tools.sh` installs it
+into the test cache) runs plan-lsp with the scripted provider at a model's speed in a
+terminal of its own (a pty: acpx asks its permission questions only on a terminal). Its
+screen must show the whole plan before it asks to approve it; the answers are typed.
+Then: the Do run's edit asked with the client's own prompt, the file changed, and the write
+refused in plan mode shown with its reason in words.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.e2e.model_speed import LONG_PLAN, write_paced_script
+from tests.e2e.scripts import plan_then_do_turns, sample_project
+from tests.needs import need, need_program
+
+ACPX_VERSION = "0.19.1"
+ACPX = (
+    Path(os.environ.get("PLAN_LSP_TEST_CACHE", Path.home() / ".cache/plan-lsp-tests"))
+    / "acpx/node_modules/.bin/acpx"
+)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# How long acpx may take to show what is awaited (a model-speed plan streams for seconds).
+WAIT_S = 120.0
+
+
+class Screen:
+    """A program on a terminal of its own: what it has shown so far, and typing."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True
+        )
+        os.close(slave)
+        self.raw = b""
+
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", self.raw.decode("utf-8", "replace")).replace("\r\n", "\n")
+
+    def wait_for(self, pattern: str, after: int = 0) -> int:
+        """The position of `pattern` in what was shown (from `after` on), read as it comes."""
+        deadline = time.monotonic() + WAIT_S
+        while (found := self.text.find(pattern, after)) < 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or (self.process.poll() is not None and not self._read(0.5)):
+                raise AssertionError(f"acpx never showed {pattern!r}; it showed:\n{self.text}")
+            self._read(min(left, 1.0))
+        return found
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # the program ended and its terminal closed
+            return False
+        self.raw += chunk
+        return bool(chunk)
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\r")
+
+    def close(self, wait: float = WAIT_S) -> int | None:
+        """The program's exit status once it ends by itself within `wait` seconds (None:
+        it did not, and was killed)."""
+        try:
+            return self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            os.close(self.master)
+
+
+def _acpx() -> str:
+    need_program("node", "acpx runs on Node.js")
+    need(ACPX.exists(), f"acpx {ACPX_VERSION} is not installed at {ACPX}")
+    return str(ACPX)
+
+
+def test_acpx_shows_the_plan_before_asking_then_the_edit_and_a_refusal(tmp_path: Path) -> None:
+    acpx = _acpx()
+    ws = sample_project(tmp_path / "ws")
+    script = write_paced_script(
+        tmp_path / "script.json", plan_then_do_turns(LONG_PLAN), tmp_path / "timeline.jsonl"
+    )
+    agent = [sys.executable, "-m", "plan_lsp", "acp", "--provider", "scripted"]
+    agent += ["--script", str(script), "--plan-shell", "classified"]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
+    argv = [acpx, "--cwd", str(ws), "--agent", " ".join(agent), "exec"]
+    screen = Screen([*argv, "Make the greeting polite"], ws, env)
+    finished = False
+    try:
+        # The write the model tried in plan mode: refused, its reason in words.
+        refused = screen.wait_for("Refused: write_file: plan mode only allows read-only tools")
+        # The whole plan is on the screen before the question to approve it.
+        asked = screen.wait_for("[permission] Allow Build from this plan")
+        shown = screen.text[:asked]
+        assert LONG_PLAN in shown, shown[-3000:]
+        assert shown.index("The plan for your approval") > refused
+        screen.type("y")
+        # Approved with "ask before edits": the edit is asked with the client's own prompt.
+        edit = screen.wait_for("[permission] Allow Edit hello.py [edit]? (y/N)", asked)
+        screen.type("y")
+        screen.wait_for("[done] end_turn", edit)
+        finished = True
+    finally:
+        status = screen.close(WAIT_S if finished else 0)  # a failed test stops it at once
+    assert status == 0, screen.text[-3000:]
+    text = screen.text
+    assert (ws / "hello.py").read_text() == "print('hello, world')\n"
+    assert '{"error"' not in text and "tool_not_allowed" not in text
+    assert "Done: the greeting is updated." in text[edit:]

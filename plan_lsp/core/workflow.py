@@ -17,7 +17,7 @@ from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
 from plan_lsp.plan.review import extract_feedback
 from plan_lsp.policy.plan_paths import plan_file_problem
-from plan_lsp.protocol.errors import CancelledCall, ErrorFix, FixSetting
+from plan_lsp.protocol.errors import CancelledCall
 from plan_lsp.protocol.results import (
     ModeSwitchResult,
     PlanInfo,
@@ -256,9 +256,7 @@ async def reject(
 
     session = core.session
     _no_run(core)
-    feedback = (feedback or "").strip() or extract_feedback(
-        core.plan_text(session.main_plan_path)
-    )
+    feedback = (feedback or "").strip() or extract_feedback(core.plan_text(session.main_plan_path))
     if not feedback:
         if session.plan_status is PlanStatus.REJECTED:
             # Rejected already: nothing to reject again; say how to go on.
@@ -385,20 +383,14 @@ async def test_connection(core: WorkspaceCore) -> TestConnectionResult:
     except ProviderError as exc:
         code, fix = error_help(exc)
         answer = {"ok": False, "code": code, "message": exc.message, "fix": fix}
-        return TestConnectionResult.model_validate(answer)
     except TimeoutError:
-        return TestConnectionResult(
-            ok=False,
-            code="provider_unreachable",
-            message=f"the model server did not answer within {CONNECTION_TEST_S:g} s",
-            fix=ErrorFix(setting="baseUrl"),
-        )
-    if not info.configured:
-        setting: FixSetting = "model" if "model" in (info.problem or "") else "apiKey"
-        return TestConnectionResult(
-            ok=False,
-            code="provider_unconfigured",
-            message=info.problem or "",
-            fix=ErrorFix(setting=setting),
-        )
-    return TestConnectionResult(ok=True, code=None, message=message, fix=ErrorFix())
+        timeout = f"the model server did not answer within {CONNECTION_TEST_S:g} s"
+        answer = {"ok": False, "code": "provider_unreachable", "message": timeout}
+        answer["fix"] = {"setting": "baseUrl"}
+    else:
+        answer = {"ok": True, "code": None, "message": message, "fix": {}}
+        if not info.configured:
+            setting = "model" if "model" in (info.problem or "") else "apiKey"
+            answer = {"ok": False, "code": "provider_unconfigured", "message": info.problem or ""}
+            answer["fix"] = {"setting": setting}
+    return TestConnectionResult.model_validate(answer)

@@ -14,16 +14,16 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import RequestError, helpers, schema
+from acp import RequestError, schema
 
 from plan_lsp import __version__
 from plan_lsp.acp import translate
+from plan_lsp.acp.approval import approval, run_result
 from plan_lsp.acp.frontend import AcpFrontEnd
 from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
-from plan_lsp.plan.readiness import check_plan
-from plan_lsp.session import Actor, PermissionMode, PlanStatus, WorkMode, sha256_text
+from plan_lsp.session import Actor, PlanStatus, WorkMode
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -33,27 +33,6 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 STATE_METHOD = "planLsp/state"
 PLANS_METHOD = "planLsp/plans"
-
-APPROVE_AUTO = "approve_auto_edit"
-APPROVE_ASK = "approve_ask"
-KEEP_PLANNING = "keep_planning"
-APPROVAL_OPTIONS = [
-    schema.PermissionOption(
-        option_id=APPROVE_AUTO, name="Approve and build (auto-accept edits)", kind="allow_always"
-    ),
-    schema.PermissionOption(
-        option_id=APPROVE_ASK, name="Approve and build (ask before edits)", kind="allow_once"
-    ),
-    schema.PermissionOption(
-        option_id=KEEP_PLANNING,
-        name="Keep planning (say what to change in your next message)",
-        kind="reject_once",
-    ),
-]
-APPROVAL_PERMISSION: dict[str, PermissionMode] = {
-    APPROVE_AUTO: PermissionMode.AUTO_EDIT,
-    APPROVE_ASK: PermissionMode.ASK,
-}
 
 # The core's stop reasons as ACP's.
 STOP_REASONS: dict[str, schema.StopReason] = {
@@ -289,92 +268,17 @@ class PlanLspAgent:
             ):
                 # "Keep planning": this message is the feedback the plan is revised with.
                 await workflow.reject(core, text)
-                stop = await _run_result(core)
+                stop = await run_result(core)
             else:
                 stop = (await workflow.prompt(core, text)).stopReason
             while stop == "plan_submitted" and not session.frontend.cancelled.is_set():
-                stop = await self._approval(session)
+                stop = await approval(session.core, session.frontend)
         except Refused as exc:
             session.frontend.show(str(exc))
             return "end_turn"
         if session.frontend.cancelled.is_set():
             return "cancelled"
         return STOP_REASONS.get(stop, "end_turn")
-
-    async def _approval(self, session: AcpSession) -> str:
-        """Ask the user to approve the submitted plan once all of it is in the conversation
-        (and, if the client's buffer differs, the buffer's text too); the Do run's stop
-        reason after approval, "end_turn" when the user keeps planning, "cancelled"."""
-        core, frontend = session.core, session.frontend
-        path = core.session.main_plan_path
-        try:
-            text = core.plan_text(path)
-            frontend.show_plan(path, text)
-            buffer = await frontend.read_buffer(path)  # the editor's text, unsaved edits too
-            if buffer is not None and buffer != text:
-                text = buffer
-                frontend.show_plan(path, text, from_editor=True)
-            return await self._approve_shown(session, path, text)
-        finally:
-            frontend.forget_buffer(path)
-
-    async def _approve_shown(self, session: AcpSession, path: Path, text: str) -> str:
-        """`text` is in the conversation: ask on the `exit_plan_mode` call (its content the
-        plan), record exactly that text when approved."""
-        core, frontend = session.core, session.frontend
-        problems = [i.message for i in check_plan(text) if i.severity == "error"]
-        title = f"Build from this plan ({translate.shown_path(frontend.root, str(path))})"
-        if problems:
-            title += " (problems found: " + "; ".join(problems) + ")"
-        call_id = frontend.walk.last_exit_call or f"approve-{sha256_text(text)[:12]}"
-        shown: list[Any] = [translate.text_content(text)]
-        where = [schema.ToolCallLocation(path=str(path))]
-        if frontend.walk.last_exit_call is None:
-            frontend.send(
-                helpers.start_tool_call(
-                    call_id, title, kind="switch_mode", status="pending", content=shown,
-                    locations=where,
-                )
-            )  # fmt: skip
-        else:
-            frontend.send(helpers.update_tool_call(call_id, content=shown, locations=where))
-        tool_call = schema.ToolCallUpdate(
-            tool_call_id=call_id,
-            title=title,
-            kind="switch_mode",
-            status="pending",
-            content=shown,
-            locations=where,
-        )
-        chosen = await frontend.request_permission(tool_call, APPROVAL_OPTIONS)
-        if frontend.walk.last_exit_call is None:
-            approved = chosen in APPROVAL_PERMISSION
-            frontend.send(
-                helpers.update_tool_call(call_id, status="completed" if approved else "failed")
-            )
-        if chosen is None:
-            return "cancelled"
-        if chosen not in APPROVAL_PERMISSION:
-            await workflow.reject(core)
-            session.frontend.show(
-                "The plan stays unapproved. Say what to change and I will revise it, or "
-                "switch to build mode yourself."
-            )
-            return "end_turn"
-        previous = core.session.permission_mode
-        try:
-            await workflow.approve(
-                core,
-                sha256=sha256_text(text),
-                permission_mode=APPROVAL_PERMISSION[chosen],
-                force=True,
-            )
-            # Approved and on disk: from here the file is the plan the Do run follows.
-            session.frontend.forget_buffer(path)
-            return await _run_result(core)
-        finally:
-            if core.session.permission_mode is not previous:
-                workflow.set_permission_mode(core, previous)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -451,14 +355,6 @@ class PlanLspAgent:
         for session in list(self.sessions.values()):
             await session.workspaces.close()
         self.sessions.clear()
-
-
-async def _run_result(core: WorkspaceCore) -> str:
-    """The stop reason of the run the workflow just started (none: "end_turn")."""
-    current = core.runs.current
-    if current is None or current.task is None:
-        return "end_turn"
-    return (await asyncio.shield(current.task)).stop_reason
 
 
 def prompt_text(blocks: list[Any]) -> str:

@@ -1060,7 +1060,7 @@ async def test_every_tool_call_the_client_is_shown_ends(tmp_path: Path) -> None:
         await conn.prompt(session_id=sid, prompt=[acp.text_block("delegate")])
     assert (ws / "README.md").read_text() == "# demo\n"
     shown = {u.tool_call_id: u.title for u in client.of("tool_call")}
-    assert sorted(shown.values()) == ["task helper", "write_file README.md"], shown
+    assert sorted(shown.values()) == ["Write README.md", "task helper"], shown
     # The subagent is told as a thought; its work is the task call's card.
     thoughts = [u.content.text for u in client.of("agent_thought_chunk")]
     assert "Subagent started: helper." in thoughts, thoughts

@@ -158,16 +158,16 @@ def tool_call_start(call: u.ToolCallUpdate, root: Path) -> schema.ToolCallStart:
     call_id = call.toolCallId or tool
     arguments = arguments_of(call)
     path = call_path(root, tool, arguments)
-    start = helpers.start_tool_call(
-        call_id,
-        call_title(tool, arguments, root),
+    return schema.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=call_title(tool, arguments, root),
         kind=TOOL_KINDS.get(tool, "other"),
         status="in_progress",
         locations=[schema.ToolCallLocation(path=str(path))] if path is not None else None,
         raw_input=arguments or None,
+        field_meta={"planLsp": {"tool": tool}},  # the tool's name, for clients that want it
     )
-    start.field_meta = {"planLsp": {"tool": tool}}
-    return start
 
 
 def text_content(text: str) -> schema.ContentToolCallContent:

@@ -33,7 +33,6 @@ _._given_fields  # protocol/params.py: @model_serializer(mode="wrap") of every W
 # -- fields that go out as JSON (protocol messages, tool schemas), never read in Python ------
 
 _.baseUrl  # protocol/state.py: ProviderInfo, sent in planLsp/state
-_.contextTokens  # protocol/state.py: state's context budget
 _.shellProtection  # protocol/state.py: state's sandbox report
 _.planShell  # protocol/state.py: state
 _.planNetwork  # protocol/state.py: state
@@ -42,20 +41,11 @@ _.configWarnings  # protocol/state.py: state
 _.sessionId  # protocol/state.py: SessionState
 _.planStatus  # protocol/: state and updates
 _.approvedPlan  # protocol/state.py: SessionState
-_.callId  # protocol/: update
-_.stopReason  # protocol/: run end and prompt result
 _.previousRevision  # protocol/: plan revision update
 _.currentRevision  # protocol/: plan revision update
 _.previousUri  # protocol/: plan revision update
 _.optionId  # protocol/: permission answer
-_.toolCallId  # protocol/: tool call updates
-_.subagent  # protocol/: tool call update
-_.isError  # protocol/: tool result update
-_.failedPrompt  # protocol/: run failure update
 _.prunedOutputs  # protocol/: compaction update
-_.tokensBefore  # protocol/: compaction update
-_.tokensAfter  # protocol/: compaction update
-_.updates  # protocol/: history reply
 _.approvedAt  # protocol/: plans list
 _.updatedAt  # protocol/: plans list
 _.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client

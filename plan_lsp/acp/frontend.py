@@ -31,15 +31,13 @@ log = logging.getLogger(__name__)
 # How long the client may take to hand over a buffer's text.
 READ_TIMEOUT_S = 10.0
 
-PERMISSION_OPTIONS: list[tuple[PermissionAnswer, str]] = [
-    ("allow_once", "Allow once"),
-    ("allow_always", "Allow always (this kind of call, this session)"),
-    ("reject_once", "Deny"),
-]
-PERMISSION_OPTIONS_ACP = [
-    schema.PermissionOption(option_id=answer, name=name, kind=answer)
-    for answer, name in PERMISSION_OPTIONS
-]
+# The options of a permission request: each one's id is its kind and the user's answer.
+PERMISSION_OPTIONS: dict[str | None, PermissionAnswer] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+}
+OPTION_NAMES = ["Allow once", "Allow always (this kind of call, this session)", "Deny"]
 
 
 class AcpFrontEnd:
@@ -206,13 +204,8 @@ class AcpFrontEnd:
 
 def _changed(before: str | None, after: str) -> str:
     """What changed between two texts, in lines: "2 lines added, 1 removed"."""
-    added = removed = 0
-    diff = difflib.unified_diff((before or "").splitlines(), after.splitlines(), lineterm="")
-    for line in diff:
-        if line.startswith("+") and not line.startswith("+++"):
-            added += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            removed += 1
+    diff = list(difflib.ndiff((before or "").splitlines(), after.splitlines()))
+    added, removed = (sum(line.startswith(mark) for line in diff) for mark in ("+ ", "- "))
     return f"{added} line{'s' if added != 1 else ''} added, {removed} removed"
 
 
@@ -227,7 +220,6 @@ class AcpUser:
         ended with the answer), titled in words, an edit with its diff."""
         frontend = self.frontend
         frontend.asked += 1
-        await frontend.drained()
         content: list[Any] = []
         locations: list[schema.ToolCallLocation] | None = None
         if request.change is not None:
@@ -262,10 +254,12 @@ class AcpUser:
             locations=locations,
             raw_input=request.arguments or None,
         )
-        chosen = await frontend.request_permission(tool_call, PERMISSION_OPTIONS_ACP)
-        answer: PermissionAnswer = next(
-            (a for a, _ in PERMISSION_OPTIONS if a == chosen), "reject_once"
-        )
+        options = [
+            schema.PermissionOption(option_id=answer, name=name, kind=answer)
+            for answer, name in zip(PERMISSION_OPTIONS.values(), OPTION_NAMES, strict=True)
+        ]
+        chosen = await frontend.request_permission(tool_call, options)
+        answer = PERMISSION_OPTIONS.get(chosen, "reject_once")
         if not announced:  # the model's call (if any) ends on its own result
             said = "Allowed." if answer != "reject_once" else "Denied by you."
             frontend.send(

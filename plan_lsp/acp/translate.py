@@ -48,12 +48,6 @@ TOOL_KINDS: dict[str, schema.ToolKind] = {
 # Tools whose call changes one file's text (a diff is shown for them).
 EDIT_TOOLS = frozenset({"edit_file", "write_file", "plan_write"})
 
-TODO_STATUS: dict[str, schema.PlanEntryStatus] = {
-    "pending": "pending",
-    "in_progress": "in_progress",
-    "completed": "completed",
-}
-
 
 def mode_state(mode: str) -> schema.SessionModeState:
     return schema.SessionModeState(
@@ -107,15 +101,15 @@ def call_path(root: Path, tool: str, arguments: dict[str, Any]) -> Path | None:
     return path if path.is_absolute() else root / path
 
 
-# What a person reads on a tool call's card: a verb and its object.
-VERBS: dict[str, str] = {
-    "read_file": "Read",
-    "list_dir": "List",
-    "edit_file": "Edit",
-    "write_file": "Write",
+# What a person reads on a tool call's card ({}: the path or pattern it names).
+TITLES: dict[str, str] = {
+    "read_file": "Read {}",
+    "list_dir": "List {}",
+    "edit_file": "Edit {}",
+    "write_file": "Write {}",
+    "grep": "Search for `{}`",
+    "glob": "Find files `{}`",
     "plan_write": "Write the plan",
-}
-FIXED_TITLES: dict[str, str] = {
     "exit_plan_mode": "Submit the plan for approval",
     "enter_plan_mode": "Switch to plan mode",
     "todo_write": "Update the checklist",
@@ -125,27 +119,17 @@ FIXED_TITLES: dict[str, str] = {
 def shown_path(root: Path, raw: str) -> str:
     """A path as the user reads it: relative to the folder when it is inside it."""
     path = Path(raw)
-    try:
-        return str(path.relative_to(root)) if path.is_absolute() else raw
-    except ValueError:
-        return raw
+    return str(path.relative_to(root)) if path.is_relative_to(root) else raw
 
 
-def call_title(tool: str, arguments: dict[str, Any], root: Path | None = None) -> str:
+def call_title(tool: str, arguments: dict[str, Any], root: Path) -> str:
     """The call in words: "Edit src/app.py", "Run `git log -1`", "Search for `TODO`"."""
-    if tool in FIXED_TITLES:
-        return FIXED_TITLES[tool]
     if tool == "bash":
         return f"Run `{str(arguments.get('command', ''))[:200]}`"
-    pattern = arguments.get("pattern")
-    if tool in ("grep", "glob") and isinstance(pattern, str):
-        verb = "Search for" if tool == "grep" else "Find files"
-        return f"{verb} `{pattern[:200]}`"
-    raw = arguments.get("path") or arguments.get("plan_filename")
-    if tool in VERBS:
-        if isinstance(raw, str) and raw:
-            return f"{VERBS[tool]} {shown_path(root, raw) if root else raw}"[:300]
-        return VERBS[tool] if tool == "plan_write" else f"{VERBS[tool]} the folder"
+    named = arguments.get("pattern" if tool in ("grep", "glob") else "path")
+    if tool in TITLES:
+        named = shown_path(root, named) if isinstance(named, str) and named else "the folder"
+        return TITLES[tool].format(named[:200])
     for key in ("path", "pattern", "description"):
         value = arguments.get(key)
         if isinstance(value, str) and value:
@@ -216,9 +200,7 @@ def blocked(call: u.BlockedUpdate) -> schema.ToolCallProgress:
 
 def plan_entries(todos: list[Todo]) -> schema.AgentPlanUpdate:
     """The whole todo list as ACP plan entries (ACP replaces the plan with each update)."""
-    return helpers.update_plan(
-        helpers.plan_entry(t.content, status=TODO_STATUS[t.status]) for t in todos
-    )
+    return helpers.update_plan(helpers.plan_entry(t.content, status=t.status) for t in todos)
 
 
 def usage(state: SessionState) -> schema.UsageUpdate | None:

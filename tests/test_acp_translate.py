@@ -160,6 +160,13 @@ def test_a_permission_request_finds_the_call_it_is_about() -> None:
     assert walk.call_for("bash", {}) is None
     walk.live(_u(kind="toolResult", toolCallId="c1", tool="edit_file", isError=False, content=""))
     assert walk.call_for("edit_file", {"path": "a.py"}) == "c2"  # an ended call is not asked on
+    stopped = _u(
+        kind="cancelledCalls",
+        calls=[{"callId": "c2", "tool": "edit_file", "runId": "r1"}],
+        reason="x",
+    )
+    walk.live(stopped)
+    assert walk.call_for("edit_file", {"path": "b.py"}) is None
 
 
 def test_todos_are_plan_entries_the_whole_list_each_time() -> None:

@@ -304,6 +304,9 @@ class Walk:
             path = call_path(self.root, update.tool, arguments)
             if update.tool in EDIT_TOOLS and path is not None and not self.replay:
                 self._before[update.toolCallId] = (path, disk_text(path))
+        if isinstance(update, u.CancelledCallsUpdate):
+            for call in update.calls:
+                self._open.pop(call.callId, None)
         if isinstance(update, u.BlockedUpdate):
             self._open.pop(update.toolCallId, None)
             self._refused.add(update.toolCallId)

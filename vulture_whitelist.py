@@ -105,6 +105,7 @@ _.EXPERIMENTAL_CLIENT_OPTIONS
 _.FIELD_NOTES
 _.UPDATE_MODELS  # protocol/updates.py: the protocol conformance and generation tests
 _.parse_only  # policy/shell/parser.py: tests/bench/bench_classify.py's reference
+_.glob_to_regex  # policy/permissions.py: compile_glob under the name the tests use
 # session/checkpoints/: the store's API, used by its tests and benchmark until the session
 # core takes checkpoints (docs/checkpoints.md)
 _.checkpoint  # CheckpointStore.checkpoint, RevertResult.checkpoint
@@ -116,7 +117,6 @@ _.kept_bytes
 # -- pending removal: dead, in files owned elsewhere -----------------------------------------
 
 _.PROVIDER_NAME  # tools/mcp/adapter.py: a pattern nothing matches with
-_.safety_reason  # tools/mcp/adapter.py: a field nothing reads
 _.split_name  # tools/mcp/adapter.py: only tests call it
 _.register_external  # tools/registry.py: only tests call it
 _.in_flight  # tools/runner.py: only tests call it

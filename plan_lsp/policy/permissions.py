@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from plan_lsp.policy.autorun import Hit, command_hits, describe, protected
-from plan_lsp.policy.glob_match import Glob, compile_glob, compile_glob_set
+from plan_lsp.policy.glob_match import compile_glob, compile_glob_set
 from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.ports import PermissionAnswer
 from plan_lsp.policy.safety import Safety, ToolDefinition
@@ -69,12 +69,8 @@ _SHELL_COMPOUND = re.compile(r"[;&|`\n\r<>]|\$\(")
 _RULE_SYNTAX = re.compile(r"(?P<tool>[A-Za-z0-9_.:*?\-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
 
 
-def glob_to_regex(pattern: str, *, path_mode: bool = True) -> Glob:
-    """The compiled glob (`glob_match.compile_glob`): matched in linear time, no regular
-    expression. Path mode: `*`/`?` stay inside one segment, `**` crosses segments (`**/`
-    also matches no directory). Command mode: `*` matches anything, and a trailing ` *` also
-    matches the bare command (`git log *` matches `git log`)."""
-    return compile_glob(pattern, path_mode=path_mode)
+# The name the tests and earlier callers use; the semantics are `glob_match`'s.
+glob_to_regex = compile_glob
 
 
 def escape_glob(text: str) -> str:
@@ -165,10 +161,6 @@ class _CallView:
         return tuple(glob.match(f) for f in forms)
 
 
-def _parse_all(texts: Iterable[str]) -> list[Rule]:
-    return [Rule.parse(t) for t in texts]
-
-
 class PermissionEngine:
     """Rules by scope plus the permission-mode table. One engine per session."""
 
@@ -203,7 +195,7 @@ class PermissionEngine:
         for verdict, texts in groups:
             if isinstance(texts, str):
                 raise ValueError(f"{verdict} rules must be a list of strings, not {texts!r}")
-            parsed.extend(_ScopedRule(rule, verdict, scope, mode) for rule in _parse_all(texts))
+            parsed.extend(_ScopedRule(Rule.parse(t), verdict, scope, mode) for t in texts)
         self._rules.extend(parsed)
 
     def rules(self, scope: RuleScope | None = None) -> list[tuple[str, str, str | None]]:

@@ -18,10 +18,10 @@ from typing import Any, BinaryIO
 from pydantic import Field
 
 from plan_lsp.policy.arguments import ArgumentModel
-from plan_lsp.policy.permissions import glob_to_regex
+from plan_lsp.policy.glob_match import compile_glob
 from plan_lsp.policy.safe_fs import FileTooLarge, WriteRefused
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
-from plan_lsp.tools.base import Tool, ToolContext, ToolResult
+from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for callers)
     BINARY_SNIFF_BYTES,
     GLOB_CAP,
@@ -220,7 +220,7 @@ def _hidden_entry(entry: Path, hidden: tuple[Path, ...]) -> bool:
 
 
 def _glob_files(base: Path, pattern: str, roots: list[Path], cap: int) -> tuple[list[Path], bool]:
-    regex = glob_to_regex(pattern, path_mode=True)
+    regex = compile_glob(pattern, path_mode=True)
     hidden = hidden_places(roots)
     found: list[Path] = []
     for file in _walk_files(base):
@@ -293,62 +293,52 @@ class GrepArguments(ArgumentModel):
     ignore_case: bool | None = None
 
 
-READ_FILE_TOOL = Tool(
-    ToolDefinition(
-        name="read_file",
-        description=(
-            "Read a text file in the workspace. Optional 1-based start_line/end_line select "
-            "a range. Output is capped at 256 KB. Open editor buffers are read as shown."
-        ),
-        arguments=ReadFileArguments,
+def _read_only_tool(
+    name: str, description: str, arguments: type[ArgumentModel], run: ToolImpl, timeout_s: float
+) -> Tool:
+    """A read-only tool whose permission rules are matched against its `path`."""
+    definition = ToolDefinition(
+        name=name,
+        description=description,
+        arguments=arguments,
         safety=Safety.READ_ONLY,
-        timeout_s=30.0,
+        timeout_s=timeout_s,
         primary_argument=_PATH,
-    ),
+    )
+    return Tool(definition, run)
+
+
+READ_FILE_TOOL = _read_only_tool(
+    "read_file",
+    "Read a text file in the workspace. Optional 1-based start_line/end_line select a range. "
+    "Output is capped at 256 KB. Open editor buffers are read as shown.",
+    ReadFileArguments,
     read_file,
+    30.0,
 )
-
-LIST_DIR_TOOL = Tool(
-    ToolDefinition(
-        name="list_dir",
-        description="List a directory in the workspace (directories end with '/').",
-        arguments=ListDirArguments,
-        safety=Safety.READ_ONLY,
-        timeout_s=30.0,
-        primary_argument=_PATH,
-    ),
+LIST_DIR_TOOL = _read_only_tool(
+    "list_dir",
+    "List a directory in the workspace (directories end with '/').",
+    ListDirArguments,
     list_dir,
+    30.0,
 )
-
-GLOB_TOOL = Tool(
-    ToolDefinition(
-        name="glob",
-        description=(
-            "Find files by glob pattern relative to `path` (default: the workspace). "
-            "'*' stays within a directory, '**' spans directories, e.g. '**/*.py'."
-        ),
-        arguments=GlobArguments,
-        safety=Safety.READ_ONLY,
-        timeout_s=60.0,
-        primary_argument=_PATH,
-    ),
+GLOB_TOOL = _read_only_tool(
+    "glob",
+    "Find files by glob pattern relative to `path` (default: the workspace). "
+    "'*' stays within a directory, '**' spans directories, e.g. '**/*.py'.",
+    GlobArguments,
     glob_tool,
+    60.0,
 )
-
-GREP_TOOL = Tool(
-    ToolDefinition(
-        name="grep",
-        description=(
-            "Search file contents with a regular expression. Output lines are "
-            "'path:line:text'. `glob` filters files (e.g. '*.py'); `ignore_case` for "
-            f"case-insensitive search. At most {GREP_CAP} matches."
-        ),
-        arguments=GrepArguments,
-        safety=Safety.READ_ONLY,
-        timeout_s=60.0,
-        primary_argument=_PATH,
-    ),
+GREP_TOOL = _read_only_tool(
+    "grep",
+    "Search file contents with a regular expression. Output lines are 'path:line:text'. "
+    "`glob` filters files (e.g. '*.py'); `ignore_case` for case-insensitive search. "
+    f"At most {GREP_CAP} matches.",
+    GrepArguments,
     grep,
+    60.0,
 )
 
 FS_TOOLS = (READ_FILE_TOOL, LIST_DIR_TOOL, GLOB_TOOL, GREP_TOOL)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from plan_lsp.policy.permissions import glob_to_regex
+from plan_lsp.policy.glob_match import compile_glob
 from plan_lsp.policy.safe_fs import file_kind
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.fs_common import (
@@ -51,7 +51,7 @@ def _file_filter(glob: str | None, base: Path) -> Callable[[Path], bool]:
         return lambda _path: True
     negate = glob.startswith("!")
     body = glob[1:] if negate else glob
-    regex = glob_to_regex(body.lstrip("/"), path_mode=True)
+    regex = compile_glob(body.lstrip("/"), path_mode=True)
     by_name = "/" not in body.strip("/")
 
     def accept(path: Path) -> bool:
@@ -80,11 +80,10 @@ async def _ripgrep(
     # Unsorted, rg searches on every core; sorting the few matches here is cheap. Only when
     # the cap cuts the list is rg asked again in path order, so which matches are kept
     # does not depend on thread timing.
-    found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort=False, hidden=hidden)
-    if len(found) > cap:
-        found = await _ripgrep_run(
-            rg, pattern, base, glob, ignore_case, cap, sort=True, hidden=hidden
-        )
+    for sort in (False, True):
+        found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort, hidden)
+        if len(found) <= cap:
+            break
     return sorted(found, key=lambda m: (str(m[0]), m[1]))
 
 
@@ -95,9 +94,8 @@ async def _ripgrep_run(
     glob: str | None,
     ignore_case: bool,
     cap: int,
-    *,
     sort: bool,
-    hidden: tuple[Path, ...] = (),
+    hidden: tuple[Path, ...],
 ) -> list[Match]:
     """Matches up to `cap` + 1; those in a `hidden` place are dropped as they come, before
     they count (a home opened as the workspace has many of them, sorted first)."""

@@ -51,8 +51,6 @@ class AdaptedTool:
     server: str
     mcp_name: str
     definition: ToolDefinition
-    # Why the safety label is what it is, in words (for logs and tests).
-    safety_reason: str
 
 
 def qualified_name(server: str, tool: str) -> str:
@@ -160,7 +158,7 @@ def adapt_tools(
             warnings.append(f"{label} is not offered: {schema}")
             continue
         taken[name] = tool.name
-        safety, reason = decide_safety(server, tool.name, tool.annotations)
+        safety, _reason = decide_safety(server, tool.name, tool.annotations)
         definition = ToolDefinition(
             name=name,
             description=_description(server.name, tool.description),
@@ -168,7 +166,7 @@ def adapt_tools(
             safety=safety,
             timeout_s=server.timeout_s + TIMEOUT_GRACE_S,
         )
-        adapted.append(AdaptedTool(server.name, tool.name, definition, reason))
+        adapted.append(AdaptedTool(server.name, tool.name, definition))
     listed_names = {t.name for t in listed}
     for wanted in server.read_only_tools:
         if wanted not in listed_names:

@@ -241,16 +241,9 @@ def _validated_layer(values: Mapping[str, Any], source: str, warnings: list[str]
                 continue
             # Every field has a default, so validating one key alone checks just that value.
             out[key] = getattr(Config.model_validate({key: raw}), key)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            warnings.append(
-                f"{source}: invalid value for '{key}' ({_short(first['msg'], 300)}); "
-                "the default is used"
-            )
-        except Exception as exc:  # a value that breaks validation itself
-            warnings.append(
-                f"{source}: invalid value for '{key}' ({_why(exc)}); the default is used"
-            )
+        except Exception as exc:  # invalid, or a value that breaks validation itself
+            why = _why(exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else exc)
+            warnings.append(f"{source}: invalid value for '{key}' ({why}); the default is used")
     return out
 
 
@@ -389,14 +382,13 @@ def _toml_layer(
         return {}
 
 
-def _why(exc: BaseException) -> str:
-    """A short reason for a source that could not be read or parsed."""
+def _why(exc: BaseException | str) -> str:
+    """A short reason for a source or value that could not be read, parsed or validated."""
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     if isinstance(exc, MemoryError):
         return "too large to parse"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 300 else text[:300] + "..."
+    return _short(str(exc) or type(exc).__name__, 300)
 
 
 def workspace_config_path(workspace: Path) -> Path:

@@ -49,7 +49,7 @@ from plan_lsp.plan.text import (
     only_line_break,
     with_line_breaks,
 )
-from plan_lsp.policy.safe_fs import disk_text
+from plan_lsp.policy.safe_fs import disk_text  # never through a link, never blocked on
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
@@ -295,7 +295,7 @@ class DocumentStore:
             return BufferEdit(False, reason="not open")
         async with doc.lock:
             before = doc.text
-            clean = _disk_text(path) == before
+            clean = disk_text(path) == before
             if not await self._replace(doc, target, label):
                 return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
             if not clean:
@@ -312,7 +312,7 @@ class DocumentStore:
 
     async def _save(self, doc: OpenDocument, path: Path) -> bool:
         text = doc.text
-        if _disk_text(path) == text:
+        if disk_text(path) == text:
             return True
         if await self.client.save_document(doc.uri):
             # The editor saved its buffer: the disk holds what the user sees there (which may
@@ -370,10 +370,6 @@ def _path_of(uri: str) -> Path | None:
         return Path(fs).resolve()
     except (OSError, RuntimeError, ValueError):
         return None
-
-
-def _disk_text(path: Path) -> str | None:
-    return disk_text(path)  # never through a link, never blocked on, bounded
 
 
 def _whole_document(old: str, new: str) -> TextChange:

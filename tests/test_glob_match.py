@@ -8,7 +8,7 @@ import re
 import warnings
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from plan_lsp.policy.glob_match import (
@@ -214,6 +214,8 @@ def test_a_megabyte_subject_is_one_pass() -> None:
 
 @given(_patterns(), st.text(_TEXT_CHARS, min_size=256, max_size=400), st.booleans())
 def test_long_subjects_get_the_same_answers(pattern: str, text: str, path_mode: bool) -> None:
+    # The reference backtracks: with three or more stars a long subject costs it minutes.
+    assume(pattern.count("*") <= 2)
     old = _old_or_none(pattern, path_mode)
     if old is not None:
         assert Glob(pattern, path_mode=path_mode).match(text) is (old.match(text) is not None)

@@ -24,6 +24,8 @@ _._schema_from_model  # policy/safety.py: @model_validator(mode="before")
 _._relative  # policy/autorun.py: @field_validator("path")
 _.whitespace_split  # policy/autorun.py: a shlex setting, read by shlex
 _.commenters  # policy/autorun.py: a shlex setting, read by shlex
+_.case_sensitive  # tools/grep_engine.py: an RE2 option, read by RE2
+_.log_errors  # tools/grep_engine.py: an RE2 option, read by RE2
 _._name  # tools/mcp/config.py: @field_validator("name")
 _._command  # tools/mcp/config.py: @field_validator("command")
 _._env  # tools/mcp/config.py: @field_validator("env")

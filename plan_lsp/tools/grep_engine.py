@@ -5,9 +5,9 @@ The pattern comes from the model, which a file it read may have prompt-injected:
 
 - open buffers (the text the user sees) are searched by ripgrep reading the text on its
   standard input: the same linear-time engine and dialect as the search on disk;
-- without ripgrep, the whole Python search (disk files and buffers) runs in a child
-  interpreter that is killed after `SEARCH_TIMEOUT_S`: a pattern that never ends costs that
-  child, never the server's event loop or its other threads.
+- without ripgrep, disk files and buffers are searched by RE2 (`google-re2`), whose automata
+  never backtrack (time linear in the text), in a worker thread. RE2's dialect is ripgrep's
+  default one (no backreferences, no lookaround); a pattern it refuses is an error naming why.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import re2
+
+from plan_lsp.tools.fs_common import GREP_MAX_FILE_BYTES, looks_binary, open_workspace_file
+from plan_lsp.tools.paths import PathRefused
 
 # One hit: file, 1-based line number, line text.
 Match = tuple[Path, int, str]
@@ -78,60 +81,36 @@ async def rg_texts(
     return found
 
 
-async def python_search(
-    pattern: str,
-    ignore_case: bool,
-    files: list[Path],
-    roots: Sequence[Path],
-    texts: dict[Path, str],
-    cap: int,
-) -> list[Match]:
-    """The search without ripgrep, in a child interpreter (see the module's doc): `files`
-    read from disk as the tool reads them, `texts` as given; matches in that order."""
-    request = {
-        "pattern": pattern,
-        "ignore_case": ignore_case,
-        "files": [str(f) for f in files],
-        "roots": [str(r) for r in roots],
-        "texts": [[str(p), t] for p, t in texts.items()],
-        "cap": cap,
-    }
-    command = [sys.executable, "-I", "-m", "plan_lsp.tools.grep_engine"]
-    code, out, err = await _communicate(command, json.dumps(request).encode(), "the search")
-    if code != 0:
-        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["the search failed"]
-        raise GrepFailed(last[0])
-    answer = json.loads(out)
-    if "error" in answer:
-        raise GrepFailed(answer["error"])
-    return [(Path(p), int(n), line) for p, n, line in answer["matches"]]
+def _compile(pattern: str, ignore_case: bool) -> Any:
+    """The pattern for RE2; a pattern RE2 refuses (as ripgrep would) is a GrepFailed naming it."""
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    try:
+        return re2.compile(pattern.encode("utf-8", "surrogatepass"), options)
+    except re2.error as exc:
+        why = exc.args[0].decode("utf-8", "replace") if exc.args else str(exc)
+        raise GrepFailed(
+            f"{pattern!r} is not a valid regex: {why} (the search uses ripgrep's dialect: "
+            "no backreferences or lookaround)"
+        ) from None
 
 
-def _grep_text(path: Path, text: str, regex: re.Pattern[str], limit: int) -> list[Match]:
+def _grep_text(path: Path, text: str, regex: Any, limit: int) -> list[Match]:
     found: list[Match] = []
     for number, line in enumerate(text.splitlines(), 1):
-        if regex.search(line):
+        if regex.search(line.encode("utf-8", "surrogatepass")) is not None:
             found.append((path, number, line))
             if len(found) >= limit:
                 break
     return found
 
 
-def search_in_process(request: dict[str, Any]) -> dict[str, Any]:
-    """What the child does (never called by the server itself)."""
-    from plan_lsp.tools.fs_common import GREP_MAX_FILE_BYTES, looks_binary, open_workspace_file
-    from plan_lsp.tools.paths import PathRefused
-
-    try:
-        flags = re.IGNORECASE if request["ignore_case"] else 0
-        regex = re.compile(request["pattern"], flags)
-    except re.error as exc:
-        return {"error": f"{request['pattern']!r} is not a valid regex: {exc}"}
-    cap = int(request["cap"])
-    roots = [Path(r) for r in request["roots"]]
+def _search(
+    regex: Any, files: list[Path], roots: Sequence[Path], texts: dict[Path, str], cap: int
+) -> list[Match]:
     found: list[Match] = []
-    for name in request["files"]:
-        path = Path(name)
+    for path in files:
         try:
             with open_workspace_file(path, roots, max_bytes=GREP_MAX_FILE_BYTES) as handle:
                 if looks_binary(handle):
@@ -142,15 +121,20 @@ def search_in_process(request: dict[str, Any]) -> dict[str, Any]:
         found.extend(_grep_text(path, text, regex, cap + 1 - len(found)))
         if len(found) > cap:
             break
-    for name, text in request["texts"]:
-        found.extend(_grep_text(Path(name), text, regex, cap + 1))
-    return {"matches": [[str(p), n, line] for p, n, line in found]}
+    for path, text in texts.items():
+        found.extend(_grep_text(path, text, regex, cap + 1))
+    return found
 
 
-def main() -> None:
-    request = json.loads(sys.stdin.buffer.read())
-    sys.stdout.write(json.dumps(search_in_process(request)))
-
-
-if __name__ == "__main__":
-    main()
+async def python_search(
+    pattern: str,
+    ignore_case: bool,
+    files: list[Path],
+    roots: Sequence[Path],
+    texts: dict[Path, str],
+    cap: int,
+) -> list[Match]:
+    """The search without ripgrep, by RE2 in a worker thread: `files` read from disk as the
+    tool reads them, `texts` as given; matches in that order."""
+    regex = _compile(pattern, ignore_case)
+    return await asyncio.to_thread(_search, regex, files, roots, texts, cap)

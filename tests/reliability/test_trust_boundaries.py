@@ -281,36 +281,40 @@ async def test_a_backtracking_grep_pattern_never_freezes_the_server(tmp_path: Pa
     assert literal.splitlines()[0] == f"notes.txt:1:{'a' * 40}!"
 
 
-async def test_without_ripgrep_a_pattern_that_never_ends_costs_a_child_not_the_server(
+async def test_without_ripgrep_a_pattern_that_never_ends_leaves_the_server_responsive(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The search without ripgrep runs in a child interpreter, stopped after its time limit;
-    meanwhile the event loop goes on."""
+    """The search without ripgrep is RE2's, in the server's process and linear in the text:
+    `(a+)+$` over a large file (thousands of lines on which Python's `re` backtracks for
+    hours each) ends promptly and starts no process; a pattern outside ripgrep's dialect
+    (a backreference, a lookahead) is refused, naming the pattern and why."""
     from plan_lsp.tools import grep_engine
 
-    monkeypatch.setattr(grep_engine, "SEARCH_TIMEOUT_S", 1.0)
-    (tmp_path / "slow.txt").write_text("a" * 40 + "!\n")
-    ticks = 0
+    def no_process(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the search without ripgrep started a process")
 
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.02)
-            ticks += 1
-
-    ticker = asyncio.ensure_future(tick())
-    try:
-        with pytest.raises(grep_engine.GrepFailed, match="took longer than 1 s"):
-            await grep_engine.python_search(
-                BACKTRACKING, False, [tmp_path / "slow.txt"], [tmp_path], {}, 10
-            )
-    finally:
-        ticker.cancel()
-    assert ticks > 0  # the loop ran while the child searched (a blocked loop gives none)
-    monkeypatch.setattr(grep_engine, "SEARCH_TIMEOUT_S", 60.0)
-    found = await grep_engine.python_search("a!", False, [tmp_path / "slow.txt"], [tmp_path],
-                                            {tmp_path / "b.txt": "xa!\n"}, 10)  # fmt: skip
-    assert found == [(tmp_path / "slow.txt", 1, "a" * 40 + "!"), (tmp_path / "b.txt", 1, "xa!")]
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", no_process)
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    big = tmp_path / "big.txt"
+    big.write_text(("a" * 40 + "!\n") * 20_000 + "a" * 40 + "\n")  # ~800 KB
+    found = await asyncio.wait_for(
+        grep_engine.python_search(BACKTRACKING, False, [big], [tmp_path], {}, 10), 30
+    )
+    assert found == [(big, 20_001, "a" * 40)]
+    found = await grep_engine.python_search("A!", True, [big], [tmp_path],
+                                            {tmp_path / "b.txt": "xa!\n"}, 1)  # fmt: skip
+    assert found == [
+        (big, 1, "a" * 40 + "!"),
+        (big, 2, "a" * 40 + "!"),
+        (tmp_path / "b.txt", 1, "xa!"),
+    ]
+    for pattern, why in [
+        ("(a)\\1", "invalid escape sequence"),
+        ("a(?=b)", "invalid perl operator"),
+    ]:
+        with pytest.raises(grep_engine.GrepFailed) as refused:
+            await grep_engine.python_search(pattern, False, [big], [tmp_path], {}, 10)
+        assert repr(pattern) in str(refused.value) and why in str(refused.value)
 
 
 # -- (f) a side-effect MCP call that goes on after its cancellation --------------------------

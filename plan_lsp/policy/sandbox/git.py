@@ -37,70 +37,25 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from plan_lsp.policy.sandbox.layout import plan_environment, runtime_file, runtime_path
+from pydantic import BaseModel, ConfigDict, StrictStr
 
-# Fixed overrides: (key, value).
-STATIC_OVERRIDES: tuple[tuple[str, str], ...] = (
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.pager", "cat"),
-    ("core.editor", "true"),
-    ("core.askPass", "true"),
-    ("core.sshCommand", "false"),
-    ("core.gitProxy", ""),
-    ("core.alternateRefsCommand", ""),
-    ("core.untrackedCache", "false"),
-    ("credential.helper", ""),
-    ("diff.external", ""),
-    # Submodules: not looked into, not diffed through a child git, no summary.
-    ("diff.ignoreSubmodules", "all"),
-    ("diff.submodule", "short"),
-    ("status.submoduleSummary", "false"),
-    # `git diff` rewrites the index to refresh stat data, whatever GIT_OPTIONAL_LOCKS says.
-    ("diff.autoRefreshIndex", "false"),
-    ("submodule.recurse", "false"),
-    ("protocol.allow", "never"),
-    ("log.showSignature", "false"),
-    ("gpg.program", "false"),
-    ("gpg.openpgp.program", "false"),
-    ("gpg.x509.program", "false"),
-    ("gpg.ssh.program", "false"),
-    ("gpg.ssh.defaultKeyCommand", ""),
-    ("sequence.editor", "true"),
-    ("help.autoCorrect", "0"),
-    ("help.browser", ""),
-    ("web.browser", ""),
-    ("man.viewer", "man"),
-    ("gc.auto", "0"),
-    ("maintenance.auto", "false"),
-)
+from plan_lsp.policy.sandbox.layout import load_toml, plan_environment, runtime_file, runtime_path
 
-# Keys whose names the repository chooses, matched on git's canonical form (section and key
-# lower-case, subsection as written): (pattern, value).
-DYNAMIC_OVERRIDES: tuple[tuple[str, str], ...] = (
-    ("diff.*.textconv", ""),
-    ("diff.*.command", ""),
-    ("diff.*.cachetextconv", "false"),
-    ("filter.*.clean", ""),
-    ("filter.*.smudge", ""),
-    ("filter.*.process", ""),
-    ("filter.*.required", "false"),
-    ("merge.*.driver", ""),
-    ("alias.*", ""),
-    ("difftool.*.cmd", ""),
-    ("difftool.*.path", ""),
-    ("mergetool.*.cmd", ""),
-    ("mergetool.*.path", ""),
-    ("man.*.cmd", ""),
-    ("man.*.path", ""),
-    ("browser.*.cmd", ""),
-    ("browser.*.path", ""),
-    ("credential.*.helper", ""),
-    ("remote.*.uploadpack", ""),
-    ("remote.*.receivepack", ""),
-    ("remote.*.proxy", ""),
-    ("http.*.proxy", ""),
-)
+
+class Overrides(BaseModel):
+    """`git.toml`: the last words of keys naming a program, the fixed overrides (key =
+    value) and those for keys whose names the repository chooses (pattern = value)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    program_words: frozenset[StrictStr]
+    static: dict[StrictStr, StrictStr]
+    dynamic: dict[StrictStr, StrictStr]
+
+
+_OVERRIDES = load_toml(Overrides, "git.toml")
+STATIC_OVERRIDES = tuple(_OVERRIDES.static.items())
+DYNAMIC_OVERRIDES = tuple(_OVERRIDES.dynamic.items())
+PROGRAM_WORDS = _OVERRIDES.program_words
 
 # Subcommands that would use a diff driver: the shim adds these flags after the name.
 DIFF_FAMILY = ("diff", "log", "show", "whatchanged", "diff-tree", "diff-index", "diff-files",

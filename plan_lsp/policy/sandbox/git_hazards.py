@@ -19,17 +19,8 @@ import subprocess
 from pathlib import Path
 
 from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
-from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, STATIC_OVERRIDES, real_git
+from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, PROGRAM_WORDS, STATIC_OVERRIDES, real_git
 from plan_lsp.policy.sandbox.layout import plan_environment
-
-# Last components of keys that name a program somewhere in git; a key ending so that no
-# override covers is a hazard.
-PROGRAM_WORDS = frozenset({
-    "command", "cmd", "program", "helper", "textconv", "clean", "smudge", "process", "driver",
-    "uploadpack", "receivepack", "sshcommand", "gitproxy", "proxy", "hookspath", "fsmonitor",
-    "editor", "pager", "askpass", "external", "viewer", "browser", "sendmailcmd", "smtpserver",
-    "alternaterefscommand", "packobjectshook", "defaultkeycommand", "vcs", "difffilter",
-})  # fmt: skip
 
 
 def _covered(name: str) -> bool:

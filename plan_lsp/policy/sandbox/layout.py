@@ -1,9 +1,10 @@
 """What a sandboxed command may see: its environment, the hidden places, its limits.
 
-Shared by every mechanism (bubblewrap, landlock) so they hide the same things. Everything
-here is data: a location is hidden because it is on a list, never because a rule guessed.
-The one list that allows rather than hides is HOME_VISIBLE: when a workspace root is or
-holds the home, every dot entry of the home is hidden except those (`home_dot_places`).
+Shared by every mechanism (bubblewrap, landlock) so they hide the same things. The lists are
+data (`layout.toml`, loaded and checked once): a location is hidden because it is on a list,
+never because a rule guessed. The one list that allows rather than hides is HOME_VISIBLE:
+when a workspace root is or holds the home, every dot entry of the home is hidden except
+those (`home_dot_places`).
 """
 
 from __future__ import annotations
@@ -15,154 +16,95 @@ import shutil
 import stat
 import sys
 import tempfile
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
-# The only variables a plan-mode command inherits (plus LC_*); everything else, API keys and
-# the server's own PLAN_LSP_* settings included, is dropped.
-KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ")
-KEPT_PREFIXES = ("LC_",)
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator
 
-# Non-interactive, program-free git and pagers (the git shim adds the config overrides).
-FIXED_VARIABLES: dict[str, str] = {
-    "TERM": "dumb",
-    "PAGER": "cat",
-    "MANPAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_EDITOR": "true",
-    "GIT_SEQUENCE_EDITOR": "true",
-    "GIT_OPTIONAL_LOCKS": "0",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ASKPASS": "true",
-    "SSH_ASKPASS": "true",
-    "GIT_SSH_COMMAND": "false",
-}
+Names = tuple[StrictStr, ...]
 
-# Where the home directories live; hidden wholesale (an empty tmpfs, or no read access).
-HOME_ROOTS = ("/home", "/root")
 
-# System locations holding secrets. Most are root-only, but a sandbox started by root maps
-# its user to root, so DAC alone does not hide them. Globs allowed.
-SYSTEM_SECRETS = (
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh/ssh_host_*_key",
-    "/etc/ssl/private",
-    "/etc/krb5.keytab",
-    "/var/lib/sss",
-    "/var/spool/cron",
-    "/var/mail",
-    "/var/lib/docker",
-    "/var/lib/containers",
-    "/run/secrets",
-)
+class Tables(BaseModel):
+    """`layout.toml`: every key present, no other, each of its type."""
 
-# Variables that name a credentials file or directory: whatever they point at is hidden too,
-# even inside a workspace root.
-CREDENTIAL_VARIABLES = (
-    "PLAN_LSP_CONFIG",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_CONFIG_FILE",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "CLOUDSDK_CONFIG",
-    "AZURE_CONFIG_DIR",
-    "KUBECONFIG",
-    "DOCKER_CONFIG",
-    "NPM_CONFIG_USERCONFIG",
-    "NETRC",
-    "GNUPGHOME",
-    "PASSWORD_STORE_DIR",
-    "VAULT_CONFIG_PATH",
-)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kept_variables: Names
+    kept_prefixes: Names
+    home_roots: Names
+    system_secrets: Names
+    credential_variables: Names
+    kernel_trees: Names
+    system_dirs: Names
+    home_secrets: Names
+    home_toolchains: Names
+    workspace_dir: StrictStr
+    fixed_variables: dict[StrictStr, StrictStr]
+    user_dir_variables: dict[StrictStr, StrictStr]
+    cpu_seconds: StrictInt
+    file_size_kib: StrictInt
+    max_processes: StrictInt
+    data_kib: StrictInt
+    tmpfs_bytes: StrictInt
+    small_tmpfs_bytes: StrictInt
+    nobody: StrictInt
 
-# Where the user's own plan-lsp folders live (`<folder>/plan-lsp`: the user configuration,
-# with its MCP servers and keys; every workspace's session state): the variable's value, else
-# the platform's default inside the home (what the server itself uses, `config.py` and
-# `session/state_home.py`).
-USER_DIR_VARIABLES = {"XDG_CONFIG_HOME": ".config", "XDG_STATE_HOME": ".local/state"}
+    @field_validator("home_roots", "system_secrets", "kernel_trees", "system_dirs")
+    @classmethod
+    def _absolute(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        if bad := [p for p in paths if not os.path.isabs(p) or p != os.path.normpath(p)]:
+            raise ValueError(f"absolute, normalised paths are expected, not {bad}")
+        return paths
 
-# Never hidden, whatever the environment names: the kernel's file systems (a device node or a
-# /proc entry holds no secret of its own, and binding over one breaks the sandbox:
-# `KUBECONFIG=/dev/null` would put the host's /dev/null read-only over the sandbox's), and the
-# system itself (a variable naming /usr, or a parent of it, would hide every program).
-KERNEL_TREES = ("/dev", "/proc", "/sys")
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var",
-               "/opt", "/nix", "/snap")  # fmt: skip
+    @field_validator("home_secrets", "home_toolchains", "workspace_dir")
+    @classmethod
+    def _relative(cls, paths: tuple[str, ...] | str) -> tuple[str, ...] | str:
+        for path in (paths,) if isinstance(paths, str) else paths:
+            if path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
+                raise ValueError(f"{path!r}: a relative path of plain names is expected")
+        return paths
 
-# Credentials inside a home directory. The home is hidden wholesale anyway; these are hidden
-# once more after the workspace roots are bound back, for a workspace that contains the home.
-HOME_SECRETS = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".config/gcloud",
-    ".config/gh",
-    ".config/plan-lsp",
-    ".local/state/plan-lsp",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".password-store",
-    ".local/share/keyrings",
-)
 
-# Toolchains installed under a home directory, re-exposed read-only (only these subpaths:
-# `~/.cargo/credentials.toml` stays hidden because only `~/.cargo/bin` is listed).
-HOME_TOOLCHAINS = (
-    ".pyenv",
-    ".rbenv",
-    ".nodenv",
-    ".nvm",
-    ".volta",
-    ".rustup/toolchains",
-    ".rustup/settings.toml",
-    ".cargo/bin",
-    ".local/bin",
-    ".local/lib",
-    ".bun/bin",
-    ".deno/bin",
-    "go/bin",
-    ".sdkman/candidates",
-    ".asdf/installs",
-    ".asdf/shims",
-)
+_Model = TypeVar("_Model", bound=BaseModel)
 
-# What a workspace root that is or holds the home (`~`, `/home`, `/`) shows of the home's dot
-# entries: the toolchains above that start with a dot, and nothing else. Every other dot file
-# and dot directory of the home (`.ssh`, `.config`, `.pgpass`, `.bash_history`, one a new tool
-# creates tomorrow) is hidden; inside `.cargo`, `.rustup`, `.local`, ... only the listed
-# subpaths stay (`.cargo/credentials.toml`, `.local/share` and `.local/state` are hidden).
-# When the home itself is a root, its `.plan-lsp` is that workspace's own folder (plans,
-# workspace configuration), shown as in every workspace. A `~/.git` stays hidden: a dotfiles
-# repository's history holds the dot files.
+
+def load_toml(model: type[_Model], name: str, text: str | None = None) -> _Model:
+    """The data file `name` beside this module (or `text` in its place) checked as `model`;
+    a ValueError naming each wrong key and why."""
+    if text is None:
+        text = resources.files(__package__).joinpath(name).read_text("utf-8")
+    try:
+        return model.model_validate(tomllib.loads(text))
+    except ValidationError as error:
+        why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise ValueError(f"{name}: {why}") from None
+
+
+_TABLES = load_toml(Tables, "layout.toml")
+KEPT_VARIABLES = _TABLES.kept_variables
+KEPT_PREFIXES = _TABLES.kept_prefixes
+FIXED_VARIABLES = _TABLES.fixed_variables
+HOME_ROOTS = _TABLES.home_roots
+SYSTEM_SECRETS = _TABLES.system_secrets
+CREDENTIAL_VARIABLES = _TABLES.credential_variables
+USER_DIR_VARIABLES = _TABLES.user_dir_variables
+KERNEL_TREES = _TABLES.kernel_trees
+SYSTEM_DIRS = _TABLES.system_dirs
+HOME_SECRETS = _TABLES.home_secrets
+HOME_TOOLCHAINS = _TABLES.home_toolchains
 HOME_VISIBLE = tuple(t for t in HOME_TOOLCHAINS if t.startswith("."))
-WORKSPACE_DIR = ".plan-lsp"
-
-# Resource limits applied inside every sandbox: CPU seconds, largest file written (KiB),
-# processes (not enforced by the kernel for uid 0), no core dumps.
-CPU_SECONDS = 600
-FILE_SIZE_KIB = 1024 * 1024
-MAX_PROCESSES = 1024
-# Memory of each plan-mode process (RLIMIT_DATA, KiB), under every protection (bubblewrap,
-# Landlock, the classifier alone). RLIMIT_DATA counts private writable memory (heap, and
-# anonymous mappings since Linux 4.7), not address space: runtimes that reserve large
-# inaccessible ranges (V8, Go, the JVM) start as usual, where RLIMIT_AS would break them.
-DATA_KIB = 4 * 1024 * 1024
-TMPFS_BYTES = 512 * 1024 * 1024
-SMALL_TMPFS_BYTES = 16 * 1024 * 1024
-NOBODY = 65534
+WORKSPACE_DIR = _TABLES.workspace_dir
+CPU_SECONDS = _TABLES.cpu_seconds
+FILE_SIZE_KIB = _TABLES.file_size_kib
+MAX_PROCESSES = _TABLES.max_processes
+DATA_KIB = _TABLES.data_kib
+TMPFS_BYTES = _TABLES.tmpfs_bytes
+SMALL_TMPFS_BYTES = _TABLES.small_tmpfs_bytes
+NOBODY = _TABLES.nobody
 
 
 @lru_cache(maxsize=1)

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from plan_lsp.session.checkpoints import AFTER, CheckpointStore
@@ -66,6 +66,12 @@ def apply(root: Path, op: Op) -> None:
     steps=st.lists(st.lists(ops, min_size=1, max_size=4), min_size=1, max_size=4),
     initial=st.lists(ops, max_size=6),
     picks=st.tuples(st.integers(0, 10), st.integers(0, 10)),
+)
+# A link to a path below itself: its paths are reached only through the link (never read).
+@example(
+    steps=[[("delete", "c", ""), ("write", "c/a", "")]],
+    initial=[("link", "c", "c/a")],
+    picks=(0, 0),
 )
 def test_revert_to_any_checkpoint_and_redo_are_exact(
     steps: list[list[Op]], initial: list[Op], picks: tuple[int, int]

@@ -13,6 +13,7 @@ by lines when both changes do not touch, otherwise kept as they are and listed.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
@@ -43,6 +44,7 @@ from plan_lsp.session.checkpoints.snapshot import (
     entry_of,
     load,
     same,
+    through_link,
     write_atomic,
 )
 
@@ -337,8 +339,16 @@ def _step(store: Store, op: Op, result: RevertResult, action: Action) -> None:
         result.kept.append(Kept(op.path, f"could not be restored: {exc.strerror or exc}"))
 
 
+def _inside(store: Store, op: Op) -> str:
+    """The path to change, refused when a folder on the way is now a link or a file (what
+    it points at is outside what the run changed)."""
+    if through_link(store.root, op.path):
+        raise OSError(errno.ENOTDIR, "a folder on its way is now a link or a file")
+    return os.path.join(store.root, op.path)
+
+
 def _remove(store: Store, op: Op) -> None:
-    full = os.path.join(store.root, op.path)
+    full = _inside(store, op)
     kill_point()
     if op.pre is not None and op.pre.kind == FOLDER:
         os.rmdir(full)
@@ -348,7 +358,7 @@ def _remove(store: Store, op: Op) -> None:
 
 def _write(store: Store, op: Op) -> None:
     assert op.post is not None
-    full = os.path.join(store.root, op.path)
+    full = _inside(store, op)
     parent, name = os.path.split(full)
     if not os.path.isdir(parent):
         kill_point()

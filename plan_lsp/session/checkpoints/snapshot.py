@@ -253,15 +253,29 @@ def scan(
     return out
 
 
+def through_link(root: Path | str, rel: str) -> bool:
+    """Whether a folder on the way to `rel` is a link or not a folder: the path then names
+    something outside what a checkpoint records, never read or written through."""
+    parts = rel.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        try:
+            st = os.lstat(os.path.join(root, *parts[:i]))
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return True
+    return False
+
+
 def entry_of(root: Path, rel: str, blobs: BlobStore | None, max_file_bytes: int) -> Entry | None:
-    """The current state of one path (None if absent); file contents hashed (and stored in
-    `blobs` when given)."""
+    """The current state of one path (None if absent, or reached only through a link);
+    file contents hashed (and stored in `blobs` when given)."""
     full = os.path.join(root, rel)
+    if through_link(root, rel):
+        return None
     try:
         st = os.lstat(full)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISDIR(st.st_mode):
         return Entry(FOLDER, stat.S_IMODE(st.st_mode), "")

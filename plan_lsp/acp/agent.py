@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp import RequestError, schema
+from pydantic import ValidationError
 
 from plan_lsp import __version__
 from plan_lsp.acp import translate
@@ -23,6 +24,7 @@ from plan_lsp.acp.frontend import AcpFrontEnd
 from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
+from plan_lsp.protocol.params import PROMPT_MAX_CHARS, PromptParams
 from plan_lsp.session import Actor, PlanStatus, WorkMode
 
 if TYPE_CHECKING:
@@ -250,8 +252,14 @@ class PlanLspAgent:
         session = self._session(session_id)
         if session.turn is not None and not session.turn.done():
             raise _refused("a prompt is in progress in this session; cancel it first")
+        text = prompt_text(prompt)
+        try:
+            PromptParams(text=text)
+        except ValidationError as exc:
+            why = f"a prompt is 1 to {PROMPT_MAX_CHARS:,} characters, this one {len(text):,}"
+            raise RequestError.invalid_params({"prompt": why}) from exc
         session.frontend.cancelled.clear()
-        session.turn = asyncio.ensure_future(self._turn(session, prompt_text(prompt)))
+        session.turn = asyncio.ensure_future(self._turn(session, text))
         try:
             stop = await asyncio.shield(session.turn)
         finally:

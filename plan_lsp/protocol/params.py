@@ -42,9 +42,12 @@ class SetPermissionModeParams(WorkspaceParams):
     permissionMode: PermissionMode = Field(description="How build-mode side effects are asked.")
 
 
+PROMPT_MAX_CHARS = 200_000
+
+
 class PromptParams(WorkspaceParams):
     text: str = Field(
-        min_length=1, max_length=200_000, description="What the user asks, in their words."
+        min_length=1, max_length=PROMPT_MAX_CHARS, description="What the user asks, in their words."
     )
 
 

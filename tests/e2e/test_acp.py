@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import acp
 from acp import schema
 
+from plan_lsp.protocol.params import PROMPT_MAX_CHARS
 from plan_lsp.session.state_home import workspace_state_file
 from tests.acp_client import RecordingClient
 from tests.turns import GREETING_EDIT, calls, plan_turns
@@ -445,3 +446,27 @@ async def test_the_plan_approved_is_the_editors_buffer(tmp_path: Path) -> None:
         plan_file = Path(state["approvedPlan"]["path"])
         assert client.reads == [str(plan_file)]
         assert plan_file.read_text() == PLAN + typed  # what was approved is on disk too
+
+
+async def test_a_prompt_outside_the_contracts_length_is_refused(tmp_path: Path) -> None:
+    """An empty prompt, or one past the contract's limit, is refused by `session/prompt`
+    naming the limit, and starts no run; the session takes the next prompt."""
+    ws, script = _workspace(tmp_path, [{"text": "Hello."}])
+    client = Client()
+    async with running_agent(script, client) as conn:
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        too_long = "x" * (PROMPT_MAX_CHARS + 1)
+        for blocks, length in (([], 0), ([acp.text_block(too_long)], len(too_long))):
+            try:
+                await conn.prompt(session_id=sid, prompt=blocks)
+            except acp.RequestError as exc:
+                assert exc.code == -32602, exc
+                why = f"a prompt is 1 to {PROMPT_MAX_CHARS:,} characters, this one {length:,}"
+                assert exc.data == {"prompt": why}
+            else:
+                raise AssertionError("a prompt outside the limit was accepted")
+        assert client.of("agent_message_chunk") == []
+        answer = await conn.prompt(session_id=sid, prompt=[acp.text_block("hi")])
+        assert answer.stop_reason == "end_turn"
+        assert client.text() == "Hello."

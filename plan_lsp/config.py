@@ -29,8 +29,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.alias_generators import to_snake
 
-from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.safe_fs import read_bytes, read_file_bytes
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]

@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy.autorun import autorun, command_hits, protected
 from plan_lsp.policy.execution import ExecutionGate
-from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
+from plan_lsp.policy.modes import Actor
 from plan_lsp.policy.permissions import PermissionDecision, PermissionEngine, RuleScope
-from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import PermissionRequest
 from plan_lsp.policy.safety import ToolDefinition
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, WorkMode
 from plan_lsp.tools.bash import BASH_TOOL
 from plan_lsp.tools.edit import EDIT_FILE_TOOL, WRITE_FILE_TOOL
 from tests.needs import need, need_program

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 import plan_lsp.tools.bash as bash_mod
-from plan_lsp.policy.modes import WorkMode
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safety import Safety
 from plan_lsp.policy.sandbox import SandboxStatus, git_shim_dir
-from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.protocol.state import PermissionAnswer, Question, WorkMode
+from plan_lsp.tools.base import ToolContext
 from plan_lsp.tools.bash import BASH_TOOL, OUTPUT_CAP_CHARS, PLAN_NETWORK_KEY, run_shell
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY
 from tests.needs import process_alive

@@ -20,7 +20,7 @@ from plan_lsp.config import (
     user_config_path,
 )
 from plan_lsp.policy.glob_match import MAX_WILDCARDS
-from plan_lsp.policy.modes import PermissionMode, WorkMode
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 
 STRICTNESS = {"yolo": 0, "auto_edit": 1, "ask": 2, "strict": 3}
 

@@ -23,6 +23,7 @@ from plan_lsp.agent.context import (
     view,
 )
 from plan_lsp.config import Config, Limits, Price, load_config
+from plan_lsp.protocol.state import ApprovedPlan, Todo, WorkMode
 from plan_lsp.providers.base import (
     ChatMessage,
     Finish,
@@ -41,7 +42,6 @@ from plan_lsp.providers.windows import (
     window_from_models,
     window_from_ollama_show,
 )
-from plan_lsp.session import ApprovedPlan, Todo, WorkMode
 
 
 def _exchange(n: int, output: str) -> list[ChatMessage]:

@@ -7,7 +7,7 @@ import pytest
 from plan_lsp.agent.plan_tools import ENTER_PLAN_MODE, EXIT_PLAN_MODE
 from plan_lsp.policy.definitions import MODE_RULES, definitions_for, mode_refusal
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import WorkMode
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.registry import builtin_registry
 
 

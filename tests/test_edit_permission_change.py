@@ -15,15 +15,10 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
-from plan_lsp.policy.ports import (
-    MAX_CHANGE_BYTES,
-    FileChange,
-    FileEdit,
-    PermissionAnswer,
-    PermissionRequest,
-)
-from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMode
-from plan_lsp.tools.base import Question, ToolContext, ToolResult
+from plan_lsp.policy.ports import MAX_CHANGE_BYTES, FileChange, FileEdit, PermissionRequest
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, Question, WorkMode
+from plan_lsp.session import Actor, Session, StateStore
+from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.registry import builtin_registry
 from plan_lsp.tools.runner import ToolRunner
 

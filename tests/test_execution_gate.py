@@ -16,10 +16,11 @@ import pytest
 import plan_lsp.policy.shell  # noqa: F401  (the real classifier: its tests below need it)
 from plan_lsp.policy.execution import ExecutionGate, GateDecision
 from plan_lsp.policy.permissions import PermissionEngine
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMode
-from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, Question, WorkMode
+from plan_lsp.session import Actor, Session, StateStore
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import builtin_registry
 from plan_lsp.tools.runner import ToolRunner
 from tests.tool_facts import builtin_facts

@@ -21,11 +21,12 @@ from hypothesis.strategies import DrawFn, composite
 
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine, RuleScope
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import apply_file_edit
-from plan_lsp.session import Actor, PermissionMode, Session, StateStore, WorkMode
-from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, Question, WorkMode
+from plan_lsp.session import Actor, Session, StateStore
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import builtin_registry
 from plan_lsp.tools.runner import ToolRunner
 from tests.tool_facts import builtin_facts

@@ -19,8 +19,9 @@ from plan_lsp.policy.sandbox import BUBBLEWRAP, LANDLOCK, Mechanism
 from plan_lsp.policy.sandbox.git import unsandboxed_plan_env
 from plan_lsp.policy.sandbox.layout import HOME_VISIBLE, plan_layout
 from plan_lsp.policy.shell import classify_command
+from plan_lsp.protocol.state import Question
 from plan_lsp.tools import fs
-from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.tools.base import ToolContext
 from plan_lsp.tools.fs_common import GREP_CAP
 from plan_lsp.tools.grep import grep
 from tests.needs import need_program

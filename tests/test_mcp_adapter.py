@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy.definitions import definitions_for, mode_refusal
 from plan_lsp.policy.execution import ExecutionGate
-from plan_lsp.policy.modes import PermissionMode, WorkMode
 from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 from plan_lsp.session import Actor, Session, StateStore
 from plan_lsp.tools.mcp.adapter import (
     MAX_DESCRIPTION_CHARS,

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from plan_lsp.policy.execution import GateDecision
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.sandbox import git_shim
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.bash import OUTPUT_CAP_CHARS
 from plan_lsp.tools.mcp.config import McpSettings

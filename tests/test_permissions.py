@@ -14,7 +14,7 @@ from plan_lsp.policy.permissions import (
     glob_to_regex,
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.session.model import PermissionMode, WorkMode
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 from tests.tool_facts import builtin_facts
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from plan_lsp.plan.outcome import classify_outcome
-from plan_lsp.session.model import Outcome, PlanStatus
+from plan_lsp.protocol.state import Outcome, PlanStatus
 
 # ever_planned, mode, plan_file_nonempty, plan_status, do_completed -> outcome
 TABLE = [

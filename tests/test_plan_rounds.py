@@ -331,7 +331,8 @@ SESSION_STEPS = st.lists(
 def test_no_sequence_of_session_rounds_writes_over_an_approved_plan(
     steps: list[tuple[str, Any]],
 ) -> None:
-    from plan_lsp.session import Actor, Session, StateStore, TransitionRefused, WorkMode
+    from plan_lsp.protocol.state import WorkMode
+    from plan_lsp.session import Actor, Session, StateStore, TransitionRefused
 
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"

@@ -7,16 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_lsp.session import (
-    Actor,
-    PermissionMode,
-    PlanStatus,
-    Session,
-    StateStore,
-    Todo,
-    TransitionRefused,
-    WorkMode,
-)
+from plan_lsp.protocol.state import PermissionMode, PlanStatus, Todo, WorkMode
+from plan_lsp.session import Actor, Session, StateStore, TransitionRefused
 
 
 def make(tmp_path: Path) -> Session:

@@ -15,9 +15,9 @@ import pytest
 from plan_lsp.core import Refused, Workspaces, workflow
 from plan_lsp.core.frontend import AgentPortsFor, BufferEdit, Notify
 from plan_lsp.core.plain_ports import DraftProgress, NoEditor
-from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import PermissionRequest
 from plan_lsp.policy.sandbox_probe import SandboxStatus
-from plan_lsp.protocol.state import PermissionMode, WorkMode
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, Question, WorkMode
 from plan_lsp.protocol.updates import (
     UPDATE_MODELS,
     DoneUpdate,
@@ -28,7 +28,6 @@ from plan_lsp.protocol.updates import (
     Update,
 )
 from plan_lsp.session import sha256_text
-from plan_lsp.tools.base import Question
 from tests.turns import GREETING_EDIT, PLAN_TEXT, call, calls, plan_turns
 
 

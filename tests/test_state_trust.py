@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_lsp.policy.sandbox.layout import user_plan_lsp_dirs
-from plan_lsp.session import Actor, PermissionMode, PlanStatus, Session, StateStore, WorkMode
+from plan_lsp.protocol.state import PermissionMode, PlanStatus, WorkMode
+from plan_lsp.session import Actor, Session, StateStore
 from plan_lsp.session.state_db import SCHEMA, SCHEMA_VERSION
 from plan_lsp.session.state_home import state_root, workspace_key, workspace_state_file
 

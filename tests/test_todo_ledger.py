@@ -3,8 +3,8 @@ it was denied, refused or failed, until a later change of the same target succee
 
 from __future__ import annotations
 
+from plan_lsp.protocol.state import Todo
 from plan_lsp.tools.todo_ledger import StepLedger
-from plan_lsp.tools.todo_model import Todo
 
 DENIED = {"error": "permission_denied", "tool": "edit_file", "reason": "the user said no"}
 FAILED = {"error": "old_text_not_found", "message": "old_text was not found"}

@@ -19,8 +19,8 @@ from plan_lsp.agent.subagent import TASK
 from plan_lsp.config import Config
 from plan_lsp.policy.arguments import model_schema, schema_error, self_contained
 from plan_lsp.policy.execution import GateDecision
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import ArgumentsRefused, Safety, ToolDefinition
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.session import Actor, Session, StateStore
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry

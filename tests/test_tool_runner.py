@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.policy.execution import GateDecision
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.registry import ToolRegistry
 from plan_lsp.tools.runner import ToolRunner

@@ -10,10 +10,10 @@ import pytest
 
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safety import Safety
-from plan_lsp.session.model import Todo, WorkMode
+from plan_lsp.protocol.state import Question, Todo, WorkMode
 from plan_lsp.tools import fs
 from plan_lsp.tools.ask_user import ask_user
-from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.edit import MODE_PROVIDER_KEY, edit_file, write_file
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.todo import todo_write

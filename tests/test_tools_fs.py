@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.protocol.state import Question
 from plan_lsp.tools import fs
-from plan_lsp.tools.base import Question, ToolContext, ToolResult
+from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
 from tests.needs import need_program
 

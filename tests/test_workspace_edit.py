@@ -9,7 +9,7 @@ import pytest
 
 from plan_lsp.policy.ports import FileEdit
 from plan_lsp.policy.workspace_edit import StaleEdit, apply_file_edit, rebase_edit
-from plan_lsp.session.model import WorkMode
+from plan_lsp.protocol.state import WorkMode
 
 
 class FakeEditor:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from plan_lsp.policy.sandbox import git_config_hazards
-from plan_lsp.session import Outcome, Session, StateStore
+from plan_lsp.protocol.state import Outcome
+from plan_lsp.session import Session, StateStore
 from plan_lsp.tools import edit
 from tests.redteam._repos import git
 

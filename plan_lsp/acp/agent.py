@@ -25,7 +25,8 @@ from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.protocol.params import PROMPT_MAX_CHARS, PromptParams
-from plan_lsp.session import Actor, PlanStatus, WorkMode
+from plan_lsp.protocol.state import PlanStatus, WorkMode
+from plan_lsp.session import Actor
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

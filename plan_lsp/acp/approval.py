@@ -16,7 +16,8 @@ from plan_lsp.acp.frontend import AcpFrontEnd
 from plan_lsp.core import workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan
-from plan_lsp.session import PermissionMode, sha256_text
+from plan_lsp.protocol.state import PermissionMode
+from plan_lsp.session import sha256_text
 
 APPROVE_AUTO = "approve_auto_edit"
 APPROVE_ASK = "approve_ask"

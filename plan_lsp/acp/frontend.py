@@ -17,8 +17,8 @@ from acp import helpers, schema
 from plan_lsp.acp import translate
 from plan_lsp.core.frontend import AgentPortsFor, BufferEdit, Notify
 from plan_lsp.core.plain_ports import DraftProgress, NoEditor
-from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
-from plan_lsp.tools.base import Question
+from plan_lsp.policy.ports import PermissionRequest
+from plan_lsp.protocol.state import PermissionAnswer, Question
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

@@ -19,9 +19,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from plan_lsp.protocol.state import ApprovedPlan, Todo, WorkMode
 from plan_lsp.providers.base import ChatMessage, ModelRequest
 from plan_lsp.providers.tokens import estimate_message, estimate_request
-from plan_lsp.session import ApprovedPlan, Todo, WorkMode
 from plan_lsp.tools.todo import render_todos
 
 RECORD_KEY = "compaction"

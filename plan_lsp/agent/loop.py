@@ -26,6 +26,7 @@ from plan_lsp.config import Config
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.policy.safety import Safety
+from plan_lsp.protocol.state import Todo
 from plan_lsp.providers.base import (
     ChatMessage,
     Provider,
@@ -33,7 +34,7 @@ from plan_lsp.providers.base import (
     ToolCall,
     error_help,
 )
-from plan_lsp.session import Actor, Session, Todo
+from plan_lsp.session import Actor, Session
 from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from plan_lsp.plan.streaming import PartialArgumentsReader
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.providers.base import (
     Finish,
     ModelRequest,
@@ -23,7 +24,7 @@ from plan_lsp.providers.base import (
     Usage,
     is_json_object,
 )
-from plan_lsp.session import Session, WorkMode
+from plan_lsp.session import Session
 
 if TYPE_CHECKING:
     from plan_lsp.agent.plan_tools import PlanDraftPort

@@ -23,7 +23,8 @@ from plan_lsp.policy.ports import FileEdit, PermissionRequest
 from plan_lsp.policy.safe_fs import read_text
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.policy.workspace_edit import EditResult, apply_file_edit
-from plan_lsp.session import Actor, PermissionMode, Session, TransitionRefused, WorkMode
+from plan_lsp.protocol.state import PermissionMode, WorkMode
+from plan_lsp.session import Actor, Session, TransitionRefused
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 
 

@@ -11,8 +11,9 @@ from plan_lsp.agent.context import PINNED
 from plan_lsp.agent.recall import RECALL_OUTPUT
 from plan_lsp.config import Config
 from plan_lsp.policy.definitions import definitions_for
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.providers.base import ChatMessage, ModelRequest, ToolSpec
-from plan_lsp.session import Session, WorkMode
+from plan_lsp.session import Session
 from plan_lsp.tools.registry import ToolRegistry
 
 Assemble = Callable[[list[ChatMessage]], ModelRequest]

@@ -5,8 +5,9 @@ history shows what the user allowed and denied when a front-end renders it again
 from __future__ import annotations
 
 from plan_lsp.core.frontend import Notify
-from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
-from plan_lsp.tools.base import Question, UserPort
+from plan_lsp.policy.ports import PermissionRequest
+from plan_lsp.protocol.state import PermissionAnswer, Question
+from plan_lsp.tools.base import UserPort
 
 
 class HeardUser:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from plan_lsp.core.frontend import BufferEdit, HeldByEditor
 from plan_lsp.plan.checklist import mirror_todos
 from plan_lsp.policy.safe_fs import disk_text
-from plan_lsp.session import PlanStatus
+from plan_lsp.protocol.state import PlanStatus
 
 if TYPE_CHECKING:
     from plan_lsp.core.parts import WorkspaceParts

@@ -19,7 +19,8 @@ from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
 from plan_lsp.protocol import updates as u
 from plan_lsp.protocol.errors import CancelledCall, StopReason
-from plan_lsp.session import Actor, PlanStatus
+from plan_lsp.protocol.state import PlanStatus
+from plan_lsp.session import Actor
 
 if TYPE_CHECKING:
     from plan_lsp.agent.loop import Agent, RunResult

@@ -26,8 +26,8 @@ from plan_lsp.protocol.results import (
     PromptResult,
     TestConnectionResult,
 )
-from plan_lsp.protocol.state import PermissionMode, SessionState
-from plan_lsp.session import Actor, PlanStatus, TransitionRefused, WorkMode, sha256_text
+from plan_lsp.protocol.state import PermissionMode, PlanStatus, SessionState, WorkMode
+from plan_lsp.session import Actor, TransitionRefused, sha256_text
 from plan_lsp.session.plans import iso, latest_entry, plan_entries, plan_head, plan_title
 from plan_lsp.session.store import PlanRevision
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import WorkMode
 
 # planShell settings (config `planShell`): `off` never offers bash in plan mode.
 PLAN_SHELL_OFF = "off"

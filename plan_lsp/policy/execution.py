@@ -24,19 +24,14 @@ from plan_lsp.policy.definitions import (
     mode_refusal,
     name_refusal,
 )
-from plan_lsp.policy.modes import Actor, PermissionMode, WorkMode
+from plan_lsp.policy.modes import Actor
 from plan_lsp.policy.permissions import PermissionEngine
-from plan_lsp.policy.ports import (
-    ChangePreview,
-    FileChange,
-    PermissionAnswer,
-    PermissionPort,
-    PermissionRequest,
-)
+from plan_lsp.policy.ports import ChangePreview, FileChange, PermissionPort, PermissionRequest
 from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.policy.sandbox import git_config_hazards, sandbox_kind
 from plan_lsp.policy.shell import Protection, classify_command
 from plan_lsp.policy.shell.gitfiles import files_outside
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, WorkMode
 
 log = logging.getLogger(__name__)
 

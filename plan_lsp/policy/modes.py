@@ -1,13 +1,9 @@
-"""The vocabulary of every policy decision: the two mode axes (the wire contract's, which
-imports nothing of ours), and who caused a change."""
+"""Who caused a change, the vocabulary of every policy decision beside the two mode axes
+(`WorkMode`, `PermissionMode`: the wire contract's, `plan_lsp/protocol/state.py`)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-
-from plan_lsp.protocol.state import PermissionMode, WorkMode
-
-__all__ = ["Actor", "PermissionMode", "WorkMode"]
 
 
 class Actor(StrEnum):

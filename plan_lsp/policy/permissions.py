@@ -27,9 +27,8 @@ from typing import Any, Literal
 
 from plan_lsp.policy.autorun import Hit, command_hits, describe, protected
 from plan_lsp.policy.glob_match import compile_glob, compile_glob_set
-from plan_lsp.policy.modes import PermissionMode, WorkMode
-from plan_lsp.policy.ports import PermissionAnswer
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, WorkMode
 
 Verdict = Literal["allow", "ask", "deny"]
 CallKind = Literal["read", "agent", "edit", "side_effect"]

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from plan_lsp.protocol.state import PermissionAnswer as PermissionAnswer
+from plan_lsp.protocol.state import PermissionAnswer
 
 # A permission request shows at most this much of a file's texts (UTF-8 bytes of before and
 # after together); a bigger change is described by its summary alone (`truncated`).

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from plan_lsp.policy.arguments import model_error, model_schema, schema_error
-from plan_lsp.policy.modes import WorkMode
+from plan_lsp.protocol.state import WorkMode
 
 
 class Safety(StrEnum):

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.plan_paths import validate_plan_path
 from plan_lsp.policy.ports import EditorPort, FileEdit
 from plan_lsp.policy.safe_fs import read_text, write_text
 from plan_lsp.policy.server_dir import server_dir_refusal
+from plan_lsp.protocol.state import WorkMode
 
 
 @dataclass(frozen=True)

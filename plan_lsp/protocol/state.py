@@ -1,8 +1,8 @@
 """The session's value types as the wire carries them: modes, plan status, todos, questions,
 the approved-plan record, and `SessionState`, pushed to clients on every change.
 
-The vocabulary every layer speaks (`policy.modes`, `tools`, `session` re-export it), so it
-is defined here, in the contract, which imports nothing of ours."""
+The vocabulary every layer speaks (each imports it from here), so it is defined here, in the
+contract, which imports nothing of ours."""
 
 from __future__ import annotations
 

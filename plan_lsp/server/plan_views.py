@@ -14,7 +14,7 @@ from pygls.uris import to_fs_path
 from plan_lsp.core.workflow import plan_file_revisions
 from plan_lsp.plan.readiness import check_plan
 from plan_lsp.plan.text import LineIndex
-from plan_lsp.session import PlanStatus
+from plan_lsp.protocol.state import PlanStatus
 from plan_lsp.session.plans import day, latest_entry, plan_entries
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.safe_fs import TEMP_PREFIX, disk_text
-from plan_lsp.session import PlanStatus
+from plan_lsp.protocol.state import PlanStatus
 
 if TYPE_CHECKING:
     from plan_lsp.core.workspace import WorkspaceCore

@@ -10,9 +10,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from plan_lsp.policy.ports import PermissionAnswer, PermissionRequest
+from plan_lsp.policy.ports import PermissionRequest
+from plan_lsp.protocol.state import PermissionAnswer, Question
 from plan_lsp.server.client import PERSON_TIMEOUT_S, ClientChannel
-from plan_lsp.tools.base import Question
 
 log = logging.getLogger(__name__)
 

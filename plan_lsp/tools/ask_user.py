@@ -9,7 +9,8 @@ from pydantic import Field, ValidationError
 
 from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.tools.base import Question, Tool, ToolContext, ToolResult
+from plan_lsp.protocol.state import Question
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 
 
 # A question as the model asks it (a `Question` once checked).

@@ -24,8 +24,8 @@ from plan_lsp.policy.ports import (
     PermissionRequest,
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
-from plan_lsp.protocol.state import Question
-from plan_lsp.tools.todo_model import RecordedTodos, Todo
+from plan_lsp.protocol.state import Question, Todo
+from plan_lsp.tools.todo_model import RecordedTodos
 
 __all__ = [
     "ChangeImpl",
@@ -34,7 +34,6 @@ __all__ = [
     "FileChange",
     "FileEdit",
     "PermissionRequest",
-    "Question",
     "Safety",
     "Tool",
     "ToolContext",

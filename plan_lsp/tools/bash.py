@@ -28,7 +28,6 @@ from typing import Any, Literal
 from pydantic import Field
 
 from plan_lsp.policy.arguments import ArgumentModel
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.sandbox import (
     LANDLOCK,
@@ -40,6 +39,7 @@ from plan_lsp.policy.sandbox import (
     sandbox_status,
     unsandboxed_plan_env,
 )
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.bash_process import Capture, run_process
 from plan_lsp.tools.edit import current_mode

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from plan_lsp.policy.arguments import ArgumentModel, model_error
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import FileChange, FileEdit
 from plan_lsp.policy.safe_fs import disk_text, read_text
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.server_dir import server_dir_refusal
 from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.base import ChangeImpl, Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path

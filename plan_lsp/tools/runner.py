@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from plan_lsp.policy.execution import GateDecision
-from plan_lsp.policy.modes import WorkMode
 from plan_lsp.policy.ports import ChangePreview, FileChange
 from plan_lsp.policy.safety import ArgumentsRefused, Safety, ToolDefinition
+from plan_lsp.protocol.state import WorkMode
 from plan_lsp.tools.base import ToolContext, ToolResult
 from plan_lsp.tools.bash import PLAN_NETWORK_KEY, READ_ONLY_UNASKED_KEY
 from plan_lsp.tools.edit import ASKED_CHANGE_KEY, MODE_PROVIDER_KEY

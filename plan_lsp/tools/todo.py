@@ -8,8 +8,9 @@ from pydantic import ValidationError
 
 from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.protocol.state import Todo
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
-from plan_lsp.tools.todo_model import Todo, check_todos
+from plan_lsp.tools.todo_model import check_todos
 
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from plan_lsp.policy.safety import ToolDefinition
-from plan_lsp.tools.todo_model import RecordedTodos, Todo
+from plan_lsp.protocol.state import Todo
+from plan_lsp.tools.todo_model import RecordedTodos
 
 # RecordedTodos lives with the todo model (what a tool context knows); named here too.
 __all__ = ["RecordedTodos", "Setback", "StepLedger", "builtin_definition"]

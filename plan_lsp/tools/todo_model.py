@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from plan_lsp.protocol.state import Todo, TodoStatus
-
-__all__ = ["RecordedTodos", "Todo", "TodoStatus", "check_todos"]
+from plan_lsp.protocol.state import Todo
 
 
 def check_todos(todos: list[Todo]) -> None:

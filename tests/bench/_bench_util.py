@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_lsp.policy.ports import FileEdit, PermissionAnswer, PermissionRequest
-from plan_lsp.tools.base import Question
+from plan_lsp.policy.ports import FileEdit, PermissionRequest
+from plan_lsp.protocol.state import PermissionAnswer, Question
 
 REPO = Path(__file__).resolve().parents[2]
 RESULT_PREFIX = "BENCH-RESULT "

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from plan_lsp.policy.glob_match import compile_glob_set
 from plan_lsp.policy.permissions import MAX_MATCHED_CHARS, PermissionEngine
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
-from plan_lsp.session.model import PermissionMode, WorkMode
+from plan_lsp.protocol.state import PermissionMode, WorkMode
 
 BASH = ToolDefinition(
     name="bash",

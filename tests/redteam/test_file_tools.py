@@ -11,8 +11,9 @@ import pytest
 
 from plan_lsp.core.plain_ports import NoEditor
 from plan_lsp.policy.ports import PermissionRequest
+from plan_lsp.protocol.state import Question
 from plan_lsp.tools import fs
-from plan_lsp.tools.base import Question, ToolContext
+from plan_lsp.tools.base import ToolContext
 from plan_lsp.tools.grep import grep
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- redteam-secret-7f3a"

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from plan_lsp.session import SessionState
+from plan_lsp.protocol.state import SessionState
 from tests.e2e.scripts import sample_project, write_script
 from tests.reliability.fuzz_messages import Batch, FuzzTargets, batches
 from tests.reliability.raw_client import RawServer, frame, id_key

@@ -19,66 +19,44 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from plan_lsp.policy.sandbox.bwrap import host_limited
-    from plan_lsp.policy.sandbox.git import (
-        git_shim,
-        git_shim_dir,
-        hardened_git_env,
-        unsandboxed_plan_env,
-    )
-    from plan_lsp.policy.sandbox.git_hazards import git_config_hazards
-    from plan_lsp.policy.sandbox.known import (
-        on_sandbox_known,
-        sandbox_ready,
-        sandbox_status,
-        sandbox_status_nowait,
-    )
-    from plan_lsp.policy.sandbox.layout import plan_environment
-    from plan_lsp.policy.sandbox.probe import (
-        MECHANISMS,
-        Profile,
-        SandboxUnavailable,
-        mechanism_argv,
-        probe_configured,
-        probe_sandbox,
-    )
-    from plan_lsp.policy.sandbox.status import (
-        BUBBLEWRAP,
-        LANDLOCK,
-        ORDER_VARIABLE,
-        Mechanism,
-        SandboxStatus,
-    )
+if TYPE_CHECKING:  # the names of _MODULES, for the type checker (a test keeps them equal)
+    from plan_lsp.policy.sandbox.bwrap import host_limited as host_limited
+    from plan_lsp.policy.sandbox.git import git_shim as git_shim
+    from plan_lsp.policy.sandbox.git import git_shim_dir as git_shim_dir
+    from plan_lsp.policy.sandbox.git import hardened_git_env as hardened_git_env
+    from plan_lsp.policy.sandbox.git import unsandboxed_plan_env as unsandboxed_plan_env
+    from plan_lsp.policy.sandbox.git_hazards import git_config_hazards as git_config_hazards
+    from plan_lsp.policy.sandbox.known import on_sandbox_known as on_sandbox_known
+    from plan_lsp.policy.sandbox.known import sandbox_ready as sandbox_ready
+    from plan_lsp.policy.sandbox.known import sandbox_status as sandbox_status
+    from plan_lsp.policy.sandbox.known import sandbox_status_nowait as sandbox_status_nowait
+    from plan_lsp.policy.sandbox.layout import plan_environment as plan_environment
+    from plan_lsp.policy.sandbox.probe import MECHANISMS as MECHANISMS
+    from plan_lsp.policy.sandbox.probe import Profile as Profile
+    from plan_lsp.policy.sandbox.probe import SandboxUnavailable as SandboxUnavailable
+    from plan_lsp.policy.sandbox.probe import mechanism_argv as mechanism_argv
+    from plan_lsp.policy.sandbox.probe import probe_configured as probe_configured
+    from plan_lsp.policy.sandbox.probe import probe_sandbox as probe_sandbox
+    from plan_lsp.policy.sandbox.status import BUBBLEWRAP as BUBBLEWRAP
+    from plan_lsp.policy.sandbox.status import LANDLOCK as LANDLOCK
+    from plan_lsp.policy.sandbox.status import ORDER_VARIABLE as ORDER_VARIABLE
+    from plan_lsp.policy.sandbox.status import Mechanism as Mechanism
+    from plan_lsp.policy.sandbox.status import SandboxStatus as SandboxStatus
 
-# The package's names, each loaded from its module when first asked for: the server asks
-# for the sandbox's status before its first answer (`known`, `status`), and the mechanisms
+# The package's names by module, each loaded when first asked for: the server asks for the
+# sandbox's status before its first answer (`known`, `status`), and the mechanisms
 # (bubblewrap's and Landlock's argv, the probes, git's shim) load when a command needs them.
 # This is the one lazy boundary of the sandbox; no module below imports through it.
-_FROM: dict[str, str] = {
-    "host_limited": "bwrap",
-    "git_shim": "git",
-    "git_shim_dir": "git",
-    "hardened_git_env": "git",
-    "unsandboxed_plan_env": "git",
-    "git_config_hazards": "git_hazards",
-    "on_sandbox_known": "known",
-    "sandbox_ready": "known",
-    "sandbox_status": "known",
-    "sandbox_status_nowait": "known",
-    "plan_environment": "layout",
-    "MECHANISMS": "probe",
-    "Profile": "probe",
-    "SandboxUnavailable": "probe",
-    "mechanism_argv": "probe",
-    "probe_configured": "probe",
-    "probe_sandbox": "probe",
-    "BUBBLEWRAP": "status",
-    "LANDLOCK": "status",
-    "ORDER_VARIABLE": "status",
-    "Mechanism": "status",
-    "SandboxStatus": "status",
+_MODULES: dict[str, str] = {
+    "bwrap": "host_limited",
+    "git": "git_shim git_shim_dir hardened_git_env unsandboxed_plan_env",
+    "git_hazards": "git_config_hazards",
+    "known": "on_sandbox_known sandbox_ready sandbox_status sandbox_status_nowait",
+    "layout": "plan_environment",
+    "probe": "MECHANISMS Profile SandboxUnavailable mechanism_argv probe_configured probe_sandbox",
+    "status": "BUBBLEWRAP LANDLOCK ORDER_VARIABLE Mechanism SandboxStatus",
 }
+_FROM = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:
@@ -90,33 +68,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "BUBBLEWRAP",
-    "LANDLOCK",
-    "MECHANISMS",
-    "ORDER_VARIABLE",
-    "Mechanism",
-    "Profile",
-    "SandboxStatus",
-    "SandboxUnavailable",
-    "git_config_hazards",
-    "git_shim",
-    "git_shim_dir",
-    "hardened_git_env",
-    "host_limited",
-    "mechanism_argv",
-    "on_sandbox_known",
-    "plan_environment",
-    "probe_configured",
-    "probe_sandbox",
-    "reaped_argv",
-    "sandbox_argv",
-    "sandbox_kind",
-    "sandbox_ready",
-    "sandbox_status",
-    "sandbox_status_nowait",
-    "unsandboxed_plan_env",
-]
+__all__ = [*_FROM, "reaped_argv", "sandbox_argv", "sandbox_kind"]
 
 SUBREAPER = Path(__file__).with_name("subreaper.py")
 

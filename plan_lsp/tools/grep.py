@@ -1,6 +1,6 @@
-"""The `grep` tool: ripgrep when it is on PATH, a pure-Python search otherwise, with the
-same output; open buffers are searched as the user sees them. The model's pattern is never
-matched by a backtracking engine in the server's process (`grep_engine`).
+"""The `grep` tool: ripgrep when it is on PATH, RE2 in the server otherwise, with the same
+output; open buffers are searched as the user sees them (by RE2). The model's pattern is
+never matched by a backtracking engine in the server's process (`grep_engine`).
 
 Both search regular files only and never through a link, as ripgrep does without `-L`:
 the Python search opens each file from its workspace root without following a link and
@@ -15,7 +15,7 @@ import contextlib
 import json
 import shutil
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from plan_lsp.tools.fs_common import (
     open_paths,
     open_text,
 )
-from plan_lsp.tools.grep_engine import GrepFailed, Match, python_search, rg_texts
+from plan_lsp.tools.grep_engine import GrepFailed, Match, python_search
 from plan_lsp.tools.paths import (
     PathRefused,
     display_path,
@@ -40,8 +40,6 @@ from plan_lsp.tools.paths import (
     is_in_workspace,
     resolve_path,
 )
-
-Search = Callable[[dict[Path, str]], Awaitable[list[Match]]]
 
 
 def _file_filter(glob: str | None, base: Path) -> Callable[[Path], bool]:
@@ -166,12 +164,6 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     accept = _file_filter(glob, base)
     rg = shutil.which("rg")
     roots = ctx.workspace_roots
-
-    async def search(texts: dict[Path, str]) -> list[Match]:
-        if rg is not None:
-            return await rg_texts(rg, pattern, ignore_case, texts, GREP_CAP)
-        return await python_search(pattern, ignore_case, [], roots, texts, GREP_CAP)
-
     hidden = hidden_places(ctx.workspace_roots)
     try:
         if rg is not None:
@@ -186,7 +178,7 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 and not (hidden and inside_any(f.resolve(), hidden) is not None)
             ]
             found = await python_search(pattern, ignore_case, disk, roots, {}, GREP_CAP)
-        found = await _with_open_buffers(ctx, found, base, accept, search)
+        found = await _with_open_buffers(ctx, found, base, accept, pattern, ignore_case)
     except GrepFailed as exc:
         return ToolResult.error("grep_failed", str(exc))
     if hidden:
@@ -224,9 +216,10 @@ async def _with_open_buffers(
     found: list[Match],
     base: Path,
     accept: Callable[[Path], bool],
-    search: Search,
+    pattern: str,
+    ignore_case: bool,
 ) -> list[Match]:
-    """Replace matches in open documents by matches in their buffer text."""
+    """Replace matches in open documents by matches in their buffer text (by RE2)."""
     by_file: dict[Path, list[Match]] = {}
     for match in found:
         by_file.setdefault(match[0], []).append(match)
@@ -240,7 +233,8 @@ async def _with_open_buffers(
     if buffers:
         for path in buffers:
             by_file[path] = []
-        for match in await search(buffers):
+        roots = ctx.workspace_roots
+        for match in await python_search(pattern, ignore_case, [], roots, buffers, GREP_CAP):
             by_file[match[0]].append(match)
     merged: list[Match] = []
     for path in sorted(by_file, key=lambda p: p.as_posix()):

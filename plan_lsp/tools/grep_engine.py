@@ -3,18 +3,16 @@
 The pattern comes from the model, which a file it read may have prompt-injected: Python's
 `re` backtracks, and `(a+)+$` against forty `a`s and a `!` runs for hours. So:
 
-- open buffers (the text the user sees) are searched by ripgrep reading the text on its
-  standard input: the same linear-time engine and dialect as the search on disk;
-- without ripgrep, disk files and buffers are searched by RE2 (`google-re2`), whose automata
-  never backtrack (time linear in the text), in a worker thread. RE2's dialect is ripgrep's
-  default one (no backreferences, no lookaround); a pattern it refuses is an error naming why.
+- ripgrep searches the files on disk (its own child process, linear-time engine);
+- open buffers (the text the user sees), and without ripgrep the files on disk too, are
+  searched by RE2 (`google-re2`), whose automata never backtrack (time linear in the text),
+  in a worker thread. RE2's dialect is ripgrep's default one (no backreferences, no
+  lookaround); a pattern it refuses is an error naming why.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,58 +25,9 @@ from plan_lsp.tools.paths import PathRefused
 # One hit: file, 1-based line number, line text.
 Match = tuple[Path, int, str]
 
-SEARCH_TIMEOUT_S = 20.0
-
 
 class GrepFailed(Exception):
     pass
-
-
-async def _communicate(command: list[str], data: bytes, what: str) -> tuple[int, bytes, bytes]:
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(data), SEARCH_TIMEOUT_S)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise GrepFailed(
-            f"{what} took longer than {SEARCH_TIMEOUT_S:g} s and was stopped; "
-            "use a simpler pattern (no nested repetition) or a narrower path"
-        ) from None
-    finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-    return process.returncode or 0, out, err
-
-
-async def rg_texts(
-    rg: str, pattern: str, ignore_case: bool, texts: dict[Path, str], cap: int
-) -> list[Match]:
-    """Matches in in-memory texts, by ripgrep on its standard input, in path order."""
-    found: list[Match] = []
-    for path in sorted(texts, key=lambda p: p.as_posix()):
-        command = [rg, "--json", "--no-config", *(["-i"] if ignore_case else []), "-e", pattern]
-        code, out, err = await _communicate([*command, "-"], texts[path].encode(), "the search")
-        if code == 2:
-            first = err.decode("utf-8", "replace").strip().splitlines()[:1] or ["ripgrep failed"]
-            raise GrepFailed(first[0])
-        for raw in out.splitlines():
-            event = json.loads(raw)
-            if event.get("type") != "match":
-                continue
-            line = event["data"]["lines"].get("text")
-            if line is not None:
-                found.append((path, int(event["data"]["line_number"]), line.rstrip("\r\n")))
-        if len(found) > cap:
-            break
-    return found
 
 
 def _compile(pattern: str, ignore_case: bool) -> Any:
@@ -134,7 +83,7 @@ async def python_search(
     texts: dict[Path, str],
     cap: int,
 ) -> list[Match]:
-    """The search without ripgrep, by RE2 in a worker thread: `files` read from disk as the
-    tool reads them, `texts` as given; matches in that order."""
+    """The search by RE2 in a worker thread (open buffers, and without ripgrep the disk):
+    `files` read from disk as the tool reads them, `texts` as given; matches in that order."""
     regex = _compile(pattern, ignore_case)
     return await asyncio.to_thread(_search, regex, files, roots, texts, cap)

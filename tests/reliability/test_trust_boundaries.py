@@ -257,8 +257,8 @@ BACKTRACKING = "(a+)+$"
 
 
 async def test_a_backtracking_grep_pattern_never_freezes_the_server(tmp_path: Path) -> None:
-    """The model's pattern over a buffer the user has open: matched by ripgrep (linear time),
-    never by Python's backtracking `re` on the event loop (hours for this pattern)."""
+    """The model's pattern over a buffer the user has open (and the disk, by ripgrep): matched
+    by RE2 (linear time), never by Python's backtracking `re` (hours for this pattern)."""
     need_program("rg", "the grep tool's engine")
     ws = sample_project(tmp_path / "ws")
     notes = ws / "notes.txt"

@@ -25,6 +25,7 @@ from plan_lsp.agent.subagent import task_tool
 from plan_lsp.config import Config
 from plan_lsp.policy.execution import ExecutionGate
 from plan_lsp.policy.permissions import PermissionEngine
+from plan_lsp.policy.ports import EditorPort
 from plan_lsp.policy.safety import Safety
 from plan_lsp.protocol.state import Todo
 from plan_lsp.providers.base import (
@@ -35,7 +36,7 @@ from plan_lsp.providers.base import (
     error_help,
 )
 from plan_lsp.session import Actor, Session
-from plan_lsp.tools.base import EditorPort, ToolContext, ToolResult, UserPort
+from plan_lsp.tools.base import ToolContext, ToolResult, UserPort
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.runner import ToolRunner

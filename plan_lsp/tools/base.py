@@ -16,32 +16,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from plan_lsp.policy.ports import (
-    EditorPort,
-    FileChange,
-    FileEdit,
-    PermissionPort,
-    PermissionRequest,
-)
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.ports import EditorPort, FileChange, PermissionPort
+from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.protocol.state import Question, Todo
 from plan_lsp.tools.todo_model import RecordedTodos
-
-__all__ = [
-    "ChangeImpl",
-    "EditorPort",
-    "EventSink",
-    "FileChange",
-    "FileEdit",
-    "PermissionRequest",
-    "Safety",
-    "Tool",
-    "ToolContext",
-    "ToolDefinition",
-    "ToolImpl",
-    "ToolResult",
-    "UserPort",
-]
 
 
 class ToolResult(BaseModel):

@@ -177,6 +177,13 @@ def _run_updates(ed: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
     return [u for u in ed.updates_of(kind) if u.get("runId") == run_id]
 
 
+def _model_calls(ed: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run's tool calls, without the announcements of subagents a `task` call starts
+    (they carry the subagent's conversation instead of a call id; the `task` call itself
+    and its result are among the model's calls)."""
+    return [u for u in _run_updates(ed, run_id, "toolCall") if "subagent" not in u]
+
+
 def _arguments(call: dict[str, Any]) -> Any:
     """A toolCall update's arguments as the permission request shows them (parsed)."""
     arguments = call["arguments"]
@@ -230,7 +237,7 @@ async def test_plan_approve_and_do_against_the_real_server(
         assert first["stopReason"] in ("end_turn", "max_steps", "plan_submitted"), ed.updates_of(
             "error"
         )
-        plan_calls = _run_updates(ed, plan_run, "toolCall")
+        plan_calls = _model_calls(ed, plan_run)
         assert plan_calls, "the model made no tool call in plan mode"
         results = {r["toolCallId"]: r for r in _run_updates(ed, plan_run, "toolResult")}
         for call in plan_calls:
@@ -267,7 +274,7 @@ async def test_plan_approve_and_do_against_the_real_server(
         done = await ed.wait_update(lambda u: u["kind"] == "done", timeout=900, start=seen)
         do_run = done["runId"]
         assert done["stopReason"] in ("end_turn", "max_steps"), ed.updates_of("error")
-        do_calls = _run_updates(ed, do_run, "toolCall")
+        do_calls = _model_calls(ed, do_run)
         results = {r["toolCallId"]: r for r in _run_updates(ed, do_run, "toolResult")}
         asked = [(p["tool"], p["arguments"]) for p in ed.ed.permission_requests]
         for call in do_calls:

@@ -193,7 +193,7 @@ async def test_a_state_database_linked_to_a_repository_file_is_not_written(
     async with started(server) as ed:
         await ed.request("planLsp/prompt", {"text": "plan it"})
         assert (await ed.state())["planStatus"] == "drafting"
-        assert any("ignored: it is a symbolic link" in m.message for m in ed.client.messages)
+    # a workspace's .plan-lsp/state.db is never read, and never written through its link
     assert (ws / "src" / "__init__.py").read_bytes() == b""
     assert (ws / ".plan-lsp" / "state.db").is_symlink()
 

@@ -37,7 +37,8 @@ export type Update =
   | StateUpdate
   | CancelledCallsUpdate
   | PromptUpdate
-  | CompactionUpdate;
+  | CompactionUpdate
+  | CheckpointUpdate;
 export type PermissionAnswer = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
 export type ErrorCode =
   | 'provider_unconfigured'
@@ -111,6 +112,18 @@ export interface PlanLspRequests {
   'planLsp/compact': {
     params: WorkspaceParams;
     result: SessionState;
+  };
+  'planLsp/checkpoints': {
+    params: WorkspaceParams;
+    result: CheckpointsResult;
+  };
+  'planLsp/revert': {
+    params: RevertParams;
+    result: RevertResult;
+  };
+  'planLsp/redo': {
+    params: WorkspaceParams;
+    result: RevertResult;
   };
 }
 /**
@@ -991,6 +1004,133 @@ export interface CompactionUpdate {
    */
   tokensAfter: number;
 }
+/**
+ * A checkpoint of the Do run was recorded, or the workspace went back (`reverted`) or forward (`redone`), or a change the user denied was undone at once (`denied`).
+ */
+export interface CheckpointUpdate {
+  /**
+   * The run it belongs to (null outside a run).
+   */
+  runId: string | null;
+  /**
+   * The workspace folder it belongs to.
+   */
+  workspaceUri: string;
+  kind: 'checkpoint';
+  /**
+   * What happened.
+   */
+  action: 'recorded' | 'reverted' | 'redone' | 'denied';
+  /**
+   * The checkpoint recorded.
+   */
+  checkpoint?: CheckpointInfo | null;
+  /**
+   * What a revert or redo did.
+   */
+  result?: RevertResult | null;
+  /**
+   * What happened, in a sentence.
+   */
+  message: string;
+}
+/**
+ * The workspace as it was at one moment of a Do run.
+ */
+export interface CheckpointInfo {
+  /**
+   * The checkpoint's id (for `planLsp/revert`).
+   */
+  id: string;
+  /**
+   * The 1-based number of the checklist item it precedes (null: none yet).
+   */
+  step: number | null;
+  /**
+   * That item's text.
+   */
+  stepText: string | null;
+  /**
+   * The tool call it precedes (absent: a step's start).
+   */
+  toolCallId?: string | null;
+  /**
+   * `step`: before a step starts; `tool`: before a side-effect call; `after`: the call ended; `revert`/`redo`: the workspace after one.
+   */
+  kind: 'step' | 'tool' | 'after' | 'revert' | 'redo';
+  /**
+   * What it was taken for, in a few words.
+   */
+  label: string;
+  /**
+   * When (ISO 8601, UTC).
+   */
+  at: string;
+  /**
+   * Files changed since the previous one.
+   */
+  files: CheckpointFile[];
+}
+/**
+ * A file changed between two checkpoints.
+ */
+export interface CheckpointFile {
+  /**
+   * The path (workspace-relative, `/` separators).
+   */
+  path: string;
+  /**
+   * What changed: content, permission bits (`mode`) or kind (`type`).
+   */
+  status: 'added' | 'deleted' | 'modified' | 'mode' | 'type';
+  /**
+   * Lines added (0 for binary files).
+   */
+  added: number;
+  /**
+   * Lines removed (0 for binary files).
+   */
+  removed: number;
+}
+/**
+ * What a revert (or redo) did. Never restored: anything outside the workspace folder, network effects, processes started, the `.git` folder.
+ */
+export interface RevertResult {
+  /**
+   * The checkpoint the workspace went back to.
+   */
+  checkpointId: string;
+  /**
+   * Paths now as at that checkpoint.
+   */
+  restored: string[];
+  /**
+   * Paths restored by merging with the user's own later changes.
+   */
+  merged: string[];
+  /**
+   * Paths left as they are (the user changed them).
+   */
+  kept: PathWhy[];
+  /**
+   * Paths that could not be brought back (not recorded at that checkpoint).
+   */
+  notRestorable: PathWhy[];
+  /**
+   * The checklist items whose work was undone (their marks cleared).
+   */
+  stepsReverted: number[];
+}
+export interface PathWhy {
+  /**
+   * The path (workspace-relative).
+   */
+  path: string;
+  /**
+   * Why, in a sentence.
+   */
+  why: string;
+}
 export interface NewSessionParams {
   /**
    * A workspace folder's `file:` URI (default: the first folder).
@@ -1018,6 +1158,29 @@ export interface TestConnectionResult {
    */
   message: string;
   fix: ErrorFix;
+}
+/**
+ * The session's checkpoints, oldest first.
+ */
+export interface CheckpointsResult {
+  /**
+   * The checkpoints.
+   */
+  checkpoints: CheckpointInfo[];
+  /**
+   * A revert can be undone (`planLsp/redo`).
+   */
+  canRedo: boolean;
+}
+export interface RevertParams {
+  /**
+   * A workspace folder's `file:` URI (default: the first folder).
+   */
+  workspaceUri?: string | null;
+  /**
+   * The checkpoint to go back to (`planLsp/checkpoints`).
+   */
+  checkpointId: string;
 }
 /**
  * `planLsp/askUser` (clients that declared `questions`): the model's questionnaire.
@@ -1180,4 +1343,4 @@ export interface PlanLspClientRequests {
 
 export type UpdateKind = Update['kind'];
 
-export const UPDATE_KINDS: readonly UpdateKind[] = ["blocked", "cancelledCalls", "compaction", "deviation", "done", "error", "modeChanged", "permission", "planDraft", "prompt", "question", "state", "text", "todos", "toolCall", "toolResult"];
+export const UPDATE_KINDS: readonly UpdateKind[] = ["blocked", "cancelledCalls", "checkpoint", "compaction", "deviation", "done", "error", "modeChanged", "permission", "planDraft", "prompt", "question", "state", "text", "todos", "toolCall", "toolResult"];

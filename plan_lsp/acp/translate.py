@@ -250,7 +250,9 @@ def updates_for(update: u.Update, root: Path, *, replay: bool = False) -> list[A
             return [found] if found is not None else []
         case u.ErrorUpdate(message=message):
             return [helpers.update_agent_message_text(f"\n\nError: {message}\n")]
-        case u.DeviationUpdate(message=message):
+        case u.DeviationUpdate(message=message) | u.CheckpointUpdate(
+            action="reverted" | "redone" | "denied", message=message
+        ):
             return [helpers.update_agent_message_text(f"\n\nNote: {message}\n")]
         case u.CancelledCallsUpdate(calls=calls, reason=reason):
             stopped = [text_content(f"Stopped: {reason}")]

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from plan_lsp.core.asking import HeardUser
 from plan_lsp.core.checklist import ChecklistMirror
+from plan_lsp.core.checkpointing import Recorder
 from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
 from plan_lsp.protocol import updates as u
@@ -57,6 +58,10 @@ class RunManager:
         self.frontend = core.frontend
         self.current: RunHandle | None = None
         self.checklist = ChecklistMirror(core)
+        self.checkpoints = Recorder(core, self.emit)
+        # Step boundary of the Do run (step mode's stop point): called with the step just
+        # finished (its todo completed) and the step starting (its todo in progress).
+        self.on_step_boundary: Callable[[int | None, int | None], None] | None = None
         self._agent: Agent | None = None
         self._background: set[asyncio.Future[Any]] = set()
         self._text_parts: list[str] = []
@@ -84,6 +89,7 @@ class RunManager:
                 self.core.plan_shell,
                 mcp=self.core.mcp,
             )
+            self._agent.runner.watch = self.checkpoints
         return self._agent
 
     # -- what the front-end is told -------------------------------------------------------------
@@ -187,6 +193,9 @@ class RunManager:
             self._spawn(self.stop_side_effects("the session switched to plan mode"))
         if kind == "todos" and core.session.plan_status is PlanStatus.APPROVED:
             self.checklist.changed()
+            boundary = self.checkpoints.todos_changed(core.session.todos)
+            if boundary is not None and self.on_step_boundary is not None:
+                self.on_step_boundary(*boundary)
         self.push_state()
         if kind not in ("context", "usage"):
             self.frontend.plans_changed()
@@ -287,6 +296,8 @@ class RunManager:
         try:
             # The tools offered and every shell command depend on the sandbox's status.
             await sandbox_ready()
+            if do_run:
+                await self.checkpoints.begin(handle.run_id)
             result = await self.agent.run(
                 handle.run_id,
                 opening,
@@ -305,9 +316,11 @@ class RunManager:
                 await self.checklist.settle()
             finally:
                 self.current = None
+                self.checkpoints.end("failed")
                 session.set_running(False)
         if handle.timed_out and result.stop_reason == "cancelled":
             result.stop_reason = "timeout"
+        self.checkpoints.stop_reason = result.stop_reason
         deviations: list[str] = []
         if do_run:
             plan = session.approved.text if session.approved else ""

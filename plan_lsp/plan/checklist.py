@@ -96,6 +96,11 @@ def _steps(lines: list[str]) -> list[_Step]:
 
 def _assign(todos: Sequence[tuple[str, str]], steps: list[_Step]) -> dict[int, str]:
     """Step position in `steps` → status of the todo matched to it."""
+    return {step_no: todos[todo_no][1] for step_no, todo_no in _pairs(todos, steps).items()}
+
+
+def _pairs(todos: Sequence[tuple[str, str]], steps: list[_Step]) -> dict[int, int]:
+    """Step position in `steps` → the todo matched to it."""
     pairs = []
     for todo_no, (content, _) in enumerate(todos):
         normalised = _normalise(content)
@@ -105,13 +110,24 @@ def _assign(todos: Sequence[tuple[str, str]], steps: list[_Step]) -> dict[int, s
                 pairs.append((-score, todo_no, step_no))
     pairs.sort()
     used_todos: set[int] = set()
-    assigned: dict[int, str] = {}
+    assigned: dict[int, int] = {}
     for _, todo_no, step_no in pairs:
         if todo_no in used_todos or step_no in assigned:
             continue
         used_todos.add(todo_no)
-        assigned[step_no] = todos[todo_no][1]
+        assigned[step_no] = todo_no
     return assigned
+
+
+def plan_steps(plan_text: str) -> list[str]:
+    """The texts of the plan's steps (as `mirror_todos` finds them), in order."""
+    return [step.match.group("text") for step in _steps(split_lines(plan_text))]
+
+
+def todo_steps(plan_text: str, todos: Sequence[tuple[str, str]]) -> dict[int, int]:
+    """Todo position → the 1-based number of the plan step it is matched to."""
+    pairs = _pairs(todos, _steps(split_lines(plan_text)))
+    return {todo_no: step_no + 1 for step_no, todo_no in pairs.items()}
 
 
 def _with_mark(match: re.Match[str], mark: str, ending: str) -> str:

@@ -97,6 +97,27 @@ METHODS: tuple[Method, ...] = (
         "Compact the conversation now (a `compaction` update, then `state`). Refused while a "
         "run is in progress.",
     ),
+    Method(
+        "planLsp/checkpoints",
+        p.WorkspaceParams,
+        r.CheckpointsResult,
+        "The checkpoints of this session's Do runs: before each plan step and each "
+        "side-effect tool call, with the files changed since the previous one.",
+    ),
+    Method(
+        "planLsp/revert",
+        p.RevertParams,
+        r.RevertResult,
+        "Bring the workspace back to a checkpoint: only what this session's Do run changed; "
+        "a file the user changed since is merged or kept (listed). Restores the checklist and "
+        "the todos and tells the model. Refused while a run is in progress.",
+    ),
+    Method(
+        "planLsp/redo",
+        p.WorkspaceParams,
+        r.RevertResult,
+        "Undo the last revert. Refused while a run is in progress or when there is none.",
+    ),
 )
 
 COMMANDS: tuple[Method, ...] = (

@@ -112,3 +112,11 @@ class PlanRevisionsParams(WorkspaceParams):
         description="The plan file whose revisions are compared (default: the session's "
         "current plan).",
     )
+
+
+class RevertParams(WorkspaceParams):
+    checkpointId: str = Field(
+        min_length=1,
+        max_length=200,
+        description="The checkpoint to go back to (`planLsp/checkpoints`).",
+    )

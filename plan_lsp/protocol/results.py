@@ -148,3 +148,100 @@ class SaveDocumentParams(WireModel):
 
 class SaveDocumentResult(WireModel):
     saved: bool = Field(description="The buffer is saved and unmodified now.")
+
+
+# -- checkpoints of the Do run -------------------------------------------------------------------
+
+
+class CheckpointFile(WireModel):
+    """A file changed between two checkpoints."""
+
+    path: str = Field(description="The path (workspace-relative, `/` separators).")
+    status: Literal["added", "deleted", "modified", "mode", "type"] = Field(
+        description="What changed: content, permission bits (`mode`) or kind (`type`)."
+    )
+    added: int = Field(description="Lines added (0 for binary files).")
+    removed: int = Field(description="Lines removed (0 for binary files).")
+
+
+class CheckpointInfo(WireModel):
+    """The workspace as it was at one moment of a Do run."""
+
+    id: str = Field(description="The checkpoint's id (for `planLsp/revert`).")
+    step: int | None = Field(
+        description="The 1-based number of the checklist item it precedes (null: none yet)."
+    )
+    stepText: str | None = Field(description="That item's text.")
+    toolCallId: str | None = Field(
+        default=None, description="The tool call it precedes (absent: a step's start)."
+    )
+    kind: Literal["step", "tool", "after", "revert", "redo"] = Field(
+        description="`step`: before a step starts; `tool`: before a side-effect call; `after`: "
+        "the call ended; `revert`/`redo`: the workspace after one."
+    )
+    label: str = Field(description="What it was taken for, in a few words.")
+    at: str = Field(description="When (ISO 8601, UTC).")
+    files: list[CheckpointFile] = Field(description="Files changed since the previous one.")
+
+
+class CheckpointsResult(WireModel):
+    """The session's checkpoints, oldest first."""
+
+    checkpoints: list[CheckpointInfo] = Field(description="The checkpoints.")
+    canRedo: bool = Field(description="A revert can be undone (`planLsp/redo`).")
+
+
+class PathWhy(WireModel):
+    path: str = Field(description="The path (workspace-relative).")
+    why: str = Field(description="Why, in a sentence.")
+
+
+class RevertResult(WireModel):
+    """What a revert (or redo) did. Never restored: anything outside the workspace folder,
+    network effects, processes started, the `.git` folder."""
+
+    checkpointId: str = Field(description="The checkpoint the workspace went back to.")
+    restored: list[str] = Field(description="Paths now as at that checkpoint.")
+    merged: list[str] = Field(
+        description="Paths restored by merging with the user's own later changes."
+    )
+    kept: list[PathWhy] = Field(description="Paths left as they are (the user changed them).")
+    notRestorable: list[PathWhy] = Field(
+        description="Paths that could not be brought back (not recorded at that checkpoint)."
+    )
+    stepsReverted: list[int] = Field(
+        description="The checklist items whose work was undone (their marks cleared)."
+    )
+
+
+class StepChanges(WireModel):
+    """What one step of the Do run changed (read-only)."""
+
+    step: int = Field(description="The checklist item (1-based).")
+    files: list[CheckpointFile] = Field(description="The files it changed.")
+    diff: str = Field(description="A unified diff of its text changes.")
+
+
+class StepState(WireModel):
+    """Where one checklist item of the approved plan is."""
+
+    step: int = Field(description="The checklist item (1-based).")
+    text: str = Field(description="Its text.")
+    state: Literal["not_reached", "running", "done", "reverted", "denied", "failed"] = Field(
+        description="Where it is."
+    )
+    reason: str | None = Field(default=None, description="Why it is not done, in a sentence.")
+    checkpointId: str | None = Field(
+        default=None, description="The checkpoint before it (revert target)."
+    )
+
+
+class StepInfo(StepState):
+    """A checklist item of the approved plan with the files it changed (once it ran)."""
+
+    files: list[CheckpointFile] = Field(default_factory=list, description="What it changed.")
+
+
+class ShowStepChangesResult(StepChanges):
+    uri: str = Field(description="The read-only file holding the diff (outside the workspace).")
+    shown: bool = Field(description="The client showed it (`window/showDocument`).")

@@ -11,6 +11,7 @@ from pydantic import Field, TypeAdapter
 
 from plan_lsp.protocol.errors import CancelledCall, ErrorCode, ErrorFix, StopReason
 from plan_lsp.protocol.params import WireModel
+from plan_lsp.protocol.results import CheckpointInfo, RevertResult
 from plan_lsp.protocol.state import (
     PermissionAnswer,
     PermissionMode,
@@ -106,9 +107,7 @@ class ModeChangedUpdate(UpdateBase):
     mode: WorkMode = Field(description="The work mode now.")
     permissionMode: PermissionMode = Field(description="The permission mode now.")
     planStatus: PlanStatus = Field(description="The plan's status now.")
-    cause: ModeCause = Field(
-        description="What changed it."
-    )
+    cause: ModeCause = Field(description="What changed it.")
 
 
 class TodosUpdate(UpdateBase):
@@ -217,6 +216,19 @@ class CompactionUpdate(UpdateBase):
     tokensAfter: int = Field(description="The context's size after.")
 
 
+class CheckpointUpdate(UpdateBase):
+    """A checkpoint of the Do run was recorded, or the workspace went back (`reverted`) or
+    forward (`redone`), or a change the user denied was undone at once (`denied`)."""
+
+    kind: Literal["checkpoint"]
+    action: Literal["recorded", "reverted", "redone", "denied"] = Field(
+        description="What happened."
+    )
+    checkpoint: CheckpointInfo | None = Field(default=None, description="The checkpoint recorded.")
+    result: RevertResult | None = Field(default=None, description="What a revert or redo did.")
+    message: str = Field(description="What happened, in a sentence.")
+
+
 Update = Annotated[
     TextUpdate
     | ToolCallUpdate
@@ -233,7 +245,8 @@ Update = Annotated[
     | StateUpdate
     | CancelledCallsUpdate
     | PromptUpdate
-    | CompactionUpdate,
+    | CompactionUpdate
+    | CheckpointUpdate,
     Field(discriminator="kind"),
 ]
 """`planLsp/update` params: one of the kinds above, told apart by `kind`."""

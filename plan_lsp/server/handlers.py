@@ -45,6 +45,9 @@ REQUESTS: dict[str, Handler] = {
     "planLsp/history": methods.history,
     "planLsp/newSession": methods.new_session,
     "planLsp/testConnection": methods.test_connection,
+    "planLsp/checkpoints": methods.checkpoints,
+    "planLsp/revert": methods.revert,
+    "planLsp/redo": methods.redo,
 }
 # `workspace/executeCommand` commands take the same params object as their request.
 COMMANDS: dict[str, Handler] = {

@@ -152,3 +152,27 @@ async def test_connection(ls: PlanLanguageServer, params: Any) -> dict[str, Any]
     return _json(
         await workflow.test_connection(context_for(ls, parse_params(WorkspaceParams, params)))
     )
+
+
+# -- checkpoints of the Do run ---------------------------------------------------------------
+
+
+def checkpoints(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    from plan_lsp.core import checkpointing
+
+    core = context_for(ls, parse_params(WorkspaceParams, params))
+    return _json(checkpointing.list_checkpoints(core))
+
+
+async def revert(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    from plan_lsp.core import checkpointing
+    from plan_lsp.protocol.params import RevertParams
+
+    p = parse_params(RevertParams, params)
+    return _json(await checkpointing.revert(context_for(ls, p), p.checkpointId))
+
+
+async def redo(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    from plan_lsp.core import checkpointing
+
+    return _json(await checkpointing.redo(context_for(ls, parse_params(WorkspaceParams, params))))

@@ -29,7 +29,9 @@ def describe_update(update: u.Update) -> str | None:
             return f"plan-lsp: plan {status}: {uri}"
         case u.ErrorUpdate(message=message):
             return f"plan-lsp: error: {_short(message)}"
-        case u.DeviationUpdate(message=message):
+        case u.DeviationUpdate(message=message) | u.CheckpointUpdate(
+            action="reverted" | "redone" | "denied", message=message
+        ):
             return f"plan-lsp: {_short(message)}"
         case u.CancelledCallsUpdate(calls=calls, reason=reason):
             return f"plan-lsp: stopped {', '.join(c.tool for c in calls)}: {_short(reason)}"

@@ -41,6 +41,19 @@ class Gate(Protocol):
     def current_mode(self) -> WorkMode: ...
 
 
+class CallWatch(Protocol):
+    """Told of each side-effect call around its run (the Do run's checkpoints): `paths` are
+    the files it names (its path argument). `after` may replace the result."""
+
+    async def before(self, tool: str, call_id: str, paths: list[str]) -> None: ...
+
+    async def after(
+        self, tool: str, call_id: str, paths: list[str], result: ToolResult
+    ) -> ToolResult: ...
+
+    def denied(self, tool: str, paths: list[str]) -> None: ...
+
+
 @dataclass
 class InFlightCall:
     """A tool call whose implementation is running."""
@@ -83,6 +96,7 @@ class ToolRunner:
         self.gate = gate
         self._in_flight: dict[int, InFlightCall] = {}
         self._numbers = 0
+        self.watch: CallWatch | None = None
 
     def in_flight(self) -> list[InFlightCall]:
         return list(self._in_flight.values())
@@ -153,12 +167,26 @@ class ToolRunner:
             return _observation(
                 {"error": "tool_not_allowed", "tool": name, "reason": "the permission check failed"}
             )
+        arg = tool.definition.primary_argument
+        named = arguments.get(arg.name) if arg is not None and arg.kind == "path" else None
+        paths = [named] if isinstance(named, str) else []
+        watch = self.watch if tool.definition.safety is Safety.SIDE_EFFECT else None
         if not decision.allowed:
+            if (
+                watch is not None
+                and (decision.observation or {}).get("error") == "permission_denied"
+            ):
+                watch.denied(name, paths)
             return _observation(
                 decision.observation
                 or {"error": "tool_not_allowed", "tool": name, "reason": decision.reason}
             )
 
+        if watch is not None:
+            await watch.before(name, ctx.tool_call_id, paths)
+            if self.gate.current_mode() is WorkMode.PLAN:  # switched while it was recorded
+                reason = "the session switched to plan mode"
+                return _observation({"error": "tool_not_allowed", "tool": name, "reason": reason})
         # Registered before anything awaits: a mode switch from now on sees this call.
         self._numbers += 1
         definition = tool.definition
@@ -191,7 +219,10 @@ class ToolRunner:
         )
         self._in_flight[call.number] = call
         try:
-            return await self._outcome(call, call.task, definition)
+            result = await self._outcome(call, call.task, definition)
+            if watch is not None:
+                result = await watch.after(name, ctx.tool_call_id, paths, result)
+            return result
         except asyncio.CancelledError:
             call.task.cancel()
             raise

@@ -114,7 +114,10 @@ class Op:
 
 
 def revert(
-    store: Store, checkpoint_id: str, changed_by_run: set[str] | None = None
+    store: Store,
+    checkpoint_id: str,
+    changed_by_run: set[str] | None = None,
+    keep_out: str | None = None,
 ) -> RevertResult:
     with store.locked():
         target_at = store.position(checkpoint_id)
@@ -132,6 +135,7 @@ def revert(
             full, target, last = _replay(store, target_at)
         if changed_by_run is not None:
             last = {p: last.get(p, full.get(p)) for p in changed_by_run}
+        last.pop(keep_out or "", None)  # the plan, whose marks the caller restores
         result = RevertResult(checkpoint_id)
         ops = plan(store, last, target, full, _unrecorded(target_cp.skipped), result)
         paths = [op.path for op in ops]

@@ -278,10 +278,16 @@ class CheckpointStore:
         }  # fmt: skip
         write_atomic(self.dir / "index.json", dump(data))
 
-    def revert(self, checkpoint_id: str, changed_by_run: set[str] | None = None) -> RevertResult:
+    def revert(
+        self,
+        checkpoint_id: str,
+        changed_by_run: set[str] | None = None,
+        keep_out: str | None = None,
+    ) -> RevertResult:
         """Bring back the state of `checkpoint_id` for what the run changed since (by default
-        worked out from the checkpoints; `changed_by_run`: the caller's own list)."""
-        return restore.revert(self, checkpoint_id, changed_by_run)
+        worked out from the checkpoints; `changed_by_run`: the caller's own list), all but
+        the path `keep_out`."""
+        return restore.revert(self, checkpoint_id, changed_by_run, keep_out)
 
     def redo(self) -> RevertResult:
         """Undo the last revert: back to the state just before it, byte for byte."""

@@ -9,9 +9,10 @@ import difflib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from plan_lsp.core.frontend import Refused
+from plan_lsp.core.parts import WorkspaceParts
 from plan_lsp.plan.checklist import plan_steps, todo_steps
 from plan_lsp.protocol import results as r
 from plan_lsp.protocol import updates as u
@@ -25,7 +26,6 @@ from plan_lsp.session.checkpoints.snapshot import FILE
 from plan_lsp.session.state_home import workspace_state_dir
 
 if TYPE_CHECKING:
-    from plan_lsp.core.parts import WorkspaceParts
     from plan_lsp.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -225,14 +225,27 @@ def to_wire(done: StoreResult, steps: list[int]) -> r.RevertResult:
     )  # fmt: skip
 
 
-def _recorder(core: WorkspaceParts) -> Recorder:
+class _Runs(Protocol):
+    @property
+    def checkpoints(self) -> Recorder: ...
+
+
+class Core(WorkspaceParts, Protocol):
+    """A workspace's core as this API uses it: its parts and its runs' recorder (typed here
+    so the parts need not name the run manager, which records through this module)."""
+
+    @property
+    def runs(self) -> _Runs: ...
+
+
+def _recorder(core: Core) -> Recorder:
     return core.runs.checkpoints
 
 
 # -- the API both front-ends use -----------------------------------------------------------------
 
 
-def list_checkpoints(core: WorkspaceParts) -> r.CheckpointsResult:
+def list_checkpoints(core: Core) -> r.CheckpointsResult:
     rec = _recorder(core)
     store = rec.store()
     shown = [rec.info(cp) for cp in store.list() if cp.kind != PRE_REVERT]
@@ -247,7 +260,7 @@ def _refuse_while_running(core: WorkspaceParts, what: str) -> None:
         )
 
 
-async def revert(core: WorkspaceParts, checkpoint_id: str) -> r.RevertResult:
+async def revert(core: Core, checkpoint_id: str) -> r.RevertResult:
     """Bring the workspace back to `checkpoint_id` (what this session's run changed since);
     the steps from there on are pending again, and the model is told."""
     _refuse_while_running(core, "revert")
@@ -279,7 +292,7 @@ async def revert(core: WorkspaceParts, checkpoint_id: str) -> r.RevertResult:
     return result
 
 
-async def redo(core: WorkspaceParts) -> r.RevertResult:
+async def redo(core: Core) -> r.RevertResult:
     """Undo the last revert."""
     _refuse_while_running(core, "redo")
     rec = _recorder(core)
@@ -337,7 +350,7 @@ def _run_paths(cps: list[StoreCheckpoint], start: int, end: int) -> set[str]:
     }
 
 
-def step_changes(core: WorkspaceParts, step: int) -> r.StepChanges:
+def step_changes(core: Core, step: int) -> r.StepChanges:
     """What step `step` changed: its files with +/- and a unified diff (read-only)."""
     store = _recorder(core).store()
     cps = store.list()
@@ -366,7 +379,7 @@ def step_changes(core: WorkspaceParts, step: int) -> r.StepChanges:
     return r.StepChanges(step=step, files=files, diff="".join(diff))
 
 
-def step_states(core: WorkspaceParts) -> list[r.StepState]:
+def step_states(core: Core) -> list[r.StepState]:
     """Each checklist item of the approved plan: where it is, why, and the checkpoint
     before it."""
     session = core.session

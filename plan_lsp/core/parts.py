@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from plan_lsp.config import Config
     from plan_lsp.core.frontend import FrontEnd
-    from plan_lsp.core.runs import RunManager
     from plan_lsp.protocol.state import SessionState
     from plan_lsp.providers.base import Provider
     from plan_lsp.session import Session
@@ -22,7 +21,6 @@ class WorkspaceParts(Protocol):
     session: Session
     frontend: FrontEnd
     mcp: McpManager | None
-    runs: RunManager
 
     @property
     def plan_shell(self) -> str: ...

@@ -170,7 +170,10 @@ class ToolRunner:
         arg = tool.definition.primary_argument
         named = arguments.get(arg.name) if arg is not None and arg.kind == "path" else None
         paths = [named] if isinstance(named, str) else []
-        watch = self.watch if tool.definition.safety is Safety.SIDE_EFFECT else None
+        # Recorded in build mode only: a plan-mode call (a sandboxed or classified command)
+        # changes nothing.
+        recorded = tool.definition.safety is Safety.SIDE_EFFECT
+        watch = self.watch if recorded and self.gate.current_mode() is not WorkMode.PLAN else None
         if not decision.allowed:
             if (
                 watch is not None

@@ -36,7 +36,6 @@ _._given_fields  # protocol/params.py: @model_serializer(mode="wrap") of every W
 
 _.baseUrl  # protocol/state.py: ProviderInfo, sent in planLsp/state
 _.shellProtection  # protocol/state.py: state's sandbox report
-_.planShell  # protocol/state.py: state
 _.planNetwork  # protocol/state.py: state
 _.mcpServers  # protocol/state.py: state
 _.configWarnings  # protocol/state.py: state
@@ -48,6 +47,11 @@ _.currentRevision  # protocol/: plan revision update
 _.previousUri  # protocol/: plan revision update
 _.optionId  # protocol/: permission answer
 _.prunedOutputs  # protocol/: compaction update
+_.stepText  # protocol/results.py: CheckpointInfo
+_.canRedo  # protocol/results.py: CheckpointsResult
+_.notRestorable  # protocol/results.py: RevertResult
+_.pausedAfterStep  # protocol/state.py: StepProgress, in state
+_.carriedOut  # protocol/results.py: PlanInfo
 _.approvedAt  # protocol/: plans list
 _.updatedAt  # protocol/: plans list
 _.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client
@@ -88,9 +92,7 @@ _.resume_session  # acp/agent.py
 _.ext_method  # acp/agent.py
 _.ext_notification  # acp/agent.py
 _.protocol_version  # acp/agent.py: a parameter of the protocol's signature
-_.method_id  # acp/agent.py: a parameter of the protocol's signature
 _.additional_directories  # acp/agent.py: a parameter of the protocol's signature
-_.mcp_servers  # acp/agent.py: a parameter of the protocol's signature
 _.kwargs  # acp/agent.py: the protocol's signatures take extra keyword arguments
 
 # -- Python and import machinery ---------------------------------------------------------------
@@ -108,17 +110,12 @@ _.FIELD_NOTES
 _.UPDATE_MODELS  # protocol/updates.py: the protocol conformance and generation tests
 _.parse_only  # policy/shell/parser.py: tests/bench/bench_classify.py's reference
 _.glob_to_regex  # policy/permissions.py: compile_glob under the name the tests use
-# session/checkpoints/: the store's API, used by its tests and benchmark until the session
-# core takes checkpoints (docs/checkpoints.md)
-_.checkpoint  # CheckpointStore.checkpoint, RevertResult.checkpoint
-_.prune
+# session/checkpoints/: the store's results, read by its tests and benchmark
 _.recovered
 _.freed_bytes
 _.kept_bytes
 
 # -- pending removal: dead, in files owned elsewhere -----------------------------------------
 
-_.PROVIDER_NAME  # tools/mcp/adapter.py: a pattern nothing matches with
-_.split_name  # tools/mcp/adapter.py: only tests call it
 _.register_external  # tools/registry.py: only tests call it
 _.in_flight  # tools/runner.py: only tests call it

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.alias_generators import to_snake
 
 from plan_lsp.policy.safe_fs import read_bytes, read_file_bytes
-from plan_lsp.protocol.state import PermissionMode, WorkMode
+from plan_lsp.protocol.state import DoMode, PermissionMode, WorkMode
 from plan_lsp.tools.mcp.config import McpSettings
 
 PlanShell = Literal["off", "classified", "sandboxed"]
@@ -115,11 +115,19 @@ class Config(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     # A run stops after this long, whatever the model does.
     run_timeout_s: float = Field(default=3600, gt=0)
+    # "stepwise": the Do run stops after each step of the plan until the user runs the next.
+    do_mode: DoMode = "continuous"
+    # The work mode a request starts in after a Do run (plan-first by default).
+    after_do: WorkMode = WorkMode.PLAN
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     allow_enter_plan_in_yolo: bool = False
     # MCP tool sources: trusted sources only (NEVER_FROM_WORKSPACE), see tools/mcp/config.py.
     mcp: McpSettings = Field(default_factory=McpSettings)
     log_level: LogLevel = "info"
+    # Plan review's second reader: its model (None: the session's), and whether it reads
+    # every submitted plan before the approval lenses appear.
+    review_model: str | None = None
+    review_before_approval: bool = False
 
     @field_validator("plans_dir")
     @classmethod
@@ -165,7 +173,7 @@ _PERMISSION_STRICTNESS = {
 
 def _stricter_or_equal(key: str, value: Any, trusted: Any) -> bool:
     """Whether a workspace's `value` for `key` tightens (or keeps) the trusted value."""
-    if key == "mode":
+    if key in ("mode", "after_do"):
         return bool(value is WorkMode.PLAN or value == trusted)
     if key == "permission_mode":
         base = trusted if trusted is not None else PermissionMode.ASK
@@ -201,6 +209,7 @@ def _limits_tighten(value: Limits, trusted: Any) -> bool:
 TIGHTEN_ONLY = frozenset(
     {
         "mode",
+        "after_do",
         "permission_mode",
         "plan_shell",
         "plan_network",

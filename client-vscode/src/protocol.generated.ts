@@ -17,7 +17,8 @@ export type StopReason =
   | 'max_steps'
   | 'timeout'
   | 'limit'
-  | 'context_full';
+  | 'context_full'
+  | 'step_done';
 /**
  * `planLsp/update` params: one of the kinds, told apart by `kind`.
  */
@@ -81,6 +82,10 @@ export interface PlanLspRequests {
     params: CancelParams;
     result: CancelResult;
   };
+  'planLsp/retry': {
+    params: WorkspaceParams;
+    result: PromptResult;
+  };
   'planLsp/approvePlan': {
     params: ApproveParams;
     result: SessionState;
@@ -125,6 +130,14 @@ export interface PlanLspRequests {
     params: WorkspaceParams;
     result: RevertResult;
   };
+  'planLsp/steps': {
+    params: WorkspaceParams;
+    result: StepsResult;
+  };
+  'planLsp/comments': {
+    params: PlanParams;
+    result: CommentsResult;
+  };
 }
 /**
  * Every planLsp/* request may name its workspace folder; the first one by default.
@@ -164,6 +177,11 @@ export interface SessionState {
    * Configuration keys that were ignored, and why.
    */
   configWarnings: string[];
+  stepping: StepProgress;
+  /**
+   * Set while a Do run is running or paused between steps: the modes the next request uses after it (null: `mode` and `permissionMode`).
+   */
+  nextRequest: NextRequest | null;
   /**
    * The session's id.
    */
@@ -236,6 +254,38 @@ export interface McpServerStatus {
    * Its tools, as the model sees them (`mcp__<server>__<tool>`).
    */
   tools: string[];
+}
+/**
+ * Step mode of the Do run: `stepwise` stops after each checklist item of the approved plan until the user runs the next one (`planLsp.runNextStep`) or the rest (`planLsp.runRest`).
+ */
+export interface StepProgress {
+  /**
+   * `continuous` (the plan in one run) or `stepwise` (a stop after each step).
+   */
+  doMode: 'continuous' | 'stepwise';
+  /**
+   * The step after which the stepwise run stopped.
+   */
+  pausedAfterStep: number | null;
+  /**
+   * The first step not done; null when all are done.
+   */
+  nextStep: number | null;
+  /**
+   * How many steps the approved plan has.
+   */
+  steps: number;
+  /**
+   * Where step mode is, in words (what the last step changed).
+   */
+  summary: string;
+}
+/**
+ * The work mode and permission mode the next request uses once the Do run is over: the `after_do` setting, and the permission mode from before the approval (one chosen at approval applies to that Do run only).
+ */
+export interface NextRequest {
+  mode: WorkMode;
+  permissionMode: PermissionMode;
 }
 /**
  * An item of the agent's todo list; at most one is `in_progress`.
@@ -340,6 +390,11 @@ export interface ModeSwitchResult {
    * Configuration keys that were ignored, and why.
    */
   configWarnings: string[];
+  stepping: StepProgress;
+  /**
+   * Set while a Do run is running or paused between steps: the modes the next request uses after it (null: `mode` and `permissionMode`).
+   */
+  nextRequest: NextRequest | null;
   /**
    * The session's id.
    */
@@ -464,6 +519,10 @@ export interface ApproveParams {
    * Approve although readiness checks found errors (otherwise the user is asked).
    */
   force?: boolean;
+  /**
+   * `stepwise`: the Do run stops after each step of the plan until `planLsp.runNextStep` or `planLsp.runRest` (default: the `do_mode` setting).
+   */
+  doMode?: ('continuous' | 'stepwise') | null;
 }
 export interface RejectParams {
   /**
@@ -559,6 +618,10 @@ export interface PlanInfo {
    * It is the session's current plan (`planUri`).
    */
   current: boolean;
+  /**
+   * An approved plan whose run ended with steps not done: which, and why (`carried out partly: steps 2 and 4 open (…)`); its status stays `approved`.
+   */
+  carriedOut?: string | null;
 }
 /**
  * What the client was shown in the current conversation, to render it again after a reload: the updates as sent (no `state`, no draft progress).
@@ -875,6 +938,10 @@ export interface ErrorUpdate {
    * The model never saw the prompt; it is not sent again with the next one.
    */
   failedPrompt?: boolean | null;
+  /**
+   * The model server failed the run: `planLsp/retry` starts it again, the prompt kept (sent once) or the run going on from its last complete step.
+   */
+  retry?: boolean | null;
 }
 /**
  * What fixes an error: the client-facing name of the setting to change (empty when no setting helps, e.g. a rate limit).
@@ -1183,6 +1250,101 @@ export interface RevertParams {
   checkpointId: string;
 }
 /**
+ * The approved plan's checklist items, in order, and where step mode is.
+ */
+export interface StepsResult {
+  /**
+   * The steps (empty without an approved plan).
+   */
+  steps: StepInfo[];
+  stepping: StepProgress;
+}
+/**
+ * A checklist item of the approved plan with the files it changed (once it ran).
+ */
+export interface StepInfo {
+  /**
+   * The checklist item (1-based).
+   */
+  step: number;
+  /**
+   * Its text.
+   */
+  text: string;
+  /**
+   * Where it is.
+   */
+  state: 'not_reached' | 'running' | 'done' | 'reverted' | 'denied' | 'failed';
+  /**
+   * Why it is not done, in a sentence.
+   */
+  reason?: string | null;
+  /**
+   * The checkpoint before it (revert target).
+   */
+  checkpointId?: string | null;
+  /**
+   * What it changed.
+   */
+  files?: CheckpointFile[];
+}
+export interface PlanParams {
+  /**
+   * A workspace folder's `file:` URI (default: the first folder).
+   */
+  workspaceUri?: string | null;
+  /**
+   * The plan document; default: the session's current plan.
+   */
+  planUri?: string | null;
+}
+export interface CommentsResult {
+  /**
+   * Kept ones, then `> comment:` lines.
+   */
+  comments: PlanComment[];
+}
+export interface PlanComment {
+  /**
+   * Stable while the comment lives.
+   */
+  id: string;
+  range: Range;
+  /**
+   * The text of the lines commented on.
+   */
+  quote: string;
+  /**
+   * The comment.
+   */
+  text: string;
+  /**
+   * `addressed`: a revision changed its lines; `open`: not yet.
+   */
+  status: 'open' | 'addressed';
+  /**
+   * Sent to the model with a revision request.
+   */
+  sent: boolean;
+}
+/**
+ * LSP's range, in the position encoding negotiated at `initialize`.
+ */
+export interface Range {
+  start: Position;
+  end: Position;
+}
+export interface Position {
+  /**
+   * Zero-based line.
+   */
+  line: number;
+  /**
+   * Column, in the negotiated position encoding.
+   */
+  character: number;
+}
+/**
  * `planLsp/askUser` (clients that declared `questions`): the model's questionnaire.
  */
 export interface AskUserParams {
@@ -1205,6 +1367,21 @@ export interface AskUserResult {
   answers: {
     [k: string]: string[];
   };
+}
+export interface CommentOnPlanParams {
+  /**
+   * A workspace folder's `file:` URI (default: the first folder).
+   */
+  workspaceUri?: string | null;
+  /**
+   * The plan document; default: the session's current plan.
+   */
+  planUri?: string | null;
+  range: Range;
+  /**
+   * The comment. Without one, a `> comment: ` line is put under the lines for the user to type it.
+   */
+  text?: string | null;
 }
 /**
  * What an edit call would do to a file, computed by the server with the tool's own code: the diff to show before the user answers.
@@ -1261,6 +1438,16 @@ export interface RequestPermissionParams {
 export interface RequestPermissionResult {
   optionId: PermissionAnswer;
 }
+export interface ReviewResult {
+  /**
+   * How many problems the reviewer reported.
+   */
+  findings: number;
+  /**
+   * Why the reviewer's run stopped (`end_turn`, …).
+   */
+  stopReason: string;
+}
 /**
  * `planLsp/saveDocument` (clients that declared `saveDocuments`): save this buffer as it is (no formatting, no added final newline).
  */
@@ -1302,6 +1489,38 @@ export interface ShowPreviousRevisionResult {
    */
   shown: boolean;
 }
+export interface ShowStepChangesResult {
+  /**
+   * The checklist item (1-based).
+   */
+  step: number;
+  /**
+   * The files it changed.
+   */
+  files: CheckpointFile[];
+  /**
+   * A unified diff of its text changes.
+   */
+  diff: string;
+  /**
+   * The read-only file holding the diff (outside the workspace).
+   */
+  uri: string;
+  /**
+   * The client showed it (`window/showDocument`).
+   */
+  shown: boolean;
+}
+export interface StepParams {
+  /**
+   * A workspace folder's `file:` URI (default: the first folder).
+   */
+  workspaceUri?: string | null;
+  /**
+   * A checklist item of the approved plan (1-based; default: the first not done).
+   */
+  step?: number | null;
+}
 /**
  * `workspace/executeCommand` commands: argument and result.
  */
@@ -1321,6 +1540,34 @@ export interface PlanLspCommands {
   'planLsp.showPreviousRevision': {
     params: PlanRevisionsParams;
     result: ShowPreviousRevisionResult;
+  };
+  'planLsp.revert': {
+    params: RevertParams;
+    result: RevertResult;
+  };
+  'planLsp.runNextStep': {
+    params: StepParams;
+    result: SessionState;
+  };
+  'planLsp.runRest': {
+    params: WorkspaceParams;
+    result: SessionState;
+  };
+  'planLsp.showStepChanges': {
+    params: StepParams;
+    result: ShowStepChangesResult;
+  };
+  'planLsp.commentOnPlan': {
+    params: CommentOnPlanParams;
+    result: CommentsResult;
+  };
+  'planLsp.sendComments': {
+    params: PlanParams;
+    result: CommentsResult;
+  };
+  'planLsp.reviewPlan': {
+    params: PlanParams;
+    result: ReviewResult;
   };
 }
 /**

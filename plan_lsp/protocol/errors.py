@@ -17,12 +17,13 @@ StopReason = Literal[
     "timeout",
     "limit",
     "context_full",
+    "step_done",
 ]
 """Why a run ended: the model answered without a tool call (`end_turn`), `exit_plan_mode`
 submitted the plan (`plan_submitted`), the user or a mode switch stopped it (`cancelled`), a
 failure (`error`), the step limit (`max_steps`), the run time limit (`timeout`), the run's
 token or cost limit (`limit`), or a request that does not fit the context window even after
-compaction (`context_full`)."""
+compaction (`context_full`), or a Do run in step mode stopped after a step (`step_done`)."""
 
 ErrorCode = Literal[
     "provider_unconfigured",

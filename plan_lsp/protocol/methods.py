@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from plan_lsp.protocol import params as p
 from plan_lsp.protocol import results as r
+from plan_lsp.protocol import review as rv
 from plan_lsp.protocol.state import SessionState
 from plan_lsp.protocol.updates import HistoryResult
 
@@ -47,6 +48,14 @@ METHODS: tuple[Method, ...] = (
         "text becomes the session's task. Refused while another run is in progress.",
     ),
     Method("planLsp/cancel", p.CancelParams, r.CancelResult, "Stop the run in progress."),
+    Method(
+        "planLsp/retry",
+        p.WorkspaceParams,
+        r.PromptResult,
+        "Start again the last run, which the model server failed (an `error` update with "
+        "`retry`): its prompt is sent once, or the run goes on from its last complete step. "
+        "Answered when it ends. Refused when there is none or a run is in progress.",
+    ),
     Method(
         "planLsp/approvePlan",
         p.ApproveParams,
@@ -118,6 +127,20 @@ METHODS: tuple[Method, ...] = (
         r.RevertResult,
         "Undo the last revert. Refused while a run is in progress or when there is none.",
     ),
+    Method(
+        "planLsp/steps",
+        p.WorkspaceParams,
+        r.StepsResult,
+        "The approved plan's checklist items: each one's state (done, or why it is open), "
+        "the checkpoint before it and the files it changed; and where step mode is.",
+    ),
+    Method(
+        "planLsp/comments",
+        rv.PlanParams,
+        rv.CommentsResult,
+        "The review comments on a plan's lines: kept ones and `> comment:` lines, each with "
+        "its range, quoted text and status (docs/plans.md, review).",
+    ),
 )
 
 COMMANDS: tuple[Method, ...] = (
@@ -130,6 +153,47 @@ COMMANDS: tuple[Method, ...] = (
         r.ShowPreviousRevisionResult,
         "Write the previous revision of the plan file to a read-only file and ask the "
         "client to show it (`window/showDocument`).",
+    ),
+    Method("planLsp.revert", p.RevertParams, r.RevertResult, "As `planLsp/revert`."),
+    Method(
+        "planLsp.runNextStep",
+        p.StepParams,
+        SessionState,
+        "Run one step of the approved plan (default: the first not done), then stop "
+        "(stop reason `step_done`). Refused while a run is in progress.",
+    ),
+    Method(
+        "planLsp.runRest",
+        p.WorkspaceParams,
+        SessionState,
+        "Run every step not done yet without stopping (step mode ends).",
+    ),
+    Method(
+        "planLsp.showStepChanges",
+        p.StepParams,
+        r.ShowStepChangesResult,
+        "Write a step's unified diff to a read-only file outside the workspace and ask the "
+        "client to show it (`window/showDocument`). Refused for a step that never ran.",
+    ),
+    Method(
+        "planLsp.commentOnPlan",
+        rv.CommentOnPlanParams,
+        rv.CommentsResult,
+        "Keep a comment on the lines of `range`; without `text`, put a `> comment: ` line "
+        "under them for the user to type (`workspace/applyEdit`).",
+    ),
+    Method(
+        "planLsp.sendComments",
+        rv.PlanParams,
+        rv.CommentsResult,
+        "Send the open comments, each with its quoted lines, as a revision request.",
+    ),
+    Method(
+        "planLsp.reviewPlan",
+        rv.PlanParams,
+        rv.ReviewResult,
+        "A read-only subagent with a fresh context reads the plan; its findings become "
+        "Warning diagnostics on the plan's lines. Refused while a run is in progress.",
     ),
 )
 
@@ -199,6 +263,13 @@ FIELD_NOTES: dict[str, str] = {
     "SessionState.mcpServers": "Each configured MCP server and its status.",
     "SessionState.configWarnings": "Configuration keys that were ignored, and why.",
     "SessionState.usage": "Token usage and the context budget.",
+    "SessionState.stepping": "Step mode of the Do run: where it stopped, what is next.",
+    "StepProgress.doMode": "`continuous` (the plan in one run) or `stepwise` (a stop after "
+    "each step).",
+    "StepProgress.pausedAfterStep": "The step after which the stepwise run stopped.",
+    "StepProgress.nextStep": "The first step not done; null when all are done.",
+    "StepProgress.steps": "How many steps the approved plan has.",
+    "StepProgress.summary": "Where step mode is, in words (what the last step changed).",
     "SessionUsage.contextTokens": "The size of the last request sent (reported by the "
     "provider, else estimated).",
     "SessionUsage.contextWindow": "The context window it is measured against, in tokens.",

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from plan_lsp.protocol.state import PermissionMode, WorkMode
+from plan_lsp.protocol.state import DoMode, PermissionMode, WorkMode
 
 
 class WireModel(BaseModel):
@@ -83,6 +83,11 @@ class ApproveParams(WorkspaceParams):
         default=False,
         description="Approve although readiness checks found errors (otherwise the user is asked).",
     )
+    doMode: DoMode | None = Field(
+        default=None,
+        description="`stepwise`: the Do run stops after each step of the plan until "
+        "`planLsp.runNextStep` or `planLsp.runRest` (default: the `do_mode` setting).",
+    )
 
 
 class RejectParams(WorkspaceParams):
@@ -119,4 +124,12 @@ class RevertParams(WorkspaceParams):
         min_length=1,
         max_length=200,
         description="The checkpoint to go back to (`planLsp/checkpoints`).",
+    )
+
+
+class StepParams(WorkspaceParams):
+    step: int | None = Field(
+        default=None,
+        ge=1,
+        description="A checklist item of the approved plan (1-based; default: the first not done).",
     )

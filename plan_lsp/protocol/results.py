@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from plan_lsp.protocol.errors import CancelledCall, ErrorCode, ErrorFix, StopReason
 from plan_lsp.protocol.params import WireModel
-from plan_lsp.protocol.state import PermissionAnswer, Question, SessionState
+from plan_lsp.protocol.state import PermissionAnswer, Question, SessionState, StepProgress
 
 
 class ModeSwitchResult(SessionState):
@@ -59,6 +59,11 @@ class PlanInfo(WireModel):
     )
     updatedAt: str = Field(description="When it last changed status (ISO 8601, UTC).")
     current: bool = Field(description="It is the session's current plan (`planUri`).")
+    carriedOut: str | None = Field(
+        default=None,
+        description="An approved plan whose run ended with steps not done: which, and why "
+        "(`carried out partly: steps 2 and 4 open (…)`); its status stays `approved`.",
+    )
 
 
 class PlansResult(WireModel):
@@ -240,6 +245,13 @@ class StepInfo(StepState):
     """A checklist item of the approved plan with the files it changed (once it ran)."""
 
     files: list[CheckpointFile] = Field(default_factory=list, description="What it changed.")
+
+
+class StepsResult(WireModel):
+    """The approved plan's checklist items, in order, and where step mode is."""
+
+    steps: list[StepInfo] = Field(description="The steps (empty without an approved plan).")
+    stepping: StepProgress = Field(description="Step mode: paused after which step, next.")
 
 
 class ShowStepChangesResult(StepChanges):

@@ -43,6 +43,8 @@ PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
+DoMode = Literal["continuous", "stepwise"]
+
 
 class Todo(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -102,6 +104,26 @@ class SessionUsage(BaseModel):
     compactions: int = 0
 
 
+class StepProgress(BaseModel):
+    """Step mode of the Do run: `stepwise` stops after each checklist item of the approved plan
+    until the user runs the next one (`planLsp.runNextStep`) or the rest (`planLsp.runRest`)."""
+
+    doMode: DoMode = "continuous"
+    pausedAfterStep: int | None = None
+    nextStep: int | None = None
+    steps: int = 0
+    summary: str = ""
+
+
+class NextRequest(BaseModel):
+    """The work mode and permission mode the next request uses once the Do run is over: the
+    `after_do` setting, and the permission mode from before the approval (one chosen at
+    approval applies to that Do run only)."""
+
+    mode: WorkMode = Field(description="The work mode (`after_do`).")
+    permissionMode: PermissionMode = Field(description="The permission mode.")
+
+
 class SessionContext(BaseModel):
     """Facts about the session's surroundings that the server supplies (not persisted)."""
 
@@ -112,6 +134,12 @@ class SessionContext(BaseModel):
     provider: ProviderInfo = Field(default_factory=ProviderInfo)
     mcpServers: list[McpServerStatus] = Field(default_factory=list)
     configWarnings: list[str] = Field(default_factory=list)
+    stepping: StepProgress = Field(default_factory=StepProgress)
+    nextRequest: NextRequest | None = Field(
+        default=None,
+        description="Set while a Do run is running or paused between steps: the modes the "
+        "next request uses after it (null: `mode` and `permissionMode`).",
+    )
 
 
 class SessionState(SessionContext):

@@ -163,6 +163,11 @@ class ErrorUpdate(UpdateBase):
         default=None,
         description="The model never saw the prompt; it is not sent again with the next one.",
     )
+    retry: bool | None = Field(
+        default=None,
+        description="The model server failed the run: `planLsp/retry` starts it again, the "
+        "prompt kept (sent once) or the run going on from its last complete step.",
+    )
 
 
 class DeviationUpdate(UpdateBase):
@@ -271,4 +276,3 @@ def parse_update(payload: Mapping[str, object]) -> Update:
     """An update given as JSON (by a layer below the core, or read back from the history),
     checked against the contract; raises pydantic's ValidationError."""
     return _updates().validate_python(payload)
-

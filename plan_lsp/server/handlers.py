@@ -15,7 +15,7 @@ from lsprotocol import types
 
 from plan_lsp import startup
 from plan_lsp.core import Refused
-from plan_lsp.server import methods
+from plan_lsp.server import methods, review_commands, step_commands
 from plan_lsp.server.app import ADVERTISED, PlanLanguageServer, workspace_roots_from
 from plan_lsp.server.params import RequestFailed
 from plan_lsp.server.plain import to_plain
@@ -38,6 +38,7 @@ REQUESTS: dict[str, Handler] = {
     "planLsp/setPermissionMode": methods.set_permission_mode,
     "planLsp/prompt": methods.prompt,
     "planLsp/cancel": methods.cancel,
+    "planLsp/retry": methods.retry,
     "planLsp/approvePlan": methods.approve,
     "planLsp/rejectPlan": methods.reject,
     "planLsp/planRevisions": methods.plan_revisions,
@@ -56,6 +57,10 @@ COMMANDS: dict[str, Handler] = {
     "planLsp.toggleMode": methods.toggle_mode,
     "planLsp.showPreviousRevision": methods.show_previous_revision,
 }
+# Plan review: comments, the second reader; approval asks first about open comments.
+REQUESTS.update(review_commands.REQUESTS), COMMANDS.update(review_commands.COMMANDS)
+# Steps of the approved plan: run the next one or the rest, show a step's changes.
+REQUESTS.update(step_commands.REQUESTS), COMMANDS.update(step_commands.COMMANDS)
 
 CODE_ACTION_OPTIONS = types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.Source, types.CodeActionKind.QuickFix]
@@ -181,6 +186,10 @@ def register(ls: PlanLanguageServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: PlanLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         return ls.plan_views.code_lenses(params)
+
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: PlanLanguageServer, params: types.HoverParams) -> types.Hover | None:
+        return step_commands.hover(ls.plan_views, params)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION, CODE_ACTION_OPTIONS)
     def code_action(

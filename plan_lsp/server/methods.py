@@ -24,7 +24,7 @@ from plan_lsp.protocol.params import (
     SetPermissionModeParams,
     WorkspaceParams,
 )
-from plan_lsp.server.params import parse_params
+from plan_lsp.server.params import parse_params as parse_params
 
 if TYPE_CHECKING:
     from plan_lsp.core.workspace import WorkspaceCore
@@ -80,6 +80,12 @@ async def prompt(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     return _json(await workflow.prompt(context_for(ls, p), p.text))
 
 
+async def retry(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
+    from plan_lsp.core.retry import retry
+
+    return _json(await retry(context_for(ls, parse_params(WorkspaceParams, params))))
+
+
 async def cancel(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
     p = parse_params(CancelParams, params)
     await context_for(ls, p).runs.cancel(p.runId)
@@ -105,6 +111,7 @@ async def approve(ls: PlanLanguageServer, params: Any) -> dict[str, Any]:
             clear_context=p.clearContext,
             execute=p.execute,
             force=p.force,
+            do_mode=p.doMode,
         )
     )
 

@@ -279,9 +279,11 @@ async def test_a_second_round_keeps_the_approved_plan_and_lists_both(tmp_path: P
 
     listed = workflow.plans(core).plans
     assert [(p.uri.rsplit("/", 1)[1], p.status, p.revisions, p.current) for p in listed] == [
-        ("PLAN.md", "done", 1, False),
+        ("PLAN.md", "approved", 1, False),
         ("PLAN-2.md", "submitted", 2, True),
     ]
+    # Its Do run ticked no checklist item: the list says so instead of "done".
+    assert (listed[0].carriedOut or "").startswith("carried out partly: steps 1 and 2 open")
     assert [p.title for p in listed] == ["Plan: greet politely", "Plan two, revised"]
     assert listed[0].approvedAt is not None and listed[1].approvedAt is None
 

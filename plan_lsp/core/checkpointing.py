@@ -1,233 +1,37 @@
-"""Checkpoints of the Do run (docs/checkpoints.md): the recorder the run drives (a checkpoint
-before each plan step and around each side-effect call, a denied change undone at once), and
-the core API both front-ends use: list, revert, redo, a step's changes, the steps' states."""
+"""Checkpoints of the Do run (docs/checkpoints.md), the core API both front-ends use: list,
+revert, redo, a step's changes, the steps' states. The recorder the run drives is
+`recorder.py`."""
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-import logging
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from collections.abc import Callable
+from typing import Literal, Protocol
 
+from plan_lsp.core.checklist import ChecklistMirror
 from plan_lsp.core.frontend import Refused
 from plan_lsp.core.parts import WorkspaceParts
+from plan_lsp.core.recorder import Recorder, StepStateName, to_wire
 from plan_lsp.plan.checklist import plan_steps, todo_steps
+from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.protocol import results as r
-from plan_lsp.protocol import updates as u
-from plan_lsp.protocol.state import Todo
 from plan_lsp.session import Actor
-from plan_lsp.session.checkpoints import AFTER, BEFORE, CheckpointError, CheckpointStore
+from plan_lsp.session.checkpoints import BEFORE, CheckpointError
 from plan_lsp.session.checkpoints import Checkpoint as StoreCheckpoint
 from plan_lsp.session.checkpoints import RevertResult as StoreResult
 from plan_lsp.session.checkpoints.model import CLOSING, PRE_REVERT
 from plan_lsp.session.checkpoints.snapshot import FILE
-from plan_lsp.session.state_home import workspace_state_dir
 
-if TYPE_CHECKING:
-    from plan_lsp.tools.base import ToolResult
-
-log = logging.getLogger(__name__)
-
-# The checkpoints of this many Do runs are kept (older ones are pruned when a run starts).
-KEEP_RUNS = 10
 _DIFF_MAX_BYTES = 1 << 20
-StepStateName = Literal["not_reached", "running", "done", "reverted", "denied", "failed"]
-
-
-class Recorder:
-    """One per workspace: records the Do run's checkpoints in the session's store (under the
-    user's state folder, never in the workspace), off the event loop, in order."""
-
-    def __init__(self, core: WorkspaceParts, emit: Callable[[u.Update], None]) -> None:
-        self.core = core
-        self.emit = emit
-        self._store: CheckpointStore | None = None
-        self._session: str | None = None
-        self._lock = asyncio.Lock()
-        self.run_id: str | None = None  # the Do run in progress
-        self.step: int | None = None
-        self.stop_reason: str | None = None
-        # Per step: (state, why) for steps not done by the todo list alone.
-        self.marks: dict[int, tuple[StepStateName, str]] = {}
-        self._denied: dict[int | None, set[str]] = {}
-        self._before: dict[str, str] = {}  # tool call id -> the checkpoint before it
-        self._redo_todos: list[list[Todo]] = []
-        self._finished: int | None = None
-        self._warned = False
-
-    # -- the store ------------------------------------------------------------------------------
-
-    def store(self) -> CheckpointStore:
-        """The session's store; Refused (saying why) when it cannot be opened."""
-        session = self.core.session
-        if self._store is None or self._session != session.id:
-            try:
-                folder = workspace_state_dir(self.core.root) / "checkpoints" / session.id
-                self._store = CheckpointStore(folder, self.core.root)
-            except (CheckpointError, OSError) as exc:
-                raise Refused(f"the checkpoint store cannot be used: {exc}") from exc
-            self._session = session.id
-        return self._store
-
-    def _plan_rel(self) -> str | None:
-        approved = self.core.session.approved
-        return self.core.rel(approved.path) if approved else None
-
-    async def _take(
-        self,
-        label: str,
-        *,
-        kind: str = BEFORE,
-        call: str | None = None,
-        touched: Sequence[str] = (),
-    ) -> StoreCheckpoint | None:
-        """A checkpoint in a worker thread; None (the run goes on, told once) when the store
-        cannot be written."""
-        async with self._lock:
-            try:
-                store = self.store()
-                cp = await asyncio.to_thread(
-                    store.checkpoint, label, self.step, call, kind=kind, run=self.run_id or "",
-                    touched=touched,
-                )  # fmt: skip
-            except (Refused, CheckpointError, OSError) as exc:
-                if not self._warned:
-                    self._warned = True
-                    self._say(f"checkpoints are off for this run: {exc}")
-                return None
-        if kind == BEFORE:
-            self.emit(self._update("recorded", f"checkpoint {cp.id}: {label}", checkpoint=cp))
-        return cp
-
-    def _say(self, message: str) -> None:
-        self.emit(
-            u.ErrorUpdate(kind="error", runId=self.run_id, message=message, workspaceUri=self._uri)
-        )
-
-    @property
-    def _uri(self) -> str:
-        return self.core.root.as_uri()
-
-    def _update(
-        self, action: Literal["recorded", "reverted", "redone", "denied"], message: str,
-        *, checkpoint: StoreCheckpoint | None = None, result: r.RevertResult | None = None,
-    ) -> u.CheckpointUpdate:  # fmt: skip
-        info = None if checkpoint is None else self.info(checkpoint)
-        return u.CheckpointUpdate(
-            kind="checkpoint", runId=self.run_id, workspaceUri=self._uri, action=action,
-            checkpoint=info, result=result, message=message,
-        )  # fmt: skip
-
-    def info(self, cp: StoreCheckpoint) -> r.CheckpointInfo:
-        steps = plan_steps(self.core.session.approved.text) if self.core.session.approved else []
-        text = steps[cp.step - 1] if cp.step and cp.step <= len(steps) else None
-        kind = {AFTER: "after", "revert": "revert", "redo": "redo"}.get(cp.kind)
-        kind = kind or ("tool" if cp.tool_call_id else "step")
-        files = [r.CheckpointFile(path=f.path, status=f.status, added=f.added, removed=f.removed)  # type: ignore[arg-type]
-                 for f in cp.files]  # fmt: skip
-        at = datetime.fromtimestamp(cp.at, UTC).isoformat(timespec="seconds")
-        extra = {"toolCallId": cp.tool_call_id} if cp.tool_call_id else {}
-        return r.CheckpointInfo(
-            id=cp.id, step=cp.step, stepText=text, kind=kind, label=cp.label, at=at, files=files,  # type: ignore[arg-type]
-            **extra,
-        )  # fmt: skip
-
-    # -- the Do run -----------------------------------------------------------------------------
-
-    async def begin(self, run_id: str) -> None:
-        self.run_id, self.step, self.stop_reason, self._finished = run_id, None, None, None
-        self._denied, self._before, self._warned = {}, {}, False
-        try:
-            store = self.store()
-            await asyncio.to_thread(store.prune, KEEP_RUNS)
-        except (Refused, CheckpointError, OSError) as exc:
-            log.warning("checkpoints not pruned: %s", exc)
-
-    def end(self, stop_reason: str) -> None:
-        self.run_id, self.stop_reason = None, stop_reason
-
-    def todos_changed(self, todos: list[Todo]) -> tuple[int | None, int | None] | None:
-        """The todo list changed during the Do run: a step newly in progress gets its
-        checkpoint. Returns (step finished, step starting) when a step boundary was crossed."""
-        if self.run_id is None or self.core.session.approved is None:
-            return None
-        pairs = [(t.content, t.status) for t in todos]
-        numbers = todo_steps(self.core.session.approved.text, pairs)
-        of = {numbers[i]: t.status for i, t in enumerate(todos) if i in numbers}
-        finished = None
-        if self.step is not None and of.get(self.step) == "completed":
-            finished = None if self.step == self._finished else self.step
-            self._finished = self.step
-        running = [n for n, status in sorted(of.items()) if status == "in_progress"]
-        starting = running[0] if running and running[0] != self.step else None
-        if starting is not None:
-            self.step = starting
-            self.marks.pop(starting, None)
-            task = asyncio.ensure_future(self._take(f"before step {starting}"))
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        return (finished, starting) if finished or starting else None
-
-    async def before(self, tool: str, call_id: str, paths: list[str]) -> None:
-        if self.run_id is None:
-            return
-        cp = await self._take(f"before {tool}", call=call_id, touched=paths)
-        if cp is not None:
-            self._before[call_id] = cp.id
-
-    def denied(self, tool: str, paths: list[str]) -> None:
-        if self.run_id is not None:
-            self._denied.setdefault(self.step, set()).update(
-                self.core.rel(self.core.root / p) for p in paths
-            )
-
-    async def after(
-        self, tool: str, call_id: str, paths: list[str], result: ToolResult
-    ) -> ToolResult:
-        if self.run_id is None:
-            return result
-        cp = await self._take(f"after {tool}", kind=AFTER, call=call_id, touched=paths)
-        denied = self._denied.get(self.step, set())
-        hit = sorted({f.path for f in cp.files} & denied) if cp is not None else []
-        before = self._before.pop(call_id, None)
-        if not hit or before is None:
-            return result
-        async with self._lock:
-            try:
-                done = await asyncio.to_thread(self.store().revert, before, set(hit))
-            except (Refused, CheckpointError, OSError) as exc:
-                done, why = None, str(exc)
-        files = ", ".join(hit)
-        message = f"{tool} changed {files}, which the user refused to let change in this step"
-        if done is None:
-            message += f"; it could not be undone ({why})"
-        else:
-            message += "; the change was undone"
-        if self.step is not None:
-            self.marks[self.step] = ("denied", message)
-        self.emit(
-            self._update("denied", message, result=None if done is None else to_wire(done, []))
-        )
-        note = (f"\n\nplan-lsp: {message}. Do not route around the user's refusal: stop and "
-                "report to the user what you wanted to change and why.")  # fmt: skip
-        return result.model_copy(update={"content": result.content + note, "is_error": True})
-
-
-def to_wire(done: StoreResult, steps: list[int]) -> r.RevertResult:
-    def why(items: list[object]) -> list[r.PathWhy]:
-        return [r.PathWhy(path=k.path, why=k.why) for k in items]  # type: ignore[attr-defined]
-
-    return r.RevertResult(
-        checkpointId=done.target, restored=done.restored, merged=done.merged,
-        kept=why(list(done.kept)), notRestorable=why(list(done.not_restorable)),
-        stepsReverted=steps,
-    )  # fmt: skip
 
 
 class _Runs(Protocol):
     @property
     def checkpoints(self) -> Recorder: ...
+
+    @property
+    def checklist(self) -> ChecklistMirror: ...
 
 
 class Core(WorkspaceParts, Protocol):
@@ -270,14 +74,14 @@ async def revert(core: Core, checkpoint_id: str) -> r.RevertResult:
         at = store.position(checkpoint_id)
     except CheckpointError as exc:
         raise Refused(str(exc)) from exc
-    steps = sorted({cp.step for cp in store.list()[at:] if cp.step})
-    async with rec._lock:
-        try:
-            done = await asyncio.to_thread(store.revert, checkpoint_id, None, rec._plan_rel())
-        except CheckpointError as exc:
-            raise Refused(f"the revert did not happen: {exc}") from exc
+    cps = store.list()
+    steps = sorted({cp.step for cp in cps[at:] if cp.step})
+    paths = _run_paths(cps, at, len(cps) - 1)
+    done = await _apply(
+        core, "revert", paths, lambda: store.revert(checkpoint_id, None, rec._plan_rel())
+    )
     session = core.session
-    rec._redo_todos.append(list(session.todos))
+    rec._redo.append((list(session.todos), set(done.restored) | set(done.merged)))
     if session.approved is not None and steps:
         numbers = todo_steps(session.approved.text, [(t.content, t.status) for t in session.todos])
         todos = [
@@ -285,6 +89,7 @@ async def revert(core: Core, checkpoint_id: str) -> r.RevertResult:
             for i, t in enumerate(session.todos)
         ]
         session.set_todos(todos, Actor.USER)
+    await core.runs.checklist.settle()  # the plan's checklist marks, in the buffer and on disk
     for step in steps:
         rec.marks[step] = ("reverted", f"reverted to checkpoint {checkpoint_id}")
     result = to_wire(done, steps)
@@ -297,21 +102,38 @@ async def redo(core: Core) -> r.RevertResult:
     _refuse_while_running(core, "redo")
     rec = _recorder(core)
     store = rec.store()
-    async with rec._lock:
-        try:
-            done = await asyncio.to_thread(store.redo)
-        except CheckpointError as exc:
-            raise Refused(str(exc)) from exc
-    steps: list[int] = []
-    if rec._redo_todos:
-        todos = rec._redo_todos.pop()
+    todos, paths = rec._redo.pop() if rec._redo else (None, set())
+    done = await _apply(core, "redo", paths, store.redo)
+    if todos is not None:
         core.session.set_todos(todos, Actor.USER)
+        await core.runs.checklist.settle()
     steps = sorted(s for s, (state, _why) in rec.marks.items() if state == "reverted")
     for step in steps:
         rec.marks.pop(step, None)
     result = to_wire(done, steps)
     _tell(core, rec, "redone", result, "undid the last revert")
     return result
+
+
+async def _apply(
+    core: Core, what: str, paths: set[str], change: Callable[[], StoreResult]
+) -> StoreResult:
+    """A revert or redo, off the event loop; then each open buffer of a path it wrote that
+    held what was on disk holds the new text (saved); a buffer with unsaved changes of the
+    user's stays as it is."""
+    rec, front = _recorder(core), core.frontend
+    clean = {p for p in paths if front.buffer_text(core.root / p) == disk_text(core.root / p)}
+    async with rec._lock:
+        try:
+            done = await asyncio.to_thread(change)
+        except CheckpointError as exc:
+            raise Refused(f"the {what} did not happen: {exc}") from exc
+    for path in (core.root / p for p in [*done.restored, *done.merged] if p in clean):
+        text = disk_text(path)
+        if text is not None and front.buffer_text(path) not in (None, text):
+            await front.edit_and_save(path, text, "plan-lsp: revert")
+            await front.save_buffer(path)
+    return done
 
 
 def _tell(
@@ -351,7 +173,8 @@ def _run_paths(cps: list[StoreCheckpoint], start: int, end: int) -> set[str]:
 
 
 def step_changes(core: Core, step: int) -> r.StepChanges:
-    """What step `step` changed: its files with +/- and a unified diff (read-only)."""
+    """What step `step` changed (not the approved plan's checklist marks): its files with
+    +/- and a unified diff (read-only)."""
     store = _recorder(core).store()
     cps = store.list()
     starts = [i for i, cp in enumerate(cps) if cp.step == step and cp.kind == BEFORE]
@@ -361,7 +184,9 @@ def step_changes(core: Core, step: int) -> r.StepChanges:
     later = [i for i, cp in enumerate(cps) if i > start and cp.step not in (None, step)]
     end = (later[0] - 1) if later else len(cps) - 1
     old, new = store.manifest(cps[start].id), store.manifest(cps[end].id)
-    changes = store.changes(old, new, _run_paths(cps, start, end))
+    # The checklist marks the server mirrors onto the plan are not the step's changes.
+    paths = _run_paths(cps, start, end) - {_recorder(core)._plan_rel()}
+    changes = store.changes(old, new, paths)
     files = [r.CheckpointFile(path=f.path, status=f.status, added=f.added, removed=f.removed)  # type: ignore[arg-type]
              for f in changes]  # fmt: skip
     diff: list[str] = []
@@ -415,3 +240,19 @@ def step_states(core: Core) -> list[r.StepState]:
             r.StepState(step=n, text=text, state=state, reason=reason, checkpointId=starts.get(n))
         )
     return out
+
+
+def open_steps(core: Core) -> str | None:
+    """What a "done" would hide: "carried out partly: steps 2 and 4 open (2 denied: …; 4 not
+    reached)" while a checklist item of the approved plan is not done; None when all are."""
+    left = [s for s in step_states(core) if s.state != "done"]
+    if not left:
+        return None
+    numbers = [str(s.step) for s in left]
+    named = numbers[0] if len(left) == 1 else f"s {', '.join(numbers[:-1])} and {numbers[-1]}"
+    why = "; ".join(
+        f"{s.step} {s.state.replace('_', ' ')}"
+        + (f": {s.reason}" if s.state in ("denied", "failed") and s.reason else "")
+        for s in left
+    )
+    return f"carried out partly: step{named} open ({why})"

@@ -7,15 +7,16 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import ValidationError
 
+from plan_lsp.core import checkpointing
 from plan_lsp.core.asking import HeardUser
 from plan_lsp.core.checklist import ChecklistMirror
-from plan_lsp.core.checkpointing import Recorder
+from plan_lsp.core.recorder import Recorder
 from plan_lsp.plan.checklist import is_deviation
 from plan_lsp.policy.sandbox_probe import sandbox_ready
 from plan_lsp.protocol import updates as u
@@ -59,9 +60,6 @@ class RunManager:
         self.current: RunHandle | None = None
         self.checklist = ChecklistMirror(core)
         self.checkpoints = Recorder(core, self.emit)
-        # Step boundary of the Do run (step mode's stop point): called with the step just
-        # finished (its todo completed) and the step starting (its todo in progress).
-        self.on_step_boundary: Callable[[int | None, int | None], None] | None = None
         self._agent: Agent | None = None
         self._background: set[asyncio.Future[Any]] = set()
         self._text_parts: list[str] = []
@@ -193,9 +191,7 @@ class RunManager:
             self._spawn(self.stop_side_effects("the session switched to plan mode"))
         if kind == "todos" and core.session.plan_status is PlanStatus.APPROVED:
             self.checklist.changed()
-            boundary = self.checkpoints.todos_changed(core.session.todos)
-            if boundary is not None and self.on_step_boundary is not None:
-                self.on_step_boundary(*boundary)
+            self.checkpoints.todos_changed(core.session.todos)
         self.push_state()
         if kind not in ("context", "usage"):
             self.frontend.plans_changed()
@@ -328,7 +324,9 @@ class RunManager:
                 {core.rel(p) for p in result.touched if is_deviation(core.rel(p), plan)}
             )
             if result.stop_reason == "end_turn":
-                session.do_completed(handle.run_id)
+                # The workspace's core holds this manager as its runs (its parts do not say so).
+                done_core = cast(checkpointing.Core, core)
+                session.do_completed(handle.run_id, checkpointing.open_steps(done_core))
         session.record(
             "run_finished",
             Actor.SYSTEM,

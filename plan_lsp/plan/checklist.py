@@ -124,6 +124,11 @@ def plan_steps(plan_text: str) -> list[str]:
     return [step.match.group("text") for step in _steps(split_lines(plan_text))]
 
 
+def step_lines(plan_text: str) -> list[int]:
+    """The line (0-based) of each of the plan's steps, in order."""
+    return [step.index for step in _steps(split_lines(plan_text))]
+
+
 def todo_steps(plan_text: str, todos: Sequence[tuple[str, str]]) -> dict[int, int]:
     """Todo position → the 1-based number of the plan step it is matched to."""
     pairs = _pairs(todos, _steps(split_lines(plan_text)))

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from plan_lsp.core.checkpointing import open_steps
 from plan_lsp.core.workflow import plan_file_revisions
 from plan_lsp.plan.readiness import check_plan
 from plan_lsp.plan.text import LineIndex
 from plan_lsp.protocol.state import PlanStatus
+from plan_lsp.server import plan_review
+from plan_lsp.server.step_lenses import RUN_REST, step_lenses
 from plan_lsp.session.plans import day, latest_entry, plan_entries
 
 if TYPE_CHECKING:
@@ -53,6 +56,7 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     approve = [
         _cmd("Approve (auto-accept edits)", APPROVE, {**plan, "permissionMode": "auto_edit"}),
         _cmd("Approve (ask before edits)", APPROVE, {**plan, "permissionMode": "ask"}),
+        _cmd("Approve — step by step", APPROVE, {**plan, "doMode": "stepwise"}),
     ]
     compare = _compare(ctx, path)
     commands: list[types.Command] = []
@@ -74,7 +78,11 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         if running:
             commands.append(_cmd("Plan approved ✓ — running", ""))
         elif session.completed_do:
-            commands.append(_cmd("Plan approved ✓ — done", ""))
+            # "done" only when every step of the plan is; else which are open, and why.
+            partly = open_steps(ctx)
+            commands.append(_cmd(f"Plan approved ✓ — {partly or 'done'}", ""))
+            if partly and not ctx.stepping.active():
+                commands.append(_cmd("Run the rest", RUN_REST))
         else:
             commands.append(_cmd("Plan approved ✓", ""))
             commands.append(_cmd("Run the approved plan", APPROVE, plan))
@@ -83,7 +91,7 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         commands += approve
         commands.append(_cmd("Revise…", REJECT, {"confirm": True}))
         commands += compare
-    return commands
+    return plan_review.lens_commands(ctx, path, commands)
 
 
 def _of_an_earlier_conversation(ctx: WorkspaceCore, path: Path) -> bool:
@@ -114,6 +122,7 @@ def earlier_plan_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]
         return []
     if entry.approved_at is not None and entry.status in ("approved", "done"):
         done = " — done" if entry.status == "done" else ""
+        done = f" — {entry.carried_out}" if entry.carried_out else done
         title = f"Approved plan ✓{done} (session of {day(entry.approved_at)})"
     else:
         title = f"Earlier plan — not approved (session of {day(entry.updated)})"
@@ -178,7 +187,8 @@ class PlanViews:
         found = self.plan_context(params.text_document.uri)
         if found is None:
             return []
-        return [types.CodeLens(range=_TOP, command=c) for c in lens_commands(*found)]
+        top = [types.CodeLens(range=_TOP, command=c) for c in lens_commands(*found)]
+        return top + step_lenses(*found)
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         found = self.plan_context(params.text_document.uri)
@@ -189,7 +199,7 @@ class PlanViews:
         kind = self.client.support.code_action_kind
         return [
             types.CodeAction(title=c.title, kind=kind, command=c) for c in action_commands(*found)
-        ]
+        ] + plan_review.code_actions(kind, *found, params)
 
     def diagnostics(self, ctx: WorkspaceCore, path: Path, text: str) -> list[types.Diagnostic]:
         encoding = self.documents.encoding
@@ -211,6 +221,7 @@ class PlanViews:
                     code=issue.code,
                 )
             )
+        out += plan_review.diagnostics(encoding, self.publish, ctx, path, text)
         session = ctx.session
         if (
             session.plan_status is PlanStatus.DRAFTING

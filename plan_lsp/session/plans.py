@@ -1,9 +1,5 @@
-"""The workspace's plans as history: every plan file a session drafted, submitted or
-approved, with where it ended, replayed from the state store's event log (every session of
-the workspace, not only the current one).
-
-Each planning round writes its own file (`policy.plan_rounds.round_plan_path`): an approved
-plan's file is never written over, so the list below is also what is on disk.
+"""The workspace's plans as history, replayed from the event log of every session. An
+approved plan's file is never written over, so the list is also what is on disk.
 """
 
 from __future__ import annotations
@@ -43,6 +39,8 @@ class PlanEntry:
     revisions: int
     updated: float
     approved_at: float | None = None
+    # An approved plan whose Do run ended with checklist items open: which, and why.
+    carried_out: str | None = None
 
 
 def _replay(events: Iterable[Event]) -> dict[tuple[str, str], PlanEntry]:
@@ -85,7 +83,10 @@ def _replay(events: Iterable[Event]) -> dict[tuple[str, str], PlanEntry]:
                 put(sid, path, "drafting", event.time)
         elif event.kind == "do_completed" and sid in approved:
             entry = entries.get((sid, approved[sid]))
-            if entry is not None and entry.status == "approved":
+            partly = event.data.get("open")
+            if entry is not None and entry.status == "approved" and isinstance(partly, str):
+                entries[(sid, approved[sid])] = replace(entry, carried_out=partly)
+            elif entry is not None and entry.status == "approved":
                 put(sid, approved[sid], "done", event.time)
     return entries
 

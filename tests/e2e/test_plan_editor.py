@@ -121,7 +121,10 @@ async def test_user_edits_are_what_gets_approved(tmp_path: Path) -> None:
         ed.type_into(path, edited)
         await ed.state()  # the change is processed in order before this answers
         names = [lens.command.title for lens in await lenses(ed, path) if lens.command]
-        assert names[:3] == ["Approve (auto-accept edits)", "Approve (ask before edits)", "Reject…"]
+        assert names[:4] == [
+            "Approve (auto-accept edits)", "Approve (ask before edits)", "Approve — step by step",
+            "Reject…",
+        ]  # fmt: skip
         state = await ed.command("planLsp.approvePlan", {"execute": False})
         assert state["mode"] == "build" and state["planStatus"] == "approved"
         assert state["approvedPlan"]["text"] == edited

@@ -93,13 +93,16 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
         assert (state["planUri"], state["planStatus"]) == (second.as_uri(), "submitted")
 
         today = datetime.now(UTC).strftime("%Y-%m-%d")
+        # Its Do run ended without ticking a step: "done" is not claimed, now or later.
+        partly = "carried out partly: steps 1 and 2 open (1 not reached; 2 not reached)"
         assert [c.title for c in await lens_titles(ed, first)] == [
-            f"Approved plan ✓ — done (session of {today})"
+            f"Approved plan ✓ — {partly} (session of {today})"
         ]
         second_lens = await lens_titles(ed, second)
         assert [c.title for c in second_lens] == [
             "Approve (auto-accept edits)",
             "Approve (ask before edits)",
+            "Approve — step by step",
             "Reject…",
         ]
 
@@ -107,9 +110,10 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
         PlansResult.model_validate(answer)  # exactly the contract's fields
         listed = answer["plans"]
         assert [(p["uri"], p["status"], p["current"]) for p in listed] == [
-            (first.as_uri(), "done", False),
+            (first.as_uri(), "approved", False),
             (second.as_uri(), "submitted", True),
         ]
+        assert listed[0]["carriedOut"] == partly
 
         # A revision stays in PLAN-2.md; Compare shows PLAN-2.md's previous revision (never
         # PLAN.md's), and only where the plan has two.
@@ -138,10 +142,12 @@ async def test_a_second_round_writes_plan_2_and_keeps_the_approved_plan(tmp_path
         assert opening and PLAN_2B in str(opening[-1]["content"]), do_request["messages"]
         assert PLAN_1 not in str(opening[-1]["content"])
         listed = (await ed.request("planLsp/plans", {}))["plans"]
+        # The Do run ended without ticking a step of PLAN-2.md: it is not called done.
         assert [(p["uri"], p["status"], p["revisions"]) for p in listed] == [
-            (first.as_uri(), "done", 1),
-            (second.as_uri(), "done", 2),
+            (first.as_uri(), "approved", 1),
+            (second.as_uri(), "approved", 2),
         ]
+        assert listed[1]["carriedOut"].startswith("carried out partly: steps 1 and 2 open")
 
 
 async def test_a_file_written_earlier_in_the_round_says_so(tmp_path: Path) -> None:

@@ -179,7 +179,8 @@ async def test_plan_approve_do_through_the_core(tmp_path: Path) -> None:
     assert state.approvedPlan.sha256 == sha256_text(PLAN_TEXT)
     await _finished(core)
     assert (core.root / "hello.py").read_text() == "print('hello, world')\n"
-    assert core.state().mode == "build"
+    # After the Do run: the `after_do` mode, and the permission mode from before approval.
+    assert (core.state().mode, core.state().permissionMode) == ("plan", "ask")
     done = [u for u in frontend.updates if isinstance(u, DoneUpdate)]
     assert [d.stopReason for d in done] == ["plan_submitted", "end_turn"]
     assert done[-1].touched == ["hello.py"]

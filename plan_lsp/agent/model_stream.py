@@ -144,6 +144,15 @@ class ModelStream:
                     finish = event.reason
                     usage = event.usage
                     break
+        except BaseException:
+            # Cancelled (or failed) mid-stream: a live draft ends here, before the run does, so
+            # no edit of it reaches the editor once the run is over.
+            for call in calls.values():
+                if call.draft_path is not None:
+                    with contextlib.suppress(Exception):
+                        await self.drafts.abandon(call.draft_path)
+                    call.draft_path = None
+            raise
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

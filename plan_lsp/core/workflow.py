@@ -11,7 +11,10 @@ import contextlib
 import uuid
 from pathlib import Path
 
+from plan_lsp.core import writing
+from plan_lsp.core.checkpointing import open_steps
 from plan_lsp.core.frontend import HeldByEditor, Refused
+from plan_lsp.core.mode_switch import may_leave_planning
 from plan_lsp.core.runs import RunBusy, RunHandle
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.plan.readiness import check_plan, has_errors
@@ -26,7 +29,7 @@ from plan_lsp.protocol.results import (
     PromptResult,
     TestConnectionResult,
 )
-from plan_lsp.protocol.state import PermissionMode, PlanStatus, SessionState, WorkMode
+from plan_lsp.protocol.state import DoMode, PermissionMode, PlanStatus, SessionState, WorkMode
 from plan_lsp.session import Actor, TransitionRefused, sha256_text
 from plan_lsp.session.plans import iso, latest_entry, plan_entries, plan_head, plan_title
 from plan_lsp.session.store import PlanRevision
@@ -51,6 +54,9 @@ def _no_run(core: WorkspaceCore) -> None:
 
 
 async def set_mode(core: WorkspaceCore, mode: WorkMode) -> ModeSwitchResult:
+    """A switch to build while a plan is being written asks first (`core/mode_switch.py`)."""
+    if mode is WorkMode.BUILD and not await may_leave_planning(core):
+        return ModeSwitchResult(**dict(core.state()), cancelled=[])
     try:
         core.session.set_mode(mode, Actor.USER)
     except TransitionRefused as exc:
@@ -59,8 +65,8 @@ async def set_mode(core: WorkspaceCore, mode: WorkMode) -> ModeSwitchResult:
 
 
 async def toggle_mode(core: WorkspaceCore) -> ModeSwitchResult:
-    core.session.toggle_mode(Actor.USER)
-    return await _after_switch(core)
+    plan = core.session.mode is WorkMode.PLAN
+    return await set_mode(core, WorkMode.BUILD if plan else WorkMode.PLAN)
 
 
 async def _after_switch(core: WorkspaceCore) -> ModeSwitchResult:
@@ -87,14 +93,21 @@ def start_prompt(core: WorkspaceCore, text: str) -> RunHandle:
     if core.session.mode is WorkMode.PLAN:
         core.session.set_task(text)
     try:
-        handle = core.runs.start("prompt", ChatMessage(role="user", content=text), shown=text)
+        opening = ChatMessage(role="user", content=text)
+        handle = writing.start(
+            core, lambda: core.runs.start("prompt", opening, shown=text), do_run=False
+        )
     except RunBusy as exc:
         raise Refused(str(exc)) from exc
     return handle
 
 
 async def prompt(core: WorkspaceCore, text: str) -> PromptResult:
-    handle = start_prompt(core, text)
+    return await answer(core, start_prompt(core, text))
+
+
+async def answer(core: WorkspaceCore, handle: RunHandle) -> PromptResult:
+    """The run's result once it ends; a cancelled request stops the run first."""
     assert handle.task is not None
     try:
         result = await asyncio.shield(handle.task)
@@ -128,12 +141,16 @@ async def approve(
     clear_context: bool = False,
     execute: bool = True,
     force: bool = False,
+    do_mode: DoMode | None = None,
 ) -> SessionState:
     """Approve the submitted plan as the user saw it (`plan_uri`, the `sha256` of its text);
     `execute`: start the Do run (in a fresh conversation with `clear_context`); `force`:
     although readiness checks found errors (otherwise the user is asked)."""
     session = core.session
     _no_run(core)
+    if execute:
+        writing.check(core)
+        core.after_do.approving()
     path = session.main_plan_path
     _check_the_plan_the_user_saw(core, plan_uri, path)
     earlier = session.plan_status is PlanStatus.NONE and latest_entry(
@@ -169,6 +186,7 @@ async def approve(
         approved = session.approve(path, text, permission_mode, Actor.USER)
     except TransitionRefused as exc:
         raise Refused(f"cannot approve: {exc}") from exc
+    core.stepping.choose(do_mode)
     if approved is None:
         if execute and not session.completed_do:
             # Approved earlier without a finished Do run (saved only, stopped, failed):
@@ -241,9 +259,16 @@ def start_do_run(core: WorkspaceCore, clear_context: bool) -> None:
     if clear_context:
         conversation = f"do-{uuid.uuid4().hex[:8]}"
         session.switch_conversation(conversation, "approved with a fresh context")
-    opening = prompts.do_request(session.task, session.approved.path, session.approved.text)
+    opening = core.stepping.opening(
+        prompts.do_request(session.task, session.approved.path, session.approved.text)
+    )
     shown = "Approved the plan" + (" (fresh context)" if clear_context else "")
-    core.runs.start("do", opening, do_run=True, conversation=conversation, shown=shown)
+    core.after_do.starting()
+    writing.start(
+        core,
+        lambda: core.runs.start("do", opening, do_run=True, conversation=conversation, shown=shown),
+        do_run=True,
+    )
 
 
 async def reject(
@@ -344,10 +369,12 @@ def plans(core: WorkspaceCore) -> PlansResult:
         path = Path(entry.path)
         is_current = entry.session_id == session.id and path.resolve() == current
         status: str = entry.status
+        partly = entry.carried_out
         if is_current and session.plan_status is not PlanStatus.NONE:
             status = session.plan_status.value
             if status == "approved" and session.completed_do:
-                status = "done"
+                partly = open_steps(core)
+                status = "approved" if partly else "done"
         out.append(
             PlanInfo.model_validate(
                 {
@@ -359,6 +386,7 @@ def plans(core: WorkspaceCore) -> PlansResult:
                     "approvedAt": None if entry.approved_at is None else iso(entry.approved_at),
                     "updatedAt": iso(entry.updated),
                     "current": is_current and session.plan_status is not PlanStatus.NONE,
+                    "carriedOut": partly,
                 }
             )
         )

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.config import Config
+from plan_lsp.core.after_do import AfterDo
 from plan_lsp.core.frontend import FrontEnd, ProcessShared
 from plan_lsp.core.protection import effective_plan_shell, shell_protection_text
 from plan_lsp.core.runs import RunManager
+from plan_lsp.core.stepping import Stepping
 from plan_lsp.plan.checklist import without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.policy.sandbox_probe import sandbox_status, sandbox_status_nowait
@@ -69,6 +71,8 @@ class WorkspaceCore:
         self.shared = shared
         self._provider: Provider | None = None
         self.runs = RunManager(self)
+        self.stepping = Stepping(self)
+        self.after_do = AfterDo(self)
         self.mcp = self._make_mcp()
 
     @property

@@ -11,6 +11,11 @@ computed from a copy that lacks it:
    debounces, splits or orders them, and whatever its version habits);
 3. only then is the next edit computed — from the copy.
 
+An editor that rereads a file (Emacs, when the file changed on disk) closes and reopens its
+buffer, and its version starts again: an edit in flight is refused, and the next attempt is
+computed from the reopened document, at its version — never given up because the copy it
+began with was closed. Edits are serialised per URI, across reopens.
+
 If the copy settles somewhere else (a client that counts columns differently, or the user
 typing at the same moment), the copy can no longer be trusted to mean what the client holds,
 and the document switches to whole-document replacements: the range (0,0) to past the last
@@ -27,11 +32,12 @@ changes of the user's: the client saves it (`planLsp/saveDocument`, for clients 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -68,7 +74,9 @@ SETTLED_QUIET_S = 0.5
 REFUSED_WAIT_S = 1.0
 MAX_EDIT_ATTEMPTS = 6
 
-DiskWriter = Callable[[Path, str], None]
+
+class DiskWriter(Protocol):
+    def __call__(self, path: Path, text: str, *, behind_buffer: bool = False) -> None: ...
 
 
 @dataclass
@@ -131,6 +139,11 @@ class DocumentStore:
         self._by_uri: dict[str, OpenDocument] = {}
         self._by_path: dict[Path, OpenDocument] = {}
         self._listeners: list[Callable[[OpenDocument], None]] = []
+        # One lock per URI, kept across close and reopen; set on every didOpen.
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._opened = asyncio.Event()
+        # Buffers the agent's edits changed that only the user's save writes: their text.
+        self._left_to_save: dict[Path, str] = {}
 
     def on_change(self, listener: Callable[[OpenDocument], None]) -> None:
         """Called after every didOpen/didChange/didClose, with the document."""
@@ -144,7 +157,8 @@ class DocumentStore:
 
     def did_open(self, params: types.DidOpenTextDocumentParams) -> OpenDocument:
         item = params.text_document
-        doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text)
+        lock = self._locks.setdefault(item.uri, asyncio.Lock())
+        doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text, lock=lock)
         log.debug("didOpen %s (version %s, %d characters)", item.uri, item.version, len(item.text))
         old = self._by_uri.get(item.uri)
         if old is not None:
@@ -153,6 +167,7 @@ class DocumentStore:
         self._by_uri[item.uri] = doc
         if doc.path is not None:
             self._by_path[doc.path] = doc
+        self._opened.set()
         self._announce(doc)
         return doc
 
@@ -238,17 +253,36 @@ class DocumentStore:
         if doc is None:
             return False
         async with doc.lock:
-            return await self._replace(doc, target, label)
+            return await self._replace(doc, target, label) is not None
 
-    async def _replace(self, doc: OpenDocument, target: str, label: str) -> bool:
+    async def _current(self, doc: OpenDocument) -> OpenDocument | None:
+        """The open document of `doc`'s URI: `doc`, or what the client reopened it as (its
+        didOpen follows the didClose), waited for up to REFUSED_WAIT_S."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REFUSED_WAIT_S
+        while (now := self._by_uri.get(doc.uri)) is None:
+            self._opened.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._opened.wait(), max(0.0, deadline - loop.time()))
+            if loop.time() >= deadline and self._by_uri.get(doc.uri) is None:
+                return None
+        if now is not doc:
+            log.info("%s was reopened (version %s): edits go on there", doc.uri, now.version)
+        return now
+
+    async def _replace(self, doc: OpenDocument, target: str, label: str) -> OpenDocument | None:
+        """The document holding `target` at the end (the one the client reopened, if it
+        did), None when it could not be brought there."""
         for _attempt in range(MAX_EDIT_ATTEMPTS):
-            if doc.closed or doc.unconfirmed:
-                return False
+            found = await self._current(doc) if doc.closed else doc
+            if found is None or found.unconfirmed:
+                return None
+            doc = found
             current = doc.text
             held = doc.as_held(target)
             change = compute_edit(current, held, self.encoding)
             if change is None:
-                return True
+                return doc
             if doc.whole_lines:
                 change = _whole_document(current, held)
                 doc.pending_full = held
@@ -265,21 +299,23 @@ class DocumentStore:
             if not applied:
                 doc.pending_full = None
                 # Refused (the client is ahead of the copy, or declines): let it catch up.
-                await doc.wait_for(lambda m=mark: doc.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
+                await doc.wait_for(lambda d=doc, m=mark: d.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
             answered_at = loop.time()
             if await _confirmed(doc, mark, expected):
                 log.debug("edit of %s reported in %.3f s", doc.uri, loop.time() - answered_at)
                 continue
+            if doc.closed:
+                continue  # reopened (or closed) meanwhile: the next attempt looks again
             if doc.generation == mark:
                 self.defect(doc.uri, "the client applied an edit but never reported it")
                 doc.unconfirmed = True
-                return False
+                return None
             # The copy settled elsewhere: a client counting columns its own way, or typing.
             if not doc.whole_lines:
                 self.defect(doc.uri, "edits now replace the whole document (the copy differed)")
             doc.whole_lines = True
-        return doc.text == doc.as_held(target)
+        return doc if not doc.closed and doc.text == doc.as_held(target) else None
 
     def defect(self, where: object, what: str) -> None:
         """A fallback no healthy client should cause (edits fell back to whole-document
@@ -296,11 +332,39 @@ class DocumentStore:
         async with doc.lock:
             before = doc.text
             clean = disk_text(path) == before
-            if not await self._replace(doc, target, label):
+            done = await self._replace(doc, target, label)
+            if done is None:
                 return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
+            doc = done
             if not clean:
                 return BufferEdit(True, on_disk=False, reason="the buffer has unsaved changes")
             return BufferEdit(True, on_disk=await self._save(doc, path))
+
+    def left_to_save(self, path: Path) -> None:
+        """The agent's edit of `path` is in its buffer only (the client saves when the user
+        does): `write_edited_buffers` writes it before a command reads the file."""
+        doc = self.get(path)
+        if doc is not None and disk_text(path) != doc.text:
+            self._left_to_save[doc.path or path] = doc.text
+
+    async def write_edited_buffers(self) -> list[Path]:
+        """Before a command runs: each buffer the agent edited and only the user's save would
+        write goes to disk with its text, so the command reads the edits. A buffer the user
+        changed since stays theirs to save. Returns the files written."""
+        written: list[Path] = []
+        for path, text in list(self._left_to_save.items()):
+            del self._left_to_save[path]
+            doc = self.get(path)
+            if doc is None or doc.text != text or disk_text(path) == text:
+                continue
+            async with doc.lock:
+                try:
+                    self._write_disk(path, doc.text, behind_buffer=True)
+                except OSError as exc:
+                    log.warning("could not write %s before the command: %s", path, exc)
+                    continue
+            written.append(path)
+        return written
 
     async def save(self, path: Path) -> bool:
         """Make the disk hold what the open buffer holds (the user's approval, say)."""

@@ -24,4 +24,10 @@ class LspEditorPort:
 
     async def apply_to_open_document(self, edit: FileEdit) -> bool:
         result = await self.documents.edit_and_save(edit.path, edit.new_text, "plan-lsp")
+        if result.applied and not result.on_disk and not result.reason:
+            self.documents.left_to_save(edit.path)
         return result.applied
+
+    async def write_edited_buffers(self) -> None:
+        """Before a command: the edits held in buffers only the user saves go to disk."""
+        await self.documents.write_edited_buffers()

@@ -92,11 +92,12 @@ class LspFrontEnd:
     async def edit_and_save(self, path: Path, text: str, label: str) -> BufferEdit:
         return await self.documents.edit_and_save(path, text, label)
 
-    def write_file(self, path: Path, text: str) -> None:
+    def write_file(self, path: Path, text: str, *, behind_buffer: bool = False) -> None:
         """Through the workspaces' one safe writer, never behind a buffer that only the
         user saves: Vim (coc.nvim) would ask about a file written behind a buffer it holds
-        (W11, W12, and `:w` asks again); the buffer goes to disk when the user saves it."""
-        if self.client.support.user_saves and self.documents.get(path) is not None:
+        (W11, W12, and `:w` asks again); the buffer goes to disk when the user saves it.
+        `behind_buffer`: written all the same (a command is about to read it)."""
+        if not behind_buffer and self.client.support.user_saves and self.documents.get(path):
             raise HeldByEditor(f"{path} is open in the editor: it is written when you save it")
         assert self._workspaces is not None, "LspFrontEnd used before bind()"
         self._workspaces.write_file(path, text)

@@ -185,6 +185,11 @@ class ToolRunner:
                 or {"error": "tool_not_allowed", "tool": name, "reason": decision.reason}
             )
 
+        if recorded and tool.definition.role != "edit" and watch is not None:
+            # A command reads files from disk: the run's edits held in buffers go there first.
+            write_buffers = getattr(ctx.editor, "write_edited_buffers", None)
+            if write_buffers is not None:
+                await write_buffers()
         if watch is not None:
             await watch.before(name, ctx.tool_call_id, paths)
             if self.gate.current_mode() is WorkMode.PLAN:  # switched while it was recorded

@@ -129,6 +129,11 @@ class Quirks:
     # The buffer keeps one line-break style: text an edit inserts gets the buffer's (VS Code's
     # model EOL, Vim's 'fileformat').
     one_line_break: bool = False
+    # An edit to a buffer whose file changed on disk since the buffer read it rereads the
+    # file first (Emacs's "changed on disk; reread?" answered yes, as `find-file-noselect`
+    # does for eglot and lsp-mode): didClose, then didOpen with the disk's text and a fresh
+    # version; the edit then meets the reopened buffer's version.
+    rereads_changed_file: bool = False
 
 
 @dataclass
@@ -138,6 +143,8 @@ class ClientBuffer:
     version: int
     pending: list[dict[str, Any]] = field(default_factory=list)  # changes not yet sent
     flush: asyncio.TimerHandle | None = None
+    # The file's text when the buffer read it.
+    disk_seen: str | None = None
 
 
 @dataclass
@@ -213,7 +220,7 @@ class QuirkyEditor:
             text = path.read_bytes().decode("utf-8") if path.exists() else ""
         if self.quirks.line_model == "lines" and not text.endswith("\n"):
             text += "\n"  # the final line break Vim and Neovim keep ("\n" for an empty file)
-        buf = ClientBuffer(uri, text, 1)
+        buf = ClientBuffer(uri, text, 1, disk_seen=_disk(path))
         self.buffers[uri] = buf
         version = self._wire_version(buf)
         self._send(
@@ -314,6 +321,21 @@ class QuirkyEditor:
             return self.hidden.setdefault(uri, HiddenBuffer(disk or "", disk))
         return self.open(path)
 
+    def _reread(self, buf: ClientBuffer) -> ClientBuffer:
+        """`rereads_changed_file`: the buffer again, from disk, if its file changed."""
+        path = Path(to_fs_path(buf.uri) or "")
+        disk = _disk(path)
+        if disk is None or disk == buf.disk_seen:
+            return buf
+        self.questions.append(f"{path.name} changed on disk; reread it?")
+        if buf.flush is not None:
+            buf.flush.cancel()
+        self._send("textDocument/didClose", {"textDocument": {"uri": buf.uri}})
+        del self.buffers[buf.uri]
+        if all(b.flush is None for b in self.buffers.values()):
+            self.settled.set()
+        return self.open(path)
+
     def _stale(self, buf: ClientBuffer, version: int | None) -> bool:
         if version is None:
             return False
@@ -342,6 +364,8 @@ class QuirkyEditor:
                     end = offset_at(buf.text, e.range.end.line, e.range.end.character, self.units)
                     buf.text = buf.text[:start] + e.new_text + buf.text[end:]
                 continue
+            if self.quirks.rereads_changed_file:
+                buf = self._reread(buf)
             if self._stale(buf, version):
                 reason = f"version {version} != {buf.version}"
                 if self.quirks.stale_edit == "refuse":

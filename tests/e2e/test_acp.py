@@ -203,9 +203,9 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         # What was approved is exactly what the user was shown.
         state = await conn.ext_method("planLsp/state", {"sessionId": sid})
         assert state["approvedPlan"]["sha256"] == hashlib.sha256(PLAN.encode()).hexdigest()
-        assert state["mode"] == "build"
-        assert [u.current_mode_id for u in client.of("current_mode_update")][-1] == "build"
-        # The previous permission mode is back after the Do run.
+        # After the Do run: plan mode (`after_do`), and the permission mode from before.
+        assert state["mode"] == "plan"
+        assert [u.current_mode_id for u in client.of("current_mode_update")][-1] == "plan"
         assert state["permissionMode"] == permission_before
 
         # The Do run asked before its edit (ask before edits), edited the disk, sent a diff.
@@ -262,7 +262,7 @@ async def test_plan_approve_do_cancel_and_load_over_acp(tmp_path: Path) -> None:
         assert not workspace_state_file(empty.resolve()).exists()
         loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert loaded is not None and loaded.modes is not None
-        assert loaded.modes.current_mode_id == "build"
+        assert loaded.modes.current_mode_id == "plan"
         users = [u.content.text for u in replayed.of("user_message_chunk")]
         assert users[:2] == ["Make the greeting polite", "more"]
         assert "Done: the greeting is updated." in replayed.text()

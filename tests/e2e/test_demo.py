@@ -32,7 +32,7 @@ def test_demo_runs_plan_approve_do(demo_output: str) -> None:
     )
     assert summary["planningChangedFiles"] is False
     assert {"write_file", "bash"} <= set(summary["blocked"])
-    assert summary["outcome"] == "completed" and summary["mode"] == "build"
+    assert summary["outcome"] == "completed" and summary["mode"] == "plan"
     assert summary["planEdits"] > 1  # the plan arrived as several incremental edits
     assert "+    return text.upper() if shout else text" in out
 

@@ -350,7 +350,7 @@ def problems_of(result: dict[str, Any], client: str, plan_open_before: bool) -> 
                 out.append(f"{name}'s buffer is not saved after the Do run: {result.get(key)}")
         if result.get("save_hook_runs"):
             out.append(f"the saves ran the user's save hooks in {result['save_hook_runs']}")
-        if state.get("mode") != "build" or state.get("planStatus") != "approved":
+        if state.get("mode") != "plan" or state.get("planStatus") != "approved":
             out.append(f"state after the Do run: {state}")
     if "saved" in result.get("steps", []):
         # C-x C-s in each buffer the agent changed, then C-x C-f PLAN.md: no question (the

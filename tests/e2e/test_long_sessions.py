@@ -165,7 +165,7 @@ async def test_the_approved_plan_stays_verbatim_through_20_compactions(tmp_path:
         text = _text(request)
         assert approved["text"] in text  # byte for byte
         assert approved["sha256"] in text
-        assert "Current mode: build." in text
+        assert "Current mode: plan." in text  # after the Do run: `after_do`, plan by default
         assert "[x] step 0" in text and "[ ] step 2" in text  # the current todo list
         assert "question" in text  # this run's original request
         assert "recall_output" in request["tools"]

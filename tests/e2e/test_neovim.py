@@ -314,8 +314,8 @@ def test_plan_session_with_the_plugin(version: str, plans_dir: str | None, tmp_p
     assert result["hello_disk"] == "print('hello, world')"
     assert result["hello_modified"] is False
     after = result["state_after_do"]
-    assert after["mode"] == "build" and after["planStatus"] == "approved"
-    assert after["permissionMode"] == "auto_edit"
+    assert after["mode"] == "plan" and after["planStatus"] == "approved"
+    assert after["permissionMode"] == "ask" and after.get("nextRequest") is None
     texts.append((after["approvedPlan"]["text"], LONG_REVISED_PLAN, "approved text"))
     texts.append(
         (result["plan_buffer_after_do"], LONG_REVISED_PLAN, "PLAN.md buffer after the Do run")
@@ -374,7 +374,7 @@ def test_approval_needs_only_standard_lsp(version: str, tmp_path: Path) -> None:
     assert APPROVE_LENS in result["code_lens_titles"]
     assert result["hello_buffer"] == "print('hello, world')\n"
     state = result["state"]
-    assert state["mode"] == "build" and state["planStatus"] == "approved"
+    assert state["mode"] == "plan" and state["planStatus"] == "approved"
     assert state["running"] is False and state["outcome"] == "completed"
     assert_same_text(state["approvedPlan"]["text"], PLAN_TEXT, "approved text")
     assert_same_text(result["plan_buffer_after_do"], PLAN_TEXT, "PLAN.md buffer after the Do run")
@@ -691,7 +691,7 @@ def test_native_configuration_at_model_speed(plan_open_before: bool, tmp_path: P
     approved_text = LONG_REVISED_PLAN + USER_LINE + "\n"
     assert_same_text(result["plan_buffer_approved"], approved_text, "PLAN.md when approved")
     state = result["state"]
-    assert state["mode"] == "build" and state["planStatus"] == "approved", state
+    assert state["mode"] == "plan" and state["planStatus"] == "approved", state
     assert state["running"] is False and state["outcome"] == "completed", state
     assert state["approvedPlan"]["sha256"] == sha(approved_text)
     assert_same_text(state["approvedPlan"]["text"], approved_text, "approved text")

@@ -307,7 +307,7 @@ def problems_of(result: dict[str, Any]) -> list[str]:
     same(approved.get("text"), approved_text, "approvedPlan.text")
     if approved.get("sha256") != sha(result.get("plan_at_approval") or ""):
         out.append("approvedPlan.sha256 is not the sha256 of the buffer the user approved")
-    if state.get("mode") != "build" or state.get("outcome") != "completed":
+    if state.get("mode") != "plan" or state.get("outcome") != "completed":
         out.append(f"state after the Do run: {state}")
     final = mirror_todos(approved_text, [(s, "completed") for s in STEPS])
     same(result.get("plan_after_do"), final, "PLAN.md buffer after the Do run")

@@ -227,7 +227,10 @@ local function run()
   local file = assert(io.open(params.workspace .. "/hello.py", "rb"))
   result.hello_disk = file:read("*a")
   file:close()
-  result.state_after_do = state_sync()
+  wait_for("the Do run's end", function()
+    result.state_after_do = state_sync()
+    return not result.state_after_do.running
+  end)
   result.plan_buffer_after_do = buffer_text(plan_buf)
   wait_for("the approved lens", function()
     for _, title in ipairs(lens.titles(plan_buf)) do
@@ -242,6 +245,11 @@ local function run()
   step("approved")
 
   -- 6. a shell command in build mode asks through window/showMessageRequest + vim.ui.select
+  -- (after the Do run the session is back in plan mode: the user switches)
+  vim.cmd("PlanMode build")
+  wait_for("mode build after :PlanMode", function()
+    return plan.state().mode == "build"
+  end)
   select_by_title("Allow once", "permission_titles")
   vim.cmd("PlanPrompt " .. params.shell_prompt)
   wait_for("the shell run to finish", function()

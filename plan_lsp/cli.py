@@ -22,6 +22,9 @@ def _serve_parser(sub: Any) -> None:
         "acp", help="run as an Agent Client Protocol agent over stdio (Zed, JetBrains, …)"
     )
     _model_arguments(p)
+    p.add_argument(
+        "--setup", action="store_true", help="set up the model server in this terminal, then exit"
+    )
 
 
 def _model_arguments(p: argparse.ArgumentParser) -> None:
@@ -77,6 +80,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def serve_acp(args: argparse.Namespace) -> int:
+    if args.setup:
+        from plan_lsp.acp.setup import run_setup
+
+        return run_setup()
     from plan_lsp.acp import serve as serve_acp_stdio
     from plan_lsp.config import trusted_log_level
     from plan_lsp.policy import sandbox_probe

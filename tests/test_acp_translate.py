@@ -87,11 +87,14 @@ def test_blocked_calls_fail_with_the_reason() -> None:
         error="tool_not_allowed",
         reason="plan mode: write_file changes the workspace",
     )
-    (update,) = translate.updates_for(payload, ROOT)
+    (update, note) = translate.updates_for(payload, ROOT)
     assert isinstance(update, schema.ToolCallProgress)
     assert update.status == "failed"
     shown = update.content[0].content.text  # type: ignore[index,union-attr]
     assert shown == "Refused: plan mode: write_file changes the workspace"
+    # Said in the conversation as well, for clients that show a failed call by its title.
+    assert note.session_update == "agent_message_chunk"
+    assert note.content.text.strip() == shown
 
 
 @pytest.mark.parametrize(
@@ -123,8 +126,9 @@ def test_a_refusal_is_said_once_and_the_call_ends_failed() -> None:
     observation = json.dumps({"error": "tool_not_allowed", "reason": "plan mode"})
     result = _u(kind="toolResult", toolCallId="c1", tool="write_file", isError=True,
                 content=observation)  # fmt: skip
-    (said,) = walk.live(refused)
+    (said, note) = walk.live(refused)
     assert said.status == "failed" and said.content[0].content.text == "Refused: plan mode"
+    assert note.content.text.strip() == "Refused: plan mode"
     assert walk.live(result) == []
 
 
@@ -142,7 +146,7 @@ def test_a_refusal_is_said_once_and_the_call_ends_failed() -> None:
         ("plan_write", {"content": "# Plan"}, "Write the plan"),
         ("exit_plan_mode", {}, "Submit the plan for approval"),
         ("todo_write", {"todos": []}, "Update the checklist"),
-        ("mcp__git__git_status", {"path": "x"}, "mcp__git__git_status x"),
+        ("mcp__git__git_status", {"path": "x"}, "git: git_status x"),
     ],
 )
 def test_titles_a_person_reads(tool: str, arguments: dict[str, Any], title: str) -> None:

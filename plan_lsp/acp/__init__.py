@@ -16,7 +16,7 @@ def serve(cli_overrides: dict[str, Any]) -> None:
     async def main() -> None:
         agent = PlanLspAgent(cli_overrides)
         try:
-            await acp.run_agent(agent)
+            await acp.run_agent(agent, use_unstable_protocol=True)
         finally:
             await agent.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,15 +19,16 @@ from acp import RequestError, schema
 from pydantic import ValidationError
 
 from plan_lsp import __version__
-from plan_lsp.acp import translate
+from plan_lsp.acp import commands, translate
 from plan_lsp.acp.approval import approval, run_result
 from plan_lsp.acp.frontend import AcpFrontEnd
-from plan_lsp.acp.listing import LIST_SESSIONS_MAX, stored_sessions
+from plan_lsp.acp.listing import LIST_SESSIONS_MAX, saved_session_of, stored_sessions
+from plan_lsp.acp.setup import SETUP
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.protocol.params import PROMPT_MAX_CHARS, PromptParams
 from plan_lsp.protocol.state import PlanStatus, WorkMode
-from plan_lsp.session import Actor
+from plan_lsp.session.plans import clean_title
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -71,17 +73,19 @@ class AcpSession:
         self.workspaces = workspaces
         self.core: WorkspaceCore = workspaces.get()
         self.turn: asyncio.Task[schema.StopReason] | None = None
+        # The client was told the session's title (from its first prompt).
+        self.titled = False
 
 
 class PlanLspAgent:
-    """One per connection (`plan-lsp acp`)."""
+    """One per connection (`plan-lsp acp`). Each ACP session is a session of its own (its
+    conversation, mode, plan and runs), several on one folder if the client likes; what
+    must be exclusive (one run changing a folder) the core decides (`core/writing.py`)."""
 
     def __init__(self, cli_overrides: dict[str, Any] | None = None) -> None:
         self.cli_overrides = dict(cli_overrides or {})
         self.shared = ProcessShared()
         self.sessions: dict[str, AcpSession] = {}
-        # The ACP session open on each workspace (a newer one on the same folder replaces it).
-        self._by_root: dict[Path, str] = {}
         self.conn: Client | None = None
         # The client declared `fs.readTextFile` (used for the plan's buffer text only).
         self.reads_buffers = False
@@ -105,7 +109,9 @@ class PlanLspAgent:
             agent_capabilities=schema.AgentCapabilities(
                 load_session=True,
                 session_capabilities=schema.SessionCapabilities(
-                    list=schema.SessionListCapabilities()
+                    list=schema.SessionListCapabilities(),
+                    resume=schema.SessionResumeCapabilities(),
+                    close=schema.SessionCloseCapabilities(),
                 ),
                 prompt_capabilities=schema.PromptCapabilities(
                     image=False, audio=False, embedded_context=True
@@ -114,35 +120,47 @@ class PlanLspAgent:
             agent_info=schema.Implementation(
                 name="plan-lsp", title="plan-lsp", version=__version__
             ),
-            auth_methods=[],
+            auth_methods=[SETUP],
         )
 
     async def authenticate(
         self, method_id: str, **kwargs: Any
     ) -> schema.AuthenticateResponse | None:
-        return None
+        """The set-up runs in the client's terminal (`plan-lsp acp --setup`), which writes
+        the user config every new session reads: nothing is left to do here."""
+        if method_id != SETUP.id:
+            raise RequestError.invalid_params({"methodId": f"unknown: {method_id[:100]!r}"})
+        return schema.AuthenticateResponse()
 
     # -- sessions ---------------------------------------------------------------------------------
 
-    def _open(self, cwd: str) -> tuple[AcpFrontEnd, Workspaces, Path]:
+    @staticmethod
+    def _root(cwd: str) -> Path:
         if not cwd or "\x00" in cwd or not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd[:200]!r}"})
         root = Path(cwd).resolve()
         if not root.is_dir():
             raise RequestError.invalid_params({"cwd": f"not a directory: {root}"})
+        return root
+
+    def _open(
+        self, root: Path, session_id: str, saved: str, mcp_servers: list[McpServer] | None
+    ) -> AcpSession:
+        """The session `session_id` on `root`, on the saved session `saved` (made when new),
+        with the client's MCP servers beside the configured ones."""
         assert self.conn is not None, "no client connected"
-        frontend = AcpFrontEnd(self.conn, "", root)
+        frontend = AcpFrontEnd(self.conn, session_id, root)
         frontend.reads_buffers = self.reads_buffers
         workspaces = Workspaces(frontend, self.cli_overrides, self.shared)
+        workspaces.session_id = saved
+        workspaces.client_mcp = translate.client_mcp(mcp_servers or [])
         frontend.workspaces = workspaces
         workspaces.set_roots([root])
         # The session's state names the sandbox once its self-test answers.
         workspaces.follow_sandbox()
-        return frontend, workspaces, root
-
-    def _register(self, session: AcpSession, root: Path) -> None:
-        self._by_root[root] = session.id
-        self.sessions[session.id] = session
+        session = AcpSession(session_id, frontend, workspaces)
+        self.sessions[session_id] = session
+        return session
 
     async def new_session(
         self,
@@ -151,31 +169,42 @@ class PlanLspAgent:
         mcp_servers: list[McpServer] | None = None,
         **kwargs: Any,
     ) -> schema.NewSessionResponse:
-        frontend, workspaces, root = self._open(cwd)
-        await self._close_root(root)
-        core = workspaces.get()
-        try:
-            core.session.new_conversation(False, Actor.USER)
-        except Exception as exc:
-            await workspaces.close()
-            raise _refused(f"cannot start a session here: {exc}") from exc
-        session = AcpSession(core.session.conversation, frontend, workspaces)
-        frontend.session_id = session.id
-        self._register(session, root)
-        mode = core.session.mode.value
+        root = self._root(cwd)
+        session_id = f"conv-{uuid.uuid4().hex[:8]}"
+        session = self._open(root, session_id, session_id, mcp_servers)
+        commands.tell(session.frontend)
+        mode = session.core.session.mode.value
         return schema.NewSessionResponse(
-            session_id=session.id,
+            session_id=session_id,
             modes=translate.mode_state(mode),
             config_options=translate.config_options(mode),
         )
 
-    async def _close_root(self, root: Path) -> None:
-        """A session already open on this folder in this process gives way (its state store
-        is the folder's)."""
-        previous = self._by_root.pop(root, None)
-        old = self.sessions.pop(previous, None) if previous is not None else None
-        if old is not None:
-            await old.workspaces.close()
+    def _restore(
+        self, cwd: str, session_id: str, mcp_servers: list[McpServer] | None
+    ) -> AcpSession:
+        """The session `session_id` of the folder `cwd`: open here already, or restored
+        from the folder's state."""
+        root = self._root(cwd)
+        known = self.sessions.get(session_id)
+        if known is not None:
+            if known.core.root != root:
+                raise _refused(f"session {session_id} is open on {known.core.root}, not {root}")
+            return known
+        saved = saved_session_of(root, session_id)
+        if saved is None:
+            raise RequestError.resource_not_found(session_id)
+        for other in self.sessions.values():
+            if other.core.root == root and other.core.session.id == saved:
+                raise _refused(
+                    f"session {session_id} is kept with session {other.id}, open in this "
+                    "process: close that one first"
+                )
+        session = self._open(root, session_id, saved, mcp_servers)
+        session.titled = True
+        if session.core.session.conversation != session_id:
+            session.core.session.switch_conversation(session_id, "loaded by the ACP client")
+        return session
 
     async def load_session(
         self,
@@ -185,31 +214,33 @@ class PlanLspAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> schema.LoadSessionResponse | None:
-        frontend, workspaces, root = self._open(cwd)
-        known = self.sessions.get(session_id)
-        if known is not None and known.core.root == root:
-            await workspaces.close()
-            session = known
-        else:
-            await self._close_root(root)
-            core = workspaces.get()
-            if core.session.conversation != session_id:
-                if not core.store.history(core.session.id, session_id, 1):
-                    await workspaces.close()
-                    raise RequestError.resource_not_found(session_id)
-                core.session.switch_conversation(session_id, "loaded by the ACP client")
-            session = AcpSession(session_id, frontend, workspaces)
-            frontend.session_id = session_id
-            self._register(session, root)
+        session = self._restore(cwd, session_id, mcp_servers)
         core = session.core
         session.frontend.replay(core.runs.history())
-        for found in session.frontend.walk.usage_changed(core.state()):
+        return schema.LoadSessionResponse(**await self._opened(session))
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> schema.ResumeSessionResponse:
+        """As `session/load`, without the conversation sent again."""
+        session = self._restore(cwd, session_id, mcp_servers)
+        return schema.ResumeSessionResponse(**await self._opened(session))
+
+    async def _opened(self, session: AcpSession) -> dict[str, Any]:
+        commands.tell(session.frontend)
+        for found in session.frontend.walk.usage_changed(session.core.state()):
             session.frontend.send(found)
         await session.frontend.drained()
-        mode = core.session.mode.value
-        return schema.LoadSessionResponse(
-            modes=translate.mode_state(mode), config_options=translate.config_options(mode)
-        )
+        mode = session.core.session.mode.value
+        return {
+            "modes": translate.mode_state(mode),
+            "config_options": translate.config_options(mode),
+        }
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
@@ -259,6 +290,12 @@ class PlanLspAgent:
         except ValidationError as exc:
             why = f"a prompt is 1 to {PROMPT_MAX_CHARS:,} characters, this one {len(text):,}"
             raise RequestError.invalid_params({"prompt": why}) from exc
+        if not session.titled:  # a session's title is its first prompt, as listed
+            session.titled = True
+            title = clean_title(text) or None
+            session.frontend.send(
+                schema.SessionInfoUpdate(session_update="session_info_update", title=title)
+            )
         session.frontend.cancelled.clear()
         session.turn = asyncio.ensure_future(self._turn(session, text))
         try:
@@ -271,7 +308,10 @@ class PlanLspAgent:
         core = session.core
         stop: str
         try:
-            if (
+            command = commands.parse(text)
+            if command is not None:
+                stop = await commands.run(core, session.frontend, *command)
+            elif (
                 core.session.plan_status is PlanStatus.REJECTED
                 and core.session.mode is WorkMode.PLAN
             ):
@@ -301,7 +341,6 @@ class PlanLspAgent:
     ) -> schema.CloseSessionResponse | None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
-            self._by_root.pop(session.core.root, None)
             await session.workspaces.close()
         return None
 
@@ -312,16 +351,12 @@ class PlanLspAgent:
         folder `cwd` (without `cwd`: of the folders open in this process), newest first,
         titled by their first prompt. One page: no cursor is ever given out."""
         if cwd is None:
-            roots = list(self._by_root)
+            roots = list(dict.fromkeys(s.core.root for s in self.sessions.values()))
         else:
             if "\x00" in cwd or not Path(cwd).is_absolute():
                 raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd[:200]!r}"})
             roots = [Path(cwd).resolve()]
-        sessions: list[schema.SessionInfo] = []
-        for root in roots:
-            open_here = self.sessions.get(self._by_root.get(root, ""))
-            core = open_here.core if open_here is not None else None
-            sessions += stored_sessions(root, (core.store, core.session.id) if core else None)
+        sessions = [info for root in roots for info in stored_sessions(root)]
         return schema.ListSessionsResponse(sessions=sessions[:LIST_SESSIONS_MAX])
 
     async def fork_session(
@@ -333,16 +368,6 @@ class PlanLspAgent:
         **kwargs: Any,
     ) -> schema.ForkSessionResponse:
         raise RequestError.method_not_found("session/fork")
-
-    async def resume_session(
-        self,
-        session_id: str,
-        cwd: str,
-        additional_directories: list[str] | None = None,
-        mcp_servers: list[McpServer] | None = None,
-        **kwargs: Any,
-    ) -> schema.ResumeSessionResponse:
-        raise RequestError.method_not_found("session/resume")
 
     # -- extensions -------------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@ folder that has no state creates none."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from acp import schema
@@ -15,33 +17,47 @@ from plan_lsp.session.store import StateStore
 LIST_SESSIONS_MAX = 200
 
 
-def stored_sessions(
-    root: Path, open_store: tuple[StateStore, str] | None
-) -> list[schema.SessionInfo]:
-    """The folder `root`'s conversations, newest first. `open_store`: the store and session
-    id of the folder when a session is open on it in this process."""
-    if open_store is not None:
-        return _session_infos(*open_store, root)
+def stored_sessions(root: Path) -> list[schema.SessionInfo]:
+    """The folder `root`'s conversations (of every session kept for it), the sessions most
+    recently changed first."""
+    with _store(root) as store:
+        if store is None:
+            return []
+        return [
+            schema.SessionInfo(
+                session_id=conversation,
+                cwd=str(root),
+                title=clean_title(prompt) or None if prompt is not None else None,
+            )
+            for owner in store.session_ids()
+            for conversation, prompt in store.conversations(owner, LIST_SESSIONS_MAX)
+        ][:LIST_SESSIONS_MAX]
+
+
+def saved_session_of(root: Path, conversation: str) -> str | None:
+    """The saved session that keeps the conversation `conversation` of the folder `root`
+    (a session made over ACP keeps one of its own id), None when none does."""
+    with _store(root) as store:
+        if store is None:
+            return None
+        for owner in store.session_ids():
+            if owner == conversation or store.history(owner, conversation, 1):
+                return owner
+    return None
+
+
+@contextmanager
+def _store(root: Path) -> Iterator[StateStore | None]:
+    """The folder's state, when any is kept (opening it creates none)."""
     try:
         path = workspace_state_file(root)
     except StateDirUnavailable:
-        return []
-    if not path.is_file() or not root.is_dir():
-        return []  # nothing kept for this folder: listing creates no state
+        path = None
+    if path is None or not path.is_file() or not root.is_dir():
+        yield None
+        return
     store = StateStore(path)
     try:
-        first = store.first_session(str(root))
-        return _session_infos(store, first[0], root) if first is not None else []
+        yield store
     finally:
         store.close()
-
-
-def _session_infos(store: StateStore, owner: str, root: Path) -> list[schema.SessionInfo]:
-    return [
-        schema.SessionInfo(
-            session_id=conversation,
-            cwd=str(root),
-            title=clean_title(prompt) or None if prompt is not None else None,
-        )
-        for conversation, prompt in store.conversations(owner, LIST_SESSIONS_MAX)
-    ]

@@ -7,11 +7,13 @@ around the call, never recomputed here)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from acp import helpers, schema
 
+from plan_lsp.core.workspaces import ClientMcpServer
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.protocol import updates as u
 from plan_lsp.protocol.state import SessionState, Todo, WorkMode
@@ -47,6 +49,26 @@ TOOL_KINDS: dict[str, schema.ToolKind] = {
 }
 # Tools whose call changes one file's text (a diff is shown for them).
 EDIT_TOOLS = frozenset({"edit_file", "write_file", "plan_write"})
+
+
+def client_mcp(servers: list[Any]) -> list[ClientMcpServer]:
+    """`session/new.mcpServers` in the config's terms (`Workspaces.client_mcp`): stdio ones
+    run as configured servers do; a tool of theirs runs in plan mode only when the client
+    lists it in `_meta.planLsp.readOnlyTools` (the server's own hints are never believed)."""
+    entries: list[ClientMcpServer] = []
+    for server in servers:
+        name = re.sub(r"[^A-Za-z0-9-]+", "-", server.name).strip("-")[:24] or "client"
+        if not isinstance(server, schema.McpServerStdio):
+            kind = getattr(server, "type", "remote")
+            why = f"{kind} MCP servers are not supported; plan-lsp starts local programs (stdio)"
+            entries.append(ClientMcpServer(name=name, refused=why))
+            continue
+        own = ((server.field_meta or {}).get("planLsp") or {}).get("readOnlyTools")
+        tools = [t for t in own if isinstance(t, str)] if isinstance(own, list) else []
+        command = [server.command, *server.args]
+        env = {v.name: v.value for v in server.env}
+        entries.append(ClientMcpServer(name=name, command=command, env=env, read_only_tools=tools))
+    return entries
 
 
 def mode_state(mode: str) -> schema.SessionModeState:
@@ -126,6 +148,9 @@ def call_title(tool: str, arguments: dict[str, Any], root: Path) -> str:
     """The call in words: "Edit src/app.py", "Run `git log -1`", "Search for `TODO`"."""
     if tool == "bash":
         return f"Run `{str(arguments.get('command', ''))[:200]}`"
+    if tool.startswith("mcp__"):  # an MCP tool: "git: git_status"
+        server, _, name = tool.removeprefix("mcp__").partition("__")
+        tool = f"{server}: {name}"
     named = arguments.get("pattern" if tool in ("grep", "glob") else "path")
     if tool in TITLES:
         named = shown_path(root, named) if isinstance(named, str) and named else "the folder"
@@ -192,6 +217,16 @@ def tool_result(
     )
 
 
+def refusal_note(text: str | None) -> list[Any]:
+    """A refusal in the conversation too: some clients show a failed call by its title only
+    (CodeCompanion), and the user must still read why."""
+    return [helpers.update_agent_message_text(f"\n\n{text}\n")] if text else []
+
+
+def _refused(result: u.ToolResultUpdate) -> str | None:
+    return refusal_text(result.content) if result.isError else None
+
+
 def blocked(call: u.BlockedUpdate) -> schema.ToolCallProgress:
     reason = f"{REFUSAL_WORDS[call.error]}: {call.reason}"
     content = [text_content(reason)]
@@ -238,9 +273,12 @@ def updates_for(update: u.Update, root: Path, *, replay: bool = False) -> list[A
         case u.ToolCallUpdate():
             return [tool_call_start(update, root)]
         case u.ToolResultUpdate():
-            return [tool_result(update)]
+            return [tool_result(update), *refusal_note(_refused(update))]
         case u.BlockedUpdate():
-            return [blocked(update)]
+            return [
+                blocked(update),
+                *refusal_note(f"{REFUSAL_WORDS[update.error]}: {update.reason}"),
+            ]
         case u.TodosUpdate(todos=todos):
             return [plan_entries(todos)]
         case u.ModeChangedUpdate(mode=mode):
@@ -248,10 +286,19 @@ def updates_for(update: u.Update, root: Path, *, replay: bool = False) -> list[A
         case u.StateUpdate(state=state):
             found = usage(state)
             return [found] if found is not None else []
-        case u.ErrorUpdate(message=message):
-            return [helpers.update_agent_message_text(f"\n\nError: {message}\n")]
-        case u.DeviationUpdate(message=message) | u.CheckpointUpdate(
-            action="reverted" | "redone" | "denied", message=message
+        case u.ErrorUpdate(message=message, retry=retry, failedPrompt=dropped):
+            # The model server failed the run: the turn says how to try again (a prompt the
+            # model never saw was taken out of the conversation; one it saw is kept).
+            how = (
+                " Send /retry (or the prompt again) to retry."
+                if dropped
+                else (" Send /retry to go on from the last complete step.")
+            )
+            text = f"\n\nError: {message}{how if retry else ''}\n"
+            return [helpers.update_agent_message_text(text)]
+        case (
+            u.DeviationUpdate(message=message)
+            | u.CheckpointUpdate(action="reverted" | "redone" | "denied", message=message)
         ):
             return [helpers.update_agent_message_text(f"\n\nNote: {message}\n")]
         case u.CancelledCallsUpdate(calls=calls, reason=reason):
@@ -317,7 +364,8 @@ class Walk:
             if update.toolCallId in self._refused:  # said by its `blocked` already
                 self._refused.discard(update.toolCallId)
                 return []
-            return [tool_result(update, self._diff(update.toolCallId))]
+            diff = self._diff(update.toolCallId)
+            return [tool_result(update, diff), *refusal_note(_refused(update))]
         if isinstance(update, u.StateUpdate):
             return self.usage_changed(update.state)
         return updates_for(update, self.root, replay=self.replay)

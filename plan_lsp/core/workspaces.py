@@ -9,11 +9,27 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from plan_lsp.config import load_config
 from plan_lsp.core.frontend import FrontEnd, ProcessShared
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.policy.sandbox_probe import on_sandbox_known
 from plan_lsp.session import Session, StateStore
+from plan_lsp.tools.mcp.config import McpConfigProblem, McpSettings
+
+
+class ClientMcpServer(BaseModel):
+    """An MCP server the client names (ACP `session/new.mcpServers`), in the config's terms,
+    checked with the configured ones; `refused`: one of a kind not supported, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    read_only_tools: list[str] = Field(default_factory=list)
+    refused: str | None = None
 
 
 class Workspaces:
@@ -30,6 +46,11 @@ class Workspaces:
         self.roots: list[Path] = []
         self._cores: dict[Path, WorkspaceCore] = {}
         self.on_created: list[Callable[[WorkspaceCore], None]] = []
+        # The saved session the cores restore (None: each folder's latest).
+        self.session_id: str | None = None
+        # MCP servers the client adds to the configured ones (ACP `session/new`), in the
+        # config's form; `{"name", "refused"}`: one of a kind not supported, and why.
+        self.client_mcp: list[ClientMcpServer] = []
 
     def set_roots(self, roots: list[Path]) -> None:
         seen: list[Path] = []
@@ -86,6 +107,8 @@ class Workspaces:
         config, warnings = load_config(root, self.init_options, self.cli_overrides)
         for w in warnings:
             self.frontend.show(w, warning=True)
+        if self.client_mcp:
+            config = config.model_copy(update={"mcp": _with_client(config.mcp, self.client_mcp)})
         store = StateStore.for_workspace(root, warn=self.frontend.show)
         session = Session(
             store,
@@ -93,6 +116,7 @@ class Workspaces:
             config.plans_path(root),
             default_permission_mode=config.permission_mode,
             default_mode=config.mode,
+            session_id=self.session_id,
         )
         core = WorkspaceCore(root, config, store, session, warnings, self.frontend, self.shared)
         core.describe()
@@ -122,3 +146,19 @@ class Workspaces:
     async def close(self) -> None:
         for core in self._cores.values():
             await core.close()
+
+
+def _with_client(configured: McpSettings, client: list[ClientMcpServer]) -> McpSettings:
+    """The configured MCP servers and the client's, checked and gated alike (a clash of
+    names, a bad entry: a failed server with the reason); a client server's read-only
+    tools: those the client lists, and those the user config lists for it by name."""
+    refused = [McpConfigProblem(name=e.name, error=e.refused) for e in client if e.refused]
+    entries = [s.model_dump() for s in configured.servers]
+    for entry in (e for e in client if not e.refused):
+        listed = configured.client_read_only_tools.get(entry.name, [])
+        tools = [*entry.read_only_tools, *listed]
+        entries.append({**entry.model_dump(exclude={"refused"}), "read_only_tools": tools})
+    both = McpSettings.model_validate(
+        {"servers": entries, "client_read_only_tools": configured.client_read_only_tools}
+    )
+    return both.model_copy(update={"invalid": [*configured.invalid, *both.invalid, *refused]})

@@ -80,7 +80,10 @@ class Session:
         plans_dir: Path,
         default_permission_mode: PermissionMode = PermissionMode.ASK,
         default_mode: WorkMode = WorkMode.PLAN,
+        session_id: str | None = None,
     ) -> None:
+        """The folder's latest session, restored; `session_id`: that saved session, or a new
+        one of that id (its first conversation named the same) when none is saved."""
         self.store = store
         self.workspace = workspace
         self.plans_dir = plans_dir
@@ -92,9 +95,13 @@ class Session:
         self.usage = SessionUsage()
         # The file this planning round's default plan goes to, once chosen (`plan_target`).
         self._round_file: str | None = None
-        restored = store.first_session(str(workspace))
+        if session_id is None:
+            restored = store.first_session(str(workspace))
+        else:
+            saved = store.session(session_id)
+            restored = (session_id, saved) if saved is not None else None
         if restored is None:
-            self.id = uuid.uuid4().hex[:12]
+            self.id = session_id or uuid.uuid4().hex[:12]
             self.mode = default_mode
             self.permission_mode = default_permission_mode
             self.plan_status = PlanStatus.NONE
@@ -104,7 +111,7 @@ class Session:
             self.completed_do = False
             self.ever_planned = default_mode is WorkMode.PLAN
             self.task: str | None = None
-            self.conversation = "main"
+            self.conversation = session_id or "main"
             # Plan files written since the last approval (a plan the user approves must be
             # the one they were shown: several candidates make an unnamed approval ambiguous).
             self.round_plans: list[str] = []
@@ -392,12 +399,14 @@ class Session:
             self.todos = list(todos)
             self._changed("todos", actor, {"todos": [t.model_dump() for t in todos]})
 
-    def do_completed(self, run_id: str) -> None:
+    def do_completed(self, run_id: str, open_steps: str | None = None) -> None:
+        """The Do run ended; `open_steps`: which checklist items it left open, and why (the
+        plan list then says "carried out partly", never "done")."""
         with self._lock:
             if self.plan_status is not PlanStatus.APPROVED:
                 return
             self.completed_do = True
-            self._changed("do_completed", Actor.MODEL, {"runId": run_id})
+            self._changed("do_completed", Actor.MODEL, {"runId": run_id, "open": open_steps})
 
     def set_task(self, task: str) -> None:
         """The user's request that the current plan answers; carried into the Do run."""

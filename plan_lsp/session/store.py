@@ -186,6 +186,20 @@ class StateStore:
             )
         return None
 
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        """The saved state of session `session_id` (None: no such row, or a damaged one)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT state FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return _json_object(row[0]) if row is not None else None
+
+    def session_ids(self) -> list[str]:
+        """Every saved session's id, the most recently changed first."""
+        with self._lock:
+            rows = self._conn.execute("SELECT id FROM sessions ORDER BY updated DESC").fetchall()
+        return [str(r[0]) for r in rows]
+
     def save(
         self,
         session_id: str,

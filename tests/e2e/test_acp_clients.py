@@ -5,11 +5,14 @@ into the test cache) runs plan-lsp with the scripted provider at a model's speed
 terminal of its own (a pty: acpx asks its permission questions only on a terminal). Its
 screen must show the whole plan before it asks to approve it; the answers are typed.
 Then: the Do run's edit asked with the client's own prompt, the file changed, and the write
-refused in plan mode shown with its reason in words.
+refused in plan mode shown with its reason in words. And an MCP server acpx passes
+(`--mcp-config`) gated as configured ones are, and a slash command.
+CodeCompanion.nvim: tests/e2e/test_acp_codecompanion.py.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -20,8 +23,10 @@ import time
 from pathlib import Path
 
 from tests.e2e.model_speed import LONG_PLAN, write_paced_script
-from tests.e2e.scripts import plan_then_do_turns, sample_project
+from tests.e2e.scripts import plan_then_do_turns, sample_project, write_script
+from tests.mcp_servers import fake_command, tool
 from tests.needs import need, need_program
+from tests.turns import call, calls
 
 ACPX_VERSION = "0.19.1"
 ACPX = (
@@ -127,3 +132,38 @@ def test_acpx_shows_the_plan_before_asking_then_the_edit_and_a_refusal(tmp_path:
     assert (ws / "hello.py").read_text() == "print('hello, world')\n"
     assert '{"error"' not in text and "tool_not_allowed" not in text
     assert "Done: the greeting is updated." in text[edit:]
+
+
+def test_acpx_passes_an_mcp_server_whose_read_tool_runs_in_plan_mode_and_a_command(
+    tmp_path: Path,
+) -> None:
+    """acpx's `--mcp-config` server: its read tool (listed read-only in the user config) runs
+    in plan mode, its write tool is refused with the reason; then `/usage`, a slash command
+    the core answers, not the model."""
+    acpx = _acpx()
+    ws = sample_project(tmp_path / "ws")
+    spec = {"tools": [tool("read_note", "echo"), tool("write_note", "write")]}
+    servers = [{"name": "notes", "command": sys.executable, "args": fake_command(spec)[1:]}]
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    config = tmp_path / "config.toml"
+    config.write_text('[mcp.client_read_only_tools]\nnotes = ["read_note"]\n')
+    reads = [call("mcp__notes__read_note", topic="cache"), call("mcp__notes__write_note", path="n")]
+    script = write_script(tmp_path / "script.json", [calls(*reads), {"text": "Read the note."}])
+    agent = f"{sys.executable} -m plan_lsp acp --provider scripted --script {script}"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "PLAN_LSP_CONFIG": str(config)}
+    argv = [acpx, "--cwd", str(ws), "--mcp-config", str(tmp_path / "mcp.json"), "--agent", agent]
+
+    def run(prompt: str) -> str:
+        done = subprocess.run([*argv, "exec", prompt], cwd=ws, env=env, capture_output=True,
+                              text=True, timeout=WAIT_S)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return ANSI.sub("", done.stdout)
+
+    shown = run("Look at the notes")
+    assert "notes: read_note (completed)" in shown and '{"topic": "cache"}' in shown, shown
+    assert "notes: write_note n (failed)" in shown
+    assert "Refused: mcp__notes__write_note: plan mode only allows read-only tools" in shown
+    assert not (ws / "n").exists()
+    assert "Context: " in run("/usage")

@@ -1,11 +1,8 @@
 """MCP server settings: `[[mcp.servers]]` in the user config, or `mcp.servers` in
 `initializationOptions` (camelCase keys accepted there).
 
-A workspace's own config file can never add a server: starting one runs a program. The
-config loader drops the `mcp` key from that source; nothing here trusts a repository.
-
-One bad server entry does not cost the others: it is kept as a problem (shown as a failed
-server with the reason) and the valid entries are used.
+A workspace's own config can never add a server (starting one runs a program). A bad entry
+is kept as a problem (a failed server with the reason); the others are used.
 """
 
 from __future__ import annotations
@@ -98,6 +95,9 @@ class McpSettings(BaseModel):
     servers: list[McpServerConfig] = Field(default_factory=list)
     # Entries that were rejected; filled by validation, not by users.
     invalid: list[McpConfigProblem] = Field(default_factory=list)
+    # MCP servers an ACP client passes (`session/new`), by name: the tools that may run in
+    # plan mode (the servers' own hints are never believed).
+    client_read_only_tools: dict[str, list[str]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

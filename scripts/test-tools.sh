@@ -11,7 +11,7 @@
 #     that builds the wheel and installs it as a tool from them with no package index;
 #   - the real editors: VS Code (code-server + Chromium), both Neovims, Emacs, Vim + coc.nvim;
 #   - acpx, a command-line ACP client (npm), for tests/e2e/test_acp_clients.py;
-#   - llama.cpp's llama-server built from source, and a small model.
+#   - llama.cpp's llama-server built from source, and two small models (SmolLM2, Gemma 3).
 # Builds and downloads are cached outside the checkout (PLAN_LSP_TEST_CACHE, default
 # ~/.cache/plan-lsp-tests) or in the clients' git-ignored .e2e folders. Every build uses at
 # most `nproc` jobs.
@@ -100,7 +100,7 @@ fi
 step "Emacs with eglot and lsp-mode" "1 min" bash tests/e2e/emacs/install.sh
 step "Vim and coc.nvim" "30 s" bash tests/e2e/vim/install.sh
 step "acpx, a command-line ACP client" "30 s" acpx_client
-step "llama.cpp's llama-server (built from source) and a model" "15 min" \
+step "llama.cpp's llama-server (built from source) and two models" "15 min" \
   bash tests/e2e/llama/install.sh
 # CI: the VS Code extension's server folder as its vsix carries it (the wheel and the
 # dependency wheels install-e2e.sh fetched): its tests install from it with no package index.

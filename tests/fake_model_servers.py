@@ -484,8 +484,9 @@ class FakeModelServer:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    def start(self) -> FakeModelServer:
-        server = _Server(("127.0.0.1", 0), _Handler)
+    def start(self, port: int = 0) -> FakeModelServer:
+        """Serve on `port` (0: any free one); a stopped server starts again on its port."""
+        server = _Server(("127.0.0.1", port), _Handler)
         server.owner = self
         self._server = server
         self._thread = threading.Thread(

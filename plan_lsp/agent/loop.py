@@ -65,6 +65,19 @@ class RunResult:
     answered: bool = False
 
 
+@dataclass(frozen=True)
+class FailedRun:
+    """A run the model server failed (refused, 5xx, a broken stream), as `planLsp/retry`
+    starts it again: `opening` is the prompt when the model never saw it (it was taken out
+    of the conversation, so it is sent once); None when the run goes on from its last
+    complete step (the conversation holds no half turn)."""
+
+    run_id: str
+    conversation: str
+    opening: ChatMessage | None
+    do_run: bool
+
+
 T = TypeVar("T")
 # How much of a tool's observation a `toolResult` update carries (the model reads it all).
 RESULT_SHOWN_CHARS = 4000
@@ -134,6 +147,10 @@ class Agent:
         self.budget = ContextBudget(session, provider, config)
         self.registry.register(recall_tool(session))
         self.requests = RequestFrames(session, config, self.registry, plan_shell)
+        # Asked after each batch of tool calls of a top-level run: stop it there (step mode).
+        self.stop_after_step: Callable[[str], bool] = lambda run_id: False
+        # The last run, when the model server failed it: what a retry starts again.
+        self.failed: FailedRun | None = None
 
     # -- compaction on demand -----------------------------------------------------------------
 
@@ -215,6 +232,9 @@ class Agent:
         self.budget.begin_run(run_id)
         # Subagents run under their parent's run id: what they change is the run's too.
         self._depth[run_id] = self._depth.get(run_id, 0) + 1
+        top = self._depth[run_id] == 1
+        if top:
+            self.failed = None
 
         def emit(kind: str, payload: dict[str, Any]) -> None:
             self.ports.notify({"runId": run_id, "kind": kind, **payload})
@@ -229,11 +249,13 @@ class Agent:
         except ProviderError as exc:
             result.stop_reason = "error"
             code, fix = error_help(exc)
-            failed_prompt = False
-            if not result.answered and opening is not None:
+            failed_prompt = top and not result.answered and opening is not None
+            if failed_prompt:
                 # The model never saw this prompt: it is not sent again with the next one.
                 self.session.store.drop_run_messages(self.session.id, conv, run_id)
-                failed_prompt = True
+            if top:
+                kept = opening if failed_prompt else None
+                self.failed = FailedRun(run_id, conv, kept, do_run)
             emit(
                 "error",
                 {
@@ -241,6 +263,7 @@ class Agent:
                     "code": code,
                     "fix": fix,
                     "failedPrompt": failed_prompt,
+                    "retry": top or None,
                 },
             )
         except Exception as exc:  # the server never dies from a run
@@ -348,6 +371,8 @@ class Agent:
                 ended = ended or observation.ends_turn
             if ended:
                 return "plan_submitted"
+            if self._depth.get(run_id) == 1 and self.stop_after_step(run_id):
+                return "step_done"
             if cancel.is_set():
                 return "cancelled"
             if over_limit is not None:

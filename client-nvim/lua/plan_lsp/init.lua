@@ -265,6 +265,12 @@ local function on_update(err, update, ctx)
   if root and update.kind == "state" then
     set_state(root, update.state)
   end
+  if update.kind == "error" and update.retry then
+    -- The model server failed the run: one command starts it again (the prompt kept).
+    vim.schedule(function()
+      notify(tostring(update.message) .. " (:PlanRetry to try again)", vim.log.levels.WARN)
+    end)
+  end
   if M.config.log then
     local ok, e = pcall(log.render, update)
     if not ok then
@@ -350,6 +356,10 @@ local function client_config(root)
     commands = {
       ["planLsp.rejectPlan"] = function(command, ctx)
         M.reject_from_lens(command, ctx)
+      end,
+      -- The step lens's revert: its answer is shown and the buffers follow the disk.
+      ["planLsp.revert"] = function(command)
+        require("plan_lsp.steps").from_lens(M, command)
       end,
     },
     init_options = init_options(),
@@ -766,6 +776,21 @@ local function create_commands()
       notify("cancelled")
     end)
   end, { desc = "plan-lsp: cancel the current run" })
+  cmd("PlanRetry", function()
+    M.request("planLsp/retry", {}, function(result)
+      notify(string.format("run %s finished: %s", tostring(result.runId), tostring(result.stopReason)))
+    end)
+  end, { desc = "plan-lsp: start again the run the model server failed" })
+  local steps = require("plan_lsp.steps")
+  cmd("PlanSteps", function()
+    steps.show(M)
+  end, { desc = "plan-lsp: the approved plan's steps: done or why open, the files each changed" })
+  cmd("PlanRevert", function(opts)
+    steps.revert(M, tonumber(opts.args))
+  end, { nargs = "?", desc = "plan-lsp: revert the workspace to before step N (asks without N)" })
+  cmd("PlanRedo", function()
+    steps.redo(M)
+  end, { desc = "plan-lsp: undo the last revert" })
   cmd("PlanCompact", function()
     M.compact()
   end, { desc = "plan-lsp: compact the conversation (summary, old tool outputs pruned)" })

@@ -1,11 +1,11 @@
 // The end-to-end step on plans as history: after a plan was approved and carried out, the
 // next planning round drafts into its own file (PLAN-2.md), brought to the front without
-// taking the focus from the chat; PLAN.md keeps the approved plan, its lens says so, and
+// taking the focus from the chat, and the chat's plan card says it is drafted there; PLAN.md keeps the approved plan, its lens says so, and
 // "Plan LSP: Show Plans" lists both.
 import { readFileSync } from 'node:fs';
 import { STEP_MS, activeTabTitle, check, ensure, quickOpen, sendPrompt, shot, waitFor } from './workbench.mjs';
 
-export const SECOND_ROUND_STEP = 'after an approved plan a new draft streams into PLAN-2.md, brought to the front without taking the focus from the chat; PLAN.md keeps the approved plan, its lens says approved, and Show Plans lists both';
+export const SECOND_ROUND_STEP = 'after an approved plan a new draft streams into PLAN-2.md, brought to the front without taking the focus from the chat, whose plan card says "PLAN-2.md: drafting" with no todos; PLAN.md keeps the approved plan, its lens says approved, and Show Plans lists both';
 
 /** The file the second round writes. */
 export const SECOND_PLAN_FILE = 'PLAN-2.md';
@@ -43,6 +43,11 @@ export async function secondRoundDraft(page, chat, { documentLog, secondPlan, ap
     await waitFor(`the second plan streaming into ${SECOND_PLAN_FILE}`, async () =>
       planEvents(documentLog, SECOND_PLAN_FILE).some((e) => e.t >= since && partOf(e.text)));
     ensure(await chatHasFocus(chat), 'the chat input lost the focus');
+    // While it streams, the chat's panels follow the new round: its file drafting, no todos of
+    // the last Do run.
+    const drafting = await chat.locator('[data-testid=plan-status]').innerText();
+    ensure(drafting.includes(`${SECOND_PLAN_FILE}: drafting`), `the plan card while the second plan streams: ${drafting}`);
+    ensure(await chat.locator('[data-testid=todos]').isHidden(), `the last run's todos show during the next draft: ${await chat.locator('[data-testid=todos]').innerText()}`);
     await waitFor('plan status "submitted"', async () => /submitted/.test(await chat.locator('[data-testid=plan-status]').innerText()));
     const status = await chat.locator('[data-testid=plan-status]').innerText();
     ensure(status.includes(SECOND_PLAN_FILE), `the chat's plan card does not name ${SECOND_PLAN_FILE}: ${status}`);

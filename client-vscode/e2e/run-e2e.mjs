@@ -24,6 +24,7 @@ import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, TODO, hostileProject, modelSpeed, revisedAfterFeedback, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
+import { keyboardWalk, nothingPendingInPalette } from './keyboard-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
 import {
@@ -245,7 +246,7 @@ async function main() {
       await shot(page, '02-hostile-settings-ignored');
     });
 
-    await check(page, 'setup card: no model is configured, presets offered', async () => {
+    await check(page, 'setup card: no model is configured, presets offered; with nothing pending the palette offers no Approve Plan', async () => {
       await waitFor('the setup card', async () => (await cardKind(chat)) === 'unconfigured');
       const text = await chat.locator('[data-testid=setup-card]').innerText();
       for (const label of ['OpenAI', 'Anthropic', 'Ollama', 'vLLM', 'LM Studio', 'Set API Key', 'Test Connection']) {
@@ -263,13 +264,24 @@ async function main() {
       const chosen = await chat.locator('[data-testid=permission-mode]').evaluate((el) => el.selectedOptions[0]?.textContent);
       ensure(chosen === 'Ask before edits', `the chat shows the permission mode as ${chosen}`);
       await shot(page, '03-setup-card');
+      await nothingPendingInPalette(page);
     });
 
     await walkthroughOverWelcome(page, chat);
 
-    await check(page, 'configured through the UI: the vLLM preset writes user settings; the test names the key', async () => {
+    await check(page, 'configured through the UI: the vLLM preset asks for the key its model list wants (HTTP 401), saying why; Escape types the model; user settings written; the test names the key', async () => {
       await chat.locator('[data-testid=card-action][data-preset=vllm]').click();
       await answerInputBox(page, 'vLLM: base URL', baseUrl);
+      // The server's model list wants a key (401): the key is asked first, saying why.
+      const box = page.locator('.quick-input-widget');
+      await waitFor('the API key box', async () => (await box.isVisible()) && (await box.locator('.quick-input-title').innerText()).includes('API key'));
+      const why = await box.innerText();
+      ensure(/answered HTTP 401 when asked for its models: it needs an API key/.test(why), `the key box does not say why: ${why}`);
+      await shot(page, '04-key-asked-after-401');
+      // Escape: no key yet; the model is typed, and its box says why there is no list.
+      await page.keyboard.press('Escape');
+      await waitFor('the model box', async () => (await box.isVisible()) && (await box.locator('.quick-input-title').innerText()).includes('vLLM: model'));
+      ensure(/wants an API key \(HTTP 401\) and none was given/.test(await box.innerText()), `the model box does not say why it is typed: ${await box.innerText()}`);
       await answerInputBox(page, 'vLLM: model', MODEL);
       await waitFor('the user settings to hold provider, base URL and model', async () => {
         const written = JSON.parse(readFileSync(userSettings, 'utf8'));
@@ -299,7 +311,7 @@ async function main() {
       await shot(page, '05-failed-prompt-with-fix');
     });
 
-    await check(page, "Set API Key from the error: a wrong key is refused, the right one connects; Set Up Model then offers the server's models", async () => {
+    await check(page, "Set API Key from the error: a wrong key is refused, the right one connects (the card offers Change Model, Change Key, Test Again); Set Up Model then offers the server's models", async () => {
       await chat.locator('[data-testid=notice][data-code=provider_auth] [data-testid=card-action]').click();
       await answerInputBox(page, 'API key', WRONG_KEY);
       // The server restarts and tests the connection with the wrong key: refused, not missing.
@@ -318,6 +330,8 @@ async function main() {
       await card.locator('[data-testid=card-action]', { hasText: 'Set API Key' }).click();
       await answerInputBox(page, 'API key', API_KEY);
       await waitFor('the connected card', async () => (await cardKind(chat)) === 'connected', 90000);
+      const offered = await card.locator('[data-testid=card-action]').allInnerTexts();
+      ensure(JSON.stringify(offered) === JSON.stringify(['Change Model', 'Change Key', 'Test Again']), `the Connected card offers ${JSON.stringify(offered)}`);
       await shot(page, '06-connected');
 
       // With the key stored, the preset's model comes from the server's list (GET /models).
@@ -576,6 +590,8 @@ async function main() {
       await page.locator('.statusbar-item').filter({ has: page.locator('.codicon-tools') }).first().click();
       await waitFor('status bar back to "Plan"', async () => (await statusText(page)).startsWith('Plan'));
     });
+
+    await keyboardWalk(page, chat, SECOND_PLAN_FILE);
 
     await usageAndCompaction(page, chat, { model, ws });
 

@@ -65,6 +65,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.view?.show(true);
   }
 
+  /** The prompt takes the focus once the view has loaded (Open Chat before it resolved). */
+  private focusWhenReady = false;
+
+  /** *Open Chat*: shows the view and puts the focus in the prompt. */
+  async open(): Promise<void> {
+    this.focusWhenReady = this.view === undefined;
+    await vscode.commands.executeCommand('workbench.view.extension.planLsp');
+    await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    this.focusInput();
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     const webview = view.webview;
@@ -78,6 +89,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       view.onDidDispose(() => {
         if (this.view === view) this.view = undefined;
       }),
+      // Shown again (its icon, a keybinding, a command): typing goes to the prompt. The
+      // webview moves its focus there only when the workbench gives the view the focus.
+      view.onDidChangeVisibility(() => {
+        if (view.visible) this.focusInput();
+      }),
     );
   }
 
@@ -86,6 +102,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'ready':
         // A (re)created webview starts from the host's copy of the state.
         void this.post({ type: 'event', event: { type: 'snapshot', state: this.state } });
+        if (this.focusWhenReady) this.focusInput();
+        this.focusWhenReady = false;
         this.onReady();
         return;
       case 'permissionAnswer':
@@ -180,9 +198,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 </head>
 <body>
 <div id="header">
-  <div class="mode-switch" role="group" aria-label="Work mode">
-    <button id="mode-plan" data-testid="mode-plan" title="Plan: read-only research, then a plan to approve">Plan</button>
-    <button id="mode-build" data-testid="mode-build" title="Build: edits and commands, subject to permissions">Build</button>
+  <div class="mode-switch" role="group" aria-label="Work mode (Alt+M toggles)">
+    <button id="mode-plan" data-testid="mode-plan" aria-keyshortcuts="Alt+M" title="Plan: read-only research, then a plan to approve (Alt+M toggles)">Plan</button>
+    <button id="mode-build" data-testid="mode-build" aria-keyshortcuts="Alt+M" title="Build: edits and commands, subject to permissions (Alt+M toggles)">Build</button>
   </div>
   <select id="permission-mode" data-testid="permission-mode" title="Permission mode"></select>
   <span class="spacer"></span>
@@ -201,7 +219,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 <div id="composer">
   <div id="mentions" data-testid="mentions" role="listbox" hidden></div>
   <div id="context-bar" data-testid="context-bar" hidden></div>
-  <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line, @ to mention a file, Shift+Tab toggles Plan/Build)"></textarea>
+  <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask the agent… (@ names a file)" title="Enter sends, Shift+Enter starts a new line, @ names a file, Alt+M toggles Plan/Build" aria-label="Prompt"></textarea>
   <div class="buttons">
     <button id="send" data-testid="send">Send</button>
     <button id="stop" data-testid="stop" class="secondary">Stop</button>

@@ -25,6 +25,7 @@ import {
 } from './protocol';
 import { ServerProcess, describeExit } from './serverProcess';
 import { asksForFeedback } from './rejectFeedback';
+import { awaitsDecision, planName } from './plansList';
 import { SessionActions } from './sessionActions';
 import {
   describeModelSettings,
@@ -159,6 +160,9 @@ export class Controller implements vscode.Disposable {
     this.setContext('planLsp.modelReady', provider ? provider.configured && !provider.problem : false);
     this.setContext('planLsp.planSubmitted', ['submitted', 'approved'].includes(state.planStatus));
     this.setContext('planLsp.planApproved', state.planStatus === 'approved');
+    // The palette offers Approve / Reject only when a plan waits for them, Stop only in a run.
+    this.setContext('planLsp.planAwaitsDecision', awaitsDecision(state.planStatus, state.running));
+    this.setContext('planLsp.running', state.running);
     if (previous && (previous.planStatus !== state.planStatus || previous.mode !== state.mode || previous.approvedPlan?.sha256 !== state.approvedPlan?.sha256)) {
       this.refreshCodeLenses(state.planUri);
     }
@@ -398,21 +402,46 @@ export class Controller implements vscode.Disposable {
   /** The submitted plan as the editor holds it: its document and the hash of its text, so
    * the server approves exactly what the user can see there (and refuses anything else). */
   private async planAsShown(): Promise<{ planUri?: string; sha256?: string }> {
+    const { planUri, sha256 } = await this.planText();
+    return planUri ? { planUri, ...(sha256 ? { sha256 } : {}) } : {};
+  }
+
+  private async planText(): Promise<{ planUri?: string; sha256?: string; text: string }> {
     const planUri = this.lastState?.planUri;
-    if (!planUri) return {};
+    if (!planUri) return { text: '' };
     try {
-      const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(planUri));
-      const sha256 = crypto.createHash('sha256').update(document.getText(), 'utf8').digest('hex');
-      return { planUri, sha256 };
+      const text = (await vscode.workspace.openTextDocument(vscode.Uri.parse(planUri))).getText();
+      return { planUri, sha256: crypto.createHash('sha256').update(text, 'utf8').digest('hex'), text };
     } catch {
-      return { planUri };
+      return { planUri, text: '' };
     }
+  }
+
+  /** *Approve Plan* from the palette: names the plan (its file and heading) and asks once;
+   * approves exactly the text the editor holds. Nothing to approve: says so. */
+  async approveFromPalette(): Promise<void> {
+    const session = this.requireSession();
+    const state = this.lastState;
+    if (!state?.planUri || !awaitsDecision(state.planStatus, state.running)) {
+      void vscode.window.showInformationMessage('Plan LSP: no plan waits for approval.');
+      return;
+    }
+    const { planUri, sha256, text } = await this.planText();
+    const choice = await vscode.window.showWarningMessage(
+      `Approve ${planName(state.planUri, text)}?`,
+      { modal: true, detail: 'The agent switches to Build and carries out this plan, as the editor shows it now.' },
+      'Approve',
+    );
+    if (choice !== 'Approve') return;
+    await session.approvePlan({ planUri, ...(sha256 ? { sha256 } : {}) });
   }
 
   private async onChatMessage(message: WebviewToHost): Promise<void> {
     switch (message.type) {
       case 'prompt':
         return this.actions.sendPrompt(message.text);
+      case 'retryRun':
+        return this.actions.retryRun();
       case 'cancel':
         return this.actions.cancel();
       case 'setMode':
@@ -431,7 +460,7 @@ export class Controller implements vscode.Disposable {
       case 'openPlan':
         return this.actions.openPlan();
       case 'inputFocus':
-        await vscode.commands.executeCommand('setContext', 'planLsp.chatInputFocused', message.focused);
+        await vscode.commands.executeCommand('setContext', 'planLsp.chatFocused', message.focused);
         return;
       case 'newSession':
         return this.actions.newSession();

@@ -9,13 +9,14 @@ import { prepareForMarkdown } from './markdownWarmup';
 import { errorMessage } from './protocol';
 import { showPlans, type PlansUi } from './plansList';
 import { launchSettingsChanged } from './settings';
-import { API_KEY_SECRET, applyPreset, askApiKey, openSetting, pickPreset, presetById } from './setup';
+import { API_KEY_SECRET, applyPreset, askApiKey, changeModel, openSetting, pickPreset, presetById } from './setup';
 import { TEXT_SCHEME } from './virtualTexts';
 import { welcomeTabs } from './walkthrough';
 import { CARD_COMMANDS, WALKTHROUGH_ID } from './webview/setupCard';
 import type { WebviewToHost } from './webview/messages';
 
-const FIRST_RUN_KEY = 'planLsp.firstRunShown';
+/** The chat opens by itself once in each workspace (workspace state): a second folder too. */
+const FIRST_RUN_KEY = 'planLsp.chatShownHere';
 
 let controller: Controller | undefined;
 
@@ -66,11 +67,13 @@ class Setup {
     return this.thenRestart(async () => {
       const preset = id ? presetById(id) : await pickPreset();
       if (!preset) return false;
-      const { settings } = currentSettings();
-      // The key first: the model is picked from the list the server gives with it.
-      if (preset.needsKey && !(await this.context.secrets.get(API_KEY_SECRET))) await askApiKey(this.context.secrets);
-      return applyPreset(preset, settings, await this.context.secrets.get(API_KEY_SECRET));
+      // The key first when the server wants one, then the model from its list (modelChoice.ts).
+      return applyPreset(preset, currentSettings().settings, this.context.secrets);
     });
+  }
+
+  model(): Promise<void> {
+    return this.thenRestart(() => changeModel(currentSettings().settings, this.context.secrets));
   }
 
   apiKey(): Promise<void> {
@@ -142,7 +145,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.toggleMode', guarded(() => c.requireSession().toggleMode())),
     vscode.commands.registerCommand('planLsp.client.setPermissionMode', guarded(() => c.actions.pickPermissionMode())),
     vscode.commands.registerCommand('planLsp.client.approve', guarded((args?: unknown) =>
-      c.requireSession().approvePlan(args && typeof args === 'object' ? (args as object) : {}))),
+      args && typeof args === 'object' ? c.requireSession().approvePlan(args as object) : c.approveFromPalette())),
     vscode.commands.registerCommand('planLsp.client.reject', guarded(() => c.actions.rejectWithFeedback())),
     vscode.commands.registerCommand('planLsp.client.rejectWithFeedback', guarded(() => c.actions.rejectWithFeedback())),
     vscode.commands.registerCommand('planLsp.client.cancel', guarded(() => c.actions.cancel())),
@@ -151,12 +154,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('planLsp.client.setApiKey', guarded(() => setup.apiKey())),
     vscode.commands.registerCommand('planLsp.client.clearApiKey', guarded(() => setup.clearApiKey())),
     vscode.commands.registerCommand('planLsp.client.setupModel', guarded(() => setup.preset())),
+    vscode.commands.registerCommand('planLsp.client.changeModel', guarded(() => setup.model())),
     vscode.commands.registerCommand('planLsp.client.testConnection', guarded(() => c.actions.testConnection())),
     vscode.commands.registerCommand('planLsp.client.newSession', guarded(() => c.actions.newSession())),
     vscode.commands.registerCommand('planLsp.client.compact', guarded(() => c.compact())),
     vscode.commands.registerCommand('planLsp.client.allowProposal', guarded(() => c.requests.answerProposal(true))),
     vscode.commands.registerCommand('planLsp.client.denyProposal', guarded(() => c.requests.answerProposal(false))),
-    vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => vscode.commands.executeCommand('workbench.view.extension.planLsp'))),
+    vscode.commands.registerCommand('planLsp.client.openChat', guarded(() => c.chat.open())),
     vscode.commands.registerCommand('planLsp.client.openWalkthrough', guarded(openWalkthrough)),
     vscode.commands.registerCommand('planLsp.client.showLog', () => c.output.show(true)),
     vscode.commands.registerCommand('planLsp.restartServer', guarded(() => c.restart())),
@@ -165,8 +169,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   // A new user sees the sidebar (start-up progress, then the setup card) without looking for it.
-  if (!context.globalState.get<boolean>(FIRST_RUN_KEY)) {
-    void context.globalState.update(FIRST_RUN_KEY, true);
+  if (!context.workspaceState.get<boolean>(FIRST_RUN_KEY)) {
+    void context.workspaceState.update(FIRST_RUN_KEY, true);
     void vscode.commands.executeCommand('workbench.view.extension.planLsp');
   }
   // Not awaited: the workbench resolves the chat view only once activate() returns, and the

@@ -38,17 +38,32 @@ export function modelIds(body: unknown): string[] | null {
   return [...new Set(ids)].sort().slice(0, MAX_MODELS);
 }
 
-/** Asks the server for its models; null on any failure (down, refused, not a list, slow). */
-export async function listModels(req: ModelListRequest, timeoutMs = LIST_TIMEOUT_MS): Promise<string[] | null> {
+/** The server's answer to the list request: the models (null: no list), and the HTTP status
+ * when it answered (null: it did not: down, slow, refused the connection). */
+export interface ModelListAnswer {
+  models: string[] | null;
+  status: number | null;
+}
+
+/** Whether the answer says the server wants a key (or another one): 401 or 403. */
+export function wantsKey(answer: ModelListAnswer): boolean {
+  return answer.status === 401 || answer.status === 403;
+}
+
+/** Asks the server for its models; `models` is null on any failure (down, refused, not a
+ * list, slow), `status` says how it answered. */
+export async function fetchModelList(req: ModelListRequest, timeoutMs = LIST_TIMEOUT_MS): Promise<ModelListAnswer> {
   const { url, headers } = modelListRequest(req);
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
+  let status: number | null = null;
   try {
     const response = await fetch(url, { headers, signal: abort.signal, redirect: 'error' });
-    if (!response.ok) return null;
-    return modelIds(await response.json());
+    status = response.status;
+    if (!response.ok) return { models: null, status };
+    return { models: modelIds(await response.json()), status };
   } catch {
-    return null;
+    return { models: null, status };
   } finally {
     clearTimeout(timer);
   }

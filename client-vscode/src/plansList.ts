@@ -33,6 +33,20 @@ export function statusInWords(status: PlanInfo['status']): string {
   return WORDS[status] ?? status;
 }
 
+/** Whether a plan waits for the user's decision (the palette's Approve and Reject are
+ * offered only then; the same rule as the chat's plan panel). `running`: a run is going. */
+export function awaitsDecision(status: string, running: boolean): boolean {
+  return status === 'submitted' || (!running && (status === 'drafting' || status === 'rejected'));
+}
+
+/** How the palette's Approve names the plan: its file and its first heading
+ * (`PLAN-2.md, "Plan: say goodbye"`). */
+export function planName(uri: string, text: string): string {
+  const heading = /^#{1,6}[ \t]+(.+?)[ \t#]*$/m.exec(text)?.[1]?.trim();
+  const title = heading && heading.length > 80 ? `${heading.slice(0, 79)}…` : heading;
+  return title ? `${planFileName(uri)}, "${title}"` : planFileName(uri);
+}
+
 /** The file name of a `file:` URI (`PLAN-2.md`), or the URI itself. */
 export function planFileName(uri: string): string {
   const last = uri.split('/').pop() ?? uri;
@@ -61,7 +75,7 @@ export function planPicks(plans: PlanInfo[]): PlanPick[] {
     const revisions = plan.revisions === 1 ? '1 revision' : `${plan.revisions} revisions`;
     return {
       label: `${plan.current ? '$(arrow-right) ' : ''}${withoutIcons(planFileName(plan.uri))}`,
-      description: `${statusInWords(plan.status)} · ${shortDate(when)}`,
+      description: `${plan.carriedOut ?? statusInWords(plan.status)} · ${shortDate(when)}`,
       detail: `${withoutIcons(plan.title)} — ${revisions}${plan.current ? ' · the current plan' : ''}`,
       uri: plan.uri,
     };

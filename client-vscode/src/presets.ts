@@ -72,3 +72,15 @@ export function presetSettings(preset: Preset, baseUrl: string, model: string): 
     model: model.trim(),
   };
 }
+
+/** The preset the settings in use came from (same provider and base URL), else one for "the
+ * server at <base URL>" of that provider: for *Change Model*. */
+export function presetForSettings(current: { provider: string; baseUrl: string }): Preset {
+  const provider = current.provider === 'anthropic' ? 'anthropic' : 'openai';
+  const same = PRESETS.find((p) => p.provider === provider && p.baseUrl === current.baseUrl);
+  if (same) return same;
+  const base = PRESETS.find((p) => p.provider === provider) as Preset;
+  return current.baseUrl
+    ? { ...base, label: 'The model server', askBaseUrl: true, baseUrl: current.baseUrl, model: '', modelRequired: true }
+    : base;
+}

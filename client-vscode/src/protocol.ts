@@ -42,6 +42,8 @@ export const Methods = {
     'planLsp/setPermissionMode',
   ),
   prompt: new RequestType<WorkspaceParam & { text: string }, PromptResult, void>('planLsp/prompt'),
+  /** Runs again the last run the model server failed (its prompt is not typed again). */
+  retry: new RequestType<WorkspaceParam, PromptResult, void>('planLsp/retry'),
   cancel: new RequestType<WorkspaceParam & { runId?: string }, Record<string, never>, void>('planLsp/cancel'),
   approvePlan: new RequestType<ApprovePlanArgs, SessionState, void>('planLsp/approvePlan'),
   rejectPlan: new RequestType<RejectPlanArgs, SessionState, void>('planLsp/rejectPlan'),
@@ -260,6 +262,11 @@ export class PlanLspSession {
   /** Sends a prompt; resolves when the run ends (the request stays open for the run). */
   prompt(text: string, token?: CancellationToken): Promise<PromptResult> {
     return this.endpoint.sendRequest(Methods.prompt, { ...this.where(), text }, token);
+  }
+
+  /** Runs again the run the model server failed; resolves when it ends. */
+  retry(token?: CancellationToken): Promise<PromptResult> {
+    return this.endpoint.sendRequest(Methods.retry, this.where(), token);
   }
 
   async cancel(runId?: string): Promise<void> {

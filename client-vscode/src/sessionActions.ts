@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { ChatViewProvider } from './chatView';
-import { PERMISSION_MODES, PlanLspSession, SessionState, errorMessage } from './protocol';
+import { PERMISSION_MODES, PlanLspSession, PromptResult, SessionState, errorMessage } from './protocol';
 import { permissionModeDetail, permissionModeLabel } from './permissionText';
 import { feedbackBox, rejectArgs } from './rejectFeedback';
 
@@ -37,11 +37,21 @@ export class SessionActions {
    * it) is marked failed in the chat, which puts its text back and offers Retry. */
   async sendPrompt(text: string): Promise<void> {
     this.chat.dispatch({ type: 'userPrompt', text });
+    await this.awaitRun((session, token) => session.prompt(text, token));
+  }
+
+  /** Runs again the run the model server failed after it had gone some steps (the error's
+   * Retry): the server goes on from its last complete step; a refusal shows as an error. */
+  async retryRun(): Promise<void> {
+    await this.awaitRun((session, token) => session.retry(token));
+  }
+
+  private async awaitRun(start: (session: PlanLspSession, token: vscode.CancellationToken) => Promise<PromptResult>): Promise<void> {
     const run = new vscode.CancellationTokenSource();
     this.promptRun = run;
     try {
       const session = this.host.requireSession();
-      const result = await session.prompt(text, run.token);
+      const result = await start(session, run.token);
       this.chat.dispatch({ type: 'promptEnded', stopReason: result?.stopReason });
     } catch (err) {
       const cancelled = run.token.isCancellationRequested;

@@ -4,8 +4,9 @@
  * workspace: these settings are read from user scope only (settings.ts).
  */
 import * as vscode from 'vscode';
-import { listModels } from './modelList';
-import { PRESETS, Preset, baseUrlProblem, presetById, presetSettings } from './presets';
+import { ModelChoiceUi, chooseModel } from './modelChoice';
+import { fetchModelList } from './modelList';
+import { PRESETS, Preset, baseUrlProblem, presetById, presetForSettings, presetSettings } from './presets';
 
 export const API_KEY_SECRET = 'planLsp.apiKey';
 
@@ -17,46 +18,53 @@ export async function pickPreset(): Promise<Preset | undefined> {
   return picked?.preset;
 }
 
-/** The model, picked from the server's list when it gives one, else typed. Undefined when
- * the user cancelled. */
-async function chooseModel(preset: Preset, baseUrl: string, apiKey: string | undefined, current: string): Promise<string | undefined> {
-  const models = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Window, title: `Plan LSP: asking ${preset.label} for its models` },
-    () => listModels({ provider: preset.provider, baseUrl, apiKey }),
-  );
-  if (models && models.length > 0) {
-    const typed = { label: '$(edit) Another model…', detail: 'Type a model name the server has', model: undefined as string | undefined };
-    const picked = await vscode.window.showQuickPick(
-      [
-        ...models.map((model) => ({ label: model, description: model === current ? 'current' : undefined, detail: undefined, model })),
-        typed,
-      ],
-      { title: `${preset.label}: model`, placeHolder: `The models ${preset.label} offers`, ignoreFocusOut: true },
-    );
-    if (!picked) return undefined;
-    if (picked.model !== undefined) return picked.model;
-  }
-  return vscode.window.showInputBox({
-    title: `${preset.label}: model`,
-    prompt: preset.modelRequired
-      ? 'The model name as the server knows it (required: a local server has no default)'
-      : `The model name (empty: ${preset.model})`,
-    value: current || preset.model,
-    placeHolder: preset.id === 'ollama' ? 'e.g. llama3.1:8b (see `ollama list`)' : undefined,
-    ignoreFocusOut: true,
-    validateInput: (value) => (preset.modelRequired && !value.trim() ? 'A model name is required for this server' : null),
-  });
+/** The set-up's boxes in VS Code (modelChoice.ts decides their order). */
+function choiceUi(preset: Preset, secrets: vscode.SecretStorage): ModelChoiceUi {
+  return {
+    listModels: (req) => Promise.resolve(vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Plan LSP: asking ${preset.label} for its models` },
+      () => fetchModelList(req),
+    )),
+    askKey: async (why) => {
+      if (!(await askApiKey(secrets, why))) return undefined;
+      return (await secrets.get(API_KEY_SECRET)) ?? '';
+    },
+    pickModel: async (models, current) => {
+      const typed = { label: '$(edit) Another model…', description: undefined as string | undefined, detail: 'Type a model name the server has', model: null as string | null };
+      const picked = await vscode.window.showQuickPick(
+        [...models.map((model) => ({ label: model, description: model === current ? 'current' : undefined, detail: undefined, model })), typed],
+        { title: `${preset.label}: model`, placeHolder: `The models ${preset.label} offers`, ignoreFocusOut: true },
+      );
+      return picked ? picked.model : undefined;
+    },
+    typeModel: (why, current) => Promise.resolve(vscode.window.showInputBox({
+      title: `${preset.label}: model`,
+      prompt: [why, preset.modelRequired ? 'The model name as the server knows it (required: a local server has no default).' : `The model name (empty: ${preset.model}).`]
+        .filter(Boolean).join(' '),
+      value: current || preset.model,
+      placeHolder: preset.id === 'ollama' ? 'e.g. llama3.1:8b (see `ollama list`)' : undefined,
+      ignoreFocusOut: true,
+      validateInput: (value) => (preset.modelRequired && !value.trim() ? 'A model name is required for this server' : null),
+    })),
+  };
 }
 
-/** Asks what the preset cannot know (base URL of a local server, model name: from the
- * server's list when it answers), then writes provider, base URL and model to the user's
- * settings. `apiKey`: the stored key, sent with the list request. False when the user
- * cancelled. */
+async function writeModelSettings(values: { provider: string; baseUrl: string; model: string }): Promise<void> {
+  const config = vscode.workspace.getConfiguration('planLsp');
+  await config.update('provider', values.provider, vscode.ConfigurationTarget.Global);
+  await config.update('baseUrl', values.baseUrl, vscode.ConfigurationTarget.Global);
+  await config.update('model', values.model, vscode.ConfigurationTarget.Global);
+}
+
+/** Asks what the preset cannot know (base URL of a local server; the key when the server
+ * wants one; the model, from the server's list when it gives one), then writes provider,
+ * base URL and model to the user's settings. False when the user cancelled. */
 export async function applyPreset(
   preset: Preset,
   current: { baseUrl: string; model: string; provider: string },
-  apiKey?: string,
+  secrets: vscode.SecretStorage,
 ): Promise<boolean> {
+  const apiKey = await secrets.get(API_KEY_SECRET);
   let baseUrl = preset.baseUrl;
   if (preset.askBaseUrl) {
     const answer = await vscode.window.showInputBox({
@@ -69,21 +77,32 @@ export async function applyPreset(
     if (answer === undefined) return false;
     baseUrl = answer;
   }
-  const model = await chooseModel(preset, baseUrl, apiKey, current.provider === preset.provider ? current.model : '');
-  if (model === undefined) return false;
-  const values = presetSettings(preset, baseUrl, model);
-  const config = vscode.workspace.getConfiguration('planLsp');
-  await config.update('provider', values.provider, vscode.ConfigurationTarget.Global);
-  await config.update('baseUrl', values.baseUrl, vscode.ConfigurationTarget.Global);
-  await config.update('model', values.model, vscode.ConfigurationTarget.Global);
+  const previous = current.provider === preset.provider ? current.model : '';
+  const choice = await chooseModel(choiceUi(preset, secrets), preset, baseUrl, apiKey, previous);
+  if (choice === undefined) return false;
+  await writeModelSettings(presetSettings(preset, baseUrl, choice.model));
   return true;
 }
 
-/** Stores the API key in secret storage. False when the user cancelled. */
-export async function askApiKey(secrets: vscode.SecretStorage): Promise<boolean> {
+/** *Change Model* (the Connected card): the model only, from the list of the server in use. */
+export async function changeModel(
+  current: { baseUrl: string; model: string; provider: string },
+  secrets: vscode.SecretStorage,
+): Promise<boolean> {
+  const preset = presetForSettings(current);
+  const baseUrl = current.baseUrl || preset.baseUrl;
+  const choice = await chooseModel(choiceUi(preset, secrets), preset, baseUrl, await secrets.get(API_KEY_SECRET), current.model);
+  if (choice === undefined) return false;
+  await writeModelSettings({ provider: preset.provider, baseUrl: current.baseUrl, model: choice.model.trim() });
+  return true;
+}
+
+/** Stores the API key in secret storage; `why` says why it is asked. False when the user
+ * cancelled. */
+export async function askApiKey(secrets: vscode.SecretStorage, why?: string): Promise<boolean> {
   const key = await vscode.window.showInputBox({
     title: 'Plan LSP: API key',
-    prompt: "Stored in VS Code's secret storage, never in settings; sent only to your base URL.",
+    prompt: `${why ? `${why} ` : ''}Stored in VS Code's secret storage, never in settings; sent only to your base URL.`,
     password: true,
     ignoreFocusOut: true,
   });

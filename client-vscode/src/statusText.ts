@@ -3,6 +3,9 @@ import type { SessionState } from './protocol';
 import { permissionModeDetail, permissionModeLabel } from './permissionText';
 import { isUsage, statusBarFill, usageTooltipLines } from './webview/usage';
 
+/** The key that toggles Plan/Build while the chat has the focus (package.json's keybinding). */
+export const MODE_KEY = 'Alt+M';
+
 type StatusFields = Pick<SessionState, 'mode' | 'permissionMode' | 'planShell' | 'sandbox' | 'usage'>;
 
 /** What guards plan-mode shell commands, in a word or two with an icon; empty when unknown. */
@@ -39,7 +42,8 @@ const SHELL_TOOLTIP: Record<string, string> = {
 };
 
 export function statusBarTooltip(
-  state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork' | 'usage'>,
+  state: Pick<SessionState, 'mode' | 'permissionMode' | 'planStatus' | 'running' | 'planShell' | 'sandbox' | 'shellProtection' | 'planNetwork' | 'usage'> &
+    Partial<Pick<SessionState, 'nextRequest'>>,
 ): string {
   const mode = state.mode === 'build' ? 'Build: edits and commands run, subject to permissions' : 'Plan: read-only research; only PLAN.md is written';
   const detail = permissionModeDetail(state.permissionMode);
@@ -53,6 +57,10 @@ export function statusBarTooltip(
   }
   lines.push(`Plan: ${state.planStatus}${state.running ? ' (agent running)' : ''}`);
   if (isUsage(state.usage)) lines.push(...usageTooltipLines(state.usage));
-  lines.push('Click to toggle Plan/Build');
+  const modeWord = (mode: string) => (mode === 'build' ? 'Build' : 'Plan');
+  lines.push(`${state.running ? 'This run uses' : 'The next request runs in'}: ${modeWord(state.mode)} · ${permissionModeLabel(state.permissionMode)}`);
+  const next = state.nextRequest;
+  if (next) lines.push(`After the Do run, the next request runs in: ${modeWord(next.mode)} · ${permissionModeLabel(next.permissionMode)}`);
+  lines.push(`Click, or ${MODE_KEY} in the chat, to toggle Plan/Build`);
   return lines.join('\n');
 }

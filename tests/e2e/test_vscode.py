@@ -49,13 +49,15 @@ ARTIFACTS = REPO / "test-artifacts" / "vscode"
 STEPS = [
     "first run: the sidebar opens by itself and shows the install with progress",
     "a hostile workspace neither configures the client nor runs code at start",
-    "setup card: no model is configured, presets offered",
+    "setup card: no model is configured, presets offered; with nothing pending the palette offers "
+    "no Approve Plan",
     "the walkthrough opens from the chat's link while VS Code's Welcome page is open",
-    "configured through the UI: the vLLM preset writes user settings; the test names the key",
+    "configured through the UI: the vLLM preset asks for the key its model list wants (HTTP 401), "
+    "saying why; Escape types the model; user settings written; the test names the key",
     "a prompt the model server rejects is marked failed, back in the input with Retry, the fix "
     "beside it in words",
-    "Set API Key from the error: a wrong key is refused, the right one connects; Set Up Model then "
-    "offers the server's models",
+    "Set API Key from the error: a wrong key is refused, the right one connects (the card offers "
+    "Change Model, Change Key, Test Again); Set Up Model then offers the server's models",
     "plan mode: blocked calls; the first plan streams into PLAN.md from its first line, "
     "shown while the chat keeps the focus",
     "Reject… with feedback typed on PLAN.md: the model is sent the feedback, the revised plan "
@@ -76,11 +78,14 @@ STEPS = [
     "@ offers the workspace files and inserts the chosen path; the selection chip sends the editor "
     "selection with its file and lines",
     "after an approved plan a new draft streams into PLAN-2.md, brought to the front without "
-    "taking the focus from the chat; PLAN.md keeps the approved plan, its lens says approved, "
-    "and Show Plans lists both",
+    'taking the focus from the chat, whose plan card says "PLAN-2.md: drafting" with no todos; '
+    "PLAN.md keeps the approved plan, its lens says approved, and Show Plans lists both",
     "Reject… on the lens asks for feedback: Escape keeps the plan submitted, an empty box "
     "rejects it; the lens and the chat then offer Approve and Revise…",
     "the status bar toggles Plan → Build → Plan, and the chat follows",
+    "keyboard only: Open Chat puts the focus in the prompt; Alt+M toggles Plan → Build → Plan "
+    "there and Shift+Tab moves the focus; Approve Plan from the palette names the plan and asks "
+    "once (Escape: still rejected)",
     "after a plan run the chat header and the status tooltip show the context fill and session "
     "tokens; Compact shows the compaction card and the count",
     "nothing the workspace ships ran; the API key is in no log",

@@ -6,13 +6,16 @@ import {
   ChatState,
   MAX_ITEMS,
   applyUpdate,
+  canSend,
   findTool,
   initialChatState,
   isBusy,
   parseArguments,
   pendingRequests,
+  planPanel,
   reduce,
   todoProgress,
+  visibleTodos,
 } from '../webview/chatState';
 import type { PlanLspUpdate, SessionState } from '../wireTypes';
 
@@ -370,4 +373,69 @@ test('deviation and plan_submitted notices', () => {
   assert.match(only(s, 'notice').at(-1)?.text ?? '', /Plan submitted/);
   s = applyUpdate(s, { runId: 'r', kind: 'deviation', path: 'b.py', message: 'b.py was changed but the approved plan never mentions it' });
   assert.equal(only(s, 'notice').at(-1)?.level, 'error');
+});
+
+test('the plan panel follows the session: the next round shows "drafting PLAN-2.md" at once, never the old status', () => {
+  const plan1 = 'file:///w/.plan-lsp/plans/PLAN.md';
+  const plan2 = 'file:///w/.plan-lsp/plans/PLAN-2.md';
+  const approved: SessionState = { ...session, planUri: plan1, planStatus: 'approved', todos: [{ content: 'old step', status: 'completed' }] };
+  let s = reduce(initialChatState(), { type: 'state', state: approved });
+  assert.deepEqual(planPanel(s), { uri: plan1, status: 'approved', decisions: [] });
+  assert.deepEqual(visibleTodos(s), approved.todos, "after the Do run its list shows");
+  // The next prompt: the server says a draft began in PLAN-2.md before its state does.
+  s = run([{ type: 'userPrompt', text: 'next' }, { type: 'update', update: { runId: 'r2', kind: 'planDraft', uri: plan2, chars: 0 } }], s);
+  assert.deepEqual(planPanel(s), { uri: plan2, status: 'drafting', decisions: [] });
+  assert.deepEqual(visibleTodos(s), [], 'the previous plan\'s list is gone while the next plan is written');
+  // The server's state catches up: the same panel, then the decisions once submitted.
+  s = reduce(s, { type: 'state', state: { ...approved, planUri: plan2, planStatus: 'drafting', running: true, runId: 'r2' } });
+  assert.deepEqual(planPanel(s), { uri: plan2, status: 'drafting', decisions: [] });
+  s = reduce(s, { type: 'state', state: { ...approved, planUri: plan2, planStatus: 'submitted' } });
+  s = reduce(s, { type: 'promptEnded', stopReason: 'end_turn' });
+  assert.deepEqual(planPanel(s)?.decisions.map((d) => d.label), ['Approve', 'Reject…']);
+  assert.deepEqual(visibleTodos(s), [], 'a submitted plan shows no todos of the last run');
+  // Approved: the Do run's own list shows.
+  const doing = [{ content: 'new step', status: 'in_progress' as const }];
+  s = reduce(s, { type: 'state', state: { ...approved, planUri: plan2, planStatus: 'approved', mode: 'build', todos: doing } });
+  assert.deepEqual(visibleTodos(s), doing);
+  // No plan at all: no panel.
+  assert.equal(planPanel(reduce(initialChatState(), { type: 'state', state: session })), null);
+});
+
+test('a draft of a finished run no longer counts as live', () => {
+  const plan1 = 'file:///w/PLAN.md';
+  let s = reduce(initialChatState(), { type: 'state', state: { ...session, planUri: plan1, planStatus: 'rejected' } });
+  s = applyUpdate(s, { runId: 'r1', kind: 'planDraft', uri: 'file:///w/PLAN-9.md', chars: 3 });
+  // Not busy: the server's status is what shows, with its decisions.
+  assert.deepEqual(planPanel(s)?.status, 'rejected');
+  assert.deepEqual(planPanel(s)?.decisions.map((d) => d.label), ['Approve', 'Revise…']);
+});
+
+test('Send waits for a running server, an idle session and a model that is set up', () => {
+  const provider = { configured: true, name: 'openai', model: 'm', baseUrl: '', problem: null };
+  const ready = reduce({ ...initialChatState(), serverStatus: 'running' }, { type: 'state', state: { ...session, provider } as SessionState });
+  assert.equal(canSend(ready), true);
+  assert.equal(canSend(reduce(ready, { type: 'state', state: { ...session, provider: { ...provider, configured: false } } as SessionState })), false);
+  assert.equal(canSend(reduce(ready, { type: 'userPrompt', text: 'go' })), false);
+  assert.equal(canSend({ ...ready, serverStatus: 'starting' }), false);
+  assert.equal(canSend(initialChatState()), false, 'no session yet');
+});
+
+test("a run's todo_write calls update one card in place; another run gets its own", () => {
+  const list = (a: string, b: string) => JSON.stringify({ todos: [{ content: 'one', status: a }, { content: 'two', status: b }] });
+  const s = updates([
+    ...call('r1', 'c1', 'todo_write', JSON.parse(list('in_progress', 'pending')), '[~] one\n[ ] two'),
+    ...call('r1', 'c2', 'edit_file', { path: 'a.py' }, 'ok'),
+    ...call('r1', 'c3', 'todo_write', JSON.parse(list('completed', 'in_progress')), '[x] one\n[~] two'),
+    { runId: 'r1', kind: 'toolCall', toolCallId: 'c4', tool: 'todo_write', arguments: list('completed', 'completed') },
+  ]);
+  const cards = only(s, 'tool').filter((t) => t.name === 'todo_write');
+  assert.equal(cards.length, 1);
+  assert.equal(cards[0].callId, 'c4');
+  assert.equal(cards[0].status, 'running');
+  assert.equal(cards[0].result, undefined, 'the previous result does not show on the new list');
+  assert.equal(s.items.findIndex((i) => i.type === 'tool' && i.name === 'todo_write'), 0, 'the card stays where the list began');
+  const done = applyUpdate(s, { runId: 'r1', kind: 'toolResult', toolCallId: 'c4', tool: 'todo_write', isError: false, content: '[x] one\n[x] two' });
+  assert.equal(only(done, 'tool').find((t) => t.name === 'todo_write')?.result, '[x] one\n[x] two');
+  const next = updates(call('r2', 'c1', 'todo_write', JSON.parse(list('pending', 'pending')), '[ ] one\n[ ] two'), done);
+  assert.equal(only(next, 'tool').filter((t) => t.name === 'todo_write').length, 2);
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { listModels, modelIds, modelListRequest } from '../modelList';
+import { fetchModelList, modelIds, modelListRequest, wantsKey } from '../modelList';
 
 /** A loopback server the test starts; `handle` answers each request. */
 async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ base: string; seen: IncomingMessage[]; server: Server }> {
@@ -29,10 +29,12 @@ test('an OpenAI-compatible server lists its models (GET <baseUrl>/models, the ke
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ id: 'qwen' }, { id: 'llama' }, { id: 'qwen' }, { x: 1 }] }));
   });
   try {
-    assert.deepEqual(await listModels({ provider: 'openai', baseUrl: `${base}/v1/`, apiKey: 'sk-1' }), ['llama', 'qwen']);
+    assert.deepEqual(await fetchModelList({ provider: 'openai', baseUrl: `${base}/v1/`, apiKey: 'sk-1' }), { models: ['llama', 'qwen'], status: 200 });
     assert.equal(seen[0].url, '/v1/models');
-    // Without the key the server refuses: no list, the user types the name.
-    assert.equal(await listModels({ provider: 'openai', baseUrl: `${base}/v1` }), null);
+    // Without the key the server refuses: no list, and the status says a key is wanted.
+    const refused = await fetchModelList({ provider: 'openai', baseUrl: `${base}/v1` });
+    assert.deepEqual(refused, { models: null, status: 401 });
+    assert.equal(wantsKey(refused), true);
   } finally {
     await close(server);
   }
@@ -43,7 +45,7 @@ test('Anthropic lists at /v1/models with x-api-key and a version', async () => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ id: 'claude-b' }, { id: 'claude-a' }] }));
   });
   try {
-    assert.deepEqual(await listModels({ provider: 'anthropic', baseUrl: base, apiKey: 'ak' }), ['claude-a', 'claude-b']);
+    assert.deepEqual((await fetchModelList({ provider: 'anthropic', baseUrl: base, apiKey: 'ak' })).models, ['claude-a', 'claude-b']);
     assert.equal(seen[0].url, '/v1/models?limit=1000');
     assert.equal(seen[0].headers['x-api-key'], 'ak');
     assert.ok(seen[0].headers['anthropic-version']);
@@ -61,13 +63,15 @@ test('a server that is down, answers something else or never answers gives no li
     // /hang/...: never answered
   });
   try {
-    assert.equal(await listModels({ provider: 'openai', baseUrl: `${base}/v1` }), null);
-    assert.equal(await listModels({ provider: 'openai', baseUrl: `${base}/hang` }, 200), null);
+    assert.deepEqual(await fetchModelList({ provider: 'openai', baseUrl: `${base}/v1` }), { models: null, status: 200 });
+    assert.deepEqual(await fetchModelList({ provider: 'openai', baseUrl: `${base}/hang` }, 200), { models: null, status: null });
   } finally {
     await close(server);
   }
   // Nothing listens there any more: connection refused.
-  assert.equal(await listModels({ provider: 'openai', baseUrl: `${base}/v1` }), null);
+  const down = await fetchModelList({ provider: 'openai', baseUrl: `${base}/v1` });
+  assert.deepEqual(down, { models: null, status: null });
+  assert.equal(wantsKey(down), false);
   assert.equal(modelIds({ data: 'x' }), null);
   assert.equal(modelIds(null), null);
 });

@@ -48,3 +48,23 @@ test("the proposal diff's Allow / Deny buttons are words, not bare icons", () =>
     assert.match(command.title, /^(Allow|Deny) /);
   }
 });
+
+test('palette commands that act on a pending request are offered only while one is pending', () => {
+  const palette = new Map<string, string>(pkg.contributes.menus.commandPalette.map((e: { command: string; when: string }) => [e.command, e.when]));
+  for (const id of ['planLsp.client.approve', 'planLsp.client.reject', 'planLsp.client.rejectWithFeedback']) {
+    assert.equal(palette.get(id), 'planLsp.planAwaitsDecision', id);
+  }
+  assert.equal(palette.get('planLsp.client.allowProposal'), 'planLsp.proposalPending');
+  assert.equal(palette.get('planLsp.client.cancel'), 'planLsp.running');
+  // The controller sets these context keys (a typo would hide the commands for good).
+  const controller = readFileSync(join(ROOT, 'src', 'controller.ts'), 'utf8');
+  for (const key of ['planLsp.planAwaitsDecision', 'planLsp.running']) assert.ok(controller.includes(`'${key}'`), key);
+});
+
+test('the mode toggle is Alt+M while the chat has the focus: Tab and Shift+Tab move the focus', () => {
+  const [binding, ...others] = pkg.contributes.keybindings.filter((k: { command: string }) => k.command === 'planLsp.client.toggleMode');
+  assert.equal(others.length, 0);
+  assert.equal(binding.key, 'alt+m');
+  assert.match(binding.when, /planLsp\.chatFocused/);
+  assert.ok(!pkg.contributes.keybindings.some((k: { key: string }) => /tab/i.test(k.key)), 'a keybinding takes Tab');
+});

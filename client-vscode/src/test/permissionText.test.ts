@@ -27,6 +27,18 @@ test('the status bar and its tooltip name the permission mode in words', () => {
   assert.match(statusBarText({ ...state, permissionMode: 'yolo' }), /Full auto \(no questions\)/);
 });
 
+test('during a Do run the tooltip says which modes the next request uses after it', () => {
+  const state = { mode: 'build' as const, permissionMode: 'auto_edit' as const, planShell: 'off' as const, sandbox: null, usage: undefined };
+  const during = statusBarTooltip({
+    ...state, planStatus: 'approved', running: true, shellProtection: undefined, planNetwork: false,
+    nextRequest: { mode: 'plan', permissionMode: 'ask' },
+  });
+  assert.match(during, /This run uses: Build · Auto-accept edits/);
+  assert.match(during, /After the Do run, the next request runs in: Plan · Ask before edits/);
+  const after = statusBarTooltip({ ...state, planStatus: 'approved', running: false, shellProtection: undefined, planNetwork: false, nextRequest: null });
+  assert.doesNotMatch(after, /After the Do run/);
+});
+
 test('"allow always" says what it covers: this tool on exactly this path or command, this session, this work mode', () => {
   const edit = permissionAnswerText('allow_always', 'edit_file', { path: 'src/a.py', old_text: 'x', new_text: 'y' }, 'build');
   assert.equal(edit.label, 'Allow edits to src/a.py for this session');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PlanInfo } from '../protocol.generated';
-import { planFileName, planPicks, showPlans, shortDate, statusInWords, type PlanPick } from '../plansList';
+import { awaitsDecision, planFileName, planName, planPicks, showPlans, shortDate, statusInWords, type PlanPick } from '../plansList';
 import { applyUpdate, initialChatState } from '../webview/chatState';
 
 const PLANS = '/ws/.plan-lsp/plans';
@@ -35,6 +35,12 @@ test('each plan is listed newest first with its file, status in words, date and 
     'Title of PLAN.md — 1 revision',
   ]);
   assert.deepEqual(picks.map((p) => p.uri), [SECOND.uri, FIRST.uri]);
+});
+
+test('a plan carried out partly says which steps are open, not "approved"', () => {
+  const partly = 'carried out partly: steps 2 and 4 open (2 denied: src/app.py; 4 not reached)';
+  const picks = planPicks([plan('PLAN.md', 'approved', { carriedOut: partly })]);
+  assert.equal(picks[0].description, `${partly} · 2026-12-02 06:10`);
 });
 
 test('every status has words of its own', () => {
@@ -89,4 +95,18 @@ test("the chat's submitted notice names the file the run's draft went to", () =>
   assert.equal(notices.at(-1), 'Plan submitted: review PLAN-2.md, then Approve or Reject.');
   const draft = s.items.find((i) => i.type === 'planDraft');
   assert.equal(draft?.type === 'planDraft' ? planFileName(draft.uri ?? '') : '', 'PLAN-2.md');
+});
+
+test("the palette's Approve and Reject are offered only while a plan waits for a decision, and Approve names it", () => {
+  assert.equal(awaitsDecision('submitted', false), true);
+  assert.equal(awaitsDecision('submitted', true), true);
+  assert.equal(awaitsDecision('rejected', false), true);
+  assert.equal(awaitsDecision('rejected', true), false, 'a revision is being written');
+  assert.equal(awaitsDecision('drafting', true), false);
+  assert.equal(awaitsDecision('drafting', false), true, 'an interrupted draft can still be decided');
+  for (const status of ['none', 'approved']) assert.equal(awaitsDecision(status, false), false, status);
+  const uri = `file://${PLANS}/PLAN-2.md`;
+  assert.equal(planName(uri, 'intro\n\n# Plan: say goodbye ##\n\n## Steps\n'), 'PLAN-2.md, "Plan: say goodbye"');
+  assert.equal(planName(uri, 'no heading'), 'PLAN-2.md');
+  assert.equal(planName(uri, `# ${'x'.repeat(100)}`), `PLAN-2.md, "${'x'.repeat(79)}…"`);
 });

@@ -54,3 +54,22 @@ test('each error code says what to do in words; buttons never show a setting key
   assert.equal(errorHint(null), null);
   assert.equal(fixAction('provider_unreachable')?.label, 'Check the Server URL');
 });
+
+test('a run the model server failed after some steps offers Retry on its error (planLsp/retry), a refused prompt does not', () => {
+  let s = reduce(initialChatState(), { type: 'serverStatus', status: 'running' });
+  s = reduce(s, { type: 'userPrompt', text: 'Do it' });
+  s = reduce(s, { type: 'update', update: { kind: 'prompt', runId: 'r1', text: 'Do it' } });
+  const midway = reduce(s, {
+    type: 'update',
+    update: { kind: 'error', runId: 'r1', code: 'provider_failed', message: 'HTTP 502 Bad Gateway', failedPrompt: false, retry: true },
+  });
+  const notice = midway.items.at(-1);
+  assert.equal(notice?.type === 'notice' && notice.retryRun, true);
+  assert.equal(midway.items.some((i) => i.type === 'user' && i.failed), false);
+  const refused = reduce(s, {
+    type: 'update',
+    update: { kind: 'error', runId: 'r1', code: 'provider_unreachable', message: 'cannot connect', failedPrompt: true, retry: true },
+  });
+  const last = refused.items.at(-1);
+  assert.equal(last?.type === 'notice' && last.retryRun, undefined);
+});

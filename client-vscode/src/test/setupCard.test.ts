@@ -83,6 +83,8 @@ test('connection test: testing, failed with the fixing action first, then connec
   card = setupCardView(s);
   assert.equal(card?.kind, 'connected');
   assert.equal(card?.lines[0], 'gpt-4o-mini answered');
+  assert.deepEqual(labels(card?.actions ?? []), ['Change Model', 'Change Key', 'Test Again']);
+  assert.deepEqual(card?.actions[0], { action: 'command', command: CARD_COMMANDS.changeModel, label: 'Change Model' });
   s = reduce(s, { type: 'userPrompt', text: 'go' });
   assert.equal(setupCardView(s), null);
 });

@@ -66,7 +66,10 @@ test('the status bar: usage in the tooltip; in the text only when the context is
   assert.match(tooltip, /^Session tokens: 12\.3k in \(4k cached\) \/ 1\.1k out$/m);
   assert.match(tooltip, /^Cost: \$0\.04$/m);
   assert.match(tooltip, /^Compacted: 1 compaction$/m);
-  assert.ok(tooltip.endsWith('Click to toggle Plan/Build'));
+  // What the next request uses, and the key that toggles the mode (not Tab: that moves the focus).
+  assert.match(tooltip, /^The next request runs in: Plan · Ask before edits$/m);
+  assert.ok(tooltip.endsWith('Click, or Alt+M in the chat, to toggle Plan/Build'));
+  assert.match(statusBarTooltip(state({ mode: 'build', permissionMode: 'auto_edit', running: true })), /^This run uses: Build · Auto-accept edits$/m);
   assert.match(usageTooltipLines(usage({ contextTokens: 30_000 }))[0], /nearly full: Compact frees it/);
   // A server without usage: nothing about it.
   assert.doesNotMatch(statusBarTooltip(state()), /Context|tokens/);

@@ -160,6 +160,53 @@ export function planDecisions(state: ChatState): PlanDecision[] {
   return [];
 }
 
+/** The plan panel: which file, its status and the decisions offered. A run that began a
+ * draft in another file (the next round's PLAN-2.md), or again in a plan already decided,
+ * shows "drafting" there at once, before the server's state says so; the panel never shows
+ * the previous plan's status while the next one is written. Null: no plan. */
+export interface PlanPanel {
+  uri: string | null;
+  status: string;
+  decisions: PlanDecision[];
+}
+
+export function planPanel(state: ChatState): PlanPanel | null {
+  const session = state.session;
+  const draft = liveDraft(state);
+  const status = session?.planStatus ?? 'none';
+  const current = draft !== null && draft === session?.planUri && (status === 'drafting' || status === 'submitted');
+  if (draft !== null && !current) return { uri: draft, status: 'drafting', decisions: [] };
+  if (status === 'none') return null;
+  return { uri: session?.planUri ?? null, status, decisions: planDecisions(state) };
+}
+
+/** The file the running run is drafting a plan into, or null. */
+function liveDraft(state: ChatState): string | null {
+  if (!isBusy(state)) return null;
+  const runId = state.session?.runId ?? state.runId;
+  if (!runId) return null;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i];
+    if (item.type === 'planDraft' && item.runId === runId && item.uri) return item.uri;
+  }
+  return null;
+}
+
+/** The Todos panel: the Do run's list only. While a new plan is drafted, waits for a
+ * decision or was rejected, the previous run's list (or one written while planning) is not
+ * shown. */
+export function visibleTodos(state: ChatState): Todo[] {
+  const status = planPanel(state)?.status ?? 'none';
+  return ['drafting', 'submitted', 'rejected'].includes(status) ? [] : state.session?.todos ?? [];
+}
+
+/** Whether a prompt can be sent: the server runs, no run is going, and a model is set up
+ * (an older server that does not say which provider it uses is taken at its word). */
+export function canSend(state: ChatState): boolean {
+  const provider = state.session?.provider;
+  return state.serverStatus === 'running' && !isBusy(state) && state.session !== null && (!provider || provider.configured);
+}
+
 /** The texts of the prompts `event` marked failed (not those a history or a snapshot
  * brings): the chat puts such a prompt back into the input, to edit or send again. */
 export function newlyFailedPrompts(before: ChatState, after: ChatState, event: ChatEvent): string[] {

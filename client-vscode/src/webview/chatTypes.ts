@@ -66,7 +66,7 @@ export type ChatItem =
       tokensBefore: number;
       tokensAfter: number;
     }
-  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix };
+  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix; retryRun?: boolean };
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'error';
 

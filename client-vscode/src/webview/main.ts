@@ -5,7 +5,8 @@
  * reload is rebuilt from the server's history.
  */
 import {
-  ChatEvent, ChatItem, ChatState, ToolItem, failedPromptText, initialChatState, isBusy, newlyFailedPrompts, planDecisions, reduce, todoProgress,
+  ChatEvent, ChatItem, ChatState, ToolItem, canSend, failedPromptText, initialChatState, isBusy, newlyFailedPrompts, planPanel, reduce,
+  todoProgress, visibleTodos,
 } from './chatState';
 import { escapeHtml, renderMarkdown } from './markdown';
 import type { HostToWebview, WebviewToHost } from './messages';
@@ -39,7 +40,7 @@ const newSessionButton = $<HTMLButtonElement>('new-session');
 const permissionSelect = $<HTMLSelectElement>('permission-mode');
 const setupCard = $<HTMLDivElement>('setup-card');
 const warningsPanel = $<HTMLDivElement>('warnings');
-const planPanel = $<HTMLDivElement>('plan-panel');
+const planPanelEl = $<HTMLDivElement>('plan-panel');
 const todosPanel = $<HTMLDivElement>('todos');
 const usageBar = $<HTMLDivElement>('usage-bar');
 const usageText = $<HTMLSpanElement>('usage');
@@ -100,9 +101,9 @@ function toolBody(item: ToolItem): string {
     case 'write_file':
     case 'edit_file': {
       if (path === null) break;
-      const links = [`<span class="link" data-action="openFile" data-path="${attr(path)}">open</span>`];
+      const links = [`<button class="link" data-action="openFile" data-path="${attr(path)}">open</button>`];
       if (item.runId && item.status === 'done') {
-        links.push(`<span class="link" data-action="diffRun" data-run="${attr(item.runId)}" data-path="${attr(path)}" data-testid="run-diff">changes</span>`);
+        links.push(`<button class="link" data-action="diffRun" data-run="${attr(item.runId)}" data-path="${attr(path)}" data-testid="run-diff">changes</button>`);
       }
       const detail = item.name === 'edit_file'
         ? `<pre class="tool-args diff"><span class="del">${escapeHtml(stringArg(item, 'old_text') ?? '')}</span>\n<span class="ins">${escapeHtml(stringArg(item, 'new_text') ?? '')}</span></pre>`
@@ -148,7 +149,7 @@ function renderItem(item: ChatItem): string {
     }
     case 'permission': {
       const preview = item.path && item.answer === undefined
-        ? `<div class="perm-preview"><span class="link" data-action="showProposal" data-request="${attr(item.requestId)}" data-testid="show-proposal">show the change to ${escapeHtml(item.path)}</span></div>`
+        ? `<div class="perm-preview"><button class="link" data-action="showProposal" data-request="${attr(item.requestId)}" data-testid="show-proposal">show the change to ${escapeHtml(item.path)}</button></div>`
         : '';
       const head = `<div class="perm-head">Allow <b>${escapeHtml(item.tool)}</b>?</div><div class="perm-summary">${escapeHtml(item.summary)}</div>${preview}`;
       if (item.answer !== undefined) {
@@ -185,10 +186,13 @@ function renderItem(item: ChatItem): string {
         <div class="compaction-title">${escapeHtml(compactionTitle(item))}</div>${summary}</div>`;
     }
     case 'planDraft':
-      return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <span class="link" data-action="openPlan">open ${escapeHtml(item.uri ? planFileName(item.uri) : 'PLAN.md')}</span></div>`;
+      return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <button class="link" data-action="openPlan">open ${escapeHtml(item.uri ? planFileName(item.uri) : 'PLAN.md')}</button></div>`;
     case 'notice': {
       const fix = item.level === 'error' ? fixAction(item.code, item.fix) : null;
-      const button = fix ? `<div class="buttons">${actionButton(fix, true)}</div>` : '';
+      const again = item.level === 'error' && item.retryRun
+        ? '<button class="secondary" data-action="retryRun" data-testid="retry-run" title="Go on from the last complete step">Retry</button>'
+        : '';
+      const button = fix || again ? `<div class="buttons">${fix ? actionButton(fix, true) : ''}${again}</div>` : '';
       const hint = item.level === 'error' ? errorHint(item.code, keySetWhenShown(item.id)) : null;
       const help = hint ? `<div class="notice-hint" data-testid="error-hint">${escapeHtml(hint)}</div>` : '';
       return `<div class="notice notice-${item.level}" data-testid="notice" data-code="${attr(item.code ?? '')}">${escapeHtml(item.text)}${help}${button}</div>`;
@@ -238,25 +242,24 @@ function renderHeader(): void {
   buildButton.setAttribute('aria-pressed', String(mode === 'build'));
   if (session) permissionSelect.value = session.permissionMode;
 
-  const planStatus = session?.planStatus ?? 'none';
-  if (planStatus === 'none') {
-    planPanel.hidden = true;
+  const panel = planPanel(state);
+  if (!panel) {
+    planPanelEl.hidden = true;
   } else {
-    planPanel.hidden = false;
+    planPanelEl.hidden = false;
     // Same rule as the server's code lens: no decision while a run writes the plan, and
     // from every other status a way forward.
-    const decisions = planDecisions(state);
-    const buttons = decisions
+    const buttons = panel.decisions
       .map((d) => `<button${d.secondary ? ' class="secondary"' : ''} data-action="${d.action}" data-testid="${d.action}">${escapeHtml(d.label)}</button>`)
       .join('');
     // Each round has its own file (PLAN.md, PLAN-2.md, …): the card names this one.
-    const file = session?.planUri ? planFileName(session.planUri) : 'PLAN.md';
-    planPanel.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan ${escapeHtml(file)}: ${escapeHtml(planStatus)}</span>
-      <span class="link" data-action="openPlan">open</span>
+    const file = panel.uri ? planFileName(panel.uri) : 'PLAN.md';
+    planPanelEl.innerHTML = `<span class="plan-status" data-testid="plan-status">Plan ${escapeHtml(file)}: ${escapeHtml(panel.status)}</span>
+      <button class="link" data-action="openPlan">open</button>
       ${buttons ? `<div class="buttons">${buttons}</div>` : ''}`;
   }
 
-  const todos = session?.todos ?? [];
+  const todos = visibleTodos(state);
   if (todos.length === 0) {
     todosPanel.hidden = true;
   } else {
@@ -267,7 +270,8 @@ function renderHeader(): void {
   }
   renderUsage(busy);
   stopButton.disabled = !busy;
-  sendButton.disabled = busy || state.serverStatus !== 'running';
+  sendButton.disabled = !canSend(state);
+  sendButton.title = state.session?.provider?.configured === false ? 'Set up a model first (the card above)' : '';
   newSessionButton.disabled = state.serverStatus !== 'running';
 }
 
@@ -293,15 +297,32 @@ function renderUsage(busy: boolean): void {
 
 const EMPTY = `<div class="empty" data-testid="empty">Describe a task. In <b>Plan</b> mode the agent researches read-only and
   writes a plan to PLAN.md; you approve it (here or on PLAN.md), then it builds.
-  <div><span class="link" data-action="openWalkthrough">Get started: a four-step walkthrough</span></div></div>`;
+  <div><button class="link" data-action="openWalkthrough">Get started: a four-step walkthrough</button></div></div>`;
+
+/** What identifies a focused control across renders (the panels are rendered afresh). */
+function focusKey(el: Element | null): string | null {
+  if (!(el instanceof HTMLElement) || !el.dataset.action) return null;
+  const owner = el.closest<HTMLElement>('[data-item]');
+  const d = el.dataset;
+  return [owner?.dataset.item ?? el.parentElement?.closest('[id]')?.id ?? '', d.action, d.cardAction, d.preset, d.setting, d.command, d.option, d.path, d.index]
+    .map((v) => v ?? '').join('\u0000');
+}
 
 function render(): void {
   const atBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
+  // A control that had the focus keeps it when its panel is rendered again (a card updates
+  // while the user tabs through its buttons); one that went away hands it to the prompt.
+  // Only while the chat has the focus: a render never takes it from the editor.
+  const focused = document.hasFocus() ? focusKey(document.activeElement) : null;
   renderHeader();
   renderSetupCard();
   renderWarnings();
-  messages.innerHTML = state.items.length ? state.items.map(renderItem).join('') : EMPTY;
+  messages.innerHTML = state.items.length ? state.items.map((i) => renderItem(i).replace(/^<div /, `<div data-item="${i.id}" `)).join('') : EMPTY;
   if (atBottom) messages.scrollTop = messages.scrollHeight;
+  if (focused !== null && document.activeElement !== null && focusKey(document.activeElement) !== focused) {
+    const again = Array.from(document.querySelectorAll<HTMLElement>("[data-action]")).find((el) => focusKey(el) === focused);
+    (again && !(again as HTMLButtonElement).disabled ? again : input).focus();
+  }
 }
 
 function dispatch(event: ChatEvent): void {
@@ -339,7 +360,7 @@ function collectAnswers(requestId: string): Record<string, string[]> {
 
 function send(): void {
   const text = input.value.trim();
-  if (!text || isBusy(state)) return;
+  if (!text || !canSend(state)) return;
   input.value = '';
   post({ type: 'prompt', text: promptWithContext(text, attachments) });
   attachments = [];
@@ -397,7 +418,7 @@ function pickMention(path: string): void {
 
 function renderContextBar(): void {
   const chips = attachments.map((a, i) =>
-    `<span class="chip attached" data-testid="attachment" title="${attr(`${a.totalLines} line(s)${a.truncated ? ', cut' : ''}: sent with the prompt`)}">${escapeHtml(selectionLabel(a))}<span class="chip-remove" data-action="detach" data-index="${i}" title="Remove">×</span></span>`);
+    `<span class="chip attached" data-testid="attachment" title="${attr(`${a.totalLines} line(s)${a.truncated ? ', cut' : ''}: sent with the prompt`)}">${escapeHtml(selectionLabel(a))}<button class="chip-remove link" data-action="detach" data-index="${i}" title="Remove" aria-label="Remove ${attr(selectionLabel(a))}">×</button></span>`);
   const place = editorSelection;
   const attached = place !== null && attachments.some((a) => selectionLabel(a) === selectionLabel(place));
   if (place && !attached) {
@@ -454,6 +475,9 @@ document.addEventListener('click', (e) => {
       break;
     case 'retry':
       retry(Number(target.dataset.id));
+      break;
+    case 'retryRun':
+      if (!isBusy(state) && state.serverStatus === 'running') post({ type: 'retryRun' });
       break;
     case 'mention':
       pickMention(target.dataset.path ?? '');
@@ -512,21 +536,35 @@ input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
-  } else if (e.key === 'Tab' && e.shiftKey) {
-    // The workbench keybinding (shift+tab while planLsp.chatInputFocused) toggles the mode;
-    // keep the focus in the box.
-    e.preventDefault();
   }
 });
+// Alt+M is the workbench's keybinding that toggles Plan/Build while the chat has the focus
+// (Tab and Shift+Tab move the focus, as everywhere): no character is typed for it.
+document.addEventListener('keydown', (e) => {
+  if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyM') e.preventDefault();
+});
+// The view shown or focused from the workbench (Open Chat, its icon, a keybinding): the
+// focus goes to the prompt, not to the page. The host's focusInput never takes the focus from
+// the editor: without it, the prompt takes the focus when the chat gets it.
+let promptOnFocus = false;
+window.addEventListener('focus', () => {
+  if (promptOnFocus || document.activeElement === document.body || document.activeElement === null) input.focus();
+  promptOnFocus = false;
+});
+function focusPrompt(): void {
+  if (document.hasFocus()) input.focus();
+  else promptOnFocus = true;
+}
 input.addEventListener('input', updateMention);
 input.addEventListener('click', updateMention);
-input.addEventListener('focus', () => post({ type: 'inputFocus', focused: true }));
-input.addEventListener('blur', () => post({ type: 'inputFocus', focused: false }));
+// The chat (any of its controls) has the focus: the workbench's Alt+M toggles the mode.
+window.addEventListener('focus', () => post({ type: 'inputFocus', focused: true }));
+window.addEventListener('blur', () => post({ type: 'inputFocus', focused: false }));
 
 window.addEventListener('message', (e: MessageEvent<HostToWebview>) => {
   const message = e.data;
   if (message.type === 'event') dispatch(message.event);
-  else if (message.type === 'focusInput') input.focus();
+  else if (message.type === 'focusInput') focusPrompt();
   else if (message.type === 'mentionFiles') {
     mentionFiles = message.files;
     renderMentions();

@@ -16,6 +16,7 @@ export type HostToWebview =
 export type WebviewToHost =
   | { type: 'ready' }
   | { type: 'prompt'; text: string }
+  | { type: 'retryRun' }
   | { type: 'cancel' }
   | { type: 'setMode'; mode: WorkMode }
   | { type: 'setPermissionMode'; permissionMode: PermissionMode }
@@ -25,6 +26,7 @@ export type WebviewToHost =
   | { type: 'reject' }
   | { type: 'feedback' }
   | { type: 'openPlan' }
+  /** The chat's frame gained or lost the focus. */
   | { type: 'inputFocus'; focused: boolean }
   | { type: 'newSession' }
   | { type: 'compact' }

@@ -35,6 +35,7 @@ export const WALKTHROUGH_ID = 'plan-lsp.plan-lsp#gettingStarted';
 export const CARD_COMMANDS = {
   setApiKey: 'planLsp.client.setApiKey',
   setupModel: 'planLsp.client.setupModel',
+  changeModel: 'planLsp.client.changeModel',
 } as const;
 
 const SETTING_IDS: Record<string, string> = {
@@ -251,7 +252,16 @@ export function setupCardView(state: ChatState): SetupCardView | null {
     };
   }
   if (result?.ok) {
-    return { kind: 'connected', title: 'Connected', lines: [result.message, describeProvider(provider)], actions: [] };
+    return {
+      kind: 'connected',
+      title: 'Connected',
+      lines: [result.message, describeProvider(provider)],
+      actions: [
+        { action: 'command', command: CARD_COMMANDS.changeModel, label: 'Change Model' },
+        { action: 'command', command: CARD_COMMANDS.setApiKey, label: 'Change Key' },
+        { action: 'testConnection', label: 'Test Again' },
+      ],
+    };
   }
   return null;
 }

@@ -181,6 +181,14 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
         const item = toolAt(next, index);
         return replaceAt(next, index, { ...item, args: args || item.args, input: input ?? item.input });
       }
+      // A run's todo list is one card, updated in place by each todo_write.
+      const todos = tool === 'todo_write' && runId !== null
+        ? next.items.findIndex((i) => i.type === 'tool' && i.name === 'todo_write' && i.runId === runId)
+        : -1;
+      if (todos >= 0) {
+        const { reason: _reason, result: _result, ...item } = toolAt(next, todos);
+        return replaceAt(next, todos, { ...item, callId, args, input, status: 'running' });
+      }
       return append(next, { type: 'tool', runId, callId, name: tool ?? 'tool', args, input, status: 'running' });
     }
     case 'toolResult': {
@@ -272,6 +280,8 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
         type: 'notice', level: 'error', text: message,
         ...(code !== null ? { code } : {}),
         ...(isFix(update.fix) ? { fix: update.fix } : {}),
+        // A run the model server failed after some steps: Retry goes on from the last one.
+        ...(update.retry === true && !failedPrompt ? { retryRun: true } : {}),
       });
     }
     case 'compaction': {

@@ -1,11 +1,8 @@
 """Compaction: make room in the model's context window without losing what matters.
 
-First older tool outputs are pruned (the model gets a stub naming the call; the output stays
-in the store and `recall_output` shows it again), which costs no model call. When that is not
-enough, the older turns are summarized by the model into a structured summary; the recent
-turns stay verbatim. A compaction never runs a tool (the summary request offers none and any
-call in its answer is ignored) and never touches mode, approval or plan status: it only
-appends a record to the conversation (`agent.context`).
+First older tool outputs are pruned to stubs (no model call; `recall_output` shows them
+again); if that is not enough the older turns are summarized by the model. It never runs a
+tool or touches mode, approval or plan status: it only appends a record (`agent.context`).
 """
 
 from __future__ import annotations

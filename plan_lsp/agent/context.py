@@ -2,15 +2,10 @@
 compaction, what every request carries verbatim whatever was compacted, and how many tokens
 a request takes.
 
-The stored conversation is never rewritten. A compaction appends a *record* (a message whose
-`meta["compaction"]` holds it); the model is sent a *view* of the stored messages:
-
-    [summary of everything before `keepFrom`]  (when the record has a summary)
-    stored[keepFrom:] without earlier records, a pruned tool output as a short stub
-
-so every original tool output stays in the store, and `recall_output` shows it again.
-After a compaction every request also carries the *pinned context* verbatim: the mode, the
-run's original request, the approved plan (once approved) and the current todo list.
+The stored conversation is never rewritten: a compaction appends a record
+(`meta["compaction"]`) and the model is sent a view, the summary of what is before
+`keepFrom` then the rest with pruned outputs as stubs. After one, every request also carries
+the pinned context: mode, original request, approved plan, todo list.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from lsprotocol import types
 from plan_lsp.demo.client import DemoEditor
 
 HERE = Path(__file__).parent
+_MESSAGES = {"deviation": "  note  │ deviation: ", "error": "  error │ ", "message": "  editor│ "}
 TASK = "Add a --shout option to the greeter that prints the greeting in capitals."
 
 
@@ -72,12 +73,8 @@ class Transcript:
             marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
             todos = ", ".join(f"{marks[t['status']]} {t['content'][:40]}" for t in u["todos"])
             self.say(f"  todos │ {todos}")
-        elif kind == "deviation":
-            self.say(f"  note  │ deviation: {u.get('message')}")
-        elif kind == "error":
-            self.say(f"  error │ {u.get('message')}")
-        elif kind == "message":
-            self.say(f"  editor│ {u.get('message')}")
+        elif kind in _MESSAGES:
+            self.say(f"{_MESSAGES[kind]}{u.get('message')}")
         elif kind == "done":
             self.done.append(u)
             self.done_event.set()
@@ -104,22 +101,12 @@ async def _session(work: Path, quiet: bool) -> int:
     editor = DemoEditor(t.on_update)
     t.say(f"plan-lsp demo — sample project copied to {ws}")
     t.say("Starting the language server over stdio (scripted model, offline)…")
+    serve = ["serve", "--provider", "scripted", "--script", str(script), "--workspace", str(ws)]
     await editor.client.start_io(
-        sys.executable,
-        "-m",
-        "plan_lsp",
-        "serve",
-        "--provider",
-        "scripted",
-        "--script",
-        str(script),
-        "--workspace",
-        str(ws),
-        "--log-level",
-        "warning",
+        sys.executable, "-m", "plan_lsp", *serve, "--log-level", "warning",
         # The demo's session state goes with its files, not into the user's state folder.
         env={**os.environ, "PLAN_LSP_STATE_DIR": str(work / "state")},
-    )
+    )  # fmt: skip
     await editor.client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(
@@ -198,21 +185,10 @@ async def _session(work: Path, quiet: bool) -> int:
     await editor.client.shutdown_async(None)
     editor.client.exit(None)
     await editor.client.stop()
-    ok = (
-        not changed_in_plan
-        and len(t.blocked) >= 2
-        and final["outcome"] == "completed"
-        and bool(diff)
-    )
-    print(
-        "demo: "
-        + (
-            "OK — nothing changed while planning; the approved plan was executed."
-            if ok
-            else "FAILED"
-        ),
-        flush=True,
-    )
+    ok = bool(diff) and not changed_in_plan and len(t.blocked) >= 2
+    ok = ok and final["outcome"] == "completed"
+    done_text = "OK — nothing changed while planning; the approved plan was executed."
+    print("demo: " + (done_text if ok else "FAILED"), flush=True)
     return 0 if ok else 1
 
 

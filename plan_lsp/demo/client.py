@@ -12,28 +12,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import to_fs_path
 
-from plan_lsp.plan.streaming import utf16_len
-from plan_lsp.plan.text import Position
+from plan_lsp.plan.text import LineIndex
 from plan_lsp.server.plain import to_plain
-
-
-def _offset(text: str, pos: types.Position) -> int:
-    lines = text.split("\n")
-    offset = sum(len(line) + 1 for line in lines[: pos.line])
-    units = 0
-    col = 0
-    line = lines[pos.line] if pos.line < len(lines) else ""
-    for ch in line:
-        if units >= pos.character:
-            break
-        units += 2 if ord(ch) > 0xFFFF else 1
-        col += 1
-    return offset + col
-
-
-def _end(text: str) -> Position:
-    lines = text.split("\n")
-    return Position(len(lines) - 1, utf16_len(lines[-1]))
 
 
 class DemoEditor:
@@ -64,8 +44,12 @@ class DemoEditor:
                     key=lambda e: (e.range.start.line, e.range.start.character),
                     reverse=True,
                 ):
-                    start, end = _offset(text, e.range.start), _offset(text, e.range.end)
-                    text = text[:start] + e.new_text + text[end:]
+                    index, (start, end) = LineIndex(text), (e.range.start, e.range.end)
+                    text = (
+                        text[: index.offset(start.line, start.character, "utf-16")]
+                        + e.new_text
+                        + text[index.offset(end.line, end.character, "utf-16") :]
+                    )
                 self._changed(uri, text)
                 self.edits_applied += 1
             return types.ApplyWorkspaceEditResult(applied=True)
@@ -123,7 +107,7 @@ class DemoEditor:
 
     def _changed(self, uri: str, new_text: str) -> None:
         old, version = self.buffers[uri]
-        end = _end(old)
+        end = LineIndex(old).position(len(old), "utf-16")
         self.buffers[uri] = (new_text, version + 1)
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(

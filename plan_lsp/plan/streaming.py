@@ -1,11 +1,6 @@
-"""Streaming a plan draft into the editor as small incremental edits (free of LSP):
-
-- `PartialArgumentsReader` decodes the `plan_write` arguments while they arrive as raw JSON
-  text in arbitrary pieces, exposing the `content` decoded so far;
-- `compute_edit` turns "what the client has" and "what it should have" into the one
-  smallest replaced range, with LSP positions in the negotiated encoding.
-
-`plan/coalescer.py` sits between them and the editor.
+"""Streaming a plan draft into the editor (free of LSP): `PartialArgumentsReader` decodes the
+`plan_write` arguments as they arrive; `compute_edit` makes the one smallest edit from what
+the client has to what it should have. `plan/coalescer.py` sits between them.
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ from plan_lsp.plan.text import (
     Position,
     final_line_break,
     line_bounds,
-    units,
 )
 
 # -- positions ---------------------------------------------------------------------------
@@ -42,10 +36,6 @@ class TextChange:
     text: str
     start_offset: int
     end_offset: int
-
-
-def utf16_len(text: str) -> int:
-    return units(text, "utf-16")
 
 
 def offset_to_position(text: str, offset: int, encoding: Encoding = "utf-16") -> Position:
@@ -84,12 +74,8 @@ def compute_edit(
     old: str, new: str, encoding: Encoding = "utf-16", *, whole_lines: bool = False
 ) -> TextChange | None:
     """The smallest single range of `old` to replace so that it becomes `new`; None if equal.
-
-    The range never splits a \\r\\n pair in `old`, so its positions are well defined. With
-    `whole_lines` the range is widened to whole lines, so both positions have column 0 (or
-    lie past the last line): a client that counts columns differently still applies it
-    right.
-    """
+    Never splits a \\r\\n pair; `whole_lines` widens it to column 0 at both ends, so a
+    client that counts columns differently still applies it right."""
     if old == new:
         return None
     prefix = _common_prefix_len(old, new)
@@ -301,16 +287,10 @@ def _read(text: str) -> _Reading:
 class PartialArgumentsReader:
     """Reads the `plan_write` arguments JSON as it streams, in pieces of any size.
 
-    `content_so_far` is the decoded `content` string so far (complete escapes only, so every
-    value is a prefix of the next); `plan_filename` is set once that string is complete.
-    Other keys are skipped, whatever their values. A repeated key restarts its value, as
-    `json.loads` keeps the last. Malformed input sets `error` and stops reading; the final
-    arguments are still parsed by the caller with `json.loads`.
-
-    Feeding only stores the piece; the properties parse what has arrived when read. While
-    the content string streams, only the text that arrived after its last complete escape
-    is decoded, so reading after every piece costs in proportion to the piece, not to the
-    arguments so far.
+    `content_so_far` grows by complete escapes only (each value a prefix of the next); a
+    repeated key restarts, as `json.loads` keeps the last; malformed input sets `error`.
+    While the content streams only the new text is decoded, so reading after every piece
+    costs in proportion to the piece.
     """
 
     def __init__(self) -> None:

@@ -1,14 +1,9 @@
 """Text positions as LSP counts them, in any negotiated encoding.
 
-LSP lines end at `\\n`, `\\r\\n` or `\\r` only (not at the other characters `str.splitlines`
-breaks on, such as U+2028), and a column counts code units of the negotiated position
-encoding: UTF-8 bytes, UTF-16 code units (the default) or code points (UTF-32). Python strings
-index code points, so every position crossing the wire goes through here.
-
-Out-of-range positions are clamped the way the specification asks: a column past the end of
-its line means the end of the line (before its line break), a line past the last means the
-end of the text; a column inside a character that takes several code units means that
-character's start.
+LSP lines end at `\\n`, `\\r\\n` or `\\r` only (not U+2028, as `str.splitlines` has it);
+columns count code units of the negotiated encoding, while Python indexes code points.
+Out-of-range positions clamp as the specification asks (end of line, end of text, a
+character's start).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """A tool's arguments: the JSON Schema offered to the model, and the check of what it sends.
 
-Our own tools describe their arguments with one pydantic model each: `model_schema` turns it
-into the schema every provider accepts (self-contained: no `$ref`/`$defs`, no titles, no
-`null` branches, `additionalProperties: false` on every object), and `model_error` words a
-refusal of what the model sent the way `schema_error` words one for a tool whose schema
-came from elsewhere (an MCP server, checked by jsonschema): the field named, what it must be.
+`model_schema` turns a tool's pydantic model into a schema every provider accepts (no
+`$ref`, titles or `null` branches; `additionalProperties: false`); `model_error` words a
+refusal as `schema_error` does for an MCP tool's schema: the field, what it must be.
 """
 
 from __future__ import annotations

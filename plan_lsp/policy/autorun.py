@@ -1,17 +1,11 @@
 """Files that run code later (`autorun.toml`): git's configuration and hooks, editor project
 files that run programs, `.envrc`, `.devcontainer/`, `.plan-lsp/`.
 
-Programs run these by themselves, outside any sandbox, when the user commits, checks out,
-opens the folder or enters it. So an edit tool's write to one asks the user in every
-permission mode (`permissions.py`), and a build-mode shell command sees them read-only in the
-build sandbox unless its words name them and the user allowed it (`sandbox/bwrap.py`).
-
-A path is matched in every spelling it may have: as written (relative to the folder the tool
-works in) and after resolving links, against each workspace root, segment by segment and
-case-insensitively (a case-insensitive file system opens `.GIT/HOOKS/Pre-Commit` as the
-hook); git's entries also wherever the repository really is: a `.git` folder at or above
-the root, the folder a `.git` file names (`gitdir:`, worktrees and submodules), a worktree's
-common folder, and `core.hooksPath`.
+Programs run these outside any sandbox when the user commits, opens or enters the folder, so
+an edit to one asks in every permission mode and build-mode commands see them read-only
+unless they name them. A path is matched as written and resolved, against each root,
+case-insensitively (`.GIT/HOOKS/Pre-Commit` on such a file system is the hook); git's entries
+also wherever the repository really is (`gitdir:`, worktrees, `core.hooksPath`).
 """
 
 from __future__ import annotations

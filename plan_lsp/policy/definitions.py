@@ -1,9 +1,7 @@
 """Definition gate: which tool definitions the model sees, for a work mode and allow-list.
 
-The mode rules are one data table (`MODE_RULES`) plus what a definition says of itself (a
-control tool that belongs to one mode only: `only_in`); the execution gate reads the same
-rules through `mode_refusal`, so what the model is shown and what may run can never
-disagree.
+One table (`MODE_RULES`) plus a definition's `only_in`; the execution gate reads the same
+rules (`mode_refusal`), so what the model is shown and what may run never disagree.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Execution gate: the check every tool call passes right before it runs.
 
-Order (README, "How 'in plan mode nothing changes' is enforced"): the skill/subagent name
-allow-list and the work-mode safety check come first, so the user is never asked about a
-call that cannot run in this mode; then the permission engine decides allow/ask/deny; asks
-go to the user; right before allowing, the work mode is checked again, so a toggle to plan
-while a prompt was open still refuses.
-Every decision is appended to the session's event log.
+The name allow-list and the mode's safety check come first (never ask about a call that
+cannot run), then the permission engine; right before allowing, the mode is checked again
+(a toggle to plan while a prompt was open still refuses). Every decision is logged.
 """
 
 from __future__ import annotations
@@ -140,13 +137,9 @@ def summarize_call(definition: ToolDefinition, arguments: Mapping[str, Any]) -> 
 
 
 class ExecutionGate:
-    """One per session. `plan_shell` and `plan_network` may be changed at runtime.
-
-    Shell commands are classified at the protection level in force: in plan mode
-    "sandboxed" when `plan_shell` asks for it and the sandbox probe proves a mechanism
-    works, else "classified"; in build mode always "classified", because build-mode commands
-    are not confined, so only the strict allow-list may auto-allow them as read-only.
-    `classify` replaces the real classifier (tests); it sees the command only."""
+    """One per session. Shell commands are classified "sandboxed" in plan mode when
+    `plan_shell` asks for it and a sandbox is proven, else "classified" (always in build
+    mode, whose commands are not confined). `classify` replaces the classifier (tests)."""
 
     def __init__(
         self,

@@ -1,24 +1,13 @@
 """Glob patterns matched in linear time, for patterns from untrusted sources.
 
-Permission rules come from a repository's own `.plan-lsp/config.toml` (deny and ask rules),
-and the `glob`/`grep` tools take patterns from the model. A glob translated to a backtracking
-regular expression (`(?:.*/)?` repeated) can take hours on an 80-byte pattern; here a glob
-becomes a regular expression for RE2 (`google-re2`), whose automata never backtrack: a match
-costs time linear in the subject (the DFA, or its NFA when the DFA's memory runs out). Every
-literal is written as a code point (`\\x{..}`), so no pattern character reaches RE2's syntax.
-With the limits below (MAX_PATTERN_CHARS, MAX_WILDCARDS), a source's rule count and the
-length of argument the permission engine matches (`permissions.MAX_MATCHED_CHARS`), a
-decision is bounded.
+Rules come from a repository's `.plan-lsp/config.toml` and tool patterns from the model; a
+glob as a backtracking regular expression can take hours on 80 bytes, so globs become RE2
+expressions (linear in the subject), every literal written as a code point (`\\x{..}`).
 
-Semantics (the same as the regular expressions the rules used before):
-
-- path mode: `*` and `?` stay inside one segment (never match `/`); `**` matches anything,
-  `/` included; `**/` matches nothing or anything ending in `/` (so `**/*.py` matches
-  `a.py`); `[...]` is a class (`[!...]`/`[^...]` negated, a negated class matches `/` too;
-  `]` first is a member, ranges `a-z`, `\\` is a plain character); a `[` without its `]` is
-  literal.
-- command mode: `*` matches anything, `?` any one character, and a trailing ` *` also
-  matches the bare command (`git log *` matches `git log`).
+- path mode: `*`, `?` stay in one segment; `**` matches anything; `**/` matches nothing or
+  anything ending in `/`; `[...]` a class (`!`/`^` negates, and then matches `/` too; `]`
+  first is a member; `\\` is plain); a `[` without its `]` is literal.
+- command mode: `*` anything, `?` one character, a trailing ` *` also the bare command.
 - the whole subject must match; case matters; a newline is a character like any other.
 """
 

@@ -1,18 +1,12 @@
 """Permission engine: permission mode + allow/ask/deny rules decide allow, ask or deny.
 
-Runs only after the work-mode safety check: nothing here can let a call run that the
-mode refuses. Rules read `tool` or `tool(pattern)`, e.g. `bash(git log *)`,
-`write_file(src/**)`, `read_file`; the pattern is matched with glob semantics against the
-tool's primary argument (the command for `bash`, the path for file tools), by the
-linear-time matcher of `glob_match` (rules may come from a repository: no pattern can make
-a match slow), within its limits on a pattern's size and wildcards.
+Runs after the work-mode check, so nothing here lets run what the mode refuses. Rules read
+`tool` or `tool(pattern)` (`bash(git log *)`), the pattern a glob (`glob_match`, linear-time:
+rules may come from a repository) against the tool's primary argument.
 
-Precedence: a deny rule in any scope wins; then a call that changes a file that runs code
-later (`autorun.toml`: an edit tool's path, or a build-mode shell command's words) asks, in
-every permission mode, unless an allow rule names exactly that path or command (no
-wildcard); otherwise the first scope (session, project, user) with a matching ask/allow rule
-decides (ask beats allow inside a scope); otherwise the permission mode's default for the
-kind of call (`MODE_DEFAULTS`).
+Precedence: any deny wins; then a change to a file that runs code later (`autorun.toml`)
+asks in every mode unless an allow rule names exactly it; then the first scope (session,
+project, user) with a matching rule (ask beats allow); then `MODE_DEFAULTS`.
 """
 
 from __future__ import annotations

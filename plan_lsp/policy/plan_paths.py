@@ -1,17 +1,9 @@
 """Plan path validation: the plan file name comes from the model and is untrusted.
 
-A name is accepted only if it is a plain relative `.md` path (subfolders allowed) inside a
-plans directory that lies below `<workspace>/.plan-lsp/` (`server_dir.locate_plans_dir`),
-and nothing on the way — `.plan-lsp`, the plans folder, subfolders, the file itself — is a
-symbolic link: plans are regular files in real folders. The error texts are fixed templates
-shared by the plan tools, the CLI and the UI (docs/architecture.md, "Files and plan paths");
-every refusal of the name or of the plans directory starts with `Access denied:`.
-
-Plan files are written only by `write_plan_file`, which validates the name again and writes
-through `safe_fs` from the workspace folder, so a link that appears after validation is
-refused when the file is opened.
-
-Also `plan-lsp check plan-path` (README, "Command line"), through `check_plan_path_main`.
+Accepted: a plain relative `.md` path in the plans directory below `.plan-lsp/`, no link on
+the way. Refusals are fixed templates starting `Access denied:` (docs/architecture.md).
+`write_plan_file` validates again and writes through `safe_fs`. Also `plan-lsp check
+plan-path` (`check_plan_path_main`).
 """
 
 from __future__ import annotations
@@ -195,14 +187,8 @@ def _walk_error(plans: PlansDir, parts: list[str]) -> tuple[str | None, bool]:
 def validate_plan_path(
     plans_dir: Path, name: str | None, *, must_exist: bool, workspace: Path | None = None
 ) -> PlanPathResult:
-    """Check a model-supplied plan name against the plans directory.
-
-    `name` None means `PLAN.md`. With `must_exist=False` (plan_write) an accepted name may
-    not exist yet; with `must_exist=True` (exit_plan_mode) it must be an existing regular
-    file that is not empty (whitespace only counts as empty). `workspace` is the folder whose
-    `.plan-lsp/` holds the plans directory (inferred from `plans_dir` when None). `resolved`
-    is the absolute path to read or write; no link lies on its way.
-    """
+    """Check a model-supplied plan name (None: `PLAN.md`) against the plans directory;
+    `must_exist` (exit_plan_mode) also wants a regular file that is not blank."""
     if name is None:
         name = DEFAULT_PLAN_NAME
     lexical = _lexical_error(name)
@@ -269,12 +255,8 @@ def plan_file_problem(plans_dir: Path, path: Path, *, workspace: Path | None = N
 def write_plan_file(
     plans_dir: Path, path: Path, text: str, *, workspace: Path | None = None
 ) -> Written:
-    """Write the plan file `path` (inside the plans directory) atomically.
-
-    The name is validated as `plan_write` validates the model's (so only Markdown files in
-    real folders of a plans directory below `.plan-lsp/` qualify) and written through
-    `safe_fs` from the workspace folder. Raises `WriteRefused` with the fixed message.
-    """
+    """Write the plan file `path` atomically, its name validated as `plan_write` validates
+    the model's; `WriteRefused` with the fixed message."""
     found = _plan_file(plans_dir, path, workspace)
     if isinstance(found, str):
         raise WriteRefused(found)
@@ -324,14 +306,8 @@ def _emit(record: dict[str, Any]) -> None:
 
 
 def check_plan_path_main(argv: list[str]) -> int:
-    """`plan-lsp check plan-path --plans-dir D [--stdin-jsonl] [PATH]`; argv after `plan-path`.
-
-    One `{"path", "ok", "resolved", "error"}` line per checked name (`ok`: plan_write may
-    write it). With `--stdin-jsonl`, each non-blank input line `{"path": ...}` (null means
-    the default name) gives one output line in the same order; a bad line gives a record
-    with `ok: false` and never stops the run. Exit status: 0 (1 if a single PATH is
-    refused, 2 for usage errors).
-    """
+    """`plan-lsp check plan-path --plans-dir D [--stdin-jsonl] [PATH]`: one
+    `{"path", "ok", "resolved", "error"}` line a name; exit 1 for a refused PATH, 2 usage."""
     parser = argparse.ArgumentParser(
         prog="plan-lsp check plan-path",
         description="Check plan file names as plan_write would.",

@@ -113,17 +113,10 @@ def round_plan_path(
     records: PlanRecords,
     workspace: Path | None = None,
 ) -> PlanPathResult:
-    """The file a planning round writes its plan to: every check of `validate_plan_path`,
-    and an approved plan is never written over.
-
-    `name` None (the model named no file): `PLAN.md`, unless it holds an approved plan or
-    has a second name (a hard link) — then the round's own file (`round_path`, the file
-    this round already wrote), else the first free `PLAN-<n>.md`, computed here, never
-    taken from the model. A `name` given
-    that holds an approved plan (the same name under any case, or the same file) is
-    refused, naming the free name to use instead. The result's `name` is the accepted name
-    inside the plans directory.
-    """
+    """The file a planning round writes its plan to (`validate_plan_path`'s checks); an
+    approved plan is never written over. No name: `PLAN.md` unless that holds an approved
+    plan or has a hard link, then `round_path`, else the first free `PLAN-<n>.md`. A name
+    holding an approved plan is refused, naming the free one to use instead."""
     requested = DEFAULT_PLAN_NAME if name is None else name
     checked = validate_plan_path(plans_dir, requested, must_exist=False, workspace=workspace)
     if not checked.ok or checked.resolved is None:

@@ -1,45 +1,14 @@
 """The one way the server writes a file: atomically, from a trusted anchor, never through a link.
 
-Every file the server writes — plans, revisions, the approved plan, checklist mirroring, and
-the files `write_file`/`edit_file` change in build mode — goes through `write_text`:
-
-- **Directories are walked, not resolved.** The target's folder is reached from a trusted
-  anchor (a workspace root, opened as given) one component at a time, each opened with
-  `O_DIRECTORY | O_NOFOLLOW` relative to the previous directory's file descriptor. A symbolic
-  link anywhere below the anchor is refused at the moment of opening, even one that appeared
-  after the path was checked. Missing folders are created with `mkdir(dir_fd=...)`, which
-  never follows a link either.
-- **Atomic replace.** The text goes into a new file created `O_CREAT | O_EXCL | O_NOFOLLOW`
-  inside that directory (a random hidden name; a name that exists already — the repository
-  may ship files named like ours — is never reused or removed), is fsynced, and renamed over
-  the target with `os.replace(..., src_dir_fd=, dst_dir_fd=)`. The directory is fsynced so
-  the rename survives a crash. Readers see the old file or the new one, never a torn one.
-- **The target must be a regular file or absent.** A symbolic link, FIFO, socket, device or
-  directory under the target's name is refused with a message saying so. Renaming over a link
-  would replace the link without touching its target, but a link where the server writes
-  means somebody meant writes to land elsewhere; refusing says so instead of silently
-  rewriting what the repository ships.
-- **Hard links.** Replacing by rename gives the name a new inode: other names of the old file
-  keep their content.
-- **Modes.** A new file is created with mode 0o666 (or the `mode` asked for) and the kernel
-  applies the process umask inside `open(2)`: 0644 under the usual 022, 0600 under 077. The
-  umask is never read: `os.umask` can only be read by setting it, which is process-wide and
-  racy in a threaded server, and `/proc/self/status` exists on Linux only; letting the kernel
-  apply it is atomic and portable (a default ACL on the folder applies as it does for any
-  program). An existing file keeps its permission bits: the temporary file is created with
-  them (never more open than the file it replaces) and they are set exactly with `fchmod` on
-  its descriptor — nothing is ever chmod-ed by path. Set-user-ID, set-group-ID and sticky
-  bits are dropped, as the kernel drops them when an unprivileged process writes a file.
-
-Every file the server reads from a workspace (configuration, plans, the files the read-only
-tools show) is read the same way (`open_regular`, `read_bytes`, `read_text`): the same walk,
-the file opened `O_NOFOLLOW | O_NONBLOCK`, then `fstat`-ed on its descriptor. Only a regular
-file is read, and only up to a size bound: a link is never read through, a FIFO or device
-never blocks the server (nor streams forever), a huge file never fills its memory.
-`read_file_bytes` is the same check for a path already validated by its caller (no anchor):
-the file itself is opened without following a link.
-
-POSIX only: directory file descriptors are required.
+Every write (plans, revisions, build-mode edits) walks from a trusted anchor one folder at a
+time with `O_DIRECTORY | O_NOFOLLOW` on the previous descriptor, so a link is refused when
+opened, even one swapped in after a check; writes a hidden `O_EXCL` temporary file, fsyncs
+it and renames it over a target that must be a regular file or absent. The umask is never
+read (reading it means setting it, process-wide): the kernel applies it in `open(2)`; an
+existing file keeps its bits, set by `fchmod` on the descriptor, never by path. Reads take
+the same walk, open `O_NOFOLLOW | O_NONBLOCK` and `fstat`: only a regular file, only up to a
+size bound, so no link, FIFO or device is followed or blocked on. docs/configuration.md says
+what users see. POSIX only.
 """
 
 from __future__ import annotations
@@ -118,19 +87,14 @@ def _shown(parts: tuple[str, ...] | list[str]) -> str:
 
 def file_kind(st_mode: int) -> str:
     """What a mode says is there, in words ("a FIFO", "a symbolic link")."""
-    if stat.S_ISLNK(st_mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(st_mode):
-        return "a folder"
-    if stat.S_ISFIFO(st_mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(st_mode):
-        return "a socket"
-    if stat.S_ISCHR(st_mode) or stat.S_ISBLK(st_mode):
-        return "a device"
-    if stat.S_ISREG(st_mode):
-        return "a regular file"
-    return "something unknown"
+    return next((name for is_kind, name in _KINDS if is_kind(st_mode)), "something unknown")
+
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+    (stat.S_ISREG, "a regular file"),
+)  # fmt: skip
 
 
 def _wrong_kind(st_mode: int, shown: str, folder: bool, verb: str = "writes") -> str | None:
@@ -181,11 +145,8 @@ def _open_dir(parent_fd: int, name: str, shown: str, create: bool) -> tuple[int,
 
 @contextlib.contextmanager
 def _folder(anchor: Path, parts: tuple[str, ...], create: bool) -> Iterator[int]:
-    """A descriptor for the folder `anchor/parts...`, walked without following links.
-
-    The anchor itself is opened as given (it is trusted: a workspace root). With `create`,
-    missing folders are made and every parent of a new one is fsynced.
-    """
+    """A descriptor for `anchor/parts...`, walked without following links (the trusted
+    anchor is opened as given); `create` makes missing folders, fsyncing their parents."""
     if not _SUPPORTED:
         raise WriteRefused(
             "this system lacks directory file descriptors with O_NOFOLLOW, without which "
@@ -243,12 +204,7 @@ def write_bytes(
     anchor: Path, path: Path, data: bytes, *, mode: int | None = None, create_dirs: bool = True
 ) -> Written:
     """Atomically replace (or create) `path`, which must lie below `anchor` as written.
-
-    `mode` None: an existing file keeps its permission bits and a new one gets 0o666 minus
-    the umask. An explicit `mode` (e.g. 0o444 for read-only files) is asked of `open(2)` for
-    the new file, so the umask still applies. Raises `WriteRefused` for links and
-    non-regular files on the way, `OSError` for anything the system refuses.
-    """
+    `mode` None keeps an existing file's bits (a new one: 0o666 minus the umask)."""
     parts = relative_parts(anchor, path)
     shown = _shown(parts)
     with _folder(anchor, parts[:-1], create_dirs) as dir_fd:
@@ -319,13 +275,8 @@ def _checked_reader(fd: int, shown: str, max_bytes: int | None) -> BinaryIO:
 def open_regular(
     anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTES
 ) -> Iterator[BinaryIO]:
-    """The regular file `path` below `anchor`, open for reading.
-
-    Walked like a write: a link on the way or at the end, a FIFO, a socket, a device or a
-    folder is refused with `WriteRefused` (never followed, never blocked on), and a file
-    larger than `max_bytes` (None: no bound, for callers that stream) with `FileTooLarge`.
-    Raises `FileNotFoundError` when nothing is there.
-    """
+    """The regular file `path` below `anchor`, open for reading, walked like a write;
+    `WriteRefused` for anything else on the way, `FileTooLarge` over `max_bytes`."""
     parts = relative_parts(anchor, path)
     shown = _shown(parts)
     with _folder(anchor, parts[:-1], create=False) as dir_fd:
@@ -349,11 +300,7 @@ def _read_bounded(handle: BinaryIO, shown: str, max_bytes: int | None) -> bytes:
 
 
 def read_bytes(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> bytes | None:
-    """The content of the regular file `path` below `anchor`, or None if there is none.
-
-    See `open_regular`: links, FIFOs, devices, folders and files over `max_bytes` are
-    refused with `WriteRefused` (never followed, never blocked on, never read whole).
-    """
+    """The content of the regular file `path` below `anchor` (`open_regular`), or None."""
     try:
         with open_regular(anchor, path, max_bytes=max_bytes) as handle:
             return _read_bounded(handle, _shown(relative_parts(anchor, path)), max_bytes)
@@ -370,14 +317,9 @@ def read_text(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYTE
 def read_file_bytes(
     path: Path, *, max_bytes: int | None = MAX_READ_BYTES, follow_link: bool = False
 ) -> bytes | None:
-    """The content of the regular file at `path`, or None if there is none.
-
-    For a path its caller validated already (the folders on the way are not walked): the
-    file itself is opened `O_NOFOLLOW | O_NONBLOCK` and checked on its descriptor, so a link,
-    FIFO, device, folder or file over `max_bytes` under its name is refused with
-    `WriteRefused`, never followed, blocked on or read whole. `follow_link` is for the
-    user's own files (a dotfile manager links them): the link is followed, the rest holds.
-    """
+    """The content of the regular file at `path` (validated by the caller: only the file
+    itself is opened without following a link and checked), or None. `follow_link` is for
+    the user's own files, which a dotfile manager links."""
     flags = _READ_FLAGS & ~_NOFOLLOW if follow_link else _READ_FLAGS
     try:
         fd = os.open(path, flags)
@@ -420,13 +362,8 @@ def ensure_folder(anchor: Path, path: Path) -> None:
 
 
 def link_problem(anchor: Path, path: Path, *, folder: bool = False) -> str | None:
-    """Why `path` below `anchor` cannot be reached without following a link: the first part
-    that is a symbolic link or not a folder, or the last part if it is not a regular file
-    (with `folder`, not a folder). None when nothing is in the way.
-
-    Missing parts are fine (a write would create them). Nothing is opened or created: this
-    is the early check that gives a clear message; the walk in `write_text` is the wall.
-    """
+    """Why `path` below `anchor` cannot be reached without a link or wrong kind on the way,
+    or None (missing parts are fine). The early, clear message; the walk is the wall."""
     try:
         parts = relative_parts(anchor, path)
     except WriteRefused as exc:

@@ -1,13 +1,8 @@
 """The vocabulary both gates speak: a tool's safety label and its definition.
 
-Lives in `policy/` (the lowest layer that decides) so that `tools/` can import it while
-`policy/` never imports `tools/`.
-
-A definition is everything known about a tool but its code: name, description, the
-argument model (which gives both the schema offered to the model and the check of what the
-model sends), safety label, timeout, and the facts the permission engine and the mode table
-read about it (which argument a rule matches, whether it edits files or only the agent's
-own state, the one work mode it belongs to). No table elsewhere is keyed by tool name.
+In `policy/` so that `tools/` imports it, never the reverse. A definition is everything
+known about a tool but its code, including what the permission engine and the mode table
+read about it: no table elsewhere is keyed by tool name.
 """
 
 from __future__ import annotations

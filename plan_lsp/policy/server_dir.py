@@ -1,17 +1,8 @@
-"""The server's own folder, `<workspace>/.plan-lsp/`: where plans and revisions live (and a
-shared configuration), and who may write there. Session state lives outside the workspace,
-in the user's state folder (`session/state_home.py`); the folder is made only when a plan
-or a revision is first written.
-
-- The plans directory must be a folder below `.plan-lsp/` (default `.plan-lsp/plans`; never
-  `.plan-lsp` itself, never `revisions`), reached without a symbolic link: `.plan-lsp`, the
-  plans folder and every folder on the way must be real folders. A configured location
-  elsewhere is refused here, whatever the configuration layer allowed.
-- Tools never change anything inside `.plan-lsp/` (`server_dir_refusal`); plan files change
-  through the plan tools and the server (`plan_paths.write_plan_file`), revisions through
-  `write_revision`.
-- Every write goes through `safe_fs`, anchored at the workspace folder, so a link that appears
-  after these checks is still refused when the file is opened.
+"""The server's own folder, `<workspace>/.plan-lsp/`: plans, revisions and a shared
+configuration (session state lives in the user's state folder), and who may write there.
+The plans directory is a real folder below it (never itself, never `revisions`), reached
+without a link; tools never change anything inside it (`server_dir_refusal`); every write
+goes through `safe_fs`, anchored at the workspace folder.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Workspace-edit gate: the one function every change a tool makes to a file goes through.
 
-Workspace tools (`write_file`, `edit_file`) may change files inside the workspace, in build
-mode only, and never anything inside `<workspace>/.plan-lsp/` (the server's state,
-configuration, plans and revisions). Plan tools (`plan_file=True`) may change only plan files:
-Markdown files in real folders of the plans directory below `.plan-lsp/`. A document the
-client has open is changed through the editor (`workspace/applyEdit`), so its buffer and undo
-history stay coherent; anything else is written to disk by `safe_fs.write_text`, anchored at
-the workspace folder, so a link on the way is refused when the file is opened.
-
-An edit carries the text it was computed against. If the file changed since (the user kept
-typing), the edit is replayed onto the current text when the two changes touch different
-lines, and refused otherwise: what the user typed is never overwritten by a stale copy.
+Workspace tools change files in the workspace in build mode only, never inside
+`.plan-lsp/`; plan tools (`plan_file=True`) only plan files. An open document changes through
+the editor (its buffer and undo stay coherent), anything else through `safe_fs`. An edit
+computed against text the user has since changed is replayed when the changes touch other
+lines, else refused: what the user typed is never overwritten by a stale copy.
 """
 
 from __future__ import annotations

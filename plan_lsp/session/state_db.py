@@ -1,18 +1,10 @@
 """Opening a workspace's state database in the user's state folder (`state_home.py`).
 
-The folder is the user's own (0700), so the database is not an adversary's file; what can
-still go wrong is a file damaged by a crash or a full disk, or one some other program (or
-another version) left under the name. `open_state_db` therefore:
-
-1. makes the database if there is none: created private (0600) without following a link,
-   given the schema and its version in one transaction, WAL mode from then on (SQLite gives
-   the `-wal`/`-shm` files the database's mode);
-2. checks an existing one: an SQLite header of the form this server writes, exactly the
-   server's schema (`sqlite_master`), this version in `meta`, and `PRAGMA quick_check`;
-3. a database that fails is closed and set aside in the same folder (with its `-wal` and
-   `-shm`) as `state.db.corrupt-<time>` (it cannot be read) or `state.db.foreign-<time>`
-   (it is not this version's database), the user is told why and where it went, and a new
-   one is made. The server never stops over it.
+The folder is the user's own, so the danger is a file damaged by a crash or left by another
+program or version. A new database is made private (0600, no link followed) with schema and
+version in one transaction, WAL; an existing one must have our header, exactly our schema,
+this version and pass `quick_check`, else it is set aside (`state.db.corrupt-<time>` or
+`.foreign-<time>`), the user is told where, and a new one is made.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The `bash` tool: run one command line, in the sandbox profile its mode calls for.
 
-Whether a command may run at all is decided before this is called (the execution gate
-classifies it, and sets `ctx.sandbox_shell` when it must run sandboxed). This module only
-runs it well: the right profile, own process group, timeout, output caps, cancellation.
-
-Plan mode: inside the plan sandbox whenever one works (read-only, no network unless
-`planNetwork`, homes and secrets hidden); without one (`classified`), with the allow-list
-environment and the git shim. Build mode: the build profile when bubblewrap works (every
-`<root>/.plan-lsp` read-only), else unsandboxed; the permission prompt guards it.
-
-Nothing a command starts outlives it: bubblewrap gives each command its own pid namespace,
-and every command that can change something (build mode, plan mode without a sandbox or
-under Landlock) runs under the subreaper launcher, which adopts and kills what it leaves
-behind (a daemon, `setsid -f`, a double fork) before the call returns.
+Whether a command may run is decided before (the execution gate); this runs it well: the
+profile its mode calls for (plan sandbox, else the allow-list environment and git shim;
+build profile with bubblewrap, else unsandboxed), own process group, timeout, output caps,
+cancellation. Nothing it starts outlives it: bubblewrap's pid namespace, else the subreaper.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """File-changing tools: write_file and edit_file.
 
-Neither writes anything itself: both compute the new text and hand it to the workspace-edit
-gate (`policy.workspace_edit.apply_file_edit`) with the work mode at that very moment, so
-even a call already past the execution gate cannot change a file once the session is in plan
-mode. Without a mode provider in the context the tools assume plan mode (fail closed).
-Nothing inside `<workspace>/.plan-lsp/` is theirs to change, in any mode: the refusal comes
-before the file is even read, and names the path.
-
-The new text is computed by one planner per tool (`plan_write_file`, `plan_edit_file`): the
-same call gives the permission request its before- and after-text (the tool's preview), and
-once allowed, exactly that change is written.
+Both hand the new text to the workspace-edit gate with the work mode of that moment (no mode
+provider: plan mode, fail closed), so a call past the execution gate still cannot write in
+plan mode; `.plan-lsp/` is refused before the file is read. One planner per tool computes
+the change the permission preview shows, and exactly that is written.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Read-only file tools: read_file, list_dir, glob, grep.
 
-Every path is confined to the workspace (`paths.resolve_path`). Reads see what the user
-sees: when the client has a document open, its buffer text is read instead of the disk.
-On disk, a file is opened from its workspace root without following a link and never
-blocked on (`fs_common.open_workspace_file`): a FIFO, device or socket is refused at once.
+Paths are confined to the workspace; an open document is read from its buffer, a file on
+disk without following a link or blocking (`fs_common.open_workspace_file`).
 """
 
 from __future__ import annotations

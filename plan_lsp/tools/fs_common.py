@@ -69,13 +69,8 @@ def _anchor(path: Path, roots: Sequence[Path]) -> Path:
 def open_workspace_file(
     path: Path, roots: Sequence[Path], *, max_bytes: int | None
 ) -> Iterator[BinaryIO]:
-    """The regular file `path` (resolved, inside a workspace root), open for reading.
-
-    Walked from its workspace root without following a link and opened non-blocking
-    (`safe_fs.open_regular`): a link (even one swapped in after `resolve_path`), a FIFO,
-    socket, device or folder is refused with `WriteRefused`, a file over `max_bytes` with
-    `FileTooLarge`; `FileNotFoundError` when nothing is there.
-    """
+    """The regular file `path` (resolved, inside a root), open for reading: walked from its
+    root by `safe_fs.open_regular`, so a link swapped in after `resolve_path` is refused."""
     with open_regular(_anchor(path, roots), path, max_bytes=max_bytes) as handle:
         yield handle
 

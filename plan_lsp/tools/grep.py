@@ -1,12 +1,7 @@
-"""The `grep` tool: ripgrep when it is on PATH, RE2 in the server otherwise, with the same
-output; open buffers are searched as the user sees them (by RE2). The model's pattern is
-never matched by a backtracking engine in the server's process (`grep_engine`).
-
-Both search regular files only and never through a link, as ripgrep does without `-L`:
-the Python search opens each file from its workspace root without following a link and
-non-blocking (`fs_common.open_workspace_file`), skipping links, FIFOs, devices and sockets;
-a `path` that names anything but a folder or a regular file is refused before ripgrep would
-open (and block on) it."""
+"""The `grep` tool: ripgrep when on PATH, else RE2 in the server, with the same output; open
+buffers are searched as the user sees them (RE2, `grep_engine`). Only regular files, never
+through a link (as ripgrep without `-L`); a `path` naming anything but a folder or a regular
+file is refused before ripgrep would block on it."""
 
 from __future__ import annotations
 

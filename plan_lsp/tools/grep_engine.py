@@ -1,13 +1,8 @@
 """Where a model's grep pattern is matched: never by a backtracking engine in the server.
 
-The pattern comes from the model, which a file it read may have prompt-injected: Python's
-`re` backtracks, and `(a+)+$` against forty `a`s and a `!` runs for hours. So:
-
-- ripgrep searches the files on disk (its own child process, linear-time engine);
-- open buffers (the text the user sees), and without ripgrep the files on disk too, are
-  searched by RE2 (`google-re2`), whose automata never backtrack (time linear in the text),
-  in a worker thread. RE2's dialect is ripgrep's default one (no backreferences, no
-  lookaround); a pattern it refuses is an error naming why.
+The pattern may be prompt-injected and `re` backtracks (`(a+)+$` runs for hours), so files
+on disk go to ripgrep, and open buffers (and the disk without ripgrep) to RE2 in a worker
+thread: linear time, ripgrep's default dialect; a pattern RE2 refuses is an error saying why.
 """
 
 from __future__ import annotations

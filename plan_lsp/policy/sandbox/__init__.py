@@ -1,13 +1,8 @@
 """The OS sandbox for shell commands: the wall behind the shell classifier.
 
-`sandbox_status()` proves at start-up which mechanism really holds here (bubblewrap, else
-Landlock, else none) with a probe (`selftest`), and says why in `detail`. `sandbox_argv()`
-wraps a command for a profile: `plan` (read-only, no network, homes and secrets hidden,
-scrubbed environment, rlimits) or `build` (writable as the user, except every
-`<root>/.plan-lsp`). docs/security.md describes what each guarantees and what it does not.
-
-`PLAN_LSP_SANDBOX` (server environment) orders or restricts the mechanisms tried, e.g.
-`landlock` or `none`; tests use it to force the fallback.
+`sandbox_status()` proves which mechanism holds (bubblewrap, else Landlock, else none);
+`sandbox_argv()` wraps a command for the `plan` or `build` profile (docs/security.md).
+`PLAN_LSP_SANDBOX` orders or restricts the mechanisms tried (`landlock`, `none`).
 """
 
 from __future__ import annotations
@@ -91,12 +86,9 @@ def sandbox_argv(
     scratch: Path | None = None,
     base_env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """`argv` wrapped to run in `workdir` under `profile`.
-
-    `mechanism` defaults to the proven one. `scratch` is the one writable directory under
-    Landlock (bubblewrap gives a private tmpfs instead). `base_env` is the environment the
-    allow-list is taken from (default: the server's). The build profile exists only with
-    bubblewrap; the caller passes the command's environment to the process."""
+    """`argv` wrapped to run in `workdir` under `profile`, with the proven mechanism unless
+    one is given; `scratch`: Landlock's one writable folder; `base_env`: where the
+    environment allow-list is taken from (the server's)."""
     from plan_lsp.policy.sandbox.known import sandbox_status
     from plan_lsp.policy.sandbox.probe import SandboxUnavailable, mechanism_argv
 

@@ -1,19 +1,11 @@
 """Bubblewrap command lines for the two profiles.
 
-plan  — the wall for plan-mode commands: nothing writable but private scratch tmpfs, no
-        network (unless asked), own user/pid/ipc/uts/cgroup namespaces, homes and secrets
-        replaced by empty tmpfs, the workspace roots read-only wherever they live, an
-        allow-list environment, rlimits. Why each flag is there: docs/security.md.
-build — the host as the invoking user, writable, with the network, except every
-        `<root>/.plan-lsp`, bound read-only: no build-mode command can change the server's
-        state, configuration, revisions or plans; and the files that run code later
-        (`policy/autorun.toml`: git's configuration and hooks, editor project files, ...),
-        read-only too unless the command's words name them (the permission prompt then
-        asked for exactly that command). Its own pid namespace: when the command
-        ends (or is stopped) the namespace goes, with everything it left running.
-
-Both start with `env -i`: bwrap's own environment is readable as /proc/1/environ inside the
-sandbox, so it must already be the scrubbed one; `--clearenv` alone would not do.
+plan  — nothing writable but private scratch, no network unless asked, own namespaces, homes
+        and secrets hidden, roots read-only, allow-list environment, rlimits.
+build — the host, writable, except every `<root>/.plan-lsp` and the files that run code
+        later (`autorun.toml`) unless the command names them; own pid namespace.
+Why each flag: docs/security.md. Both start with `env -i`: bwrap's own environment is
+/proc/1/environ inside, so `--clearenv` alone would not do.
 """
 
 from __future__ import annotations
@@ -140,17 +132,10 @@ def _seccomp_prefix() -> tuple[list[str], list[str]]:
 
 
 def _landlock_inside(host_trees: Sequence[Path]) -> tuple[list[str], list[str], str | None]:
-    """(bwrap options, launcher argv prefix, private TMPDIR or None): Landlock inside the
-    sandbox, so that nothing but the sandbox's own scratch space can be opened for writing.
-
-    A read-only mount does not stop opening a FIFO (or a device) for writing: a host FIFO in
-    a workspace or any other visible tree would reach its reader. Landlock's write-file
-    right governs every open for writing, FIFOs included. Its rules grant a directory's
-    rights to everything below it, across mounts, so a scratch mount (/tmp, /var/tmp, /run,
-    /dev) is granted only when no host tree (a root, a toolchain) is bound below it; when
-    one is below /tmp, the command gets a private tmpfs at PRIVATE_TMP as TMPDIR and HOME
-    instead. Empty lists where the kernel has no Landlock (the self-test then fails on its
-    FIFO and bubblewrap is not used)."""
+    """(bwrap options, launcher argv prefix, private TMPDIR or None): Landlock inside, since
+    a read-only mount does not stop opening a host FIFO for writing. A grant covers all
+    below it across mounts, so a scratch mount is granted only when no host tree is bound
+    below it (else a private tmpfs at PRIVATE_TMP). Empty without Landlock."""
     if landlock_abi() < 1:
         return [], [], None
     writable = [

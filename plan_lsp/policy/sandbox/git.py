@@ -1,28 +1,13 @@
 """git that works in plan mode and runs no program a repository's configuration names.
 
-A repository (its `.git/config`, anything that file includes, its `.gitattributes`) can name
-programs git runs during ordinary reads: `core.fsmonitor` on every index refresh, clean and
-smudge filters when `status`/`diff` compare a dirty file, textconv and external diff drivers
-for `diff`/`log -p`/`show`/`blame`, hooks when an index is written, aliases, pagers, gpg for
-`log.showSignature`. Setting `diff.external` to an empty string (the old hardening) breaks
-`git diff` on any dirty tree, and names chosen by the repository (`filter.<name>.clean`)
-cannot be overridden by a fixed list.
-
-So a plan-mode command finds a `git` shim first on PATH. The shim lists the configuration
-names git would read for this very invocation (same `-C`/`-c`/`--git-dir` options) and
-appends, after the caller's own global options, one `--config-env` override per
-program-naming key plus fixed ones (`core.fsmonitor=false`, `core.hooksPath=/dev/null`,
-`protocol.allow=never`, ...); diff-family subcommands get `--no-ext-diff --no-textconv`.
-`--config-env` is used instead of `-c` because subsection names may contain `=`. Command-line
-configuration is read last, so these overrides beat every file.
-
-git also starts git itself, in another repository (a submodule: `status` of a dirty one,
-`diff --submodule=diff`, a `.gitmodules` saying `ignore = none`), through its own exec path
-rather than PATH; only the fixed overrides would reach that child. So the shim makes git's
-exec path a mirror of git-core whose `git` is the shim again: every git a plan-mode command
-starts, directly or through git, lists the configuration of the repository it reads and
-neutralises it. Keys that cannot be neutralised this way are reported by
-`git_hazards.git_config_hazards` for the gate to refuse on.
+A repository's configuration can name programs git runs during ordinary reads (fsmonitor,
+filters, textconv and diff drivers, hooks, aliases, pagers, gpg), under names it chooses
+(`filter.<name>.clean`), so no fixed list can override them. A plan-mode command therefore
+finds a `git` shim first on PATH: it lists the keys git would read for this invocation and
+appends one `--config-env` override per program-naming key (`-c` breaks on `=` in
+subsection names) plus fixed ones; command-line configuration is read last, so these win.
+git starts git itself through its exec path (submodules), so that path mirrors git-core with
+the shim as its `git`. What cannot be neutralised: `git_hazards`.
 """
 
 from __future__ import annotations
@@ -84,13 +69,8 @@ def _value_variables() -> dict[str, str]:
 
 
 def shim_script(real_git: str, bash: str, exec_dir: str) -> str:
-    """The shim's text: a fixed template; only the absolute paths vary.
-
-    `exec_dir` becomes git's exec path (`GIT_EXEC_PATH`): git finds the `git` it starts for
-    itself there (in a submodule, for `--submodule=diff`, for `status` of a dirty
-    submodule, ...), ahead of PATH, so every child git is this shim again and gets the
-    overrides of the repository it reads, not only the fixed ones inherited through
-    `GIT_CONFIG_PARAMETERS`."""
+    """The shim's text: a fixed template; only the absolute paths vary. `exec_dir` becomes
+    `GIT_EXEC_PATH`, so every git that git starts is this shim again."""
     variables = _value_variables()
     by_value = {value: name for name, value in variables.items()}
     exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())

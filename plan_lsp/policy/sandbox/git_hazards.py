@@ -1,14 +1,9 @@
 """What in a repository's git setup the plan-mode git shim (`git.py`) cannot neutralise.
 
-`git_config_hazards(repo)` reads `git config --list --show-origin` for `repo`: a key whose
-last component names a program that no override covers, `core.worktree`, a git directory
-outside the repository (a `.git` file), `objects/info/alternates` outside it. It also walks
-the git directory (`git_dir_hazards`): git opens the files there by itself, following links
-and pointers, and prints what it reads (refs, `packed-refs`, `shallow`, `info/grafts`,
-bisect, rebase and sequencer state, worktree records) — so any link or pointer (`commondir`,
-a worktree's `gitdir`/`commondir`) that leaves the repository, and any special file (a FIFO
-git would block on), is a hazard, whatever it points at. A gate without a sandbox refuses
-git commands while the list is not empty.
+Keys naming a program no override covers, `core.worktree`, a git directory or alternates
+outside the repository; and in the git directory, which git reads by itself following links
+and prints from, any link or pointer leaving the repository or special file. A gate without
+a sandbox refuses git commands while the list is not empty.
 """
 
 from __future__ import annotations

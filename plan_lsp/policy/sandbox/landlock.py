@@ -1,17 +1,9 @@
 """Landlock fallback (Linux >= 5.13) for machines where user namespaces do not work.
 
 The server computes what the child may touch (`landlock_spec`); the child restricts itself
-in `landlock_launch.py` and execs the command. Landlock is an allow-list of paths, so "all
-but the homes and secrets" is granted by walking down from `/` and granting every sibling of
-a hidden path instead of its parent.
-
-What this gives: no writes except /dev/null and a private scratch directory; the homes,
-system secrets, host /tmp, /run and /dev unreadable; no TCP (ABI >= 4) and no socket(2) at
-all (seccomp, x86_64/aarch64), so no UDP and no Unix sockets; no signals to or ptrace of
-processes outside the sandbox (so no /proc/<server>/environ); abstract Unix sockets scoped
-(ABI >= 6); rlimits. What it does not give: no pid namespace (other processes' /proc
-entries that need no ptrace access, e.g. cmdline, stay readable), no mount namespace
-(paths are unreadable, not absent), no network namespace when the network is allowed.
+in `landlock_launch.py`. Landlock is an allow-list of paths, so "all but the homes and
+secrets" grants every sibling of a hidden path instead of its parent. What it gives and does
+not give (no pid, mount or network namespace): docs/security.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Landlock launcher: restrict this process, then exec the command. Runs as the child's argv
-(`python -I -S landlock_launch.py OPTIONS -- ARGV...`), never inside the server, so no
-`preexec_fn` runs in the server's threaded process. A few light standard modules only: it
-must start fast and must not import anything from the (untrusted) working directory.
+(`python -I -S landlock_launch.py OPTIONS -- ARGV...`), never in the threaded server; light
+standard modules only, nothing from the (untrusted) working directory.
 
-OPTIONS (computed by `plan_lsp.policy.sandbox.landlock`), each path one argv word:
-  --read PATH     may be read and executed (everything not granted is unreadable)
-  --write PATH    a directory with every access (the private scratch directory)
-  --device PATH   a character device that may be read and written (/dev/null)
-  --network       allow the network; without it TCP bind/connect are denied by Landlock
-                  (ABI >= 4) and socket(2) by a seccomp filter (so UDP and Unix sockets
-                  too). The filter always denies chmod, chown, utime and extended-attribute
-                  changes, io_uring and every ioctl request not known to be harmless, which
-                  Landlock does not cover, the kernel keyring calls, Unix sockets and
-                  datagram socket pairs, and System V / POSIX message-queue IPC.
-  --filesystem-only  only the Landlock filesystem rules: no network rules, no scoping, no
-                  seccomp filter. For the plan profile of bubblewrap, which has its own
-                  namespaces and filter: there Landlock's write-file right is what keeps a
-                  command from opening a host FIFO (or any other file) for writing through
-                  a read-only mount, which does not stop that.
-  --chdir PATH    the working directory
-  --cpu S --fsize BYTES --nproc N --data BYTES   resource limits
-
-Any failure exits 126 without running the command. Capabilities are dropped (a root
-server's child would otherwise keep CAP_SYS_PTRACE and read other processes' memory).
+OPTIONS (from `landlock.py`): `--read PATH` (read and execute), `--write PATH` (every
+access: the scratch folder), `--device PATH` (/dev/null), `--network` (else TCP is denied by
+Landlock and socket(2) by seccomp), `--filesystem-only` (no network rules, scoping or
+seccomp: inside bubblewrap, where it stops opening a host FIFO for writing through a
+read-only mount), `--chdir PATH`, `--cpu/--fsize/--nproc/--data` limits. Any failure exits
+126 without running the command. Capabilities are dropped (a root server's child would
+keep CAP_SYS_PTRACE).
 """
 
 from __future__ import annotations

@@ -220,12 +220,9 @@ def _hideable_place(real: str) -> bool:
 
 @dataclass(frozen=True)
 class HiddenRules:
-    """What plan mode hides inside the workspace roots, as rules a path is tested against
-    without looking at the disk (the `classified` checks run on every operand): the home's
-    dot entries but the allow-list when a root is or holds the home (`home_dot_places`,
-    judged by where a path really lies), and the places named by the environment, the
-    user's plan-lsp folders and HOME_SECRETS that lie inside a root, whether they exist
-    yet or not."""
+    """What plan mode hides inside the workspace roots, as rules tested without the disk
+    (`classified` checks every operand): the home's dot entries but the allow-list when a
+    root holds the home, and the secrets and plan-lsp folders inside a root."""
 
     home: str | None  # the real home, when a root is or holds it
     visible: tuple[str, ...]  # HOME_VISIBLE, and `.plan-lsp` when the home is a root
@@ -372,13 +369,9 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
 
 
 def home_dot_places(home: Path, roots: Sequence[Path]) -> list[Path]:
-    """The real paths that hide the home's dot entries, all but HOME_VISIBLE (and the
-    workspace's own `.plan-lsp` when the home is a root): each dot entry,
-    or, for one that holds an allowed subpath (`.cargo` for `.cargo/bin`), each of its entries
-    down to the allowed ones. A link is hidden at its target, unless the target lies inside a
-    root: there it is shown or hidden by the rule of the place it lives in (a link
-    `~/.work -> ~/src/work` hides no project file; one to `~/.ssh` reaches a hidden place).
-    Entries that are neither files nor folders (sockets, FIFOs) cannot be hidden (`hideable`)."""
+    """The real paths that hide the home's dot entries but HOME_VISIBLE: each entry, or
+    below one holding an allowed subpath (`.cargo/bin`), each entry down to it. A link is
+    hidden at its target unless that lies inside a root (there its place's rule decides)."""
     real_home = Path(os.path.realpath(home))
     visible = (*HOME_VISIBLE, *((WORKSPACE_DIR,) if real_home in roots else ()))
     found: list[Path] = []
@@ -427,12 +420,9 @@ def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
 
 
 def own_places(roots: Sequence[Path], env: Mapping[str, str]) -> list[Path]:
-    """What a build-mode command may not change, besides every `<root>/.plan-lsp`: the user's
-    plan-lsp folders (a changed configuration or session state would disarm later sessions), this
-    process's private directory (the git shim), and the server's own package (the sandbox
-    launchers in it run fresh for every command) unless a workspace root holds it (developing
-    plan-lsp with plan-lsp). The interpreter's environment stays writable: it may be the
-    project's own, where build-mode commands install packages."""
+    """What a build-mode command may not change besides every `<root>/.plan-lsp`: the
+    user's plan-lsp folders (changed, they would disarm later sessions), this process's
+    private folder (the git shim), and the server's package unless a root holds it."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     places = [p for p in map(hideable, user_plan_lsp_dirs(env)) if p is not None]
     places.append(Path(os.path.realpath(_runtime_dir())))

@@ -1,15 +1,9 @@
 """The start-up proof: a mechanism is reported only after it held against a real probe.
 
-Inside the plan profile the probe tries to write to the workspace, to /tmp and to $HOME, to
-connect to a loopback listener the server opened, to reach host Unix sockets and FIFOs the
-server made (in the workspace and outside it: a stream listener, a datagram socket through
-a socket pair, a FIFO with a reader waiting), and to see the server's environment (its own
-variables, every /proc/*/environ, the server's /proc/<pid>/environ). The server then checks
-the host: no file appeared, nothing connected, no byte reached a socket or the FIFO, the
-secret never came back.
-The probe must also have read a workspace file, so a sandbox that sees nothing is refused
-too. For bubblewrap the build profile is probed as well: the workspace is writable there,
-`.plan-lsp` is not.
+In the plan profile the probe tries writes (workspace, /tmp, $HOME), a loopback connect, host
+Unix sockets and FIFOs, and the server's environment; the host then checks nothing arrived.
+It must also have read a workspace file (a sandbox that sees nothing is refused). The
+bubblewrap build profile is probed too: workspace writable, `.plan-lsp` not.
 """
 
 from __future__ import annotations

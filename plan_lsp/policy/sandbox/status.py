@@ -1,12 +1,9 @@
 """What the sandbox self-test found, and the process that finds it.
 
-`plan-lsp serve` starts the self-test (`selftest.py`: two sandboxed shells, a few hundred
-milliseconds) first thing, in a process of its own. In a thread of the server it competed
-with the server's start-up for the interpreter lock (about 90 ms later to the first answer,
-measured with `tests/bench/bench_startup.py`); in its own process it runs on another core.
-The process is this package's own code (`python -m plan_lsp.policy.sandbox.probe_main`,
-started from `/` with the current directory left off `sys.path`), so nothing in a workspace
-takes part. This module imports nothing else of the package: `probe.py` reads its answer.
+`plan-lsp serve` starts the self-test first thing in a process of its own (in a thread it
+held the interpreter lock: ~90 ms later to the first answer, `tests/bench/bench_startup.py`),
+as `python -m plan_lsp.policy.sandbox.probe_main` from `/`, so nothing in a workspace takes
+part. This module imports nothing else of the package.
 """
 
 from __future__ import annotations

@@ -2,19 +2,12 @@
 ARGV...`, the parent of a shell command that runs outside a pid namespace (no sandbox, the
 Landlock sandbox, build-mode commands without bubblewrap's build profile).
 
-A command can leave processes outside its process group and outside its tree as seen from
-the server: `setsid -f`, a double fork, a daemon. Their parent dies and the kernel hands them
-to the nearest "child subreaper" among their ancestors, else to init. This launcher marks
-itself as one (`PR_SET_CHILD_SUBREAPER`, unprivileged since Linux 3.4), so every orphan of
-the command becomes its child; when the command ends, or this launcher is told to stop
-(SIGTERM, SIGINT, SIGHUP, or the server dying: `PR_SET_PDEATHSIG`), it kills every process
-below itself until none is left, then exits with the command's status.
-
-Runs as the child's argv, never inside the server (no `preexec_fn` in a threaded process);
-standard library only, nothing imported from the working directory. Where the kernel refuses
-to make it a subreaper, the command still runs, and a line on stderr says that what it
-leaves behind may outlive it (processes started through another service, e.g.
-`systemd-run`, `at`, a container engine, are never descendants: docs/security.md).
+`setsid -f`, a double fork or a daemon leave the command's process group and tree; as a
+child subreaper (`PR_SET_CHILD_SUBREAPER`) this launcher inherits every orphan, and when the
+command ends or it is told to stop (signals, `PR_SET_PDEATHSIG`) kills everything below it,
+then exits with the command's status. Standard library only (never a `preexec_fn` in the
+threaded server). Where the kernel refuses, the command runs and stderr says what may
+outlive it (docs/security.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""`classified`: one simple command against the program database (`programs.toml`): a
-`read_only` program and subcommand, every option with its exact arity, every operand in its
-role. The words are walked as for `sandboxed` (`argwalk.py`); here every option must be
-listed.
-
-Option names are matched exactly. getopt_long, git's parse-options and Python's optparse
-also accept unambiguous prefixes of long options (`--out` for `--output`); such a prefix is
-not a listed name, so it is refused, whatever it would expand to.
+"""`classified`: one simple command against `programs.toml`: a `read_only` program and
+subcommand, every option listed with its exact arity, every operand in its role. Names match
+exactly, so a long-option prefix getopt_long would expand (`--out`) is refused.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One walk over a command's arguments by its program's entry in the database, for both
-rule sets: operands, `--`, counts (`-5`), long options (`--name=value`), find-style `-name`
-options, clustered short options (`-la`, `-n5`), and where a subcommand starts.
-
-What an option means (accepted or refused, what it changes, whether it takes the next word)
-is the rule set's: `argcheck.py` for `classified`, `argv.py` for `sandboxed`.
+"""One walk over a command's arguments by its database entry, for both rule sets (operands,
+`--`, `-5`, `--name=value`, `-name`, `-la`, `-n5`, where a subcommand starts); what an option
+means is the rule set's (`argcheck.py`, `argv.py`).
 """
 
 from __future__ import annotations

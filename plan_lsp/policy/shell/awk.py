@@ -11,10 +11,8 @@
     unary    := ["-" | "+" | "!"] primary
     primary  := NUMBER | "string" | "$" primary | NAME | FUNC "(" [exprs] ")" | "(" expr ")"
 
-What it leaves out is what can write or run: output redirection (`>`, `>>`, `|`), `getline`,
-`system`, `close`, `fflush`, `ENVIRON`, assignments to `ARGV`/`ARGC` (which choose the files
-read), arrays, loops, user functions and `@` directives. `/` never means division, so a
-slash is always the start of a regular expression, and only where the grammar expects one.
+Left out is what can write or run: redirection, `getline`, `system`, `close`, `fflush`,
+`ENVIRON`, `ARGV`/`ARGC`, arrays, loops, functions, `@`. `/` is never division.
 """
 
 from __future__ import annotations

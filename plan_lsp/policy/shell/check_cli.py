@@ -1,10 +1,7 @@
 """`plan-lsp check command` (README, "Command line"); its argv is parsed in `plan_lsp/cli.py`.
 
-One command: prints one JSON object and exits 0 when allowed, 1 when not.
-Batch (`--stdin-jsonl`): one `{"cmd": ...}` per input line → one
-`{"cmd", "allowed", "capabilities", "reasons"}` per output line, in order; a bad line gets
-an output line with allowed=false and a reason, and the batch goes on. Nothing here prints
-a traceback: a command the classifier cannot handle is refused with the reason.
+One command: one JSON object, exit 0 when allowed, 1 when not. `--stdin-jsonl`: one
+`{"cmd": ...}` a line in, one verdict a line out; a bad line gets allowed=false and a reason.
 """
 
 from __future__ import annotations

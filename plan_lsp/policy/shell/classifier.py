@@ -1,19 +1,11 @@
 """classify_command: one entry point, two rule sets.
 
-- `classified` (no sandbox: the classifier is the only wall) — a strict allow-list
-  (`strict.py`, data in `programs.toml`): a command passes only when every simple command in
-  it is fully understood: an allow-listed program, subcommand and options with their exact
-  arity, static words, print-only embedded programs, only `>/dev/null`, `2>&1` and input
-  from workspace files as redirections, reads confined to the workspace roots (plus a few
-  harmless system files), no network unless `network=True`.
-- `sandboxed` (the OS sandbox is the wall) — `intent.py`: a command runs inside the sandbox
-  without asking unless it is identified as writing files, git state or packages, as sending
-  data over the network, or as needing the network while `network` is off; those are refused
-  with the reason. Unknown programs and expansions run: the sandbox holds them.
+- `classified` (no sandbox: the only wall): the strict allow-list (`strict.py`).
+- `sandboxed` (the OS sandbox is the wall): `intent.py` refuses what is identified as
+  changing things or using a network that is off; the rest runs in the sandbox.
 
-Both refuse, with a reason and never an exception, empty input, NUL bytes, input longer than
-MAX_CHARS, input nested deeper than MAX_NESTING, and characters beyond U+FFFF (on which
-tree-sitter-bash 0.25 can crash the process).
+Both refuse, with a reason, empty input, NUL bytes, input over MAX_CHARS or nested deeper than
+MAX_NESTING, and characters beyond U+FFFF (tree-sitter-bash 0.25 can crash on them).
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
 """Control flow for `classified`: loops, conditionals, groups, `[ ]`, here-documents and
 `cd`, reduced to the simple commands they may run.
 
-A command line with any of these is read by tree-sitter-bash and turned into *pieces*: the
-text of every simple command (with its redirections) that could run, in order. Each piece is
-then checked alone by the strict rules (lexer, cross-check, allow-list), so nothing here
-decides that a command is harmless; it only decides which commands to ask about:
-
-- `if`/`elif`/`else`, `while`/`until`, `case`, `{ }`, `( )`, `!`, pipelines and lists: every
-  condition and every body, whichever branch bash would take.
-- `for VAR in WORDS`: the words must be static (a glob is expanded here as bash would,
-  `.*` including `.` and `..`; with no match the pattern stays) and the body is checked once
-  per value with `$VAR`, `${VAR}` and `"$VAR"` replaced by that value, quoted; an unquoted
-  `$VAR` whose value bash would split or glob again is refused.
-- `[ EXPR ]` is checked as `test EXPR`; `[[ ]]` is not accepted (its arithmetic evaluates
-  subscripts).
-- here-documents: data on standard input. The delimiter must be a plain name, quoted or not;
-  where bash ends the body (a line that is exactly the delimiter, after leading tabs for
-  `<<-`) must be where tree-sitter ends it; an unquoted body must not contain `$`, `` ` ``
-  or `\\` (bash expands those). Here-strings: static words only.
-- a redirection on a compound command is checked as `true REDIRECTION`.
-- `cd DIR` moves where the following pieces' relative paths start (`strict.py`).
-- `$(CMD)`: CMD is checked as a command of its own; its output stands in the outer command
-  only where it cannot matter (`substitution`), else the command is refused.
-
-Anything else that is not a simple command (assignments, functions, arithmetic, `[[ ]]`,
-`select`, C-style `for`, coprocesses, substitutions) is refused with its name.
+tree-sitter-bash's reading becomes *pieces*: every simple command (with its redirections)
+that could run, in order, each then checked alone by the strict rules; nothing here decides
+that a command is harmless. Every branch and body counts; `for VAR in WORDS` needs static
+words (globs expanded as bash would) and checks the body once per value, quoted; `[ ]` is
+`test`; a here-document's body must end where bash ends it and, unquoted, hold no `$`, `` `
+`` or `\\`; a redirection on a compound is `true REDIRECTION`; `$(CMD)` is a command of its
+own (`substitution`). Anything else (assignments, functions, arithmetic, `[[ ]]`, `select`,
+coprocesses) is refused with its name.
 """
 
 from __future__ import annotations
@@ -60,6 +44,11 @@ _IFS_OR_GLOB = re.compile(r"[ \t\n*?\[]")
 _LOOP_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
 # Loops, conditionals and groups nest at most this deep.
 MAX_DEPTH = 64
+# Nodes whose children run in order, as they are.
+_SEQUENCES = frozenset(
+    {"program", "list", "compound_statement", "do_group", "negated_command", "if_statement"}
+    | {"elif_clause", "else_clause"}
+)
 
 
 class FlowError(Exception):
@@ -125,7 +114,7 @@ class _Flatten:
 
     def step(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
         kind = node.type
-        if kind in ("program", "list", "compound_statement", "do_group"):
+        if kind in _SEQUENCES:
             for child in node.children:
                 self.child(child, env, lasting, repeated)
         elif kind == "pipeline":
@@ -135,9 +124,6 @@ class _Flatten:
         elif kind == "subshell":
             for child in node.children:
                 self.child(child, env, False, repeated)
-        elif kind == "negated_command":
-            for child in node.children:
-                self.child(child, env, lasting, repeated)
         elif kind == "command":
             self.add(self.command(node, env, []), lasting, repeated)
         elif kind == "test_command":
@@ -149,9 +135,6 @@ class _Flatten:
         elif kind in ("while_statement", "until_statement"):
             for child in node.children:
                 self.child(child, env, lasting, True)
-        elif kind in ("if_statement", "elif_clause", "else_clause"):
-            for child in node.children:
-                self.child(child, env, lasting, repeated)
         elif kind == "case_statement":
             self.case(node, env, lasting, repeated)
         else:
@@ -208,14 +191,10 @@ class _Flatten:
         return " ".join([*parts, *extra])
 
     def substitution(self, node: Node, env: dict[str, str], quoted: bool, echo: bool) -> str:
-        """`$(CMD)`: CMD is checked as a command of its own; its output, words nobody has
-        seen, may stand only where it cannot matter: an object name (hex digits) from a
-        git command that prints nothing else, where git reads a revision (never where a
-        file is read); any allowed command's output as text inside double quotes given to
-        `echo`, or to `test` only to compare with the empty string (`[ -n "$(CMD)" ]`).
-        Elsewhere an output word could be an
-        option of the outer program (`--files0-from=F`), a glob, or a path through a link a
-        hostile repository tracks, which no check before the run can see."""
+        """`$(CMD)`: CMD is checked as a command of its own; its unseen output may stand only
+        as a git object name where git reads a revision, or as quoted text for `echo` or an
+        emptiness `test`. Elsewhere it could be an option (`--files0-from=F`), a glob, or a
+        path through a tracked link."""
         text = self.text(node)
         if not text.startswith("$("):
             raise FlowError(f"`{text[:40]}`: use `$(…)` rather than backquotes")

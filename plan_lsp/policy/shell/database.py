@@ -1,10 +1,5 @@
-"""The shell classifier's program database: `programs.toml` loaded into typed programs.
-
-One entry per program (and subcommand), read by both protection levels: `classified`
-accepts only the forms of a `read_only` entry (`argcheck.py`: every option with its exact
-arity, every operand in its role), `sandboxed` looks up what a command would change
-(`argv.py`: `caps`, `effects`, `other_sub`, ...). Adding a program means adding a table to
-`programs.toml`; nothing here names one.
+"""The shell classifier's program database: `programs.toml` loaded into typed programs, read
+by both rule sets (`argcheck.py`, `argv.py`). Nothing here names a program.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Small, complete grammars for the print-only programs `classified` accepts (sed, jq).
 
-A program passes only when the grammar parses all of it; there is no scanning for bad
-words in something half understood. Regular expressions are read so that a reader that
-knows bracket expressions (GNU sed, which ends `/[/]/` at the last slash) and one that does
-not end them at the same place: a bracket expression may not contain the delimiter, a
-backslash or a newline, and may nest only `[:class:]`.
+A program passes only when the grammar parses all of it. A bracket expression may not hold
+the delimiter, a backslash or a newline (GNU sed ends `/[/]/` at the last slash, others do
+not), and nests only `[:class:]`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Files a repository's git configuration makes an allow-listed git subcommand read.
 
-`git blame` reads every `blame.ignoreRevsFile` and, on the first line that is not an object
-name, prints it (`fatal: invalid object name: <line>`), so a repository could make it show
-the first line of any readable file. Under `classified` such a file must lie inside the
-workspace. (Supplements `git_config_hazards`, which covers keys naming programs.)
+`git blame` prints the first line of a `blame.ignoreRevsFile` that is not an object name, so
+under `classified` such a file must lie inside the workspace.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""`sandboxed`: the sandbox is the wall, so the classifier only looks for what shows an
-intent to change things (or cannot work in the sandbox) and explains it.
-
-A command runs inside the sandbox without asking unless it is identified as writing files,
-git state or packages, or as using the network while plan-mode network is off. Unknown
-programs, expansions, interpreters and constructs this walker does not follow run: the
-sandbox (read-only filesystem, no network, no home directory) holds them.
+"""`sandboxed`: the sandbox is the wall, so only what shows an intent to change things (or
+needs a network that is off) is refused, with the reason; the unknown runs in the sandbox.
 """
 
 from __future__ import annotations
@@ -26,12 +21,8 @@ def classify_sandboxed(cmd: str, findings: Findings) -> None:
 
 
 def join_continuations(src: str) -> str | None:
-    """Remove backslash-newline pairs the way bash does before it splits words.
-
-    tree-sitter keeps `-\\<newline>delete` as two words where bash sees `-delete`, so the
-    tree is only trusted on the joined text. Where joining depends on context this scanner
-    does not track exactly (single quotes, here-documents, backquotes, substitutions inside
-    double quotes), returns None."""
+    """Remove backslash-newline pairs as bash does (tree-sitter keeps `-\\<newline>delete`
+    as two words); None where that depends on context this scanner does not track."""
     if "\\\n" not in src:
         return src
     if "<<" in src:

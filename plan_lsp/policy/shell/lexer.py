@@ -1,10 +1,7 @@
 """The `classified` subset of bash, read the way bash reads it.
 
-Only simple commands joined by `;`, `&&`, `||`, `|`, `|&` and newlines, with static words
-(plain, single-quoted, double-quoted without expansions, backslash escapes) and a few
-redirections. Anything else stops the reading with a reason that names it. The result is
-cross-checked against tree-sitter-bash (`strict.py`): both readings must agree on every word
-boundary, or the command is refused.
+Simple commands joined by `;`, `&&`, `||`, `|`, `|&`, newlines, static words and a few
+redirections; anything else stops with a reason. `strict.py` cross-checks with tree-sitter.
 """
 
 from __future__ import annotations

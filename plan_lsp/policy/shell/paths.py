@@ -1,12 +1,7 @@
-"""Which files a `classified` command may read: those inside the workspace roots (after
-symlinks) but outside the places the plan sandbox hides even there (`hidden_places`: the
-home's dot entries but the allow-list when a root is or holds the home, credentials named by
-the environment, the user's plan-lsp folders), and a short list of harmless system files. A
-folder that holds a hidden place is not read either (a recursive search of it would read the
-hidden place), nor the working directory by a program that walks it when given no folder.
-
-Paths are resolved when the command is classified; in plan mode under `classified` nothing
-the agent runs can change the tree between that moment and the run.
+"""Which files a `classified` command may read: inside the roots (after links) but outside
+what the plan sandbox hides there (`hidden_places`), nor a folder holding such a place (a
+recursive search would read it), plus a few harmless system files. Paths are resolved at
+classification; under `classified` nothing can change the tree before the run.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """The `classified` rule set: the allow-list is the only wall, so a command passes only when
-every part of it is understood.
-
-1. `lexer.py` reads the command as bash would, within a small subset (simple commands,
-   static words, `; && || | |&`, `>/dev/null`, `2>&1`, `< file`).
-2. tree-sitter-bash reads it too; any error or missing node refuses, and both readings must
-   put every word and redirection at the same place (a disagreement means one of them
-   misreads the command, so it is refused).
-3. Each simple command is checked against the allow-list (`argcheck.py`), with reads
-   confined to the workspace roots (`paths.py`).
+every part is understood: `lexer.py` and tree-sitter-bash must both read it without error
+and put every word and redirection at the same place, then each simple command passes
+`argcheck.py` with reads confined to the roots (`paths.py`).
 """
 
 from __future__ import annotations

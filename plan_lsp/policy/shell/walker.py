@@ -1,10 +1,6 @@
-"""The `sandboxed` rule set: walk a bash syntax tree and record what every command in it
-would do, so that a command showing an intent to change things is refused with a reason.
-
-The sandbox is the wall here: what this walker does not understand (an unknown command, an
-expansion, a construct it does not follow) is noted and left to run inside the sandbox. What
-it does identify (a write redirection, `rm`, `git commit`, `pip install`, a network tool)
-decides the refusal.
+"""The `sandboxed` rule set: walk a bash syntax tree and record what every command would do;
+what it identifies (a write redirection, `rm`, `git commit`, a network tool) is refused, what
+it does not understand is noted and left to the sandbox.
 """
 
 from __future__ import annotations

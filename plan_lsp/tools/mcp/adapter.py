@@ -1,13 +1,9 @@
 """From an MCP server's tool listing to our tool definitions: names and safety labels.
 
-Pure functions over plain values (no SDK types), so the rules are easy to test:
-
-- names: `mcp__<server>__<tool>`, made to fit what model providers accept
-  (`^[a-zA-Z0-9_-]{1,64}$`); two tools that would get one name are refused, never merged;
-- safety: `read_only` only when the user listed the tool in `read_only_tools`, or trusts
-  the server's hints and the annotations explicitly say read-only, not destructive and not
-  open-world (absent hints take the MCP defaults: destructive and open-world). Everything
-  else is `side_effect`, so both gates treat it like `write_file`.
+Names are `mcp__<server>__<tool>`, fitted to `^[a-zA-Z0-9_-]{1,64}$`; a clash is refused,
+never merged. Safety is `read_only` only when the user listed the tool, or trusts the
+server's hints and they say read-only, not destructive, not open-world (absent hints take
+MCP's defaults); else `side_effect`.
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from plan_lsp.tools.mcp.config import McpServerConfig
 PREFIX = "mcp__"
 SEPARATOR = "__"
 MAX_NAME = 64
-PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _UNSAFE_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 # A server describes its own tools; what it may put in front of the model is bounded.
 MAX_DESCRIPTION_CHARS = 4000
@@ -64,13 +59,6 @@ def qualified_name(server: str, tool: str) -> str:
     keep = MAX_NAME - len(PREFIX) - len(server) - len(SEPARATOR) - len(digest) - 1
     return f"{PREFIX}{server}{SEPARATOR}{safe_tool[:keep]}-{digest}"
 
-
-def split_name(name: str) -> tuple[str, str] | None:
-    """(server, sanitized tool) of a qualified name, or None when it is not one."""
-    if not name.startswith(PREFIX):
-        return None
-    server, sep, tool = name[len(PREFIX) :].partition(SEPARATOR)
-    return (server, tool) if sep and server and tool else None
 
 
 def _hint(annotations: Mapping[str, Any] | None, key: str, default: bool) -> bool:

@@ -2,27 +2,13 @@
 
     python -I -S capped_stdout.py MAX_BYTES [--pid-file PATH] -- COMMAND...
 
-The server's stdin and stderr are this process's own (inherited, untouched); its stdout
-passes through here line by line (stdio MCP is one JSON-RPC message a line). A line of at
-most MAX_BYTES is forwarded as it is. A longer one is never held whole: its first and last
-few bytes are kept and the rest is counted and dropped, so memory stays near MAX_BYTES
-whatever the server sends. In its place:
-
-- an answer whose id can be read (first, as the Python, Go and Rust SDKs write it, or last,
-  as the TypeScript SDK does) becomes a JSON-RPC error for that id, naming the size and the
-  limit (`error.data.planLsp == "message_too_large"`), so the call ends at once with a
-  clear error and the server keeps serving;
-- a request or notification from the server is dropped (noted on stderr);
-- an answer whose id cannot be read stops the server (noted on stderr): the client sees it
-  exit, the call fails with that note, and the server is started again for the next call.
-
-`--pid-file PATH`: this process's pid is written there first. The client starts it as the
-leader of a new process group, which the server joins: killing that group stops the server
-at once (a side-effect call that was stopped may otherwise go on: MCP cancellation is
-advisory).
-
-Standard library only, started with `-I -S` (nothing from the working directory or the
-environment is imported); it never parses JSON beyond the id.
+The server's stdout passes through line by line (one JSON-RPC message a line); a longer line
+than MAX_BYTES is never held whole (head and tail kept). In its place an answer whose id is
+readable (first or last, as the SDKs write it) becomes a JSON-RPC error for that id
+(`error.data.planLsp == "message_too_large"`); a server request or notification is dropped;
+an answer without a readable id stops the server. Notes go to stderr. `--pid-file`: this
+process leads the group the server joins, so killing it stops the server at once. Standard
+library only, `-I -S`; no JSON parsed beyond the id.
 """
 
 from __future__ import annotations

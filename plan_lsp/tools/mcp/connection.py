@@ -1,11 +1,8 @@
 """One MCP server: its process, its client session (official SDK, stdio), its tools.
 
-An owner task holds the process and the session for their whole life (anyio scopes must be
-entered and left by one task); calls from runs go through the session from their own
-tasks. The owner notices a server that exits (its stdout ends), restarts it a few times
-with a visible message, re-lists tools on `notifications/tools/list_changed`, and stops
-the process on `stop()`. Nothing here blocks the event loop: even the SDK is imported in a
-worker thread the first time it is needed.
+One owner task holds process and session (anyio scopes must be entered and left by one
+task), restarts an exited server a few times, re-lists tools on `list_changed`. Nothing
+blocks the event loop: even the SDK is first imported in a worker thread.
 """
 
 from __future__ import annotations
@@ -235,12 +232,9 @@ class McpConnection:
         self._settled.set()
 
     def kill_now(self, because: str) -> bool:
-        """Kill the server's process group at once (SIGKILL: none of its processes runs
-        another instruction); it starts again for the next call, which waits for that. True
-        when it was killed (or was not running). For a side-effect call that was stopped: MCP
-        cancellation is advisory, and a server that goes on with the call would change the
-        workspace after the user switched to plan mode. `killed()` waits until the client
-        has reaped it."""
+        """SIGKILL the server's process group (MCP cancellation is advisory: a stopped
+        side-effect call must not go on after a switch to plan mode); it starts again for
+        the next call. True when killed or not running."""
         try:
             group = int(self._pid_file.read_text(encoding="ascii"))
         except (OSError, ValueError):

@@ -1,11 +1,8 @@
 """All MCP servers of one workspace: lazy start, status, and the tools they add.
 
-The server layer holds one `McpManager` per workspace (status for `planLsp/state`,
-`close()` at shutdown); the agent calls `sync(registry)` before every model request, which
-starts the servers the first time, waits for restarts and re-listings in progress, and
-makes the registry hold exactly the tools of the ready servers. Every MCP tool runs through
-`tools/runner.py` like any other: the implementation registered here only forwards the
-call and turns the answer into an observation.
+One `McpManager` per workspace; the agent calls `sync(registry)` before every model request
+so the registry holds exactly the ready servers' tools, which run through `tools/runner.py`
+like any other.
 """
 
 from __future__ import annotations
@@ -48,17 +45,10 @@ class McpServerState(BaseModel):
 def server_env(
     base: Mapping[str, str] | None = None, own: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """What a server starts with: the environment build-mode commands get (no model keys,
-    no `PLAN_LSP_*`), the server's own `env` on top, then the git hardening of plan-mode
-    commands, in every mode (the git shim first on PATH and as git's exec path, the fixed
-    overrides in the environment): a server's git reads a hostile repository for a tool the
-    user marked read-only, so it runs none of the repository's hooks, filters, textconv
-    drivers or fsmonitor, whatever the mode.
-
-    Servers start in the workspace folder, and `python -m server` would put that folder first
-    on `sys.path`: a repository shipping a package of the server's name (or of anything it
-    imports) would run as the server. `PYTHONSAFEPATH=1` keeps it off; a server's own `env`
-    may set it to "" for a script that imports modules beside it."""
+    """A server's environment: build-mode commands' (no model keys, no `PLAN_LSP_*`), its
+    own `env`, then plan mode's git hardening in every mode (its git may read a hostile
+    repository for a read-only tool). `PYTHONSAFEPATH=1` keeps the workspace off
+    `sys.path` (a repository could ship a package of the server's name)."""
     env = shell_env(dict(os.environ if base is None else base))
     return hardened_git_env({**env, "PYTHONSAFEPATH": "1", **(own or {})})
 

@@ -1,9 +1,7 @@
 """From a `tools/call` answer (wire JSON) to an observation the model reads.
 
-Text stays text; structured content becomes JSON text; images, audio and binary resources
-are summarised (the model gets their kind and size, not base64). `isError` answers become
-tool errors with the server's own words. The whole observation is capped like `bash`
-output: start and end kept, the middle cut with a note.
+Binary content is summarised (kind and size, no base64); `isError` becomes a tool error in
+the server's words; the whole is capped like `bash` output.
 """
 
 from __future__ import annotations

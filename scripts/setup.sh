@@ -2,9 +2,10 @@
 # Sets up what plan-lsp needs to run, idempotently; then `.venv/bin/plan-lsp demo` works:
 #   - Debian packages (when run as root with apt-get): bubblewrap (the plan-mode sandbox),
 #     ripgrep (the search tool), git;
-#   - the Python venv .venv with the package (editable) and its development tools.
-# What the full test tier runs besides (editors, a model server, the attack suites' programs)
-# is installed by scripts/test-tools.sh, which `bash scripts/test.sh` runs on first use.
+#   - the Python venv .venv with the package (editable).
+# The development tools (ruff, mypy, pytest, ...) are installed by `bash scripts/test.sh` on
+# its first run; what the full test tier runs besides (editors, a model server, the attack
+# suites' programs) by scripts/test-tools.sh, which the full tier runs on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +41,7 @@ venv() {
     "$py" -m venv .venv
   fi
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  .venv/bin/python -m pip install -q -e .
   # Bytecode, as an installed wheel has it: an editable checkout gets none where
   # PYTHONDONTWRITEBYTECODE is set, and the server would compile every module at every start.
   .venv/bin/python -m compileall -q plan_lsp >/dev/null
@@ -48,5 +49,5 @@ venv() {
 
 started=$SECONDS
 step "Debian packages: ${APT_PACKAGES[*]}" "15 s when missing" apt_packages
-step ".venv: the package and its development tools" "1 min" venv
+step ".venv: the package" "1 min" venv
 echo "setup: done in $((SECONDS - started)) s: .venv/bin/plan-lsp demo runs a session; bash scripts/test.sh runs the tests (its first run installs the test tools)"

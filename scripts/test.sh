@@ -12,8 +12,9 @@
 #                                 the VS Code extension's unit tests and the whole suite (unit,
 #                                 property, end-to-end through real editors, reliability,
 #                                 attack suite, the benchmarks' smoke run).
-# --unit and --fast install nothing. PLAN_LSP_TEST_TOOLS=0 skips the installer (the tests
-# whose tool is missing then skip, or fail under CI=true).
+# Every tier installs the Python development tools into .venv on first use; --unit and
+# --fast install nothing else. PLAN_LSP_TEST_TOOLS=0 skips the test tools' installer (the
+# tests whose tool is missing then skip, or fail under CI=true).
 #
 # Tiers and markers are given by tests/conftest.py (by place and by what a test imports);
 # a test in the unit tier that starts a process fails. Extra arguments go to pytest.
@@ -27,6 +28,11 @@ case "${1:-}" in
   --unit) tier=unit; shift ;;
   --fast) tier=fast; shift ;;
 esac
+# The development tools, on first use (scripts/setup.sh installs the package only).
+if ! .venv/bin/python -c "import pytest, pytest_lsp, xdist, hypothesis, mypy, ruff, vulture, jinja2, mcp_server_git" 2>/dev/null; then
+  echo "test: installing the development tools into .venv (first run only)"
+  .venv/bin/python -m pip install -q -e ".[dev]"
+fi
 .venv/bin/ruff check plan_lsp tests
 .venv/bin/mypy
 if [ "$tier" != full ]; then

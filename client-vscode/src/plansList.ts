@@ -75,7 +75,7 @@ export function planPicks(plans: PlanInfo[]): PlanPick[] {
     const revisions = plan.revisions === 1 ? '1 revision' : `${plan.revisions} revisions`;
     return {
       label: `${plan.current ? '$(arrow-right) ' : ''}${withoutIcons(planFileName(plan.uri))}`,
-      description: `${plan.carriedOut ?? statusInWords(plan.status)} · ${shortDate(when)}`,
+      description: `${plan.carriedOut ? `approved, ${plan.carriedOut}` : statusInWords(plan.status)} · ${shortDate(when)}`,
       detail: `${withoutIcons(plan.title)} — ${revisions}${plan.current ? ' · the current plan' : ''}`,
       uri: plan.uri,
     };

@@ -40,7 +40,7 @@ test('each plan is listed newest first with its file, status in words, date and 
 test('a plan carried out partly says which steps are open, not "approved"', () => {
   const partly = 'carried out partly: steps 2 and 4 open (2 denied: src/app.py; 4 not reached)';
   const picks = planPicks([plan('PLAN.md', 'approved', { carriedOut: partly })]);
-  assert.equal(picks[0].description, `${partly} · 2026-12-02 06:10`);
+  assert.equal(picks[0].description, `approved, ${partly} · 2026-12-02 06:10`);
 });
 
 test('every status has words of its own', () => {

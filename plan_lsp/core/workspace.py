@@ -148,27 +148,34 @@ class WorkspaceCore:
             self._provider = self._make_provider()
         return self._provider
 
+    def build_provider(self, model: str | None = None) -> Provider:
+        """The configured model provider, for `model` (the configured model when None);
+        raises ProviderError when it cannot be made."""
+        from plan_lsp.providers.factory import make_provider
+
+        cfg = self.config
+        return make_provider(
+            cfg.provider,
+            model=model or cfg.model,
+            base_url=cfg.base_url,
+            api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
+            script=cfg.script,
+            transcript=cfg.transcript,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            chat_roles=cfg.chat_roles,
+            context_window=cfg.context_window,
+        )
+
     def _make_provider(self) -> Provider:
         cfg = self.config
         if cfg.provider == "scripted" and self.shared.scripted is not None:
             return self.shared.scripted
         from plan_lsp.providers.base import ProviderError
-        from plan_lsp.providers.factory import make_provider
 
         provider: Provider
         try:
-            provider = make_provider(
-                cfg.provider,
-                model=cfg.model,
-                base_url=cfg.base_url,
-                api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
-                script=cfg.script,
-                transcript=cfg.transcript,
-                temperature=cfg.temperature,
-                max_tokens=cfg.max_tokens,
-                chat_roles=cfg.chat_roles,
-                context_window=cfg.context_window,
-            )
+            provider = self.build_provider()
         except ProviderError as exc:
             self.frontend.show(f"plan-lsp: the model provider is not usable: {exc.message}")
             provider = _UnusableProvider(exc)

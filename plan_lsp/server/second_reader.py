@@ -63,14 +63,4 @@ def _review_provider(ctx: WorkspaceCore) -> Any:
     cfg = ctx.config
     if not cfg.review_model or cfg.review_model == cfg.model or cfg.provider == "scripted":
         return None
-    from plan_lsp.providers.factory import make_provider
-
-    return make_provider(
-        cfg.provider,
-        model=cfg.review_model,
-        base_url=cfg.base_url,
-        api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        chat_roles=cfg.chat_roles,
-    )
+    return ctx.build_provider(cfg.review_model)

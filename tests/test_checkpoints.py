@@ -400,3 +400,24 @@ def test_nested_gitignore_applies_below_its_folder(ws: Path) -> None:
     (ws / "y.tmp").write_text("")
     skipped = dict(store_of(ws).checkpoint("one").skipped)
     assert "src/x.tmp" in skipped and "y.tmp" not in skipped
+
+
+def test_the_plans_folder_is_never_recorded_or_reverted(ws: Path) -> None:
+    """`.plan-lsp/` at the root holds the plans plan-lsp writes itself (a plan's checklist
+    is set by the revert through its todos); a half-written temporary file of a plan save
+    caught by a checkpoint would show as a change of the step."""
+    plans = ws / ".plan-lsp" / "plans"
+    plans.mkdir(parents=True)
+    (plans / "PLAN.md").write_text("- [ ] one\n")
+    store = store_of(ws)
+    first = store.checkpoint("start")
+    (plans / "PLAN.md").write_text("- [x] one\n")
+    (plans / ".plan-lsp-tmp-1.tmp").write_text("half")
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".plan-lsp").write_text("a file of the user's, named so, deeper down\n")
+    store.checkpoint("end", kind=AFTER)
+    assert not any(p.startswith(".plan-lsp") for p in store.manifest(first.id))
+    store.revert(first.id)
+    assert (plans / "PLAN.md").read_text() == "- [x] one\n"
+    assert (plans / ".plan-lsp-tmp-1.tmp").exists()
+    assert not (ws / "sub").exists()

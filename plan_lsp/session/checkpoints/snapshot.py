@@ -208,8 +208,8 @@ def scan(
             return
         for item in listing:
             name = item.name
-            if name == ".git":
-                continue
+            if name == ".git" or (name == ".plan-lsp" and not prefix):
+                continue  # the user's repository; the plans, which plan-lsp itself keeps
             rel = prefix + name
             try:
                 st = item.stat(follow_symlinks=False)

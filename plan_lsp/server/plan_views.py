@@ -13,6 +13,7 @@ from pygls.uris import to_fs_path
 
 from plan_lsp.core.checkpointing import open_steps
 from plan_lsp.core.workflow import plan_file_revisions
+from plan_lsp.plan.checklist import plan_steps, without_checklist_marks
 from plan_lsp.plan.readiness import check_plan
 from plan_lsp.plan.text import LineIndex
 from plan_lsp.protocol.state import PlanStatus
@@ -71,6 +72,9 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
     elif status is PlanStatus.REJECTED and running:
         commands.append(_cmd("$(sync) Plan: revising…", ""))
     elif status is PlanStatus.SUBMITTED or (status is PlanStatus.DRAFTING and not running):
+        changed = changed_since_approval(ctx, path)
+        if changed:
+            commands.append(_cmd(changed, ""))
         commands += approve
         commands.append(_cmd("Reject…", REJECT, {"confirm": True}))
         commands += compare
@@ -92,6 +96,28 @@ def lens_commands(ctx: WorkspaceCore, path: Path) -> list[types.Command]:
         commands.append(_cmd("Revise…", REJECT, {"confirm": True}))
         commands += compare
     return plan_review.lens_commands(ctx, path, commands)
+
+
+def changed_since_approval(ctx: WorkspaceCore, path: Path) -> str | None:
+    """The approved plan, edited by the user after approval, is unapproved text again (the
+    status went back to drafting): which steps are new, changed or gone."""
+    approved = ctx.session.approved
+    if approved is None or Path(approved.path).resolve() != path:
+        return None
+    text = ctx.plan_text(path)
+    if not ctx.differs_from_approved(text):
+        return None
+    before = [without_checklist_marks(s).strip() for s in plan_steps(approved.text)]
+    now = [without_checklist_marks(s).strip() for s in plan_steps(text)]
+    added = [str(i) for i, step in enumerate(now, 1) if step not in before]
+    gone = len([step for step in before if step not in now])
+    parts = []
+    if added:
+        parts.append(f"step{'s' if len(added) > 1 else ''} {', '.join(added)} not approved")
+    if gone:
+        parts.append(f"{gone} approved step{'s' if gone > 1 else ''} removed")
+    what = "; ".join(parts) or "its text differs from the approved plan"
+    return f"Changed since approval: {what} — approve again to run it"
 
 
 def _of_an_earlier_conversation(ctx: WorkspaceCore, path: Path) -> bool:

@@ -311,6 +311,12 @@ async def test_plan_changed_on_disk_by_another_program_is_reflected(tmp_path: Pa
             start=start_at,
         )
         assert (await ed.state())["planStatus"] == "drafting"
+        # The lens says the added step is unapproved text, and offers approval again.
+        titles = [lens.command.title for lens in await lenses(ed, path) if lens.command]
+        assert titles[0] == (
+            "Changed since approval: step 3 not approved — approve again to run it"
+        )
+        assert "Approve (ask before edits)" in titles
 
 
 async def test_an_approved_plan_changed_while_no_server_watched_is_noticed(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.session.checkpoints.ignore import IgnoreRules
+from plan_lsp.session.checkpoints.watch import Changes, TreeWatch
 
 FILE, LINK, FOLDER, SKIPPED = "f", "l", "d", "x"
 # A file modified within this long before a scan is hashed again at the next scan.
@@ -152,9 +153,14 @@ def scan(
     tracked: Iterable[str] = (),
     max_file_bytes: int,
     exclude: Iterable[Path] = (),
+    watch: TreeWatch | None = None,
+    changes: Changes | None = None,
+    previous_skipped: dict[str, str] | None = None,
 ) -> Scan:
     """Walk `root` and record it; new contents go into `blobs`. An unchanged path keeps
-    the very Entry object of `previous` (so a delta is found by identity)."""
+    the very Entry object of `previous` (so a delta is found by identity). With `changes`
+    (from `watch`; `previous_skipped`: the last scan's skipped paths) a folder known to the
+    last scan and not changed since is taken from `previous` without being listed."""
     started = time.time_ns()
     out = Scan({}, {})
     entries, get = out.entries, previous.get
@@ -169,6 +175,37 @@ def scan(
         except OSError:
             pass
     racy_before = started - RACY_NS
+    # Incremental: each folder's entries in the last scan (children listed by their parent).
+    kids: dict[str, list[str]] | None = None
+    if changes is not None and not changes.full and previous_skipped is not None:
+        kids = {}
+        for rel in (*previous, *previous_skipped):
+            kids.setdefault(rel.rpartition("/")[0], []).append(rel)
+
+    def unchanged(here: str) -> bool:
+        """A folder the last scan listed and nothing changed in since."""
+        if kids is None or changes is None or here in changes.dirty:
+            return False
+        parts = here.split("/")  # in a folder made or moved in since, nothing is known
+        if any("/".join(parts[:i]) in changes.fresh for i in range(1, len(parts) + 1)):
+            return False
+        known = previous.get(here)
+        return here == "" or (known is not None and known.kind == FOLDER)
+
+    def reuse(folder: str, here: str, rules: IgnoreRules) -> None:
+        assert kids is not None and previous_skipped is not None
+        for rel in kids.get(here, ()):
+            old = previous.get(rel)
+            if old is None:
+                out.skipped[rel] = previous_skipped[rel]
+                continue
+            entries[rel] = old
+            if old.kind == FOLDER:
+                path = os.path.join(folder, rel.rpartition("/")[2])
+                below = rules
+                if os.path.exists(os.path.join(path, ".gitignore")):
+                    below = rules.add_folder(Path(path), rel + "/")
+                walk(path, rel + "/", below, False, False)
 
     def record(full: str, rel: str, st: os.stat_result, old: Entry | None) -> None:
         mode = st.st_mode
@@ -199,6 +236,12 @@ def scan(
     def walk(folder: str, prefix: str, rules: IgnoreRules, forced: bool, only: bool) -> None:
         """`forced`: record everything (a tracked tree); `only`: in an ignored folder on
         the way to a tracked path, record only tracked paths."""
+        here = prefix[:-1]
+        if unchanged(here):
+            reuse(folder, here, rules)
+            return
+        if watch is not None:
+            watch.enter(folder, here)
         try:
             listing = list(os.scandir(folder))
         except FileNotFoundError:
@@ -211,6 +254,14 @@ def scan(
             if name == ".git" or (name == ".plan-lsp" and not prefix):
                 continue  # the user's repository; the plans, which plan-lsp itself keeps
             rel = prefix + name
+            is_dir = item.is_dir(follow_symlinks=False)
+            force = forced or rel in tracked_set
+            if not force and (only or rules.ignored(rel, is_dir)):  # even if recorded before
+                if rel in leading and is_dir:
+                    walk(item.path, rel + "/", rules, False, True)
+                else:
+                    out.skipped[rel] = "ignored (.gitignore)"
+                continue
             try:
                 st = item.stat(follow_symlinks=False)
             except FileNotFoundError:
@@ -228,15 +279,7 @@ def scan(
             ):
                 entries[rel] = old
                 continue
-            is_dir = stat.S_ISDIR(st.st_mode)
-            force = forced or rel in tracked_set
-            if not force and (only or rules.ignored(rel, is_dir)):
-                if rel in leading and is_dir:
-                    walk(item.path, rel + "/", rules, False, True)
-                else:
-                    out.skipped[rel] = "ignored (.gitignore)"
-                continue
-            if is_dir:
+            if stat.S_ISDIR(st.st_mode):
                 if (st.st_dev, st.st_ino) in excluded:
                     continue
                 perm = st.st_mode & 0o7777

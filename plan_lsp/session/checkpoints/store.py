@@ -51,6 +51,7 @@ from plan_lsp.session.checkpoints.snapshot import (
     scan,
     write_atomic,
 )
+from plan_lsp.session.checkpoints.watch import Changes, TreeWatch
 
 DEFAULT_MAX_FILE_BYTES = 8 << 20
 # Line counts are not worked out for bigger files (they count as binary: 0/0).
@@ -76,6 +77,8 @@ class CheckpointStore:
         self.blobs = BlobStore(self.dir / "objects")
         self._lock = threading.RLock()
         self._latest: dict[str, Entry] | None = None
+        self._watch = TreeWatch(str(self.root))
+        self._exclude_stat: tuple[int, int, int] | None = None
         # Manifests read or written by this process: checkpoint id -> (whole?, changes).
         self._deltas: dict[str, tuple[bool, dict[str, Entry | None]]] = {}
         try:
@@ -229,13 +232,27 @@ class CheckpointStore:
     ) -> Checkpoint:  # fmt: skip
         """Scan and store a checkpoint. `written`: only these paths changed since the last
         one, to these contents (a revert's own writes): they alone are looked at again."""
+        try:
+            return self._record(label, step, tool_call_id, kind, run, reverted_to, cp_id, written)
+        except BaseException:
+            self._watch.distrust()  # the changes taken for this scan were not recorded
+            raise
+
+    def _record(
+        self, label: str, step: int | None, tool_call_id: str | None, kind: str, run: str,
+        reverted_to: str | None, cp_id: str | None, written: dict[str, Entry | None] | None,
+    ) -> Checkpoint:  # fmt: skip
         previous = self.latest()
         if written is None:
+            changes = self._changes_since_last_scan()
             now = scan(
                 self.root, previous, self.blobs,
                 ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
                 tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
+                watch=self._watch, changes=changes,
+                previous_skipped=dict(self._checkpoints[-1].skipped) if changes else None,
             )  # fmt: skip
+            self._watch.scanned(full_scan=changes is None)
             entries, ignored = now.entries, now.skipped
         else:
             entries = dict(previous)
@@ -268,6 +285,21 @@ class CheckpointStore:
         self._latest = entries
         self._deltas[cp.id] = (body["full"], delta)
         return cp
+
+    def _changes_since_last_scan(self) -> Changes | None:
+        """The folders to look at again, or None for a full scan: the first of this process,
+        one after files under ignored trees were tracked, or after `.git/info/exclude`
+        changed, or whenever the watcher cannot vouch for the tree."""
+        changes = self._watch.take()
+        try:
+            st = os.stat(self.root / ".git" / "info" / "exclude")
+            exclude = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            exclude = None
+        same_rules, self._exclude_stat = exclude == self._exclude_stat, exclude
+        if changes.full or self.tracked or not self._checkpoints or not same_rules:
+            return None
+        return changes
 
     def save_index(self) -> None:
         restore.kill_point()

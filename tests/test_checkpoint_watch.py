@@ -1,0 +1,142 @@
+"""A later checkpoint looks only at the folders the kernel says changed (inotify), and records
+exactly what a full scan records: random sequences of file, folder, link and `.gitignore`
+changes (hypothesis), each checkpoint compared with a full scan of the same tree; and the
+folders listed by a later checkpoint after one change are that change's folder only."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plan_lsp.session.checkpoints import AFTER, CheckpointStore
+from plan_lsp.session.checkpoints.ignore import IgnoreRules
+from plan_lsp.session.checkpoints.snapshot import BlobStore, scan
+from plan_lsp.session.checkpoints.watch import TreeWatch
+
+pytestmark = pytest.mark.skipif(not TreeWatch("/").active, reason="no inotify")
+
+NAMES = ["a", "b", "c"]
+FOLDERS = ["", "d", "d/e", "f"]
+
+
+def content(store: CheckpointStore) -> dict[str, tuple[str, int, str]]:
+    return {p: (e.kind, e.mode, e.ref) for p, e in store.latest().items()}
+
+
+def full_scan(root: Path, blobs: Path) -> dict[str, tuple[str, int, str]]:
+    entries = scan(
+        root, {}, BlobStore(blobs), ignore=IgnoreRules.for_root(root), max_file_bytes=1 << 20
+    ).entries
+    return {p: (e.kind, e.mode, e.ref) for p, e in entries.items()}
+
+
+def apply(root: Path, op: tuple[str, str, str, int]) -> None:
+    kind, folder, name, n = op
+    where = root / folder
+    if not where.is_dir() or where.is_symlink():
+        return
+    path = where / name
+    try:
+        if kind == "write":
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.is_symlink():
+                path.unlink()
+            path.write_text(f"text {n}\n")
+        elif kind == "append" and path.is_file() and not path.is_symlink():
+            with path.open("a") as handle:
+                handle.write(f"more {n}\n")
+        elif kind == "chmod" and path.is_file() and not path.is_symlink():
+            os.chmod(path, 0o755 if n % 2 else 0o644)
+        elif kind == "remove":
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+        elif kind == "mkdir" and not path.exists() and not path.is_symlink():
+            (path / "inner").mkdir(parents=True)
+            (path / "inner" / "x").write_text(f"made {n}\n")
+        elif kind == "link" and not path.exists() and not path.is_symlink():
+            os.symlink(NAMES[n % 3], path)
+        elif kind == "rename":
+            target = root / FOLDERS[n % len(FOLDERS)] / NAMES[n % 3]
+            if (path.exists() or path.is_symlink()) and not target.exists():
+                if target.parent.is_dir() and not str(target).startswith(str(path) + "/"):
+                    os.rename(path, target)
+        elif kind == "ignore":
+            (where / ".gitignore").write_text(f"{NAMES[n % 3]}\n")
+    except OSError:
+        pass  # a rename into a non-empty folder and the like: the tree is what it is
+
+
+OPS = st.tuples(
+    st.sampled_from(["write", "append", "chmod", "remove", "mkdir", "link", "rename", "ignore"]),
+    st.sampled_from(FOLDERS),
+    st.sampled_from(NAMES),
+    st.integers(0, 9),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=st.lists(st.lists(OPS, min_size=1, max_size=5), min_size=1, max_size=6))
+def test_each_later_checkpoint_equals_a_full_scan(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[tuple[str, str, str, int]]]
+) -> None:
+    base = tmp_path_factory.mktemp("w")
+    root = base / "ws"
+    for folder in FOLDERS:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / "a").write_text("start\n")
+    store = CheckpointStore(base / "store", root)
+    store.checkpoint("start")
+    for batch in batches:
+        for op in batch:
+            apply(root, op)
+        store.checkpoint("later", kind=AFTER)
+        assert content(store) == full_scan(root, base / "blobs")
+
+
+def test_a_later_checkpoint_lists_only_the_changed_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "ws"
+    for i in range(20):
+        (root / f"pkg{i}" / "sub").mkdir(parents=True)
+        (root / f"pkg{i}" / "sub" / "m.py").write_text(f"{i}\n")
+    store = CheckpointStore(tmp_path / "store", root)
+    store.checkpoint("first")
+    (root / "pkg7" / "sub" / "m.py").write_text("changed\n")
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: str) -> object:
+        listed.append(os.path.relpath(path, root))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    cp = store.checkpoint("later", kind=AFTER)
+    assert listed == ["pkg7/sub"]
+    assert [f.path for f in cp.files] == ["pkg7/sub/m.py"]
+    # A new process has no watcher yet: its first checkpoint is a full scan.
+    listed.clear()
+    CheckpointStore(tmp_path / "store", root).checkpoint("resumed", kind=AFTER)
+    assert len(listed) == 41
+
+
+def test_a_file_ignored_after_it_was_recorded_is_skipped_like_a_new_one(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "build.log").write_text("log\n")
+    store = CheckpointStore(tmp_path / "store", root)
+    store.checkpoint("first")
+    (root / ".gitignore").write_text("*.log\n")
+    cp = store.checkpoint("later", kind=AFTER)
+    assert "build.log" not in store.latest()
+    assert ("build.log", "ignored (.gitignore)") in cp.skipped

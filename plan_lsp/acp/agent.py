@@ -22,9 +22,15 @@ from plan_lsp import __version__
 from plan_lsp.acp import commands, translate
 from plan_lsp.acp.approval import approval, run_result
 from plan_lsp.acp.frontend import AcpFrontEnd
-from plan_lsp.acp.listing import LIST_SESSIONS_MAX, saved_session_of, stored_sessions
+from plan_lsp.acp.listing import (
+    LIST_SESSIONS_MAX,
+    saved_conversation,
+    saved_session_of,
+    stored_sessions,
+)
 from plan_lsp.acp.setup import SETUP
 from plan_lsp.core import ProcessShared, Refused, Workspaces, workflow
+from plan_lsp.core.runs import HISTORY_KEEP
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.protocol.params import PROMPT_MAX_CHARS, PromptParams
 from plan_lsp.protocol.state import PlanStatus, WorkMode
@@ -112,6 +118,7 @@ class PlanLspAgent:
                     list=schema.SessionListCapabilities(),
                     resume=schema.SessionResumeCapabilities(),
                     close=schema.SessionCloseCapabilities(),
+                    fork=schema.SessionForkCapabilities(),
                 ),
                 prompt_capabilities=schema.PromptCapabilities(
                     image=False, audio=False, embedded_context=True
@@ -367,7 +374,26 @@ class PlanLspAgent:
         mcp_servers: list[McpServer] | None = None,
         **kwargs: Any,
     ) -> schema.ForkSessionResponse:
-        raise RequestError.method_not_found("session/fork")
+        """A new session that goes on from the conversation `session_id` (a copy: each goes
+        its own way from here), in plan mode with no plan: the plan, its approval and the
+        runs of the other session stay with it."""
+        root = self._root(cwd)
+        known = self.sessions.get(session_id)
+        if known is not None:
+            await known.frontend.drained()
+        saved = saved_conversation(root, session_id, HISTORY_KEEP)
+        if saved is None:
+            raise RequestError.resource_not_found(session_id)
+        new_id = f"conv-{uuid.uuid4().hex[:8]}"
+        session = self._open(root, new_id, new_id, mcp_servers)
+        core = session.core.session
+        messages, shown = saved
+        for message in messages:
+            core.store.append_message(core.id, core.conversation, "forked", message)
+        for payload in shown:
+            core.store.append_history(core.id, core.conversation, payload, HISTORY_KEEP)
+        session.titled = True
+        return schema.ForkSessionResponse(session_id=new_id, **await self._opened(session))
 
     # -- extensions -------------------------------------------------------------------------------
 

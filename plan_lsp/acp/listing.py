@@ -1,11 +1,12 @@
 """`session/list`: the conversations a folder's state keeps, as ACP session infos. Listing a
-folder that has no state creates none."""
+folder that has no state creates none. `session/fork` reads a conversation from it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from acp import schema
 
@@ -44,6 +45,18 @@ def saved_session_of(root: Path, conversation: str) -> str | None:
             if owner == conversation or store.history(owner, conversation, 1):
                 return owner
     return None
+
+
+def saved_conversation(
+    root: Path, conversation: str, keep: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The messages (what the model is given) and the newest `keep` updates (what the client
+    was shown) of the conversation `conversation` of the folder `root`; None when unknown."""
+    owner = saved_session_of(root, conversation)
+    with _store(root) as store:
+        if owner is None or store is None:
+            return None
+        return store.messages(owner, conversation), store.history(owner, conversation, keep)
 
 
 @contextmanager

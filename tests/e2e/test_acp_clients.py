@@ -167,3 +167,47 @@ def test_acpx_passes_an_mcp_server_whose_read_tool_runs_in_plan_mode_and_a_comma
     assert "Refused: mcp__notes__write_note: plan mode only allows read-only tools" in shown
     assert not (ws / "n").exists()
     assert "Context: " in run("/usage")
+
+
+def test_acpx_named_sessions_on_one_folder_keep_their_own_conversations_across_processes(
+    tmp_path: Path,
+) -> None:
+    """Two named acpx sessions on one folder (`sessions new --name`); each `prompt -s` starts
+    plan-lsp again and resumes its session (`session/resume`): the model is given that
+    session's conversation only, never the other's."""
+    acpx = _acpx()
+    ws = sample_project(tmp_path / "ws")
+    turns = [{"text": "Noted."}]
+    script = write_script(tmp_path / "script.json", turns)
+    transcript = tmp_path / "t.jsonl"
+    agent = f"{sys.executable} -m plan_lsp acp --provider scripted --script {script}"
+    agent += f" --transcript {transcript} --plan-shell classified"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
+    argv = [acpx, "--cwd", str(ws), "--agent", agent, "--ttl", "1"]
+
+    def run(*args: str) -> str:
+        done = subprocess.run([*argv, *args], cwd=ws, env=env, capture_output=True,
+                              text=True, timeout=WAIT_S)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return ANSI.sub("", done.stdout + done.stderr)
+
+    made = [run("sessions", "new", "--name", name) for name in ("one", "two")]
+    ids = [re.findall(r"created session \w+ \((conv-[0-9a-f]+)\)", m) for m in made]
+    assert ids[0] and ids[1] and ids[0] != ids[1], made
+    for session, prompt in (("one", "Remember apples"), ("two", "Hello two"),
+                            ("one", "What did I say")):  # fmt: skip
+        shown = run("prompt", "-s", session, prompt)
+        assert "session/resume" in shown and "Noted." in shown, shown
+    requests = [json.loads(line) for line in transcript.read_text().splitlines()]
+    said = [
+        [m["content"] for m in r["messages"] if m["role"] in ("user", "assistant")
+         and "plan-mode-reminder" not in str(m["content"])]
+        for r in requests
+    ]  # fmt: skip
+    assert said == [
+        ["Remember apples"],
+        ["Hello two"],
+        ["Remember apples", "Noted.", "What did I say"],
+    ]

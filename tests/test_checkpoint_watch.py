@@ -140,3 +140,38 @@ def test_a_file_ignored_after_it_was_recorded_is_skipped_like_a_new_one(tmp_path
     cp = store.checkpoint("later", kind=AFTER)
     assert "build.log" not in store.latest()
     assert ("build.log", "ignored (.gitignore)") in cp.skipped
+
+
+def test_read_ahead_makes_the_first_checkpoint_look_only_at_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prime` (while the user reads the plan) records nothing; the Do run's first checkpoint
+    then lists only the folders changed since, is whole, and a revert to it brings back
+    contents read ahead (a prune in between keeps them)."""
+    root = tmp_path / "ws"
+    for i in range(10):
+        (root / f"pkg{i}").mkdir(parents=True)
+        (root / f"pkg{i}" / "m.py").write_text(f"{i}\n")
+    store = CheckpointStore(tmp_path / "store", root)
+    store.prime()
+    assert store.list() == []
+    (root / "pkg3" / "m.py").write_text("changed before the run\n")
+    store.prune(keep_runs=10)
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: str) -> object:
+        listed.append(os.path.relpath(path, root))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    first = store.checkpoint("before step 1")
+    assert listed == ["pkg3"]
+    assert content(store) == full_scan(root, tmp_path / "blobs")
+    monkeypatch.undo()
+    for i in range(10):
+        (root / f"pkg{i}" / "m.py").write_text("the run's\n")
+    store.checkpoint("after", kind=AFTER)
+    store.revert(first.id)
+    assert (root / "pkg3" / "m.py").read_text() == "changed before the run\n"
+    assert [(root / f"pkg{i}" / "m.py").read_text() for i in (0, 9)] == ["0\n", "9\n"]

@@ -51,6 +51,7 @@ class Recorder:
         # Per revert that can be redone: the todos before it, the paths it wrote.
         self._redo: list[tuple[list[Todo], set[str]]] = []
         self._warned = False
+        self._priming: asyncio.Future[None] | None = None
 
     # -- the store ------------------------------------------------------------------------------
 
@@ -139,6 +140,20 @@ class Recorder:
             await asyncio.to_thread(store.prune, KEEP_RUNS)
         except (Refused, CheckpointError, OSError) as exc:
             log.warning("checkpoints not pruned: %s", exc)
+
+    def prime(self) -> None:
+        """A plan awaits the user's decision: the store reads the workspace meanwhile, off
+        the event loop, so that the Do run's first checkpoint looks only at what changed."""
+
+        async def read_ahead() -> None:
+            async with self._lock:
+                try:
+                    await asyncio.to_thread(self.store().prime)
+                except (Refused, CheckpointError, OSError) as exc:
+                    log.info("checkpoints not read ahead: %s", exc)
+
+        self._priming = asyncio.ensure_future(read_ahead())
+        self._priming.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     def end(self, stop_reason: str) -> None:
         self.run_id, self.stop_reason = None, stop_reason

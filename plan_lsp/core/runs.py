@@ -317,6 +317,8 @@ class RunManager:
         if handle.timed_out and result.stop_reason == "cancelled":
             result.stop_reason = "timeout"
         self.checkpoints.stop_reason = result.stop_reason
+        if result.stop_reason == "plan_submitted":
+            self.checkpoints.prime()
         deviations: list[str] = []
         if do_run:
             plan = session.approved.text if session.approved else ""

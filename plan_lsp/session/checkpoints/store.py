@@ -44,6 +44,7 @@ from plan_lsp.session.checkpoints.snapshot import (
     BlobStore,
     CorruptStore,
     Entry,
+    Scan,
     StoreUnavailable,
     dump,
     load,
@@ -79,6 +80,7 @@ class CheckpointStore:
         self._latest: dict[str, Entry] | None = None
         self._watch = TreeWatch(str(self.root))
         self._exclude_stat: tuple[int, int, int] | None = None
+        self._primed: Scan | None = None  # read before the first checkpoint (`prime`)
         # Manifests read or written by this process: checkpoint id -> (whole?, changes).
         self._deltas: dict[str, tuple[bool, dict[str, Entry | None]]] = {}
         try:
@@ -244,16 +246,15 @@ class CheckpointStore:
     ) -> Checkpoint:  # fmt: skip
         previous = self.latest()
         if written is None:
-            changes = self._changes_since_last_scan()
-            now = scan(
-                self.root, previous, self.blobs,
-                ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
-                tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
-                watch=self._watch, changes=changes,
-                previous_skipped=dict(self._checkpoints[-1].skipped) if changes else None,
-            )  # fmt: skip
-            self._watch.scanned(full_scan=changes is None)
+            if self._checkpoints:
+                base, base_skipped = previous, dict(self._checkpoints[-1].skipped)
+            elif self._primed is not None:
+                base, base_skipped = self._primed.entries, self._primed.skipped
+            else:
+                base, base_skipped = previous, {}
+            now = self._scan(base, base_skipped)
             entries, ignored = now.entries, now.skipped
+            self._primed = None
         else:
             entries = dict(previous)
             for path, entry in written.items():
@@ -286,6 +287,34 @@ class CheckpointStore:
         self._deltas[cp.id] = (body["full"], delta)
         return cp
 
+    def _scan(self, base: dict[str, Entry], base_skipped: dict[str, str]) -> Scan:
+        """The workspace now; only the folders changed since `base` when the watcher can
+        say which."""
+        changes = self._changes_since_last_scan()
+        now = scan(
+            self.root, base, self.blobs,
+            ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
+            tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
+            watch=self._watch, changes=changes, previous_skipped=base_skipped,
+        )  # fmt: skip
+        self._watch.scanned(full_scan=changes is None)
+        return now
+
+    def prime(self) -> None:
+        """Read the workspace ahead of the first checkpoint (its contents stored, its folders
+        watched) while the user reads the plan, so that the first checkpoint of the Do run
+        looks only at what changed since. Records nothing; a no-op once a checkpoint exists."""
+        with self.locked():
+            if self._checkpoints:
+                return
+            primed = self._primed or Scan({}, {})
+            try:
+                self._primed = self._scan(primed.entries, primed.skipped)
+            except BaseException:
+                self._primed = None
+                self._watch.distrust()
+                raise
+
     def _changes_since_last_scan(self) -> Changes | None:
         """The folders to look at again, or None for a full scan: the first of this process,
         one after files under ignored trees were tracked, or after `.git/info/exclude`
@@ -297,7 +326,8 @@ class CheckpointStore:
         except OSError:
             exclude = None
         same_rules, self._exclude_stat = exclude == self._exclude_stat, exclude
-        if changes.full or self.tracked or not self._checkpoints or not same_rules:
+        first = not self._checkpoints and self._primed is None
+        if changes.full or self.tracked or first or not same_rules:
             return None
         return changes
 
@@ -360,6 +390,8 @@ class CheckpointStore:
 
     def _collect_garbage(self) -> None:
         needed: set[str] = set()
+        if self._primed is not None:
+            needed.update(e.ref for e in self._primed.entries.values() if e.kind == FILE)
         for _whole, changes in self.deltas(len(self._checkpoints) - 1):
             needed.update(e.ref for e in changes.values() if e is not None and e.kind == FILE)
         journal = self.dir / "journal.json"

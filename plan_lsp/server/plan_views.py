@@ -223,8 +223,16 @@ class PlanViews:
         # `source` where clients list it; none for coc.nvim, whose code-action menus
         # (`<Plug>(coc-codeaction)`, `-cursor`, `-line`) leave `source` actions out.
         kind = self.client.support.code_action_kind
+        # A step's lenses on its line are code actions there too: clients that show no
+        # lenses by default (coc.nvim) reach them from the code-action menu.
+        first, last = params.range.start.line, params.range.end.line
+        steps = [
+            lens.command for lens in step_lenses(*found)
+            if lens.command and lens.command.command and first <= lens.range.start.line <= last
+        ]  # fmt: skip
         return [
-            types.CodeAction(title=c.title, kind=kind, command=c) for c in action_commands(*found)
+            types.CodeAction(title=c.title, kind=kind, command=c)
+            for c in [*action_commands(*found), *steps]
         ] + plan_review.code_actions(kind, *found, params)
 
     def diagnostics(self, ctx: WorkspaceCore, path: Path, text: str) -> list[types.Diagnostic]:

@@ -218,6 +218,21 @@ async def test_revert_from_the_lens_restores_the_step_and_the_buffers(tmp_path: 
         revert = [c for line, t, c in await lenses(ed, path) if line == step_line(2) and
                   t == "Revert to before this step"]  # fmt: skip
         assert revert, await lenses(ed, path)
+        # The same step commands are code actions on the step's line (coc.nvim shows no
+        # lenses by default), and only there.
+        at = types.Position(line=step_line(2), character=0)
+        actions = await ed.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=path.resolve().as_uri()),
+                range=types.Range(start=at, end=at),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        # (this client decodes a code action that carries a command loosely: its text is
+        # all that is compared)
+        steps = {a.title: str(a) for a in actions or []}
+        assert "Show changes of this step" in steps, steps
+        assert revert[0][1]["checkpointId"] in steps["Revert to before this step"], steps
         result = await ed.command(*revert[0])
         assert result["stepsReverted"] == [2], result
         assert not (ws / "notes.txt").exists()

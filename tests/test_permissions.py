@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from plan_lsp.policy.glob_match import compile_glob
 from plan_lsp.policy.permissions import (
     MODE_DEFAULTS,
     PermissionEngine,
     Rule,
     RuleScope,
-    glob_to_regex,
 )
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.protocol.state import PermissionMode, WorkMode
@@ -117,7 +117,7 @@ def test_rule_lists_must_be_lists() -> None:
     ],
 )
 def test_path_glob(pattern: str, path: str, matches: bool) -> None:
-    assert glob_to_regex(pattern, path_mode=True).match(path) is matches
+    assert compile_glob(pattern, path_mode=True).match(path) is matches
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_path_glob(pattern: str, path: str, matches: bool) -> None:
     ],
 )
 def test_command_glob(pattern: str, command: str, matches: bool) -> None:
-    assert glob_to_regex(pattern, path_mode=False).match(command) is matches
+    assert compile_glob(pattern, path_mode=False).match(command) is matches
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy import plan_paths as pp
 from plan_lsp.policy.plan_paths import validate_plan_path, write_plan_file
+from plan_lsp.policy.server_dir import ACCESS_DENIED_PLANS_DIR_LINK
 from tests.fs_trees import build_tree, clean_chain, snapshot, tree_ops
 
 
@@ -182,7 +183,7 @@ def test_a_symlinked_plans_dir_is_refused(
             workspace / ".plan-lsp" / "plans", "PLAN.md", must_exist=False, workspace=ws
         )
         assert not result.ok and result.resolved is None
-        assert result.error == pp.ACCESS_DENIED_PLANS_DIR_LINK.format(
+        assert result.error == ACCESS_DENIED_PLANS_DIR_LINK.format(
             problem=f"{link_at} is a symbolic link; the server never follows links where it writes"
         )
 

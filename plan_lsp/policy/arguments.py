@@ -1,8 +1,6 @@
 """A tool's arguments: the JSON Schema offered to the model, and the check of what it sends.
-
-`model_schema` turns a tool's pydantic model into a schema every provider accepts (no
-`$ref`, titles or `null` branches; `additionalProperties: false`); `model_error` words a
-refusal as `schema_error` does for an MCP tool's schema: the field, what it must be.
+`model_error` (our pydantic models) and `schema_error` (an MCP tool's schema) word a refusal
+alike: the field, what it must be.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 class ArgumentModel(BaseModel):
-    """Base of a tool's argument model: unknown fields are refused, and the model's
-    docstring is not its schema's description (the tool's description is)."""
+    """Base of a tool's argument model: unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,20 +76,6 @@ def _clean(node: Any, defs: Mapping[str, Any], seen: tuple[str, ...]) -> Any:
     if out.get("type") == "object" and "properties" in out:
         out.setdefault("additionalProperties", False)
     return out
-
-
-def self_contained(schema: Any) -> bool:
-    """No `$ref`, `$defs` or `definitions` anywhere in `schema`."""
-    if isinstance(schema, list):
-        return all(self_contained(s) for s in schema)
-    if isinstance(schema, dict):
-        if {"$ref", "$defs", "definitions"} & set(schema):
-            return False
-        return all(self_contained(v) for v in schema.values())
-    return True
-
-
-# -- wording ---------------------------------------------------------------------------------
 
 
 def type_name(value: object) -> str:
@@ -154,27 +137,37 @@ def model_error(exc: ValidationError, schema: Mapping[str, Any] | None = None) -
             f"not {json.dumps(value, default=str)}"
         )
     if kind == "string_too_short":
-        least = ctx.get("min_length", 1)
-        if least == 1:
-            return f"{label} must not be empty"
-        return f"{label} must be at least {least} characters"
-    if kind == "string_too_long":
-        return f"{label} must be at most {ctx.get('max_length')} characters"
-    if kind == "too_short":
-        return f"{label} needs at least {ctx.get('min_length')} item(s)"
-    if kind == "too_long":
-        return f"{label} allows at most {ctx.get('max_length')} items"
-    if kind == "greater_than_equal":
-        return f"{label} must be at least {ctx.get('ge')}"
-    if kind == "greater_than":
-        return f"{label} must be greater than {ctx.get('gt')}"
-    if kind == "less_than_equal":
-        return f"{label} must be at most {ctx.get('le')}"
-    if kind == "less_than":
-        return f"{label} must be less than {ctx.get('lt')}"
+        return f"{label} {_least_chars(ctx.get('min_length', 1))}"
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"{label} {words.format(ctx.get(key))}"
     message = str(first.get("msg", "is not valid"))
     message = message.removeprefix("Value error, ")
     return f"{label}: {message}"
+
+
+# A bound broken, by pydantic error type: (its context key, the words); `{}` is the bound.
+_BOUNDS = {
+    "string_too_long": ("max_length", "must be at most {} characters"),
+    "too_short": ("min_length", "needs at least {} item(s)"),
+    "too_long": ("max_length", "allows at most {} items"),
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "less_than": ("lt", "must be less than {}"),
+}
+# The same bounds as JSON Schema keywords.
+_SCHEMA_BOUNDS = {
+    "maxLength": "string_too_long",
+    "minItems": "too_short",
+    "maxItems": "too_long",
+    "minimum": "greater_than_equal",
+    "maximum": "less_than_equal",
+}
+
+
+def _least_chars(least: object) -> str:
+    return "must not be empty" if least == 1 else f"must be at least {least} characters"
 
 
 def _known_fields(schema: Mapping[str, Any], loc: Sequence[str | int]) -> list[str]:
@@ -187,8 +180,6 @@ def _known_fields(schema: Mapping[str, Any], loc: Sequence[str | int]) -> list[s
         return []
     return list(node.get("properties", {}))
 
-
-# -- schemas from elsewhere (MCP tools) ------------------------------------------------------
 
 # Keywords whose value is a schema, a map of schemas, a list of schemas.
 _ONE = {"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then"}
@@ -265,17 +256,9 @@ def _schema_words(error: SchemaViolation) -> str:
     if keyword == "enum":
         allowed = ", ".join(json.dumps(v) for v in expected)
         return f"{label} must be one of {allowed}, not {json.dumps(value, default=str)}"
-    words = {
-        "minLength": "must not be empty"
-        if expected == 1
-        else f"must be at least {expected} characters",
-        "maxLength": f"must be at most {expected} characters",
-        "minimum": f"must be at least {expected}",
-        "maximum": f"must be at most {expected}",
-        "minItems": f"needs at least {expected} item(s)",
-        "maxItems": f"allows at most {expected} items",
-    }
-    if keyword in words:
-        return f"{label} {words[keyword]}"
+    if keyword == "minLength":
+        return f"{label} {_least_chars(expected)}"
+    if keyword in _SCHEMA_BOUNDS:
+        return f"{label} {_BOUNDS[_SCHEMA_BOUNDS[keyword]][1].format(expected)}"
     message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
     return f"{label}: {message}"

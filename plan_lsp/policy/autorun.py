@@ -1,11 +1,10 @@
 """Files that run code later (`autorun.toml`): git's configuration and hooks, editor project
 files that run programs, `.envrc`, `.devcontainer/`, `.plan-lsp/`.
 
-Programs run these outside any sandbox when the user commits, opens or enters the folder, so
-an edit to one asks in every permission mode and build-mode commands see them read-only
-unless they name them. A path is matched as written and resolved, against each root,
-case-insensitively (`.GIT/HOOKS/Pre-Commit` on such a file system is the hook); git's entries
-also wherever the repository really is (`gitdir:`, worktrees, `core.hooksPath`).
+They run outside any sandbox when the user commits, opens or enters the folder, so an edit
+to one asks in every permission mode. A path is matched as written and resolved against each
+root, case-insensitively (`.GIT/HOOKS/Pre-Commit` on such a file system is the hook); git's
+entries also wherever the repository really is (`gitdir:`, worktrees, `core.hooksPath`).
 """
 
 from __future__ import annotations
@@ -81,12 +80,8 @@ def describe(hits: Sequence[Hit]) -> str:
     return f"this changes a file that runs code later, outside any sandbox ({named})"
 
 
-# -- where git keeps what it runs ----------------------------------------------------------
-
-
 def git_places(root: Path) -> tuple[list[Path], list[Path]]:
-    """(git folders, hook folders named by `core.hooksPath`) of the repository `root` is in:
-    the `.git` at or above it, or the folder a `.git` file names, and its common folder."""
+    """(git folders, `core.hooksPath` folders) of the repository `root` is in."""
     real = Path(os.path.realpath(root))
     for top in (real, *real.parents):
         marker = top / GIT
@@ -122,9 +117,6 @@ def _first_line(path: Path) -> str:
         return path.read_text("utf-8", errors="replace").strip().split("\n", 1)[0]
     except OSError:
         return ""
-
-
-# -- matching ------------------------------------------------------------------------------
 
 
 def _seg(word: str, pattern: str, glob: bool) -> bool:
@@ -193,8 +185,7 @@ def _candidates(where: str, first: str, glob: bool) -> Iterable[Entry]:
 
 
 def _match_rel(rel: Sequence[str], *, ancestors: bool, glob: bool = False) -> list[Entry]:
-    """Entries `rel` (segments below a root) names: root entries, and git entries below a
-    `.git` spelled in any case."""
+    """Entries `rel` (segments below a root) names, git's below a `.git` in any case."""
     if not rel:
         return []
     hits = [
@@ -221,8 +212,8 @@ def protected(
     ancestors: bool = False,
     places: GitPlaces | None = None,
 ) -> list[Hit]:
-    """The protected files `path` names (relative paths from `base`, default the first
-    root). `ancestors`: a folder holding one counts too (a shell word `.git` or `.vscode`)."""
+    """The protected files `path` names (relative to `base`, default the first root);
+    `ancestors`: a folder holding one counts too (a shell word `.git`)."""
     if not path or "\x00" in path or not roots:
         return []
     table = autorun()
@@ -260,10 +251,7 @@ def protected(
     return list(hits.values())
 
 
-# -- shell words ---------------------------------------------------------------------------
-
-# A longer command, or one with more distinct words, is not read word by word (each costs a
-# path resolution): it asks (the build sandbox still binds every protected file for it).
+# A longer command, or one with more distinct words, is not read word by word: it asks.
 MAX_COMMAND_CHARS = 65536
 MAX_WORDS = 2000
 _OPERATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"}
@@ -284,8 +272,7 @@ def _word_hits(word: str, roots: Sequence[Path], cwd: Path, places: GitPlaces) -
     hits = protected(word, roots, cwd, ancestors=True, places=places)
     if hits:
         return hits
-    # Where the command may have changed folder first (`cd sub && echo > ../.envrc`), or a
-    # glob the shell expands: the word's last segments against every entry, any case.
+    # After a `cd` (`cd sub && echo > ../.envrc`) or a glob: its last segments, any case.
     parts = [p.lower() for p in word.split("/") if p not in ("", ".", "..")]
     glob = bool(_GLOB.search(word))
     firsts = {GIT, *_by_first("root")}
@@ -299,9 +286,8 @@ def _word_hits(word: str, roots: Sequence[Path], cwd: Path, places: GitPlaces) -
 
 
 def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -> list[Hit]:
-    """The protected files a shell command's words name: paths in any operand or redirect,
-    and a git directory's `config` for a git subcommand that writes it (`git config`,
-    `git remote`, `git -c`, ...)."""
+    """The protected files a shell command's words name, and a git directory's `config` for
+    a git subcommand that writes it (`git config`, `git remote`, ...)."""
     if not roots:
         return []
     words = _words(command) if len(command) <= MAX_COMMAND_CHARS else []

@@ -21,13 +21,11 @@ PLAN_SHELL_SANDBOXED: Final = "sandboxed"
 
 @dataclass(frozen=True)
 class ModeRule:
-    """What one work mode lets through, by safety label and by name."""
+    """What one work mode lets through: the safety labels shown and run, whether per-call
+    classified tools (bash) are offered, and why a tool is refused, in a user's words."""
 
-    # Safety labels that may be shown and run in this mode.
     safeties: frozenset[Safety]
-    # Whether per-call classified tools (bash) are offered; per call the classifier decides.
     classified_tools: bool
-    # Why a tool is refused in this mode, in words a user understands.
     refusal: str
 
 
@@ -50,11 +48,7 @@ MODE_RULES: dict[WorkMode, ModeRule] = {
 
 
 def mode_refusal(definition: ToolDefinition, mode: WorkMode, plan_shell: str) -> str | None:
-    """Why `definition` may not be shown or run in `mode`, or None if the mode allows it.
-
-    For a per-call classified tool (bash) None means "may be offered"; each call must still
-    be proven read-only by the classifier in plan mode.
-    """
+    """Why `definition` may not be shown or run in `mode` (bash: each call is still classified)."""
     rule = MODE_RULES[mode]
     name = definition.name
     if definition.only_in is not None and definition.only_in is not mode:

@@ -7,13 +7,12 @@ cannot run), then the permission engine; right before allowing, the mode is chec
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from plan_lsp.policy.definitions import (
     PLAN_SHELL_CLASSIFIED,
@@ -26,7 +25,7 @@ from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.policy.ports import ChangePreview, FileChange, PermissionPort, PermissionRequest
 from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.policy.sandbox import git_config_hazards, sandbox_kind
-from plan_lsp.policy.shell import Protection, classify_command
+from plan_lsp.policy.shell import Classification, Protection, classify_command
 from plan_lsp.policy.shell.gitfiles import files_outside
 from plan_lsp.protocol.state import PermissionAnswer, PermissionMode, WorkMode
 
@@ -43,14 +42,6 @@ class ClassificationLike(Protocol):
     def reasons(self) -> Sequence[str]: ...
 
 
-class ShellClassification(ClassificationLike, Protocol):
-    @property
-    def git_dirs(self) -> frozenset[str]: ...
-
-    @property
-    def programs(self) -> frozenset[str]: ...
-
-
 class GateSession(Protocol):
     """What the gate needs of a session: the live modes and the audit log."""
 
@@ -65,33 +56,10 @@ class GateSession(Protocol):
 
 Classifier = Callable[[str], ClassificationLike]
 SandboxProbe = Callable[[], "str | None"]
-GitHazards = Callable[[Path, "ShellClassification", Sequence[Path]], Sequence[str]]
+GitHazards = Callable[[Path, Classification, Sequence[Path]], Sequence[str]]
 
 
-@dataclass(frozen=True)
-class ShellContext:
-    """What a shell classification depends on besides the command."""
-
-    # "classified": the classifier is the only wall (strict allow-list);
-    # "sandboxed": the command runs in a proven sandbox (refuse only intent to change things).
-    protection: Protection
-    roots: tuple[Path, ...]
-    network: bool
-
-
-def default_classifier(command: str, context: ShellContext) -> ShellClassification:
-    """The shell classifier (`policy/shell`)."""
-    roots = list(context.roots)
-    return classify_command(
-        command,
-        protection=context.protection,
-        roots=roots or None,
-        cwd=roots[0] if roots else None,
-        network=context.network,
-    )
-
-
-def default_git_hazards(repo: Path, shell: ShellClassification, roots: Sequence[Path]) -> list[str]:
+def default_git_hazards(repo: Path, shell: Classification, roots: Sequence[Path]) -> list[str]:
     """What in `repo`'s git configuration would run a program that the plan-mode git
     hardening cannot neutralise (`policy/sandbox`), or make an allowed git subcommand read a
     file outside the workspace (`policy/shell/gitfiles.py`)."""
@@ -101,16 +69,12 @@ def default_git_hazards(repo: Path, shell: ShellClassification, roots: Sequence[
 @dataclass(frozen=True)
 class GateDecision:
     allowed: bool
-    # The observation returned to the model instead of running (refusals only).
-    observation: dict[str, Any] | None = None
-    # Run `bash` inside the read-only sandbox.
-    sandbox: bool = False
+    observation: dict[str, Any] | None = None  # returned to the model instead of running
+    sandbox: bool = False  # run `bash` inside the read-only sandbox
     reason: str = ""
-    # A shell command proven read-only that runs without the user's say (build mode): it
-    # runs like a plan-mode command (plan environment, read-only sandbox where one works).
+    # A build-mode shell command proven read-only, run unasked: it runs like a plan-mode one.
     read_only_unasked: bool = False
-    # The plan-mode shell may use the network (the user's `planNetwork`).
-    network: bool = False
+    network: bool = False  # the plan-mode shell may use the network (`planNetwork`)
 
 
 @dataclass
@@ -176,18 +140,16 @@ class ExecutionGate:
         *,
         preview: ChangePreview | None = None,
     ) -> GateDecision:
-        """`preview` computes what an edit call would change (the tool's own code), for the
-        permission request; it is called only when the user is asked."""
+        """`preview` computes an edit's change for the permission request, only when asking."""
         name = definition.name
         mode = self.session.mode
         state = _CallState()
 
-        refusal = name_refusal(definition, allow_names)
-        first = _ModeCheck(refusal)
-        if refusal is None:
+        first = _ModeCheck(name_refusal(definition, allow_names))
+        if first.refusal is None:
             first = self._mode_check(definition, arguments, mode, state)
         if first.refusal is not None:
-            return self._refuse(name, mode, run_id, first.refusal, stage="mode")
+            return self._refuse("refuse", name, mode, run_id, first.refusal, stage="mode")
         proven = first.read_only_proven
 
         decision = self.permissions.decide(
@@ -198,7 +160,7 @@ class ExecutionGate:
             read_only_proven=proven,
         )
         if decision.verdict == "deny":
-            return self._deny(name, mode, run_id, decision.reason, stage="rules")
+            return self._refuse("deny", name, mode, run_id, decision.reason, stage="rules")
         answer: PermissionAnswer | None = None
         if decision.verdict == "ask":
             answer = await self._ask(definition, arguments, run_id, preview, decision.warning)
@@ -209,7 +171,7 @@ class ExecutionGate:
                 why = "you declined this call"
                 if decision.warning:
                     why += f": {decision.warning}"
-                return self._deny(name, mode, run_id, why, stage="user", answer=answer)
+                return self._refuse("deny", name, mode, run_id, why, stage="user", answer=answer)
 
         # The mode may have changed while the prompt was open (or any await above).
         final_mode = self.session.mode
@@ -218,7 +180,9 @@ class ExecutionGate:
             reason = final.refusal
             if final_mode is not mode:
                 reason = f"the session switched to {final_mode.value} mode; {reason}"
-            return self._refuse(name, final_mode, run_id, reason, stage="recheck", answer=answer)
+            return self._refuse(
+                "refuse", name, final_mode, run_id, reason, stage="recheck", answer=answer
+            )
         sandbox = (
             definition.classified_per_call
             and final_mode is WorkMode.PLAN
@@ -247,8 +211,6 @@ class ExecutionGate:
             and final.read_only_proven,
             network=definition.classified_per_call and self.plan_network,
         )
-
-    # -- steps -----------------------------------------------------------------------------
 
     def _mode_check(
         self,
@@ -279,30 +241,21 @@ class ExecutionGate:
             return PLAN_SHELL_SANDBOXED
         return PLAN_SHELL_CLASSIFIED
 
-    def shell_context(self, protection: Protection) -> ShellContext:
-        roots = self._roots
-        if roots is None:
-            roots = tuple(self.permissions.workspace_roots)
-        return ShellContext(protection, roots, self.plan_network)
+    def _shell_roots(self) -> list[Path]:
+        return list(self._roots if self._roots is not None else self.permissions.workspace_roots)
 
     def _git_config_verdict(
-        self, shell: ShellClassification, verdict: tuple[bool, list[str]]
+        self, shell: Classification, verdict: tuple[bool, list[str]]
     ) -> tuple[bool, list[str]]:
-        """Without a sandbox, git reads the repository's own configuration; a key naming a
-        program the hardening cannot neutralise makes the command unproven."""
+        """Unproven where git, without a sandbox, would read a key naming a program."""
         hazards: list[str] = []
-        roots = self.shell_context(PLAN_SHELL_CLASSIFIED).roots
+        roots = self._shell_roots()
         for repo in sorted(shell.git_dirs):
             hazards.extend(self._git_hazards(Path(repo), shell, roots))
         if not hazards:
             return verdict
-        return (
-            False,
-            [
-                "git would read a repository configuration that names programs: "
-                + "; ".join(hazards)
-            ],
-        )
+        why = "git would read a repository configuration that names programs: "
+        return False, [why + "; ".join(hazards)]
 
     def _classification(
         self, arguments: Mapping[str, Any], state: _CallState, protection: Protection
@@ -319,7 +272,16 @@ class ExecutionGate:
                     result = self._classify(command)
                     verdict = (bool(result.allowed), list(result.reasons))
                 else:
-                    shell = default_classifier(command, self.shell_context(protection))
+                    # "classified": the classifier is the only wall (strict allow-list);
+                    # "sandboxed": in a proven sandbox, refuse only intent to change things.
+                    roots = self._shell_roots()
+                    shell = classify_command(
+                        command,
+                        protection=protection,
+                        roots=roots or None,
+                        cwd=roots[0] if roots else None,
+                        network=self.plan_network,
+                    )
                     verdict = (bool(shell.allowed), list(shell.reasons))
                     if shell.allowed and protection == PLAN_SHELL_CLASSIFIED:
                         verdict = self._git_config_verdict(shell, verdict)
@@ -343,8 +305,6 @@ class ExecutionGate:
         if preview is not None:
             try:
                 change = await preview()
-            except asyncio.CancelledError:
-                raise
             except Exception:  # the prompt then shows the summary alone
                 log.exception("cannot compute the change of %s", definition.name)
         request = PermissionRequest(
@@ -357,8 +317,6 @@ class ExecutionGate:
         )
         try:
             answer = await self.port.request_permission(request)
-        except asyncio.CancelledError:
-            raise
         except Exception:  # a failed prompt is a "no"
             log.exception("permission prompt failed")
             return "reject_once"
@@ -366,20 +324,19 @@ class ExecutionGate:
             return "reject_once"
         return answer
 
-    # -- outcomes --------------------------------------------------------------------------
-
     def _refuse(
-        self, name: str, mode: WorkMode, run_id: str, reason: str, **extra: Any
+        self,
+        decision: Literal["refuse", "deny"],
+        name: str,
+        mode: WorkMode,
+        run_id: str,
+        reason: str,
+        **extra: Any,
     ) -> GateDecision:
-        self._record(name, mode, run_id, "refuse", reason, **extra)
-        observation = {"error": "tool_not_allowed", "tool": name, "reason": reason}
-        return GateDecision(False, observation, reason=reason)
-
-    def _deny(
-        self, name: str, mode: WorkMode, run_id: str, reason: str, **extra: Any
-    ) -> GateDecision:
-        self._record(name, mode, run_id, "deny", reason, **extra)
-        observation = {"error": "permission_denied", "tool": name, "reason": reason}
+        """A mode refusal (`tool_not_allowed`) or a permission denial, recorded."""
+        self._record(name, mode, run_id, decision, reason, **extra)
+        error = "tool_not_allowed" if decision == "refuse" else "permission_denied"
+        observation = {"error": error, "tool": name, "reason": reason}
         return GateDecision(False, observation, reason=reason)
 
     def _record(

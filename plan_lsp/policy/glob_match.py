@@ -1,8 +1,5 @@
-"""Glob patterns matched in linear time, for patterns from untrusted sources.
-
-Rules come from a repository's `.plan-lsp/config.toml` and tool patterns from the model; a
-glob as a backtracking regular expression can take hours on 80 bytes, so globs become RE2
-expressions (linear in the subject), every literal written as a code point (`\\x{..}`).
+"""Glob patterns matched in linear time (RE2), for patterns from untrusted sources: a glob as a
+backtracking regular expression can take hours on 80 bytes.
 
 - path mode: `*`, `?` stay in one segment; `**` matches anything; `**/` matches nothing or
   anything ending in `/`; `[...]` a class (`!`/`^` negates, and then matches `/` too; `]`
@@ -125,19 +122,12 @@ def _subject(text: str) -> bytes:
 class Glob:
     """A compiled glob; `match(text)` says whether all of `text` matches."""
 
-    __slots__ = ("_regex", "path_mode", "pattern")
-
     def __init__(self, pattern: str, *, path_mode: bool = True) -> None:
         source = glob_to_re2(pattern, path_mode=path_mode)
         try:
             self._regex = re2.compile(b"(?s)" + source.encode())  # `.` matches a newline too
         except re2.error as exc:  # past RE2's memory budget for one program
             raise GlobTooComplex(f"the pattern is too large to compile ({exc})") from exc
-        self.pattern = pattern
-        self.path_mode = path_mode
-
-    def __repr__(self) -> str:
-        return f"Glob({self.pattern!r}, path_mode={self.path_mode})"
 
     def match_bytes(self, subject: bytes) -> bool:
         return self._regex.fullmatch(subject) is not None
@@ -148,9 +138,8 @@ class Glob:
 
 class GlobSet:
     """Several globs matched against one text: `matching(text)` is the set of the indices
-    of those that match all of it. The text is encoded once; each glob is one linear pass
-    of RE2 (an `RE2::Set` would be one pass for all, but its DFA may give up on a long text
-    and the Python binding cannot tell that from "no match")."""
+    of those that match all of it (not an `RE2::Set`: its DFA may give up on a long text,
+    which the binding cannot tell from "no match")."""
 
     def __init__(self, globs: list[Glob]) -> None:
         self.globs = globs
@@ -162,8 +151,7 @@ class GlobSet:
 
 @lru_cache(maxsize=256)
 def compile_glob(pattern: str, *, path_mode: bool = True) -> Glob:
-    """The compiled glob (cached). GlobTooComplex over the limits, BadGlob for a backwards
-    character range; both are ValueError."""
+    """The compiled glob (cached); GlobTooComplex or BadGlob, both ValueError."""
     return Glob(pattern, path_mode=path_mode)
 
 

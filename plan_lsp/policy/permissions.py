@@ -1,9 +1,7 @@
 """Permission engine: permission mode + allow/ask/deny rules decide allow, ask or deny.
 
-Runs after the work-mode check, so nothing here lets run what the mode refuses. Rules read
-`tool` or `tool(pattern)` (`bash(git log *)`), the pattern a glob (`glob_match`, linear-time:
-rules may come from a repository) against the tool's primary argument.
-
+Runs after the work-mode check. Rules read `tool` or `tool(pattern)` (`bash(git log *)`), the
+pattern a linear-time glob (rules may come from a repository) against the primary argument.
 Precedence: any deny wins; then a change to a file that runs code later (`autorun.toml`)
 asks in every mode unless an allow rule names exactly it; then the first scope (session,
 project, user) with a matching rule (ask beats allow); then `MODE_DEFAULTS`.
@@ -34,36 +32,22 @@ class RuleScope(StrEnum):
     USER = "user"
 
 
-# Which argument a rule pattern is matched against (`ToolDefinition.primary_argument`), and
-# which calls only change the agent's own state or edit files (`ToolDefinition.role`), are
-# facts of each tool's definition.
+def _defaults(read: Verdict, edit: Verdict, side_effect: Verdict) -> dict[CallKind, Verdict]:
+    return {"read": read, "agent": "allow", "edit": edit, "side_effect": side_effect}
+
 
 # What each permission mode does with each kind of call when no rule matched.
 MODE_DEFAULTS: dict[PermissionMode, dict[CallKind, Verdict]] = {
-    PermissionMode.ASK: {"read": "allow", "agent": "allow", "edit": "ask", "side_effect": "ask"},
-    PermissionMode.AUTO_EDIT: {
-        "read": "allow",
-        "agent": "allow",
-        "edit": "allow",
-        "side_effect": "ask",
-    },
-    PermissionMode.YOLO: {
-        "read": "allow",
-        "agent": "allow",
-        "edit": "allow",
-        "side_effect": "allow",
-    },
-    PermissionMode.STRICT: {"read": "ask", "agent": "allow", "edit": "ask", "side_effect": "ask"},
+    PermissionMode.ASK: _defaults("allow", "ask", "ask"),
+    PermissionMode.AUTO_EDIT: _defaults("allow", "allow", "ask"),
+    PermissionMode.YOLO: _defaults("allow", "allow", "allow"),
+    PermissionMode.STRICT: _defaults("ask", "ask", "ask"),
 }
 
 # An allow/ask rule for a shell command never matches a compound command: `git log *`
 # must not allow `git log; rm -rf ~`. Such commands fall through to the mode default.
 _SHELL_COMPOUND = re.compile(r"[;&|`\n\r<>]|\$\(")
 _RULE_SYNTAX = re.compile(r"(?P<tool>[A-Za-z0-9_.:*?\-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
-
-
-# The name the tests and earlier callers use; the semantics are `glob_match`'s.
-glob_to_regex = compile_glob
 
 
 def escape_glob(text: str) -> str:
@@ -118,8 +102,7 @@ class PermissionDecision:
     reason: str
     rule: str | None = None
     scope: RuleScope | None = None
-    # What a file the call changes runs later, for the prompt (`autorun.toml`), or "".
-    warning: str = ""
+    warning: str = ""  # what a file the call changes runs later (`autorun.toml`), or ""
 
 
 @dataclass(frozen=True)
@@ -127,8 +110,7 @@ class _ScopedRule:
     rule: Rule
     verdict: Verdict
     scope: RuleScope
-    # Session "allow always" answers only apply in the work mode they were given in.
-    mode: WorkMode | None = None
+    mode: WorkMode | None = None  # an "allow always" holds in its work mode only
 
 
 @dataclass(frozen=True)
@@ -140,18 +122,11 @@ class _CallView:
     # Path forms: (relative, absolute) lexically and after resolving symlinks.
     lexical: tuple[str, ...] = ()
     resolved: tuple[str, ...] = ()
-    # pattern -> whether it matches each form (the command, or lexical then resolved).
+    # pattern -> whether it matches each form (the command, or lexical then resolved), for
+    # every pattern of the rules that apply (`_with_hits`).
     hits: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
     # The length of a form longer than MAX_MATCHED_CHARS (no pattern is matched then), or 0.
     too_long: int = 0
-
-    def matched(self, pattern: str) -> tuple[bool, ...]:
-        found = self.hits.get(pattern)
-        if found is not None:
-            return found
-        glob = compile_glob(pattern, path_mode=self.kind == "path")
-        forms = (*self.lexical, *self.resolved) if self.kind == "path" else (self.command,)
-        return tuple(glob.match(f) for f in forms)
 
 
 class PermissionEngine:
@@ -199,8 +174,6 @@ class PermissionEngine:
             if scope is None or r.scope is scope
         ]
 
-    # -- remembering answers ---------------------------------------------------------------
-
     def exact_rule(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> str:
         """The rule that matches exactly this call (used for "always" answers)."""
         view = self._view(definition, arguments)
@@ -218,25 +191,20 @@ class PermissionEngine:
         arguments: Mapping[str, Any],
         mode: WorkMode,
     ) -> str | None:
-        """Turn an "always" answer into a session rule; returns the rule added."""
+        """Turn an "always" answer into a session rule; returns the rule added. An approval
+        holds in its work mode only, a refusal (it only restricts) in every mode."""
         if answer not in ("allow_always", "reject_always"):
             return None
         text = self.exact_rule(definition, arguments)
         try:
             Rule.parse(text)
-        except ValueError:
-            # Too long to keep as a rule (a pattern has a size limit): the answer holds for
-            # this call only.
+        except ValueError:  # too long for a rule: the answer holds for this call only
             return None
         if answer == "allow_always":
-            # An approval is only valid in the work mode it was given in.
             self.add_rules(RuleScope.SESSION, allow=[text], mode=mode)
         else:
-            # A refusal only restricts, so it holds in every mode.
             self.add_rules(RuleScope.SESSION, deny=[text])
         return text
-
-    # -- deciding --------------------------------------------------------------------------
 
     def decide(
         self,
@@ -351,12 +319,9 @@ class PermissionEngine:
             return "edit"
         return "side_effect"
 
-    # -- matching --------------------------------------------------------------------------
-
     @staticmethod
     def _with_hits(view: _CallView, rules: Sequence[_ScopedRule]) -> _CallView:
-        """`view` with the patterns of `rules` matched against each of its forms, all the
-        patterns in one pass per form (`GlobSet`): many rules cost what one does."""
+        """`view` with every pattern of `rules` matched against each form, one pass per form."""
         if view.kind == "none" or view.too_long:
             return view
         patterns = tuple(dict.fromkeys(r.rule.pattern for r in rules if r.rule.pattern))
@@ -381,9 +346,9 @@ class PermissionEngine:
         if view.kind == "command":
             if not restrictive and _SHELL_COMPOUND.search(view.command):
                 return False
-            return view.matched(rule.pattern)[0]
+            return view.hits[rule.pattern][0]
         if view.kind == "path":
-            matched = view.matched(rule.pattern)
+            matched = view.hits[rule.pattern]
             lexical = any(matched[: len(view.lexical)])
             resolved = any(matched[len(view.lexical) :])
             return (lexical or resolved) if restrictive else (lexical and resolved)
@@ -441,10 +406,8 @@ class PermissionEngine:
             return False
 
 
-# Rule patterns are matched against at most this many characters of an argument; a longer
-# one (a command near the 1 M-character argument cap) is matched by no pattern: deny and ask
-# rules with a pattern apply to it, allow rules do not. This bounds what many rules can cost
-# a decision on the event loop.
+# Rule patterns see at most this many characters of an argument (bounding a decision's cost
+# on the event loop); a longer one matches no pattern: deny and ask rules apply, allow not.
 MAX_MATCHED_CHARS = 65536
 
 

@@ -1,8 +1,7 @@
 """Plan path validation: the plan file name comes from the model and is untrusted.
 
 Accepted: a plain relative `.md` path in the plans directory below `.plan-lsp/`, no link on
-the way. Refusals are fixed templates starting `Access denied:` (docs/architecture.md).
-`write_plan_file` validates again and writes through `safe_fs`. Also `plan-lsp check
+the way. Refusals are fixed templates starting `Access denied:`. Also `plan-lsp check
 plan-path` (`check_plan_path_main`).
 """
 
@@ -21,29 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from plan_lsp.policy.safe_fs import WriteRefused, Written, write_text
-from plan_lsp.policy.server_dir import (
-    ACCESS_DENIED_PLANS_DIR_LINK,
-    ACCESS_DENIED_PLANS_DIR_OUTSIDE,
-    PlansDir,
-    locate_plans_dir,
-)
-
-__all__ = [
-    "ACCESS_DENIED_PLANS_DIR_LINK",
-    "ACCESS_DENIED_PLANS_DIR_OUTSIDE",
-    "PlanPathResult",
-    "check_plan_path_main",
-    "plan_file_problem",
-    "validate_plan_path",
-    "write_plan_file",
-]
+from plan_lsp.policy.server_dir import PlansDir, locate_plans_dir
 
 DEFAULT_PLAN_NAME = "PLAN.md"
 
 MAX_COMPONENT_CHARS = 128
 MAX_NAME_CHARS = 255
 
-# -- fixed messages: `{name}` is the name as given (control characters escaped) ------------
+# Fixed messages: `{name}` is the name as given (control characters escaped).
 ACCESS_DENIED_OUTSIDE = "Access denied: {name} is outside the plans directory"
 PLAN_DOES_NOT_EXIST = "{name} does not exist"
 PLAN_IS_EMPTY = "{name} is empty"
@@ -104,8 +88,10 @@ def shown_name(name: str) -> str:
     return shown if len(shown) <= _SHOWN_MAX else shown[: _SHOWN_MAX - 1] + "…"
 
 
-def refuse(template: str, name: str) -> PlanPathResult:
-    return PlanPathResult(ok=False, resolved=None, error=template.format(name=shown_name(name)))
+def refuse(template: str, name: str, **names: str) -> PlanPathResult:
+    """`template` filled with `name` (and `names`) as messages show them."""
+    shown = {key: shown_name(value) for key, value in {"name": name, **names}.items()}
+    return PlanPathResult(ok=False, resolved=None, error=template.format(**shown))
 
 
 def _lexical_error(name: str) -> str | None:
@@ -232,7 +218,7 @@ def _plan_file(plans_dir: Path, path: Path, workspace: Path | None) -> tuple[Pla
     plans = locate_plans_dir(plans_dir, workspace)
     if isinstance(plans, str):
         return plans
-    for base in (plans.path, plans_dir if plans_dir.is_absolute() else Path.cwd() / plans_dir):
+    for base in (plans.path, plans_dir.absolute()):
         try:
             parts = path.relative_to(base).parts
         except ValueError:
@@ -255,8 +241,7 @@ def plan_file_problem(plans_dir: Path, path: Path, *, workspace: Path | None = N
 def write_plan_file(
     plans_dir: Path, path: Path, text: str, *, workspace: Path | None = None
 ) -> Written:
-    """Write the plan file `path` atomically, its name validated as `plan_write` validates
-    the model's; `WriteRefused` with the fixed message."""
+    """Write the plan file `path` atomically, validated as `plan_write`; WriteRefused says why."""
     found = _plan_file(plans_dir, path, workspace)
     if isinstance(found, str):
         raise WriteRefused(found)
@@ -264,25 +249,24 @@ def write_plan_file(
     return write_text(plans.anchor, target, text)
 
 
-# -- plan-lsp check plan-path ---------------------------------------------------------------
-
-
 def _result_record(path: Any, result: PlanPathResult) -> dict[str, Any]:
     return {"path": path, "ok": result.ok, "resolved": result.resolved, "error": result.error}
+
+
+def _refused_record(path: Any, error: str) -> dict[str, Any]:
+    return _result_record(path, PlanPathResult(ok=False, resolved=None, error=error))
 
 
 def _check_line(plans_dir: Path, line: str) -> dict[str, Any]:
     try:
         request = json.loads(line)
     except json.JSONDecodeError as exc:
-        return {"path": None, "ok": False, "resolved": None, "error": f"invalid JSON: {exc}"}
+        return _refused_record(None, f"invalid JSON: {exc}")
     if not isinstance(request, dict) or "path" not in request:
-        error = 'each line must be a JSON object with a "path" key'
-        return {"path": None, "ok": False, "resolved": None, "error": error}
+        return _refused_record(None, 'each line must be a JSON object with a "path" key')
     path = request["path"]
     if path is not None and not isinstance(path, str):
-        error = '"path" must be a string or null'
-        return {"path": path, "ok": False, "resolved": None, "error": error}
+        return _refused_record(path, '"path" must be a string or null')
     return _result_record(path, validate_plan_path(plans_dir, path, must_exist=False))
 
 
@@ -326,8 +310,7 @@ def check_plan_path_main(argv: list[str]) -> int:
             return 2
         for line in _stdin_lines():
             if line is None:
-                error = "input line is not UTF-8"
-                _emit({"path": None, "ok": False, "resolved": None, "error": error})
+                _emit(_refused_record(None, "input line is not UTF-8"))
             elif line.strip():
                 _emit(_check_line(plans_dir, line))
         return 0

@@ -16,18 +16,9 @@ from plan_lsp.policy.plan_paths import (
     PlanPathResult,
     refuse,
     resolve_quietly,
-    shown_name,
     validate_plan_path,
 )
 from plan_lsp.policy.server_dir import PlansDir, locate_plans_dir
-
-__all__ = [
-    "ACCESS_DENIED_APPROVED",
-    "ACCESS_DENIED_HARD_LINK",
-    "MAX_ROUND_NUMBER",
-    "PlanRecords",
-    "round_plan_path",
-]
 
 ACCESS_DENIED_APPROVED = (
     "Access denied: {name} holds an approved plan, which is kept as it was approved; "
@@ -38,8 +29,7 @@ ACCESS_DENIED_HARD_LINK = (
     "(remove the link or choose another name)"
 )
 NO_FREE_PLAN_NAME = "Access denied: no free plan file name next to {name} (up to {last})"
-# The highest `<stem>-<n>.md` a new round may get.
-MAX_ROUND_NUMBER = 999
+MAX_ROUND_NUMBER = 999  # the highest `<stem>-<n>.md` a new round may get
 
 
 @dataclass(frozen=True)
@@ -54,16 +44,9 @@ class PlanRecords:
 
 def _key(path: Path, plans: PlansDir) -> str:
     """How a plan file is compared: its name inside the plans directory, case folded (a
-    case-insensitive file system opens `plan.md` as `PLAN.md`); a path elsewhere by its
-    whole spelling."""
-    for base in (plans.path, resolve_quietly(plans.path)):
-        if base is None:
-            continue
-        try:
-            return path.relative_to(base).as_posix().casefold()
-        except ValueError:
-            continue
-    return "/" + path.as_posix().casefold()
+    case-insensitive file system opens `plan.md` as `PLAN.md`); elsewhere its whole path."""
+    own = _own_name(path, plans)
+    return own.casefold() if own is not None else "/" + path.as_posix().casefold()
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -122,16 +105,14 @@ def round_plan_path(
     if not checked.ok or checked.resolved is None:
         return checked
     plans = locate_plans_dir(plans_dir, workspace)
-    if isinstance(plans, str):  # pragma: no cover - validate_plan_path refused it already
-        return PlanPathResult(ok=False, resolved=None, error=plans)
+    assert not isinstance(plans, str)  # validate_plan_path refused it already
     linked = _has_other_names(Path(checked.resolved))
     if not _holds_approved(Path(checked.resolved), plans, records):
         if not linked:
             return PlanPathResult(ok=True, resolved=checked.resolved, error=None, name=requested)
         if name is not None:
             return refuse(ACCESS_DENIED_HARD_LINK, requested)
-        # The default file has a second name: the round takes a file of its own, as
-        # after an approved plan.
+        # The default file has a second name: a file of its own, as after an approval.
     own = _own_name(round_path, plans) if round_path is not None else None
     if own is not None and (
         _holds_approved(plans.path / own, plans, records) or _has_other_names(plans.path / own)
@@ -142,17 +123,9 @@ def round_plan_path(
     free = own or _free_name(plans, requested, records)
     if free is None:
         last = f"{requested[: -len('.md')]}-{MAX_ROUND_NUMBER}.md"
-        return PlanPathResult(
-            ok=False,
-            resolved=None,
-            error=NO_FREE_PLAN_NAME.format(name=shown_name(requested), last=shown_name(last)),
-        )
+        return refuse(NO_FREE_PLAN_NAME, requested, last=last)
     if name is not None:
-        return PlanPathResult(
-            ok=False,
-            resolved=None,
-            error=ACCESS_DENIED_APPROVED.format(name=shown_name(name), free=shown_name(free)),
-        )
+        return refuse(ACCESS_DENIED_APPROVED, name, free=free)
     return _checked_name(plans_dir, free, workspace)
 
 

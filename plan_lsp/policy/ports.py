@@ -1,7 +1,4 @@
-"""Ports through which policy decisions reach the user and the editor.
-
-`server/` implements them over LSP; tests implement them in memory.
-"""
+"""Ports through which policy decisions reach the user and the editor (`server/` over LSP)."""
 
 from __future__ import annotations
 
@@ -23,27 +20,22 @@ class FileChange(BaseModel):
     user sees now (the open buffer, else the disk) and the exact text the tool would write."""
 
     path: Path
-    # None: the file does not exist yet.
-    before: str | None
+    before: str | None  # None: the file does not exist yet
     after: str
 
     def wire(self, limit: int = MAX_CHANGE_BYTES) -> dict[str, Any]:
         """The change as a request carries it: both texts, or neither and `truncated`."""
-        size = len(self.after.encode("utf-8", "surrogatepass"))
-        if self.before is not None:
-            size += len(self.before.encode("utf-8", "surrogatepass"))
-        if size > limit:
-            return {"uri": self.path.as_uri(), "before": None, "after": None, "truncated": True}
+        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in (self.before or "", self.after))
+        fits = size <= limit
         return {
             "uri": self.path.as_uri(),
-            "before": self.before,
-            "after": self.after,
-            "truncated": False,
+            "before": self.before if fits else None,
+            "after": self.after if fits else None,
+            "truncated": not fits,
         }
 
 
-# Computes the change a call would make, when asked (None: it cannot be computed, e.g. the
-# call will fail); given to the execution gate by the tool runner.
+# Computes the change a call would make, when asked (None: it cannot be computed).
 ChangePreview = Callable[[], Awaitable[FileChange | None]]
 
 
@@ -52,8 +44,7 @@ class PermissionRequest(BaseModel):
     tool: str
     summary: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    # An edit tool's change to a file, when the tool can say what it would write.
-    change: FileChange | None = None
+    change: FileChange | None = None  # an edit tool's change, when it can say
 
 
 class PermissionPort(Protocol):
@@ -66,8 +57,7 @@ class FileEdit(BaseModel):
 
     path: Path
     new_text: str
-    # The text the change was computed against (None = the file did not exist).
-    old_text: str | None = None
+    old_text: str | None = None  # the text it was computed against (None: no file)
 
 
 class EditorPort(Protocol):

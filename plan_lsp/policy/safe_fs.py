@@ -1,14 +1,10 @@
 """The one way the server writes a file: atomically, from a trusted anchor, never through a link.
 
-Every write (plans, revisions, build-mode edits) walks from a trusted anchor one folder at a
-time with `O_DIRECTORY | O_NOFOLLOW` on the previous descriptor, so a link is refused when
-opened, even one swapped in after a check; writes a hidden `O_EXCL` temporary file, fsyncs
-it and renames it over a target that must be a regular file or absent. The umask is never
-read (reading it means setting it, process-wide): the kernel applies it in `open(2)`; an
-existing file keeps its bits, set by `fchmod` on the descriptor, never by path. Reads take
-the same walk, open `O_NOFOLLOW | O_NONBLOCK` and `fstat`: only a regular file, only up to a
-size bound, so no link, FIFO or device is followed or blocked on. docs/configuration.md says
-what users see. POSIX only.
+Each walk opens one folder at a time with `O_DIRECTORY | O_NOFOLLOW` on the previous
+descriptor, so a link is refused even when swapped in after a check. A write goes to a hidden
+`O_EXCL` temporary file, fsynced and renamed over a regular file or nothing; the umask is
+never read (that sets it, process-wide). Reads open `O_NOFOLLOW | O_NONBLOCK` and `fstat`:
+a regular file within a size bound only. POSIX only.
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ TEMP_PREFIX = ".plan-lsp-tmp-"
 _TEMP_ATTEMPTS = 16
 
 # Looked up softly so the module imports everywhere; `_folder` refuses to work without them.
-# (os.replace takes dir_fd wherever os.rename does: both are renameat.)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -38,21 +33,13 @@ _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
 _SUPPORTED = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.mkdir, os.rename, os.stat} <= (
     os.supports_dir_fd
 )
-# Permission bits an existing file keeps when it is rewritten.
-_KEPT_BITS = 0o777
+_KEPT_BITS = 0o777  # what an existing file keeps when it is rewritten
 # What the server reads whole from a workspace at most, unless its caller says otherwise.
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 
 class WriteRefused(OSError):
     """A read or write the server will not do; the message says which path and why."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class FileTooLarge(WriteRefused):
@@ -62,10 +49,8 @@ class FileTooLarge(WriteRefused):
 @dataclass(frozen=True)
 class Written:
     path: Path
-    # True when no file existed under the name before.
-    created: bool
-    # The permission bits the file has now.
-    mode: int
+    created: bool  # no file existed under the name before
+    mode: int  # the permission bits the file has now
 
 
 def relative_parts(anchor: Path, path: Path) -> tuple[str, ...]:
@@ -81,10 +66,6 @@ def relative_parts(anchor: Path, path: Path) -> tuple[str, ...]:
     return parts
 
 
-def _shown(parts: tuple[str, ...] | list[str]) -> str:
-    return "/".join(parts)
-
-
 def file_kind(st_mode: int) -> str:
     """What a mode says is there, in words ("a FIFO", "a symbolic link")."""
     return next((name for is_kind, name in _KINDS if is_kind(st_mode)), "something unknown")
@@ -98,8 +79,7 @@ _KINDS = (
 
 
 def _wrong_kind(st_mode: int, shown: str, folder: bool, verb: str = "writes") -> str | None:
-    """Why what is there (its own status, a link not followed) is not the folder or regular
-    file wanted, or None."""
+    """Why what is there (a link not followed) is not the folder or regular file wanted."""
     if stat.S_ISLNK(st_mode):
         return f"{shown} is a symbolic link; the server never follows links where it {verb}"
     if folder and not stat.S_ISDIR(st_mode):
@@ -110,7 +90,7 @@ def _wrong_kind(st_mode: int, shown: str, folder: bool, verb: str = "writes") ->
 
 
 def _refuse_existing(
-    parent_fd: int, name: str, shown: str, exc: OSError, folder: bool, verb: str = "writes"
+    parent_fd: int | None, name: str, shown: str, exc: OSError, folder: bool, verb: str = "writes"
 ) -> OSError:
     """Turn a failed open of an existing name into a message that says what is there."""
     try:
@@ -155,7 +135,7 @@ def _folder(anchor: Path, parts: tuple[str, ...], create: bool) -> Iterator[int]
     fd = os.open(anchor, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         for index, name in enumerate(parts):
-            child, created = _open_dir(fd, name, _shown(parts[: index + 1]), create)
+            child, created = _open_dir(fd, name, "/".join(parts[: index + 1]), create)
             if created:
                 _fsync_quietly(fd)
             os.close(fd)
@@ -193,21 +173,19 @@ def _create_temp(dir_fd: int, mode: int) -> tuple[int, str]:
     raise WriteRefused("could not create a temporary file (every name tried exists)")
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def write_bytes(
-    anchor: Path, path: Path, data: bytes, *, mode: int | None = None, create_dirs: bool = True
-) -> Written:
-    """Atomically replace (or create) `path`, which must lie below `anchor` as written.
-    `mode` None keeps an existing file's bits (a new one: 0o666 minus the umask)."""
+def write_text(anchor: Path, path: Path, text: str, *, mode: int | None = None) -> Written:
+    """Atomically replace (or create) `path`, which must lie below `anchor` as written, with
+    `text` as UTF-8, byte-exact. `mode` None keeps an existing file's bits (a new one: 0o666
+    minus the umask)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WriteRefused(
+            f"{path}: the text cannot be stored as UTF-8 ({exc.reason} at {exc.start})"
+        ) from None
     parts = relative_parts(anchor, path)
-    shown = _shown(parts)
-    with _folder(anchor, parts[:-1], create_dirs) as dir_fd:
+    shown = "/".join(parts)
+    with _folder(anchor, parts[:-1], create=True) as dir_fd:
         name = parts[-1]
         old = _existing(dir_fd, name, shown)
         keep: int | None = None
@@ -218,42 +196,25 @@ def write_bytes(
         else:
             create_mode = 0o666
         fd, temp = _create_temp(dir_fd, create_mode)
-        renamed = False
         try:
-            try:
+            with open(fd, "wb") as handle:  # a buffered write writes all of `data`
                 if keep is not None:
                     os.fchmod(fd, keep)
-                _write_all(fd, data)
+                handle.write(data)
+                handle.flush()
                 os.fsync(fd)
                 final_mode = stat.S_IMODE(os.fstat(fd).st_mode)
-            finally:
-                os.close(fd)
             os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            renamed = True
-        finally:
-            if not renamed:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
         _fsync_quietly(dir_fd)
     return Written(path=path, created=old is None, mode=final_mode)
 
 
-def write_text(
-    anchor: Path, path: Path, text: str, *, mode: int | None = None, create_dirs: bool = True
-) -> Written:
-    """`write_bytes` with `text` as UTF-8, byte-exact (no newline translation)."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise WriteRefused(
-            f"{path}: the text cannot be stored as UTF-8 ({exc.reason} at {exc.start})"
-        ) from None
-    return write_bytes(anchor, path, data, mode=mode, create_dirs=create_dirs)
-
-
 def _checked_reader(fd: int, shown: str, max_bytes: int | None) -> BinaryIO:
-    """A reader for the open descriptor `fd` if it is a regular file within `max_bytes`;
-    closes `fd` and raises `WriteRefused` otherwise."""
+    """A reader for `fd` if a regular file within `max_bytes`; else closes it, WriteRefused."""
     try:
         st = os.fstat(fd)
         wrong = _wrong_kind(st.st_mode, shown, folder=False, verb="reads")
@@ -278,7 +239,7 @@ def open_regular(
     """The regular file `path` below `anchor`, open for reading, walked like a write;
     `WriteRefused` for anything else on the way, `FileTooLarge` over `max_bytes`."""
     parts = relative_parts(anchor, path)
-    shown = _shown(parts)
+    shown = "/".join(parts)
     with _folder(anchor, parts[:-1], create=False) as dir_fd:
         try:
             fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
@@ -303,7 +264,7 @@ def read_bytes(anchor: Path, path: Path, *, max_bytes: int | None = MAX_READ_BYT
     """The content of the regular file `path` below `anchor` (`open_regular`), or None."""
     try:
         with open_regular(anchor, path, max_bytes=max_bytes) as handle:
-            return _read_bounded(handle, _shown(relative_parts(anchor, path)), max_bytes)
+            return _read_bounded(handle, "/".join(relative_parts(anchor, path)), max_bytes)
     except FileNotFoundError:
         return None
 
@@ -326,19 +287,13 @@ def read_file_bytes(
     except FileNotFoundError:
         return None
     except OSError as exc:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            raise exc from None
-        wrong = _wrong_kind(st.st_mode, str(path), folder=False, verb="reads")
-        raise (exc if wrong is None else WriteRefused(wrong)) from None
+        raise _refuse_existing(None, str(path), str(path), exc, False, "reads") from None
     with _checked_reader(fd, str(path), max_bytes) as handle:
         return _read_bounded(handle, str(path), max_bytes)
 
 
 def disk_text(path: Path, *, max_bytes: int | None = MAX_READ_BYTES) -> str | None:
-    """`read_file_bytes` as UTF-8 text; None when there is no regular file of at most
-    `max_bytes` at `path`, it cannot be read, or its bytes are not UTF-8."""
+    """`read_file_bytes` as UTF-8 text; None when missing, unreadable, too large or not UTF-8."""
     try:
         data = read_file_bytes(path, max_bytes=max_bytes)
         return None if data is None else data.decode("utf-8")
@@ -371,7 +326,7 @@ def link_problem(anchor: Path, path: Path, *, folder: bool = False) -> str | Non
     current = anchor
     for index, name in enumerate(parts):
         current = current / name
-        shown = _shown(parts[: index + 1])
+        shown = "/".join(parts[: index + 1])
         try:
             st = current.lstat()
         except FileNotFoundError:

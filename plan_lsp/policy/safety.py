@@ -1,8 +1,5 @@
-"""The vocabulary both gates speak: a tool's safety label and its definition.
-
-In `policy/` so that `tools/` imports it, never the reverse. A definition is everything
-known about a tool but its code, including what the permission engine and the mode table
-read about it: no table elsewhere is keyed by tool name.
+"""The vocabulary both gates speak: a tool's safety label and its definition, everything known
+about a tool but its code (no table elsewhere is keyed by tool name).
 """
 
 from __future__ import annotations
@@ -19,17 +16,13 @@ from plan_lsp.protocol.state import WorkMode
 class Safety(StrEnum):
     READ_ONLY = "read_only"
     SIDE_EFFECT = "side_effect"
-    # Writes only the plan document (plan_write); plan mode only.
-    PLAN_FILE = "plan_file"
-    # Changes the session's mode (enter_plan_mode, exit_plan_mode); checked per tool.
-    CONTROL = "control"
-    # Runs a subagent (task); the child inherits the parent's restrictions.
-    SUBAGENT = "subagent"
+    PLAN_FILE = "plan_file"  # writes only the plan document (plan_write); plan mode only
+    CONTROL = "control"  # changes the session's mode; checked per tool
+    SUBAGENT = "subagent"  # runs a subagent; the child inherits the parent's restrictions
 
 
-# What kind of call a tool makes, for the permission mode's defaults: "edit" changes files'
-# text (auto_edit lets it run inside the workspace), "agent" only changes the agent's own
-# state or talks to the user (never prompts). None: judged by the safety label.
+# For the permission mode's defaults: "edit" changes files' text, "agent" only the agent's
+# own state (never prompts); None: judged by the safety label.
 CallRole = Literal["edit", "agent"]
 
 
@@ -52,17 +45,12 @@ class ToolDefinition(BaseModel):
     name: str
     description: str
     safety: Safety
-    # Our own tools: the argument model. The schema below is derived from it.
-    arguments: type[BaseModel] | None = None
-    # Tools defined elsewhere (MCP): the schema their server gave, checked as given.
-    input_schema: dict[str, Any] = Field(default_factory=dict)
-    # System tools pass a skill/subagent name allow-list, never the safety filter.
-    system: bool = False
+    arguments: type[BaseModel] | None = None  # our tools: the schema is derived from it
+    input_schema: dict[str, Any] = Field(default_factory=dict)  # MCP tools: as their server gave
+    system: bool = False  # passes a skill/subagent name allow-list, never the safety filter
     timeout_s: float = 120.0
-    # Safety of `bash` is decided per call by the shell classifier.
-    classified_per_call: bool = False
-    # Which argument permission rules match (`bash(git log *)`, `write_file(src/**)`).
-    primary_argument: PrimaryArgument | None = None
+    classified_per_call: bool = False  # `bash`: the shell classifier decides per call
+    primary_argument: PrimaryArgument | None = None  # what rules match: `bash(git log *)`
     role: CallRole | None = None
     # A control tool that belongs to one work mode only, and why it is refused in the other.
     only_in: WorkMode | None = None

@@ -1,8 +1,6 @@
-"""The server's own folder, `<workspace>/.plan-lsp/`: plans, revisions and a shared
-configuration (session state lives in the user's state folder), and who may write there.
-The plans directory is a real folder below it (never itself, never `revisions`), reached
-without a link; tools never change anything inside it (`server_dir_refusal`); every write
-goes through `safe_fs`, anchored at the workspace folder.
+"""The server's own folder, `<workspace>/.plan-lsp/`: plans, revisions, a shared configuration.
+The plans directory is a real folder below it (not `revisions`), reached without a link;
+tools never change anything inside it (`server_dir_refusal`); writes go through `safe_fs`.
 """
 
 from __future__ import annotations
@@ -28,9 +26,7 @@ REVISION_MODE = 0o444
 # How often a watch for a plans directory not made yet looks again without a change.
 _RECHECK_MS = 5000
 
-# `.plan-lsp/.gitignore`, written with the folder the first time the server writes into it.
-# It names itself: the server's housekeeping never shows as a change in the project's
-# version control; plans (plans/) and a shared config.toml show, and may be committed.
+# `.plan-lsp/.gitignore`, written with the folder; it names itself.
 GITIGNORE = """\
 # Written by plan-lsp: transcripts, plan revisions, an earlier version's database and this
 # file stay out of version control; plans (plans/) and a shared config.toml may be committed.
@@ -54,18 +50,12 @@ ACCESS_DENIED_PLANS_DIR_LINK = (
 class PlansDir:
     """A plans directory known to lie below `<anchor>/.plan-lsp/`."""
 
-    # The workspace folder (resolved): the trusted anchor every walk starts from.
-    anchor: Path
-    # Components below the anchor, the first being `.plan-lsp`.
-    parts: tuple[str, ...]
+    anchor: Path  # the workspace folder (resolved), where every walk starts
+    parts: tuple[str, ...]  # below the anchor, the first being `.plan-lsp`
 
     @property
     def path(self) -> Path:
         return self.anchor.joinpath(*self.parts)
-
-
-def _absolute(path: Path) -> Path:
-    return path if path.is_absolute() else Path.cwd() / path
 
 
 def _infer_workspace(plans_dir: Path) -> Path | None:
@@ -87,10 +77,9 @@ def _parts_below(path: Path, workspace: Path) -> tuple[str, ...] | None:
 
 
 def locate_plans_dir(plans_dir: Path, workspace: Path | None = None) -> PlansDir | str:
-    """Where `plans_dir` lies below `workspace` (inferred from `plans_dir` when None), or
-    the fixed message why it may not hold plans."""
-    plans_dir = _absolute(plans_dir)
-    workspace = _absolute(workspace) if workspace is not None else _infer_workspace(plans_dir)
+    """Where `plans_dir` lies below `workspace` (else inferred), or the fixed message why not."""
+    plans_dir = plans_dir.absolute()
+    workspace = workspace.absolute() if workspace is not None else _infer_workspace(plans_dir)
     parts = _parts_below(plans_dir, workspace) if workspace is not None else None
     if (
         workspace is None
@@ -116,9 +105,8 @@ def locate_plans_dir(plans_dir: Path, workspace: Path | None = None) -> PlansDir
 
 
 def ensure_server_dir(anchor: Path) -> Path:
-    """Create `<anchor>/.plan-lsp/` without following links, and its `.gitignore` the
-    first time (never overwritten, never through a link); the folder's path. Everything the
-    server writes into the folder comes through here first."""
+    """Create `<anchor>/.plan-lsp/` without following links, and its `.gitignore` the first
+    time (never overwritten, never through a link); the folder's path."""
     folder = anchor / SERVER_DIR
     ensure_folder(anchor, folder)
     try:
@@ -146,10 +134,8 @@ async def plans_dir_once_made(
     plans_dir: Path, workspace: Path | None, stop: asyncio.Event
 ) -> Path | None:
     """The plans directory once it exists, checked as `ensure_plans_dir` does, without making
-    it (so a server that only starts writes nothing into the workspace): until then the
-    nearest folder on the way that exists is watched, not recursively, for the next one to
-    appear (and looked at again every `_RECHECK_MS`, so one made just before the watch began
-    is not missed). None when `stop` is set first; WriteRefused as `ensure_plans_dir`."""
+    it: until then the nearest existing folder on the way is watched (and looked at again
+    every `_RECHECK_MS`). None when `stop` is set first; WriteRefused as `ensure_plans_dir`."""
     from watchfiles import awatch
 
     located = locate_plans_dir(plans_dir, workspace)
@@ -175,11 +161,8 @@ async def plans_dir_once_made(
 
 
 def server_dir_refusal(path: Path, roots: Sequence[Path], shown: str | None = None) -> str | None:
-    """Why no tool may change `path`: it lies inside a workspace's `.plan-lsp/`, or None.
-
-    Compared by name, case-insensitively (a case-insensitive filesystem opens `.PLAN-LSP`
-    as `.plan-lsp`); pass `path` resolved so links into the folder are caught too.
-    """
+    """Why no tool may change `path` (resolved): it lies inside a workspace's `.plan-lsp/`,
+    compared case-insensitively (such a filesystem opens `.PLAN-LSP` as it); or None."""
     for root in roots:
         parts = _parts_below(path, root)
         if parts and parts[0].casefold() == SERVER_DIR:
@@ -197,9 +180,8 @@ def revision_path(workspace: Path, rev: int) -> Path:
 
 
 def write_revision(workspace: Path, rev: int, text: str) -> Path:
-    """Keep revision `rev` as a read-only file under `.plan-lsp/revisions/` (never in the
-    plans directory); its path. An unchanged copy is left alone; a link, FIFO or folder
-    under its name (or on the way) is refused, never followed or chmod-ed."""
+    """Keep revision `rev` as a read-only file under `.plan-lsp/revisions/`; its path. An
+    unchanged copy is left alone; a link or non-file on the way is refused."""
     anchor = workspace.resolve()
     path = revision_path(workspace, rev)
     try:

@@ -1,10 +1,8 @@
 """Workspace-edit gate: the one function every change a tool makes to a file goes through.
 
-Workspace tools change files in the workspace in build mode only, never inside
-`.plan-lsp/`; plan tools (`plan_file=True`) only plan files. An open document changes through
-the editor (its buffer and undo stay coherent), anything else through `safe_fs`. An edit
-computed against text the user has since changed is replayed when the changes touch other
-lines, else refused: what the user typed is never overwritten by a stale copy.
+An open document changes through the editor (its buffer and undo stay coherent), anything
+else through `safe_fs`. An edit computed against text the user has since changed is replayed
+when the changes touch other lines, else refused: what the user typed is never overwritten.
 """
 
 from __future__ import annotations
@@ -26,13 +24,10 @@ from plan_lsp.protocol.state import WorkMode
 class EditResult:
     applied: bool
     path: Path
-    # Why the edit was refused (empty when applied).
-    reason: str = ""
+    reason: str = ""  # why the edit was refused
     via: Literal["editor", "disk"] | None = None
-    # The file's text after the edit.
-    text: str | None = None
-    # True when the edit was replayed onto text that changed after it was computed.
-    rebased: bool = False
+    text: str | None = None  # the file's text after the edit
+    rebased: bool = False  # replayed onto text that changed after it was computed
     created: bool = False
 
 
@@ -56,9 +51,8 @@ def _line_changes(base: list[str], other: list[str]) -> list[tuple[int, int, lis
 
 
 def rebase_edit(base: str | None, new: str, current: str | None) -> tuple[str, bool]:
-    """The text to write: `new` if nothing changed since `base`, else `base → new` replayed
-    onto `current`. Returns (text, rebased). Raises StaleEdit when both touched the same or
-    adjacent lines."""
+    """(the text to write, rebased): `new` if nothing changed since `base`, else `base → new`
+    replayed onto `current`; StaleEdit when both touched the same or adjacent lines."""
     base_text = base if base is not None else ""
     current_text = current if current is not None else ""
     if base_text == current_text:
@@ -149,11 +143,9 @@ async def apply_file_edit(
     *,
     plan_file: bool = False,
 ) -> EditResult:
-    """Apply one whole-file change if the mode and location allow it.
-
-    `plan_file=False` (workspace tools): build mode, inside the workspace, outside
-    `.plan-lsp/`. `plan_file=True` (plan tools): a plan file in the plans directory only.
-    """
+    """Apply one whole-file change if the mode and location allow it: workspace tools in
+    build mode, inside the workspace, outside `.plan-lsp/`; plan tools (`plan_file`) a plan
+    file only."""
     raw = Path(edit.path)
     if "\x00" in str(raw):
         return EditResult(False, raw, "the path contains a NUL byte")

@@ -1,8 +1,6 @@
-"""The OS sandbox for shell commands: the wall behind the shell classifier.
-
+"""The OS sandbox for shell commands, the wall behind the shell classifier (docs/security.md):
 `sandbox_status()` proves which mechanism holds (bubblewrap, else Landlock, else none);
-`sandbox_argv()` wraps a command for the `plan` or `build` profile (docs/security.md).
-`PLAN_LSP_SANDBOX` orders or restricts the mechanisms tried (`landlock`, `none`).
+`sandbox_argv()` wraps a command for the `plan` or `build` profile.
 """
 
 from __future__ import annotations
@@ -21,35 +19,26 @@ if TYPE_CHECKING:  # the names of _MODULES, for the type checker (a test keeps t
     from plan_lsp.policy.sandbox.git import hardened_git_env as hardened_git_env
     from plan_lsp.policy.sandbox.git import unsandboxed_plan_env as unsandboxed_plan_env
     from plan_lsp.policy.sandbox.git_hazards import git_config_hazards as git_config_hazards
-    from plan_lsp.policy.sandbox.known import on_sandbox_known as on_sandbox_known
-    from plan_lsp.policy.sandbox.known import sandbox_ready as sandbox_ready
     from plan_lsp.policy.sandbox.known import sandbox_status as sandbox_status
-    from plan_lsp.policy.sandbox.known import sandbox_status_nowait as sandbox_status_nowait
     from plan_lsp.policy.sandbox.layout import plan_environment as plan_environment
-    from plan_lsp.policy.sandbox.probe import MECHANISMS as MECHANISMS
     from plan_lsp.policy.sandbox.probe import Profile as Profile
     from plan_lsp.policy.sandbox.probe import SandboxUnavailable as SandboxUnavailable
-    from plan_lsp.policy.sandbox.probe import mechanism_argv as mechanism_argv
-    from plan_lsp.policy.sandbox.probe import probe_configured as probe_configured
     from plan_lsp.policy.sandbox.probe import probe_sandbox as probe_sandbox
     from plan_lsp.policy.sandbox.status import BUBBLEWRAP as BUBBLEWRAP
     from plan_lsp.policy.sandbox.status import LANDLOCK as LANDLOCK
-    from plan_lsp.policy.sandbox.status import ORDER_VARIABLE as ORDER_VARIABLE
     from plan_lsp.policy.sandbox.status import Mechanism as Mechanism
     from plan_lsp.policy.sandbox.status import SandboxStatus as SandboxStatus
 
-# The package's names by module, each loaded when first asked for: the server asks for the
-# sandbox's status before its first answer (`known`, `status`), and the mechanisms
-# (bubblewrap's and Landlock's argv, the probes, git's shim) load when a command needs them.
-# This is the one lazy boundary of the sandbox; no module below imports through it.
+# The package's names by module, each loaded when first asked for: the mechanisms load only
+# when a command needs them. The one lazy boundary; no module below imports through it.
 _MODULES: dict[str, str] = {
     "bwrap": "host_limited",
     "git": "git_shim git_shim_dir hardened_git_env unsandboxed_plan_env",
     "git_hazards": "git_config_hazards",
-    "known": "on_sandbox_known sandbox_ready sandbox_status sandbox_status_nowait",
+    "known": "sandbox_status",
     "layout": "plan_environment",
-    "probe": "MECHANISMS Profile SandboxUnavailable mechanism_argv probe_configured probe_sandbox",
-    "status": "BUBBLEWRAP LANDLOCK ORDER_VARIABLE Mechanism SandboxStatus",
+    "probe": "Profile SandboxUnavailable probe_sandbox",
+    "status": "BUBBLEWRAP LANDLOCK Mechanism SandboxStatus",
 }
 _FROM = {name: module for module, names in _MODULES.items() for name in names.split()}
 
@@ -69,7 +58,7 @@ SUBREAPER = Path(__file__).with_name("subreaper.py")
 
 
 def sandbox_kind() -> str | None:
-    """The working mechanism's name, or None (kept for callers of the first version)."""
+    """The working mechanism's name, or None."""
     from plan_lsp.policy.sandbox.known import sandbox_status
 
     return sandbox_status().mechanism
@@ -87,8 +76,8 @@ def sandbox_argv(
     base_env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """`argv` wrapped to run in `workdir` under `profile`, with the proven mechanism unless
-    one is given; `scratch`: Landlock's one writable folder; `base_env`: where the
-    environment allow-list is taken from (the server's)."""
+    one is given; `scratch`: Landlock's one writable folder; `base_env`: the environment the
+    allow-list is taken from."""
     from plan_lsp.policy.sandbox.known import sandbox_status
     from plan_lsp.policy.sandbox.probe import SandboxUnavailable, mechanism_argv
 
@@ -109,7 +98,5 @@ def sandbox_argv(
 
 
 def reaped_argv(argv: Sequence[str]) -> list[str]:
-    """`argv` under the subreaper launcher (`subreaper.py`): whatever the command leaves
-    running (a daemon, `setsid -f`, a double fork) is killed when it ends or is stopped.
-    For commands outside a pid namespace; bubblewrap's own namespaces do this already."""
+    """`argv` under the subreaper launcher: what the command leaves running dies with it."""
     return [os.path.realpath(sys.executable), "-I", "-S", str(SUBREAPER), "--", *argv]

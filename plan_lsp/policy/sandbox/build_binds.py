@@ -1,10 +1,6 @@
-"""The build profile's binds for the files that run code later (`policy/autorun.toml`).
-
-Every protected file of the workspace is bound read-only for a build-mode command, but those
-its words name (the user was asked for exactly that command, `permissions.py`). One that does
-not exist yet gets an empty read-only placeholder folder, made for the command and removed
-after it; the folders holding protected files are bound onto themselves so that they cannot
-be renamed away (a mount point cannot be) and replaced by a writable copy.
+"""The build profile's binds for the files that run code later (`policy/autorun.toml`): each
+read-only for a build-mode command, but those its words name (the user was asked for exactly
+that command).
 """
 
 from __future__ import annotations
@@ -21,11 +17,10 @@ from plan_lsp.policy.sandbox.layout import below
 
 @dataclass(frozen=True)
 class Place:
-    """What the build sandbox does with one place: `ro` binds it read-only; `missing` binds a
-    read-only empty folder made for the command in its place, so nothing can be created
-    there (an empty folder: `git status` and `git add -A` do not see it, and no write
-    opens it); `pin` binds an existing folder onto itself, writable, so that it cannot be
-    renamed away with the protected files inside it (a mount point cannot be)."""
+    """What the build sandbox does with one place: `ro` binds it read-only; `missing` binds
+    an empty placeholder folder read-only in its place (nothing can be created there, and
+    git does not see it); `pin` binds a folder onto itself, writable, so it cannot be
+    renamed away with the protected files inside (a mount point cannot be)."""
 
     path: Path
     how: Literal["ro", "missing", "pin"]
@@ -48,9 +43,9 @@ def _concrete(base: Path, parts: Sequence[str]) -> list[Path]:
     return found
 
 
-def sandbox_places(roots: Sequence[Path], skip: Sequence[str] = (".plan-lsp/",)) -> list[Place]:
-    """Where the build sandbox binds each protected file of `roots`, parents first; a file or
-    folder that does not exist yet gets a placeholder (at its topmost missing folder)."""
+def sandbox_places(roots: Sequence[Path]) -> list[Place]:
+    """Where the build sandbox binds each protected file of `roots` (`.plan-lsp/` is bound
+    apart), parents first; a missing one gets a placeholder at its topmost missing folder."""
     places: dict[Path, Place] = {}
 
     def put(path: Path, how: Literal["ro", "missing", "pin"]) -> None:
@@ -78,7 +73,7 @@ def sandbox_places(roots: Sequence[Path], skip: Sequence[str] = (".plan-lsp/",))
         real = Path(os.path.realpath(root))
         dirs, hook_dirs = git_places(real)
         for entry in autorun().file:
-            if entry.path in skip:
+            if entry.path == ".plan-lsp/":
                 continue
             if entry.path == GIT:
                 # Only bound where it is: a placeholder `.git` would stop every git command.
@@ -100,9 +95,8 @@ def sandbox_places(roots: Sequence[Path], skip: Sequence[str] = (".plan-lsp/",))
     return sorted(places.values(), key=lambda p: len(p.path.parts))
 
 
-# An empty folder whose modification time is the epoch: a placeholder, made by
-# `make_placeholder` and removed when the command ends (or by the next command, when that
-# cleanup was killed). No tool or person makes such a folder.
+# An empty folder whose modification time is the epoch: a placeholder, removed when the
+# command ends (or by the next one). No tool or person makes such a folder.
 def is_placeholder(path: Path) -> bool:
     try:
         st = os.lstat(path)
@@ -112,8 +106,7 @@ def is_placeholder(path: Path) -> bool:
 
 
 def make_placeholder(path: Path) -> bool:
-    """Make the placeholder folder `path` (or keep a leftover one); False when something
-    else is there now."""
+    """Make the placeholder `path` (or keep a leftover one); False if something else is there."""
     if is_placeholder(path):
         return True
     try:
@@ -124,8 +117,7 @@ def make_placeholder(path: Path) -> bool:
     return True
 
 
-# Runs the build profile's bwrap (`$n` placeholders first, then the argv), then removes the
-# placeholders: empty folders made for the command (`rmdir` removes nothing else).
+# Runs bwrap (`$n` placeholders first, then the argv), then removes the placeholders.
 PLACEHOLDERS_SCRIPT = (
     'n=$1; shift; places=("${@:1:n}"); shift "$n"; "$@"; s=$?; '
     'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; exit $s'
@@ -136,8 +128,7 @@ def autorun_binds(
     workdir: Path, argv: Sequence[str], roots: Sequence[Path]
 ) -> tuple[list[str], list[str]]:
     """(bwrap options, placeholders made) that make the files that run code later read-only,
-    but those the command's words name: a command naming one was asked for by the user in
-    every permission mode (`permissions.py`), or allowed by a rule naming it exactly."""
+    but those the command's words name (asked for in every permission mode)."""
     command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
     named = [h.real for h in command_hits(command, roots, Path(workdir)) if h.real is not None]
     options: list[str] = []

@@ -1,11 +1,7 @@
-"""Bubblewrap command lines for the two profiles.
-
-plan  — nothing writable but private scratch, no network unless asked, own namespaces, homes
-        and secrets hidden, roots read-only, allow-list environment, rlimits.
-build — the host, writable, except every `<root>/.plan-lsp` and the files that run code
-        later (`autorun.toml`) unless the command names them; own pid namespace.
+"""Bubblewrap command lines for the plan profile (read-only, hidden secrets, private scratch)
+and the build profile (the host writable but `.plan-lsp` and the files that run code later).
 Why each flag: docs/security.md. Both start with `env -i`: bwrap's own environment is
-/proc/1/environ inside, so `--clearenv` alone would not do.
+/proc/1/environ inside.
 """
 
 from __future__ import annotations
@@ -39,15 +35,13 @@ from plan_lsp.policy.sandbox.layout import (
 
 STATE_DIR_NAME = ".plan-lsp"
 
-# Applied inside the sandbox by the shell that then execs the command; a fixed string, the
-# command itself only ever travels as separate argv words after it.
+# A fixed string; the command only ever travels as separate argv words after it.
 _LIMITS = (
     f"ulimit -c 0 2>/dev/null; ulimit -t {CPU_SECONDS} 2>/dev/null; "
     f"ulimit -f {FILE_SIZE_KIB} 2>/dev/null; ulimit -d {DATA_KIB} 2>/dev/null; "
 )
 LIMITS_SCRIPT = _LIMITS + f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$@"'
-# The same limits for plan-mode commands run without a sandbox (`classified`), but the
-# process count: outside a user namespace it counts every process of the user.
+# Without a sandbox, no process count: outside a user namespace it counts the user's all.
 HOST_LIMITS_SCRIPT = _LIMITS + 'exec "$@"'
 
 
@@ -103,14 +97,9 @@ def _env_prefix(env: Mapping[str, str]) -> list[str]:
     return [_program("env"), "-i", *(f"{k}={v}" for k, v in env.items())]
 
 
-# Opens the seccomp filter on fd 3 for `bwrap --seccomp 3`, then execs the rest: a fixed
-# string, run outside the sandbox with the allow-list environment.
+# Opens the seccomp filter on fd 3 for `bwrap --seccomp 3`, then execs the rest.
 SECCOMP_PRELUDE = 'exec 3<"$1" || exit 126; shift; exec "$@"'
-# Inside the plan profile: the kernel keyring calls (the server's session keyring is
-# inherited, and its keys would be readable by possession); Unix sockets (socket(AF_UNIX)
-# and datagram socket pairs: a host service's socket file is reachable through any mount,
-# read-only or not, and the network namespace does not cover path sockets); io_uring (its
-# operations never pass through the filter).
+# Denied in the plan profile (why: docs/security.md, section 3).
 PLAN_SECCOMP_GROUPS = ["keyrings", "unix_sockets", "io_uring"]
 
 # Landlock stacked inside the plan profile (see `_landlock_inside`).
@@ -120,8 +109,7 @@ SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/run", "/dev")
 
 
 def _seccomp_prefix() -> tuple[list[str], list[str]]:
-    """(command prefix, bwrap options) that load the plan profile's seccomp filter, or two
-    empty lists on an architecture without one."""
+    """(command prefix, bwrap options) loading the plan profile's seccomp filter, if any."""
     machine = os.uname().machine
     if machine not in AUDIT_ARCHES:
         return [], []
@@ -133,9 +121,8 @@ def _seccomp_prefix() -> tuple[list[str], list[str]]:
 
 def _landlock_inside(host_trees: Sequence[Path]) -> tuple[list[str], list[str], str | None]:
     """(bwrap options, launcher argv prefix, private TMPDIR or None): Landlock inside, since
-    a read-only mount does not stop opening a host FIFO for writing. A grant covers all
-    below it across mounts, so a scratch mount is granted only when no host tree is bound
-    below it (else a private tmpfs at PRIVATE_TMP). Empty without Landlock."""
+    a read-only mount does not stop opening a host FIFO for writing. A scratch mount with a
+    host tree bound below it is not granted (a grant crosses mounts): PRIVATE_TMP instead."""
     if landlock_abi() < 1:
         return [], [], None
     writable = [
@@ -245,16 +232,12 @@ def build_argv(
     *,
     roots: Sequence[Path] = (),
 ) -> list[str]:
-    """The build profile. The caller passes the (server-secret-free) environment to the
-    process itself: it is not put in argv, where every local user could read it."""
+    """The build profile; the caller passes the environment (argv is readable by every user)."""
     bwrap = bwrap_path() or "bwrap"
     args = [
         bwrap,
         "--unshare-user",  # a mount namespace of our own, without privileges
-        # A pid namespace: bwrap exits when the command does, its init (pid 1 here) dies
-        # with it (--die-with-parent), and the kernel kills whatever was left running in
-        # the namespace: a daemon cannot outlive the command.
-        "--unshare-pid",
+        "--unshare-pid",  # a daemon cannot outlive the command
         "--uid", str(os.getuid()),
         "--gid", str(os.getgid()),
         "--cap-drop", "ALL",  # nobody inside may unmount or remount the binds below
@@ -264,7 +247,6 @@ def build_argv(
     ]  # fmt: skip
     all_roots = _all_roots(workdir, roots)
     for state in ensure_state_dirs(all_roots):
-        # A symlink is followed: its target becomes read-only, which only tightens.
         args += ["--ro-bind", str(state), str(state)]
     for own in own_places(all_roots, os.environ):
         args += ["--ro-bind", str(own), str(own)]

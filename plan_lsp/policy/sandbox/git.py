@@ -1,13 +1,10 @@
 """git that works in plan mode and runs no program a repository's configuration names.
 
-A repository's configuration can name programs git runs during ordinary reads (fsmonitor,
-filters, textconv and diff drivers, hooks, aliases, pagers, gpg), under names it chooses
-(`filter.<name>.clean`), so no fixed list can override them. A plan-mode command therefore
-finds a `git` shim first on PATH: it lists the keys git would read for this invocation and
-appends one `--config-env` override per program-naming key (`-c` breaks on `=` in
-subsection names) plus fixed ones; command-line configuration is read last, so these win.
-git starts git itself through its exec path (submodules), so that path mirrors git-core with
-the shim as its `git`. What cannot be neutralised: `git_hazards`.
+Such keys have names the repository chooses (`filter.<name>.clean`), so a plan-mode command
+finds a `git` shim first on PATH: it lists the keys git would read and appends one
+`--config-env` override per program-naming key, plus fixed ones (command-line configuration
+wins). git's exec path mirrors git-core with the shim as its `git` (submodules). Why and
+how: docs/security.md, section 6; what cannot be neutralised: `git_hazards`.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from plan_lsp.policy.sandbox.layout import load_toml, plan_environment, runtime_
 
 class Overrides(BaseModel):
     """`git.toml`: the last words of keys naming a program, the fixed overrides (key =
-    value) and those for keys whose names the repository chooses (pattern = value)."""
+    value) and those for keys the repository names (pattern = value)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     program_words: frozenset[StrictStr]
@@ -55,9 +52,8 @@ GLOBAL_OPTIONS_WITH_VALUE = ("-C", "-c", "--git-dir", "--work-tree", "--namespac
 # Inside bubblewrap: where the shim's directory and git's exec path for it are bound.
 SANDBOX_SHIM_DIR = "/run/plan-lsp/bin"
 SANDBOX_EXEC_DIR = "/run/plan-lsp/git-exec"
-# In the private runtime directory: the shim for commands that see the host's paths, the one
-# bound into bubblewrap, and the exec path both share (its `git` is the relative link
-# `../bin/git`, which finds the right shim on either side of the bind).
+# In the private runtime directory: the host shim, the sandbox shim, and the exec path both
+# share (its `git` links to `../bin/git`, the right shim on either side of the bind).
 HOST_BIN, SANDBOX_BIN, EXEC_MIRROR = "bin", "sandbox-bin", "git-exec"
 _MIRROR_DONE = ".complete"
 
@@ -69,8 +65,7 @@ def _value_variables() -> dict[str, str]:
 
 
 def shim_script(real_git: str, bash: str, exec_dir: str) -> str:
-    """The shim's text: a fixed template; only the absolute paths vary. `exec_dir` becomes
-    `GIT_EXEC_PATH`, so every git that git starts is this shim again."""
+    """The shim's text: a fixed template, only the paths vary (`exec_dir`: GIT_EXEC_PATH)."""
     variables = _value_variables()
     by_value = {value: name for name, value in variables.items()}
     exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
@@ -146,17 +141,13 @@ def real_git() -> str | None:
 class GitShim:
     """The shim's files on the host."""
 
-    # First on PATH for commands that see the host's paths (no sandbox, Landlock, MCP).
-    bin: Path
-    # git's exec path for the shim's gits: git-core, with `git` itself the shim.
-    exec_dir: Path
-    # Bound at SANDBOX_SHIM_DIR in bubblewrap (its exec path is SANDBOX_EXEC_DIR).
-    sandbox_bin: Path
+    bin: Path  # first on PATH for commands that see the host's paths
+    exec_dir: Path  # git's exec path: git-core, with `git` the shim
+    sandbox_bin: Path  # bound at SANDBOX_SHIM_DIR in bubblewrap
 
 
 def git_shim() -> GitShim | None:
-    """The shim's files, written again when missing (a /tmp cleaner on a long-lived server),
-    or None when git or bash is not installed (then there is no git to protect)."""
+    """The shim's files, written again when missing; None without git or bash."""
     texts = _shim_texts()
     if texts is None:
         return None
@@ -197,8 +188,7 @@ def _shim_texts() -> tuple[str, str, str] | None:
 
 
 def _mirror(real_exec: str, target: Path) -> None:
-    """`target`: a link to every entry of git's exec path, except `git`, which links to the
-    shim. Built aside and renamed into place, so a command never sees half of it."""
+    """`target`: links to git's exec path, `git` the shim; built aside, renamed into place."""
     building = target.with_name(f".{target.name}-{os.getpid()}-{secrets.token_hex(4)}")
     building.mkdir(mode=0o755)
     try:
@@ -214,11 +204,8 @@ def _mirror(real_exec: str, target: Path) -> None:
         shutil.rmtree(building, ignore_errors=True)  # another thread won, or git-core is gone
 
 
-# Without a sandbox (`classified`) a command gets a private, empty home: no program reads the
-# user's own configuration by itself (git's `url.<base>.insteadOf`, `~/.jq`, `~/.curlrc`,
-# `~/.npmrc`, `~/.config/...`). Each variable names a file or folder the program would read
-# instead of the home's; the rest of the environment is the allow-list (`plan_environment`),
-# which already drops RIPGREP_CONFIG_PATH, LESSOPEN, PIP_CONFIG_FILE, JQ_LIBRARY_PATH, ...
+# Without a sandbox (`classified`) a command gets a private, empty home, so no program reads
+# the user's configuration; these name what a program would read instead of the home's.
 _NO_USER_CONFIG = {
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -229,15 +216,13 @@ _NO_USER_CONFIG = {
 }
 _XDG = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache",
         "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}  # fmt: skip
-# Toolchains that find their installed versions through the home (rustup's proxies in
-# ~/.cargo/bin, pyenv's shims): pointed at the user's, which hold no configuration to read.
+# Toolchains that find their versions through the home: pointed at the user's.
 _TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
 
 
 def unsandboxed_plan_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a plan-mode command run without a sandbox (`classified`): the
-    allow-list environment, `home` (a fresh, empty, private folder) as HOME and every XDG
-    folder, no user or system configuration, and the git shim first on PATH."""
+    """The environment of a plan-mode command without a sandbox: the allow-list, `home` (a
+    fresh, private folder) as HOME and XDG folders, and the git shim first on PATH."""
     base = os.environ if base is None else base
     shim = git_shim_dir()
     env = plan_environment(base, home=str(home), extra_path=[str(shim)] if shim is not None else [])
@@ -251,20 +236,17 @@ def unsandboxed_plan_env(home: Path, base: Mapping[str, str] | None = None) -> d
     return env
 
 
-# Fixed overrides that also go into the environment of programs that may run git by its path
-# (MCP servers): all but `diff.external`, whose empty value only the shim's `--no-ext-diff`
-# makes harmless (alone it breaks `git diff` on a dirty tree).
+# Fixed overrides for programs that may run git by its path (MCP servers): all but
+# `diff.external`, which without the shim's `--no-ext-diff` breaks `git diff`.
 _ENVIRONMENT_OVERRIDES = tuple((k, v) for k, v in STATIC_OVERRIDES if k != "diff.external")
 _DROPPED_GIT_VARIABLES = ("GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS",
                           "GIT_PAGER_IN_USE")  # fmt: skip
 
 
 def hardened_git_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` for a program that runs git on its own behalf (an MCP server), with the plan-mode
-    git hardening: the shim first on PATH and as git's exec path (so the gits git starts go
-    through it too), and the fixed overrides in `GIT_CONFIG_COUNT` after any already there
-    (so they win), for a git started by its path. Such gits run no hook, filter, textconv,
-    fsmonitor, pager, signing program or credential helper, and no network transport."""
+    """`env` for a program that runs git itself (an MCP server), with the plan-mode git
+    hardening: the shim first on PATH and as git's exec path, and the fixed overrides after
+    any in `GIT_CONFIG_COUNT` (so they win) for a git started by its path."""
     out = {k: v for k, v in env.items() if k not in _DROPPED_GIT_VARIABLES}
     shim = git_shim()
     if shim is not None:
@@ -272,16 +254,12 @@ def hardened_git_env(env: Mapping[str, str]) -> dict[str, str]:
         out["PATH"] = f"{shim.bin}{os.pathsep}{path}"
         out["GIT_EXEC_PATH"] = str(shim.exec_dir)
     try:
-        count = int(out.get("GIT_CONFIG_COUNT", "0"))
+        count = max(int(out.get("GIT_CONFIG_COUNT", "0")), 0)
     except ValueError:
-        count = 0
-    if count < 0:
         count = 0
     for n, (key, value) in enumerate(_ENVIRONMENT_OVERRIDES, start=count):
         out[f"GIT_CONFIG_KEY_{n}"] = key
         out[f"GIT_CONFIG_VALUE_{n}"] = value
     out["GIT_CONFIG_COUNT"] = str(count + len(_ENVIRONMENT_OVERRIDES))
-    for key, value in (("GIT_PAGER", "cat"), ("GIT_OPTIONAL_LOCKS", "0"),
-                       ("GIT_TERMINAL_PROMPT", "0")):  # fmt: skip
-        out[key] = value
+    out.update(GIT_PAGER="cat", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
     return out

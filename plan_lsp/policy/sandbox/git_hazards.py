@@ -1,9 +1,7 @@
-"""What in a repository's git setup the plan-mode git shim (`git.py`) cannot neutralise.
-
-Keys naming a program no override covers, `core.worktree`, a git directory or alternates
-outside the repository; and in the git directory, which git reads by itself following links
-and prints from, any link or pointer leaving the repository or special file. A gate without
-a sandbox refuses git commands while the list is not empty.
+"""What in a repository's git setup the plan-mode git shim (`git.py`) cannot neutralise: keys
+naming a program no override covers, `core.worktree`, a git directory or alternates outside
+the repository, and in the git directory (git follows its links and prints what it reads)
+any link, special file or pointer leaving the repository.
 """
 
 from __future__ import annotations
@@ -25,23 +23,29 @@ def _covered(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern, _ in DYNAMIC_OVERRIDES)
 
 
-def _config_entries(repo: Path, git: str) -> list[tuple[str, str, str]] | None:
-    """(origin, name, value) for every configuration entry git reads in `repo`."""
-    env = plan_environment(home=os.environ.get("HOME", "/tmp") or "/tmp")
+def _git_output(git: str, repo: Path, *args: str, home: str = "/tmp") -> bytes | None:
+    """What `git -C repo ARGS` prints, or None when it fails."""
     try:
         proc = subprocess.run(
-            [git, "-C", str(repo), "config", "--list", "--show-origin", "-z"],
+            [git, "-C", str(repo), *args],
             capture_output=True,
-            env=env,
+            env=plan_environment(home=home),
             timeout=10,
             check=False,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    if proc.returncode != 0:
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _config_entries(repo: Path, git: str) -> list[tuple[str, str, str]] | None:
+    """(origin, name, value) for every configuration entry git reads in `repo`."""
+    home = os.environ.get("HOME", "/tmp") or "/tmp"
+    out = _git_output(git, repo, "config", "--list", "--show-origin", "-z", home=home)
+    if out is None:
         return None
-    fields = proc.stdout.decode("utf-8", "replace").split("\0")
+    fields = out.decode("utf-8", "replace").split("\0")
     entries: list[tuple[str, str, str]] = []
     for origin, item in zip(fields[0::2], fields[1::2], strict=False):
         name, _, value = item.partition("\n")
@@ -50,27 +54,13 @@ def _config_entries(repo: Path, git: str) -> list[tuple[str, str, str]] | None:
 
 
 def _git_dir(repo: Path, git: str) -> Path | None:
-    try:
-        proc = subprocess.run(
-            [git, "-C", str(repo), "rev-parse", "--absolute-git-dir"],
-            capture_output=True,
-            text=True,
-            env=plan_environment(),
-            timeout=10,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    line = proc.stdout.strip()
-    return Path(line) if proc.returncode == 0 and line else None
+    line = (_git_output(git, repo, "rev-parse", "--absolute-git-dir") or b"").strip()
+    return Path(os.fsdecode(line)) if line else None
 
 
 def git_config_hazards(repo: Path) -> list[str]:
-    """What in `repo`'s git setup the shim cannot neutralise, one sentence per finding,
-    naming the key and the file it comes from. Empty when git runs safely there (or `repo`
-    is not a repository). A gate without a sandbox refuses git commands while this is
-    non-empty."""
+    """What in `repo`'s git setup the shim cannot neutralise, one sentence per finding naming
+    the key and its file; empty when git runs safely there (or `repo` is no repository)."""
     git = real_git()
     if git is None or not os.path.isdir(repo):
         return []

@@ -1,8 +1,6 @@
-"""The sandbox's status as this process knows it: the self-test process's answer (or a probe
-here when none was started or it failed), proved once and kept, and who waits for it. Light
-on purpose: the server asks for it before its first answer, and the mechanisms themselves
-(`bwrap.py`, `landlock.py`, `selftest.py`) load only when a probe runs here or a command is
-sandboxed."""
+"""The sandbox's status as this process knows it: the self-test process's answer (else a probe
+here), proved once and kept. Light on purpose: the server asks for it before its first
+answer; the mechanisms load only when a probe runs here or a command is sandboxed."""
 
 from __future__ import annotations
 
@@ -30,14 +28,11 @@ def _from_process() -> SandboxStatus | None:
 
 
 def sandbox_status() -> SandboxStatus:
-    """The mechanism proven to work on this machine; probed once per process (by the
-    self-test process when the server started one, else here). A caller that comes while
-    the probe runs waits for its answer."""
+    """The mechanism proven to work here, probed once per process; waits for the probe."""
     with _status_lock:
         if not _status:
             status = _from_process()
             if status is None:
-                # No self-test process answered: probe here (the mechanisms load now).
                 from plan_lsp.policy.sandbox.probe import probe_configured
 
                 status = probe_configured()

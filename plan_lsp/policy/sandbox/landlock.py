@@ -1,9 +1,6 @@
-"""Landlock fallback (Linux >= 5.13) for machines where user namespaces do not work.
-
-The server computes what the child may touch (`landlock_spec`); the child restricts itself
-in `landlock_launch.py`. Landlock is an allow-list of paths, so "all but the homes and
-secrets" grants every sibling of a hidden path instead of its parent. What it gives and does
-not give (no pid, mount or network namespace): docs/security.md.
+"""Landlock fallback (Linux >= 5.13) for machines where user namespaces do not work: the
+server computes what the child may touch, the child restricts itself (`landlock_launch.py`).
+An allow-list of paths, so hiding a path grants its siblings. docs/security.md, section 4.
 """
 
 from __future__ import annotations
@@ -54,9 +51,8 @@ def seccomp_available() -> bool:
 
 
 def readable_tree(top: Path, hidden: Iterable[Path], *, fresh: bool = False) -> list[str]:
-    """Paths whose union is everything under `top` except `hidden` (and anything below).
-    `fresh`: walked again, not cached (a workspace root: a file the user adds later next to
-    a hidden entry, e.g. in a home opened as the workspace, must be granted too)."""
+    """Paths whose union is everything under `top` except `hidden` (and below); `fresh`:
+    walked again, not cached (a workspace root, where the user adds files)."""
     hidden_set = frozenset(hidden)
     if fresh:
         return list(_readable_tree.__wrapped__(top, hidden_set))
@@ -65,8 +61,6 @@ def readable_tree(top: Path, hidden: Iterable[Path], *, fresh: bool = False) -> 
 
 @lru_cache(maxsize=64)
 def _readable_tree(top: Path, hidden_set: frozenset[Path]) -> tuple[str, ...]:
-    """Cached: an entry created later is simply not granted (denied), one removed later
-    is skipped by the launcher."""
     granted: list[str] = []
 
     def visit(path: Path) -> None:
@@ -123,14 +117,8 @@ def landlock_options(
             options += ["--device", device]
     if network:
         options.append("--network")
-    limits = {
-        "--cpu": CPU_SECONDS,
-        "--fsize": FILE_SIZE_KIB * 1024,
-        "--nproc": MAX_PROCESSES,
-        "--data": DATA_KIB * 1024,
-    }
-    for flag, value in limits.items():
-        options += [flag, str(value)]
+    options += ["--cpu", str(CPU_SECONDS), "--fsize", str(FILE_SIZE_KIB * 1024)]
+    options += ["--nproc", str(MAX_PROCESSES), "--data", str(DATA_KIB * 1024)]
     return options
 
 

@@ -1,20 +1,13 @@
 """Landlock launcher: restrict this process, then exec the command. Runs as the child's argv
 (`python -I -S landlock_launch.py OPTIONS -- ARGV...`), never in the threaded server; light
-standard modules only, nothing from the (untrusted) working directory.
-
-OPTIONS (from `landlock.py`): `--read PATH` (read and execute), `--write PATH` (every
-access: the scratch folder), `--device PATH` (/dev/null), `--network` (else TCP is denied by
-Landlock and socket(2) by seccomp), `--filesystem-only` (no network rules, scoping or
-seccomp: inside bubblewrap, where it stops opening a host FIFO for writing through a
-read-only mount), `--chdir PATH`, `--cpu/--fsize/--nproc/--data` limits. Any failure exits
-126 without running the command. Capabilities are dropped (a root server's child would
-keep CAP_SYS_PTRACE).
+standard modules only. OPTIONS come from `landlock.py`; `--filesystem-only` (inside
+bubblewrap) adds no network rules, scoping or seccomp. Any failure exits 126 without running
+the command. Capabilities are dropped (a root server's child would keep CAP_SYS_PTRACE).
 """
 
 from __future__ import annotations
 
-# The C module: `signal` imports enum, which is a third of this launcher's start-up time
-# (it runs before every plan-mode command under bubblewrap too).
+# The C module: `signal` imports enum, a third of this launcher's start-up time.
 import _signal  # type: ignore[import-not-found]
 import ctypes
 import os
@@ -35,31 +28,8 @@ TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
-# Syscalls denied with EACCES, by group and machine:
-#   sockets   socket: no network (Landlock mode without `--network`)
-#   metadata  chmod, chown, utime and xattr families, which Landlock does not mediate, and
-#             io_uring_setup: a ring's operations (fsetxattr, socket, ...) never pass
-#             through this filter
-#   keyrings  add_key, request_key, keyctl: the server's session keyring is inherited, and
-#             its keys (Kerberos tickets, ...) would be readable by possession
-#   ioctls    ioctl, except the requests in HARMLESS_IOCTLS: Landlock mediates ioctls on
-#             devices only, and on a file opened read-only some change it (FS_IOC_SETFLAGS
-#             sets append-only, immutable, nodump; FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY,
-#             FIDEDUPERANGE, filesystem-specific requests)
-#   other_processes  (see OWN_PROCESS_ONLY)
-#   unix_sockets  socket(AF_UNIX, ...) and socketpair(..., SOCK_DGRAM, ...): a path socket
-#             is reached by connect(2) whatever the mount or the network namespace, and a
-#             datagram socket, even one of a pair, sends to any path with sendto(2). Stream
-#             and seqpacket pairs stay allowed: they are connected to each other for good
-#             (connect and sendto with an address fail with EISCONN).
-#   io_uring  io_uring_setup: a ring's operations (IORING_OP_SOCKET, IORING_OP_OPENAT, ...)
-#             never pass through a seccomp filter
-#   sysv_ipc  System V message queues, semaphores and shared memory, and POSIX message
-#             queues: without an ipc namespace (Landlock) the host's are reachable by key or
-#             name, and a command could write into a host process's shared memory segment,
-#             send to its queue or remove them
-# New syscalls share one number on every architecture: io_uring_setup, fchmodat2,
-# setxattrat, removexattrat, file_setattr.
+# Syscalls denied with EACCES, by group and machine (why each: docs/security.md, Landlock).
+# io_uring_setup, fchmodat2, setxattrat, removexattrat, file_setattr: one number everywhere.
 _NEW_METADATA = (425, 452, 463, 466, 469)
 
 
@@ -93,10 +63,8 @@ SYSCALL_GROUPS: dict[str, dict[str, tuple[int, ...]]] = {
         "sysv_ipc": tuple(range(180, 198)),  # mq_open .. shmdt
     },
 }
-# Syscalls that change another process of the same user, checked by the kernel on the user
-# id alone (Landlock scopes ptrace and signals, not these): allowed only when their
-# arguments name the calling process itself, `(argument index, value)` pairs; otherwise
-# EACCES. prlimit64 (another process's limits: RLIMIT_CPU below its used time kills it),
+# Syscalls that change another process of the same user (Landlock does not scope them):
+# allowed only when the `(argument index, value)` pairs name the caller itself. prlimit64,
 # sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr (pid 0), setpriority
 # (PRIO_PROCESS, 0), ioprio_set (IOPRIO_WHO_PROCESS, 0).
 _SELF_PID = ((0, 0),)
@@ -113,8 +81,8 @@ OWN_PROCESS_ONLY: dict[str, dict[int, tuple[tuple[int, int], ...]]] = {
 # (socket, socketpair) by machine, for the unix_sockets group.
 SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}
 AF_UNIX, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
-# The ioctl requests a command may still make (the same numbers on x86_64 and aarch64): they
-# only read, or change the calling process's own file descriptor. Everything else fails.
+# The ioctl requests still allowed (the same on x86_64 and aarch64): they only read, or
+# change the caller's own descriptor.
 HARMLESS_IOCTLS: dict[str, int] = {
     # terminals (the sandbox has none, but isatty() and the window size are asked everywhere)
     "TCGETS": 0x5401, "TCGETA": 0x5405, "TCGETS2": 0x802C542A, "TIOCGWINSZ": 0x5413,

@@ -1,10 +1,8 @@
 """What a sandboxed command may see: its environment, the hidden places, its limits.
 
-Shared by every mechanism (bubblewrap, landlock) so they hide the same things. The lists are
-data (`layout.toml`, loaded and checked once): a location is hidden because it is on a list,
-never because a rule guessed. The one list that allows rather than hides is HOME_VISIBLE:
-when a workspace root is or holds the home, every dot entry of the home is hidden except
-those (`home_dot_places`).
+Shared by every mechanism so they hide the same things. The lists are data (`layout.toml`):
+a place is hidden because it is listed, never because a rule guessed; HOME_VISIBLE alone
+allows (the home's dot entries shown when a workspace root is or holds the home).
 """
 
 from __future__ import annotations
@@ -73,8 +71,7 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 def load_toml(model: type[_Model], name: str, text: str | None = None) -> _Model:
-    """The data file `name` beside this module (or `text` in its place) checked as `model`;
-    a ValueError naming each wrong key and why."""
+    """The data file `name` beside this module (or `text`) checked as `model`; ValueError."""
     if text is None:
         text = resources.files(__package__).joinpath(name).read_text("utf-8")
     try:
@@ -86,18 +83,11 @@ def load_toml(model: type[_Model], name: str, text: str | None = None) -> _Model
 
 _TABLES = load_toml(Tables, "layout.toml")
 KEPT_VARIABLES = _TABLES.kept_variables
-KEPT_PREFIXES = _TABLES.kept_prefixes
 FIXED_VARIABLES = _TABLES.fixed_variables
-HOME_ROOTS = _TABLES.home_roots
-SYSTEM_SECRETS = _TABLES.system_secrets
 CREDENTIAL_VARIABLES = _TABLES.credential_variables
-USER_DIR_VARIABLES = _TABLES.user_dir_variables
-KERNEL_TREES = _TABLES.kernel_trees
-SYSTEM_DIRS = _TABLES.system_dirs
 HOME_SECRETS = _TABLES.home_secrets
 HOME_TOOLCHAINS = _TABLES.home_toolchains
 HOME_VISIBLE = tuple(t for t in HOME_TOOLCHAINS if t.startswith("."))
-WORKSPACE_DIR = _TABLES.workspace_dir
 CPU_SECONDS = _TABLES.cpu_seconds
 FILE_SIZE_KIB = _TABLES.file_size_kib
 MAX_PROCESSES = _TABLES.max_processes
@@ -120,9 +110,8 @@ def runtime_path(name: str) -> Path:
 
 
 def runtime_file(name: str, content: bytes, mode: int) -> Path:
-    """`name` in this process's private directory (mode 0700) holding `content`; written
-    again when missing or changed (a /tmp cleaner may remove it on a long-lived server)."""
-    path = _runtime_dir() / name
+    """`name` in the private directory holding `content`, rewritten when missing or changed."""
+    path = runtime_path(name)
     try:
         intact = path.read_bytes() == content and (path.stat().st_mode & 0o777) == mode
     except OSError:
@@ -160,7 +149,7 @@ def plan_environment(
     env = {
         key: value
         for key, value in base.items()
-        if key in KEPT_VARIABLES or key.startswith(KEPT_PREFIXES)
+        if key in KEPT_VARIABLES or key.startswith(_TABLES.kept_prefixes)
     }
     path = safe_path_variable(env.get("PATH", "") or os.defpath)
     env["PATH"] = ":".join([*extra_path, path]) if extra_path else path
@@ -191,11 +180,9 @@ def _under(path: Path, parents: Iterable[Path]) -> bool:
 
 
 def hideable(value: str | os.PathLike[str]) -> Path | None:
-    """`value` (a path named by the environment or a list) as the real path to hide, or None
-    when there is nothing there that can be hidden sanely: it must exist and resolve to a
-    regular file or a directory, outside /dev, /proc and /sys, and be neither `/` nor a
-    system directory nor a parent of one. Every mechanism hides only what passes this, so a
-    variable cannot break the sandbox (and make the server fall back to a weaker one)."""
+    """`value` as the real path to hide: an existing regular file or directory, not `/`, in
+    /dev, /proc or /sys, or a system directory or its parent; else None. So a variable
+    cannot break the sandbox (and make the server fall back to a weaker one)."""
     text = os.fspath(value)
     if not text or not os.path.isabs(text):
         return None
@@ -210,19 +197,19 @@ def hideable(value: str | os.PathLike[str]) -> Path | None:
 
 
 def _hideable_place(real: str) -> bool:
-    """`real` is neither `/`, nor in /dev, /proc or /sys, nor a system directory or a parent
-    of one (string tests: this runs for every listed place on every command)."""
-    if real == "/" or any(real == t or real.startswith(t + "/") for t in KERNEL_TREES):
+    """`real` is not `/`, in a kernel tree, or a system directory or its parent (string tests:
+    this runs for every listed place on every command)."""
+    if real == "/" or any(real == t or real.startswith(t + "/") for t in _TABLES.kernel_trees):
         return False
     prefix = real + "/"
-    return not any(d == real or d.startswith(prefix) for d in SYSTEM_DIRS)
+    return not any(d == real or d.startswith(prefix) for d in _TABLES.system_dirs)
 
 
 @dataclass(frozen=True)
 class HiddenRules:
-    """What plan mode hides inside the workspace roots, as rules tested without the disk
-    (`classified` checks every operand): the home's dot entries but the allow-list when a
-    root holds the home, and the secrets and plan-lsp folders inside a root."""
+    """What plan mode hides inside the workspace roots, tested without the disk (`classified`
+    checks every operand): the home's dot entries but HOME_VISIBLE when a root holds the
+    home, and the secrets and plan-lsp folders inside a root."""
 
     home: str | None  # the real home, when a root is or holds it
     visible: tuple[str, ...]  # HOME_VISIBLE, and `.plan-lsp` when the home is a root
@@ -263,7 +250,7 @@ class HiddenRules:
         return None
 
 
-_RULE_VARIABLES = ("HOME", *CREDENTIAL_VARIABLES, *USER_DIR_VARIABLES)
+_RULE_VARIABLES = ("HOME", *CREDENTIAL_VARIABLES, *_TABLES.user_dir_variables)
 _RULE_KEYS = tuple(os.fsencode(name) for name in _RULE_VARIABLES)
 
 
@@ -271,17 +258,14 @@ def hidden_rules(
     roots: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | None = None
 ) -> HiddenRules:
     """The rules for `roots` (real paths) under `env`; cached by what they depend on."""
-    roots_key = tuple(os.fspath(r) for r in roots)
     raw = getattr(os.environ, "_data", None)
     if (env is None or env is os.environ) and isinstance(raw, dict):
-        # The process environment, read without os.environ's per-key encoding (this runs on
-        # every classification): the same values, as bytes, in the cache key.
-        found = tuple(raw.get(key) for key in _RULE_KEYS)
+        # Read without os.environ's per-key encoding: this runs on every classification.
+        found = (raw.get(key) for key in _RULE_KEYS)
         values = tuple(None if v is None else os.fsdecode(v) for v in found)
-        return _hidden_rules(roots_key, values, _RULE_VARIABLES)
-    env = os.environ if env is None else env
-    values = tuple(map(env.get, _RULE_VARIABLES))
-    return _hidden_rules(roots_key, values, _RULE_VARIABLES)
+    else:
+        values = tuple(map((os.environ if env is None else env).get, _RULE_VARIABLES))
+    return _hidden_rules(tuple(os.fspath(r) for r in roots), values, _RULE_VARIABLES)
 
 
 @lru_cache(maxsize=64)
@@ -308,7 +292,7 @@ def _hidden_rules(
     real_home = str(home) if home is not None else None
     if real_home is None or not inside(real_home) or not _hideable_place(real_home):
         return HiddenRules(None, (), tuple(dict.fromkeys(places)))
-    visible = (*HOME_VISIBLE, *((WORKSPACE_DIR,) if real_home in roots else ()))
+    visible = (*HOME_VISIBLE, *((_TABLES.workspace_dir,) if real_home in roots else ()))
     return HiddenRules(real_home, visible, tuple(dict.fromkeys(places)))
 
 
@@ -316,16 +300,11 @@ def _hidden_rules(
 class Layout:
     """The filesystem view of a plan-mode sandbox, as absolute real paths."""
 
-    # Directories replaced by an empty tmpfs (bubblewrap) or left unreadable (landlock).
-    hidden_dirs: tuple[Path, ...]
-    # Files replaced by /dev/null or left unreadable.
-    hidden_files: tuple[Path, ...]
-    # Read-only again although under a hidden directory: toolchains, the interpreter.
-    toolchains: tuple[Path, ...]
-    # Workspace roots, read-only wherever they live.
-    roots: tuple[Path, ...]
-    # Credential files named by the environment; hidden last, even inside a root.
-    credentials: tuple[Path, ...]
+    hidden_dirs: tuple[Path, ...]  # an empty tmpfs (bubblewrap) or unreadable (landlock)
+    hidden_files: tuple[Path, ...]  # /dev/null or unreadable
+    toolchains: tuple[Path, ...]  # read-only again below a hidden directory
+    roots: tuple[Path, ...]  # read-only wherever they live
+    credentials: tuple[Path, ...]  # named by the environment; hidden last, even in a root
 
 
 def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> Layout:
@@ -334,23 +313,19 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
     names = ("HOME", "PATH", *CREDENTIAL_VARIABLES)
     key = (tuple(str(r) for r in roots), tuple(env.get(n) for n in names))
     layout = _plan_layout(key[0], key[1], names)
-    # Not cached: a credentials file may appear at any time.
+    # Not cached (a file may appear at any time): credentials and the user's plan-lsp folders
+    # (every workspace's sessions), wherever they are.
     named = [
         value for name in CREDENTIAL_VARIABLES for value in env.get(name, "").split(os.pathsep)
     ]
-    # The user's configuration and state (every workspace's sessions and conversations):
-    # wherever they are (a variable may name any folder; the default in the home may be a
-    # link to another place; a workspace may hold them), and they may appear after start-up.
     home = home_dir(env)
     named += user_plan_lsp_dirs(env)
     credentials = [p for p in map(hideable, named) if p is not None]
-    # A workspace root that is or holds the home shows the home again: all of its dot entries
-    # but the allow-list are hidden, read afresh for every command (one created since is too).
+    # A root that is or holds the home shows it again: its dot entries but HOME_VISIBLE go.
     if home is not None and _under(Path(os.path.realpath(home)), layout.roots):
         credentials += home_dot_places(home, layout.roots)
-    # The usual credentials of the home, where something shows them again: a workspace root
-    # inside the home (`~/.config`, a dotfiles checkout), or a link in the home to a place
-    # outside it (the home's own cover stops at the link).
+    # The home's usual secrets where something shows them again: a root inside the home, or
+    # a link in the home to a place outside it.
     if home is not None:
         real_home = Path(os.path.realpath(home))
         found = (hideable(home / rel) for rel in HOME_SECRETS)
@@ -358,8 +333,7 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
             c for c in found
             if c is not None and (_under(c, layout.roots) or not _under(c, [real_home]))
         ]  # fmt: skip
-    # A credentials directory holding a workspace root is hidden like a home: before the
-    # roots are bound back (hiding it last would hide the workspace itself).
+    # A credentials directory holding a root is hidden like a home, before the roots.
     holders = [c for c in credentials if c.is_dir() and any(_under(r, [c]) for r in layout.roots)]
     return replace(
         layout,
@@ -369,11 +343,11 @@ def plan_layout(roots: Sequence[Path], env: Mapping[str, str] | None = None) -> 
 
 
 def home_dot_places(home: Path, roots: Sequence[Path]) -> list[Path]:
-    """The real paths that hide the home's dot entries but HOME_VISIBLE: each entry, or
-    below one holding an allowed subpath (`.cargo/bin`), each entry down to it. A link is
-    hidden at its target unless that lies inside a root (there its place's rule decides)."""
+    """The real paths hiding the home's dot entries but HOME_VISIBLE (below one holding an
+    allowed subpath, `.cargo/bin`, each entry down to it). A link is hidden at its target
+    unless that lies inside a root."""
     real_home = Path(os.path.realpath(home))
-    visible = (*HOME_VISIBLE, *((WORKSPACE_DIR,) if real_home in roots else ()))
+    visible = (*HOME_VISIBLE, *((_TABLES.workspace_dir,) if real_home in roots else ()))
     found: list[Path] = []
 
     def visit(folder: Path, prefix: str) -> None:
@@ -402,27 +376,25 @@ def home_dot_places(home: Path, roots: Sequence[Path]) -> list[Path]:
 
 
 def user_plan_lsp_dirs(env: Mapping[str, str]) -> list[str]:
-    """The user's own plan-lsp folders (configuration; every workspace's state), as the
-    server finds them: `$XDG_*_HOME/plan-lsp`, else the default inside the home, and
-    `$PLAN_LSP_STATE_DIR` when set. They may not exist."""
+    """The user's plan-lsp folders as the server finds them (`$XDG_*_HOME/plan-lsp`, else the
+    home's default, and `$PLAN_LSP_STATE_DIR`); they may not exist."""
     home = home_dir(env)
     found: list[str] = []
-    for variable, default in USER_DIR_VARIABLES.items():
+    for variable, default in _TABLES.user_dir_variables.items():
         base = env.get(variable, "")
         if os.path.isabs(base):
             found.append(os.path.join(base, "plan-lsp"))
         elif home is not None:
             found.append(str(home / default / "plan-lsp"))
-    # The state folder may be named on its own (session/state_home.py).
     if os.path.isabs(env.get("PLAN_LSP_STATE_DIR", "")):
         found.append(env["PLAN_LSP_STATE_DIR"])
     return found
 
 
 def own_places(roots: Sequence[Path], env: Mapping[str, str]) -> list[Path]:
-    """What a build-mode command may not change besides every `<root>/.plan-lsp`: the
-    user's plan-lsp folders (changed, they would disarm later sessions), this process's
-    private folder (the git shim), and the server's package unless a root holds it."""
+    """What a build-mode command may not change besides every `<root>/.plan-lsp`: the user's
+    plan-lsp folders, the private folder (the git shim), the server's package unless a root
+    holds it."""
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     places = [p for p in map(hideable, user_plan_lsp_dirs(env)) if p is not None]
     places.append(Path(os.path.realpath(_runtime_dir())))
@@ -440,13 +412,13 @@ def _plan_layout(
     env = {n: v for n, v in zip(names, values, strict=True) if v is not None}
     roots = [Path(r) for r in roots_key]
     real_roots = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
-    hidden: list[Path] = [Path(p) for p in HOME_ROOTS if os.path.isdir(p)]
+    hidden: list[Path] = [Path(p) for p in _TABLES.home_roots if os.path.isdir(p)]
     home = home_dir(env)
     if home is not None and hideable(home) is not None and not _under(home, hidden):
         hidden.append(home)
     hidden_dirs = [p for p in hidden if os.path.isdir(p)]
     hidden_files: list[Path] = []
-    for path in _existing(SYSTEM_SECRETS):
+    for path in _existing(_TABLES.system_secrets):
         (hidden_dirs if path.is_dir() else hidden_files).append(path)
     return Layout(
         hidden_dirs=tuple(dict.fromkeys(hidden_dirs)),
@@ -465,8 +437,7 @@ def _toolchains(hidden: Sequence[Path], home: Path | None, env: Mapping[str, str
     for entry in safe_path_variable(env.get("PATH", "")).split(":"):
         if entry:
             wanted.append(Path(entry))
-            # A version manager's shims (pyenv, rbenv, nodenv) run its program from the
-            # folder that holds them (`$PYENV_ROOT/libexec/pyenv exec …`), wherever it lies.
+            # A version manager's shims run its program from the folder holding them.
             if Path(entry).name == "shims":
                 wanted.append(Path(entry).parent)
     # The server's own interpreter: virtual environments in the workspace link to it.
@@ -476,8 +447,7 @@ def _toolchains(hidden: Sequence[Path], home: Path | None, env: Mapping[str, str
         if not os.path.exists(path):
             continue
         real = Path(os.path.realpath(path))
-        # Only what lies strictly below a hidden directory, and never an entry that would
-        # re-expose one (a PATH entry equal to $HOME, or its parent).
+        # Strictly below a hidden directory, never re-exposing one (PATH holding $HOME).
         inside = any(below(real, h) for h in hidden)
         covers = any(h == real or below(h, real) for h in hidden)
         if inside and not covers:

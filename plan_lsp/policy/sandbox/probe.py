@@ -1,7 +1,5 @@
 """Which mechanism holds here: the probes (`selftest.py`) tried in order, and the argv of a
-command under a mechanism. Deny by default: only a probe that held proves a sandbox. The
-status this process keeps (the self-test process's answer, else a probe from here) is
-`known.py`."""
+command under a mechanism. Only a probe that held proves a sandbox."""
 
 from __future__ import annotations
 
@@ -40,8 +38,6 @@ def mechanism_argv(
     scratch: Path | None = None,
     base_env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """`argv` wrapped to run in `workdir` under `profile` with `mechanism` (see
-    `sandbox_argv`, which chooses the proven mechanism)."""
     roots = list(roots) or [Path(workdir)]
     if profile == "build":
         if mechanism != BUBBLEWRAP:
@@ -104,8 +100,7 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
         if mechanism == BUBBLEWRAP:
             build_result, build_ms = _probe_build()
             build_ok = build_result.ok
-            lacking = missing_features()
-            if lacking:
+            if lacking := missing_features():
                 result = ProbeResult(True, f"{result.why}; this bwrap lacks {', '.join(lacking)}")
             build_note = (
                 "build-mode commands run with .plan-lsp read-only"
@@ -114,10 +109,9 @@ def probe_sandbox(mechanisms: Sequence[Mechanism] = MECHANISMS) -> SandboxStatus
                 "prompt guards build-mode commands"
             )
         else:
-            abi = landlock_abi()
             build_note = (
-                f"ABI {abi}; build-mode commands run unsandboxed (Landlock cannot make only "
-                ".plan-lsp read-only); the permission prompt guards them"
+                f"ABI {landlock_abi()}; build-mode commands run unsandboxed (Landlock cannot "
+                "make only .plan-lsp read-only); the permission prompt guards them"
             )
         total_ms += build_ms
         skipped = f" (not used: {'; '.join(reasons)})" if reasons else ""

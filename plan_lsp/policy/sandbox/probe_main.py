@@ -3,6 +3,7 @@ status as one JSON line (read by `status.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -10,14 +11,7 @@ from plan_lsp.policy.sandbox.probe import probe_configured
 
 
 def main() -> int:
-    status = probe_configured()
-    answer = {
-        "mechanism": status.mechanism,
-        "detail": status.detail,
-        "build_profile": status.build_profile,
-        "probe_ms": status.probe_ms,
-    }
-    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.write(json.dumps(dataclasses.asdict(probe_configured())) + "\n")
     return 0
 
 

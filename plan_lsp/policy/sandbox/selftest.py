@@ -1,9 +1,6 @@
-"""The start-up proof: a mechanism is reported only after it held against a real probe.
-
-In the plan profile the probe tries writes (workspace, /tmp, $HOME), a loopback connect, host
-Unix sockets and FIFOs, and the server's environment; the host then checks nothing arrived.
-It must also have read a workspace file (a sandbox that sees nothing is refused). The
-bubblewrap build profile is probed too: workspace writable, `.plan-lsp` not.
+"""The start-up proof: a mechanism is reported only after it held against a real probe
+(docs/security.md, "The start-up self-test"): writes, a loopback connect, host Unix sockets
+and FIFOs, the server's environment; and a workspace file must be readable.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ SECRET_VARIABLE = "PLAN_LSP_SANDBOX_PROBE_SECRET"
 
 # Runs inside the sandbox: $1 token, $2 workspace, $3 real home, $4 port, $5 server pid,
 # $6 the server's interpreter, $7 IPC_PROBE, $8 a directory outside the workspace.
-# A fixed text; every variable part arrives as an argument.
 PLAN_PROBE = r"""
 p="plan-lsp-probe-$1"
 cat "$2/hello" 2>/dev/null
@@ -45,10 +41,7 @@ sha256sum "/proc/$5/environ" 2>/dev/null
 echo PROBE-END
 """
 
-# The host's IPC endpoints the probe must not reach, in the workspace and outside it: a
-# stream socket's listener, a datagram socket (sent to through a socket pair, as
-# socket(AF_UNIX) itself may be refused), a FIFO whose reader is waiting (opened without
-# blocking, so the probe never waits on it).
+# The host's IPC endpoints the probe must not reach, in the workspace and outside it.
 SOCKET_NAME, DATAGRAM_NAME, FIFO_NAME = "probe.sock", "probe-dgram.sock", "probe.fifo"
 IPC_PROBE = f"""
 import os, socket, sys
@@ -95,72 +88,45 @@ class ProbeResult:
 
 
 @contextlib.contextmanager
-def _listener() -> Iterator[socket.socket]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        server.setblocking(False)
-        yield server
-    finally:
-        server.close()
+def _host_endpoints(folders: Sequence[Path]) -> Iterator[Callable[[], list[str]]]:
+    """Unix stream, datagram and FIFO endpoints in `folders`; the callable names those reached."""
+    with contextlib.ExitStack() as stack:
+        ends: list[tuple[Path, socket.socket, socket.socket, int]] = []
+        for folder in folders:
+            stack.callback(_remove_endpoints, folder)
+            stream = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            stream.bind(str(folder / SOCKET_NAME))
+            stream.listen(8)
+            stream.setblocking(False)
+            datagram = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+            datagram.bind(str(folder / DATAGRAM_NAME))
+            datagram.setblocking(False)
+            os.mkfifo(folder / FIFO_NAME, 0o666)
+            fifo = os.open(folder / FIFO_NAME, os.O_RDONLY | os.O_NONBLOCK)
+            stack.callback(os.close, fifo)
+            ends.append((folder, stream, datagram, fifo))
 
-
-class _HostEndpoints:
-    """A Unix stream listener, a Unix datagram socket and a FIFO with a reader, in each of
-    `folders`; `reached()` says which received anything (a connection, a datagram, a byte).
-    """
-
-    def __init__(self, folders: Sequence[Path]) -> None:
-        self.listeners: list[socket.socket] = []
-        self.datagrams: list[socket.socket] = []
-        self.fifos: list[int] = []
-        self.folders = folders
-
-    def __enter__(self) -> _HostEndpoints:
-        try:
-            for folder in self.folders:
-                stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.listeners.append(stream)
-                stream.bind(str(folder / SOCKET_NAME))
-                stream.listen(8)
-                stream.setblocking(False)
-                datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                self.datagrams.append(datagram)
-                datagram.bind(str(folder / DATAGRAM_NAME))
-                datagram.setblocking(False)
-                os.mkfifo(folder / FIFO_NAME, 0o666)
-                self.fifos.append(os.open(folder / FIFO_NAME, os.O_RDONLY | os.O_NONBLOCK))
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def reached(self) -> list[str]:
-        found = [f"a Unix-socket connect to {folder / SOCKET_NAME}"
-                 for folder, sock in zip(self.folders, self.listeners, strict=False)
-                 if _connected(sock)]  # fmt: skip
-        for folder, sock in zip(self.folders, self.datagrams, strict=False):
-            with contextlib.suppress(OSError):
-                sock.recv(64)
-                found.append(f"a datagram to {folder / DATAGRAM_NAME}")
-        for folder, fd in zip(self.folders, self.fifos, strict=False):
-            with contextlib.suppress(OSError):
-                if os.read(fd, 64):
-                    found.append(f"a write to the FIFO {folder / FIFO_NAME}")
-        return found
-
-    def __exit__(self, *_: object) -> None:
-        for sock in (*self.listeners, *self.datagrams):
-            sock.close()
-        for fd in self.fifos:
-            os.close(fd)
-        for folder in self.folders:
-            for name in (SOCKET_NAME, DATAGRAM_NAME, FIFO_NAME):
-                path = folder / name
+        def reached() -> list[str]:
+            found = []
+            for folder, stream, datagram, fifo in ends:
+                if _connected(stream):
+                    found.append(f"a Unix-socket connect to {folder / SOCKET_NAME}")
                 with contextlib.suppress(OSError):
-                    if not stat.S_ISDIR(path.lstat().st_mode):
-                        path.unlink()
+                    datagram.recv(64)
+                    found.append(f"a datagram to {folder / DATAGRAM_NAME}")
+                with contextlib.suppress(OSError):
+                    if os.read(fifo, 64):
+                        found.append(f"a write to the FIFO {folder / FIFO_NAME}")
+            return found
+
+        yield reached
+
+
+def _remove_endpoints(folder: Path) -> None:
+    for name in (SOCKET_NAME, DATAGRAM_NAME, FIFO_NAME):
+        with contextlib.suppress(OSError):
+            if not stat.S_ISDIR((folder / name).lstat().st_mode):
+                (folder / name).unlink()
 
 
 def _connected(server: socket.socket) -> bool:
@@ -199,8 +165,9 @@ def probe_plan(build: ArgvBuilder) -> ProbeResult:
     home = home_dir()
     with (
         tempfile.TemporaryDirectory(prefix="plan-lsp-probe-") as tmp,
-        _listener() as server,
+        socket.create_server(("127.0.0.1", 0), backlog=8) as server,
     ):
+        server.setblocking(False)
         workspace = Path(tmp) / "ws"
         scratch = Path(tmp) / "scratch"
         outside = Path(tmp) / "srv"
@@ -213,9 +180,9 @@ def probe_plan(build: ArgvBuilder) -> ProbeResult:
                 str(home or "/nonexistent"), str(port), str(os.getpid()),
                 os.path.realpath(sys.executable), IPC_PROBE, str(outside)]  # fmt: skip
         try:
-            with _HostEndpoints([workspace, outside]) as endpoints:
+            with _host_endpoints([workspace, outside]) as endpoints:
                 proc = _run(build(workspace, argv, scratch), env)
-                reached = endpoints.reached()
+                reached = endpoints()
         except (OSError, subprocess.SubprocessError) as exc:
             return ProbeResult(False, f"the probe could not run: {exc}")
         leaked = [

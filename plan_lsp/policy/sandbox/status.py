@@ -1,9 +1,6 @@
-"""What the sandbox self-test found, and the process that finds it.
-
-`plan-lsp serve` starts the self-test first thing in a process of its own (in a thread it
-held the interpreter lock: ~90 ms later to the first answer, `tests/bench/bench_startup.py`),
-as `python -m plan_lsp.policy.sandbox.probe_main` from `/`, so nothing in a workspace takes
-part. This module imports nothing else of the package.
+"""What the sandbox self-test found, and the process that finds it: `probe_main`, run from
+`/` in a process of its own (a thread held the interpreter lock, delaying the first answer).
+This module imports nothing else of the package.
 """
 
 from __future__ import annotations
@@ -16,10 +13,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# The status is logged under the sandbox's name.
 log = logging.getLogger("plan_lsp.policy.sandbox")
 
 BUBBLEWRAP: Literal["bubblewrap"] = "bubblewrap"
@@ -44,14 +41,10 @@ class SandboxStatus:
 
 
 class BackgroundProbe:
-    """One self-test process and its answer: the raw fields of a `SandboxStatus`, or None
-    when the process failed (the reason is logged)."""
+    """One self-test process and its answer: a `SandboxStatus`'s fields, None if it failed."""
 
     def __init__(self) -> None:
-        self._done = threading.Event()
-        self._answer: dict[str, Any] | None = None
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[], None]] = []
+        self._answer: Future[dict[str, Any] | None] = Future()
 
     def start(self) -> None:
         isolation = "-I" if sys.flags.isolated else "-P"
@@ -65,10 +58,9 @@ class BackgroundProbe:
             )
         except OSError as exc:
             log.warning("sandbox self-test process could not start: %s", exc)
-            self._finish(None)
+            self._answer.set_result(None)
             return
-        # Background work: where cores are scarce (an editor starting too), the server's
-        # own start-up goes first; the first answer does not wait for the self-test.
+        # Background work: where cores are scarce, the server's own start-up goes first.
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, process.pid, PROBE_NICENESS)
         threading.Thread(
@@ -82,38 +74,24 @@ class BackgroundProbe:
             process.kill()
             process.communicate()
             log.warning("sandbox self-test process did not answer in %.0f s", PROCESS_TIMEOUT_S)
-            self._finish(None)
+            self._answer.set_result(None)
             return
-        self._finish(parse_answer(out, err, process.returncode))
-
-    def _finish(self, answer: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._answer = answer
-            self._done.set()
-            listeners, self._listeners = self._listeners, []
-        for listener in listeners:
-            listener()
+        self._answer.set_result(parse_answer(out, err, process.returncode))
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._answer.done()
 
     def answer(self) -> dict[str, Any] | None:
         """Waits for the process (it is bounded by `PROCESS_TIMEOUT_S`)."""
-        self._done.wait()
-        return self._answer
+        return self._answer.result()
 
     def on_done(self, listener: Callable[[], None]) -> None:
         """`listener()` once the answer is in (from the waiting thread), or now if it is."""
-        with self._lock:
-            if not self._done.is_set():
-                self._listeners.append(listener)
-                return
-        listener()
+        self._answer.add_done_callback(lambda _: listener())
 
 
 def parse_answer(out: bytes, err: bytes, returncode: int) -> dict[str, Any] | None:
-    """The process's one JSON line, checked for the fields a status needs; None (logged)
-    for anything else."""
+    """The process's one JSON line, checked for a status's fields; None (logged) else."""
     try:
         answer = json.loads(out.decode("utf-8").strip().splitlines()[-1])
     except (UnicodeDecodeError, IndexError, ValueError):

@@ -1,13 +1,7 @@
 """Runs one command and takes everything it started with it: `python -I -S subreaper.py --
-ARGV...`, the parent of a shell command that runs outside a pid namespace (no sandbox, the
-Landlock sandbox, build-mode commands without bubblewrap's build profile).
-
-`setsid -f`, a double fork or a daemon leave the command's process group and tree; as a
-child subreaper (`PR_SET_CHILD_SUBREAPER`) this launcher inherits every orphan, and when the
-command ends or it is told to stop (signals, `PR_SET_PDEATHSIG`) kills everything below it,
-then exits with the command's status. Standard library only (never a `preexec_fn` in the
-threaded server). Where the kernel refuses, the command runs and stderr says what may
-outlive it (docs/security.md).
+ARGV...`, for commands outside a pid namespace. As a child subreaper it inherits every orphan
+(`setsid -f`, a daemon) and, when the command ends or it is told to stop, kills everything
+below it, then exits with the command's status (docs/security.md, section 9).
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # Rounds of "find what is left, kill it" before giving up on a process that keeps forking.
 MAX_SWEEPS = 1000
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-# Python ignores these at start-up, and an ignored signal stays ignored across exec: the
-# command gets them back as a shell would give them (`yes | head` ends by SIGPIPE, quietly).
+# Python ignores these at start-up, and an ignored signal stays ignored across exec.
 RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 NOTE = "plan-lsp: "
 
@@ -49,8 +42,7 @@ def _has_threads(pid: str) -> bool:
 
 
 def descendants(root: int) -> list[int]:
-    """Every living process below `root`, from /proc (true zombies are left to the
-    reaping; a process whose main thread alone ended is living)."""
+    """Every living process below `root`, from /proc (a zombie whose threads run lives)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
@@ -89,9 +81,8 @@ def _reap() -> bool:
 
 
 def sweep() -> None:
-    """Kill everything below this process until nothing is left. As a subreaper, the
-    orphans of whatever is killed become its children, so the next scan finds them. A
-    second stop signal does not interrupt it."""
+    """Kill everything below this process until nothing is left (the orphans of what is
+    killed become its children); a second stop signal does not interrupt it."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     for _ in range(MAX_SWEEPS):

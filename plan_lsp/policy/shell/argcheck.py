@@ -5,13 +5,13 @@ exactly, so a long-option prefix getopt_long would expand (`--out`) is refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argwalk import ArgWalk, Stop
 from plan_lsp.policy.shell.database import Option, Program, database
 from plan_lsp.policy.shell.model import Findings, caps_text
 from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
+from plan_lsp.policy.shell.programs import program_problem
 from plan_lsp.policy.shell.valuecheck import check_value
 
 if TYPE_CHECKING:
@@ -21,34 +21,23 @@ if TYPE_CHECKING:
 # Wrappers may wrap wrappers, but not without end.
 MAX_WRAP = 4
 _PATH_ROLES = frozenset({"path", "file", "rev"})
-Hijack = Callable[[str, "PathPolicy"], "str | None"]
-# Programs that walk the working directory when given no file or folder: always (empty set),
-# or with one of these options. Where that directory holds a place plan mode hides (a root
-# that is the home), they must be given the folders to walk (`walk_check`).
+# Programs that walk the working directory when given no file or folder: always, or with one
+# of these options. Where that directory holds a place plan mode hides (a root that is the
+# home), they must be given the folders to walk (`walk_check`).
+_WALK_ALWAYS = frozenset({"rg", "fd", "fdfind", "tree", "du", "git grep"})
 _RECURSIVE_GREP = frozenset({"-r", "--recursive", "-R", "--dereference-recursive", "-d",
                              "--directories"})  # fmt: skip
-_WALK_WHEN: dict[str, frozenset[str]] = {
-    "rg": frozenset(),
-    "fd": frozenset(),
-    "fdfind": frozenset(),
-    "tree": frozenset(),
-    "du": frozenset(),
-    "git grep": frozenset(),
-    "ls": frozenset({"-R", "--recursive"}),
-    "grep": _RECURSIVE_GREP,
-    "egrep": _RECURSIVE_GREP,
-    "fgrep": _RECURSIVE_GREP,
-    "zgrep": _RECURSIVE_GREP,
-}
+_WALK_WITH = {"ls": frozenset({"-R", "--recursive"})} | dict.fromkeys(
+    ("grep", "egrep", "fgrep", "zgrep"), _RECURSIVE_GREP
+)
 # Options naming a folder to walk instead of the working directory.
 _FOLDER_OPTIONS = frozenset({"--search-path"})
 
 
 class ArgCheck:
-    def __init__(self, findings: Findings, policy: PathPolicy, hijack: Hijack) -> None:
+    def __init__(self, findings: Findings, policy: PathPolicy) -> None:
         self.f = findings
         self.policy = policy
-        self.hijack = hijack
         self.table = database()
 
     def simple(self, words: list[SWord], depth: int = 0) -> None:
@@ -63,24 +52,23 @@ class ArgCheck:
             )
             return
         self.f.programs.add(cmd)
-        if cmd == "find":
-            from plan_lsp.policy.shell.find import check_find
-
-            self._hijack(cmd)
-            check_find(self.f, self.policy, self.table.programs[cmd], words[1:])
-            return
         prog = self.table.programs.get(cmd)
         if prog is None or not prog.read_only:
             self.f.unproven(f"`{cmd}` is not in the allow-list of read-only programs")
             return
         self._hijack(cmd)
+        if cmd == "find":
+            from plan_lsp.policy.shell.find import check_find
+
+            check_find(self.f, self.policy, prog, words[1:])
+            return
         try:
             _Program(self, prog, words[1:], depth, self.policy.cwd).run()
         except Stop:
             pass
 
     def _hijack(self, cmd: str) -> None:
-        problem = self.hijack(cmd, self.policy)
+        problem = program_problem(cmd, self.policy)
         if problem is not None:
             self.f.unproven(problem)
 
@@ -103,8 +91,6 @@ class _Program(ArgWalk["SWord"]):
         self.base = base
         # Options seen so far, the parent command's included (`pip --flag list`).
         self.seen |= seen
-        # Option values given, by option name (for `verify` checks).
-        self.values: dict[str, list[str]] = {}
         # A file or folder to read was named (else a walker walks the working directory).
         self.folders_named = False
 
@@ -121,7 +107,8 @@ class _Program(ArgWalk["SWord"]):
             self.args = self.unbundle(self.args)
         if prog.exact and all(not a.glob for a in self.args):
             if tuple(a.value for a in self.args) in prog.exact:
-                self.f.add(prog.caps, f"`{prog.label} {_join(self.args)}` only prints information")
+                shown = " ".join(a.text for a in self.args)
+                self.f.add(prog.caps, f"`{prog.label} {shown}` only prints information")
                 return
         if prog.exact_only:
             forms = " or ".join(f"`{prog.label} {' '.join(form)}`" for form in prog.exact)
@@ -139,15 +126,13 @@ class _Program(ArgWalk["SWord"]):
         caps = prog.caps - prog.drops(self.seen)
         self.f.add(caps, f"`{prog.label}` {prog.why} ({caps_text(caps) or 'no capabilities'})")
         for word in operands:
-            self.prefix_check(word, "as an operand")
+            self.prefix_check(word)
         self.operands(operands)
         self.walk_check()
         if prog.verify is not None:
             from plan_lsp.policy.shell.verify import verify_command
 
-            problem = verify_command(
-                prog.verify, self.o.policy, self.base, self.seen, self.values, operands
-            )
+            problem = verify_command(prog.verify, self.o.policy, self.base, self.seen, operands)
             if problem is not None:
                 raise self.refuse(problem)
 
@@ -155,8 +140,7 @@ class _Program(ArgWalk["SWord"]):
         """A program that walks the working directory when no folder is named (`rg PATTERN`,
         `grep -r PATTERN`, `tree`) may not, where that directory holds a hidden place."""
         label = self.prog.label
-        recursive = _WALK_WHEN.get(label)
-        walks = recursive is not None and (not recursive or bool(self.seen & recursive))
+        walks = label in _WALK_ALWAYS or bool(self.seen & _WALK_WITH.get(label, frozenset()))
         if walks and not self.folders_named:
             problem = self.o.policy.walk_problem(label, self.base)
             if problem is not None:
@@ -197,14 +181,14 @@ class _Program(ArgWalk["SWord"]):
                 )
         return out + args[k:]
 
-    def prefix_check(self, word: SWord, where: str) -> None:
+    def prefix_check(self, word: SWord) -> None:
         """Words the program reads as something else (`@FILE`: more options from FILE)."""
         prefixes = self.prog.refuse_prefixes
         if not prefixes:
             return
         if word.value.startswith(prefixes):
             raise self.refuse(
-                f"`{word.text}` {where}: `{self.prog.label}` reads a word starting with "
+                f"`{word.text}` as an operand: `{self.prog.label}` reads a word starting with "
                 f"`{word.value[0]}` as something other than a file name"
             )
         if word.glob:
@@ -278,7 +262,6 @@ class _Program(ArgWalk["SWord"]):
                 f"`{name}` of `{self.prog.label}` needs its value attached (`{name}=…`)"
             )
         if value is not None:
-            self.values.setdefault(name, []).append(value)
             if self.prog.refuse_prefixes and value.startswith(self.prog.refuse_prefixes):
                 raise self.refuse(
                     f"`{word} {value}`: `{self.prog.label}` reads a value starting with "
@@ -407,7 +390,3 @@ def _describe(role: str) -> str:
         "file": "a file",
         "rev": "a revision or path",
     }.get(role, f"a {role}")
-
-
-def _join(args: list[SWord]) -> str:
-    return " ".join(a.text for a in args)

@@ -163,24 +163,18 @@ class _Apply(ArgWalk[Word]):
                 self.scripts.append(value)
         if spec is None:
             return i
-        alias = "" if name == canonical else f" (short for `{canonical}`)"
-        if takes and spec.ok_values:
-            if value is not None and value.value in spec.ok_values:
-                self.drops |= spec.drop
+        # With `ok_values`, only those values drop capabilities; any other adds the effect's.
+        by_value = takes and bool(spec.ok_values)
+        if not by_value or (value is not None and value.value in spec.ok_values):
+            self.drops |= spec.drop
+            if by_value:
                 return i
-            if spec.caps:
-                target = value.text if value is not None else ""
-                self.w.f.add(
-                    spec.caps,
-                    f"`{name} {target}`{alias} makes `{self.label}` {spec.why} "
-                    f"({caps_text(spec.caps)})",
-                )
-            return i
-        self.drops |= spec.drop
         if spec.caps:
+            shown = f"{name} {value.text if value is not None else ''}" if by_value else name
+            alias = "" if name == canonical else f" (short for `{canonical}`)"
             self.w.f.add(
                 spec.caps,
-                f"`{name}`{alias} makes `{self.label}` {spec.why} ({caps_text(spec.caps)})",
+                f"`{shown}`{alias} makes `{self.label}` {spec.why} ({caps_text(spec.caps)})",
             )
         return i
 
@@ -283,15 +277,10 @@ class _Apply(ArgWalk[Word]):
                 )
                 return
             i += step
-        rest = args[i:]
-        if len(rest) < wr.skip:
-            self.base(self.prof.caps, self.prof.why)
-            return
-        rest = rest[wr.skip :]
-        if not rest:
-            self.base(self.prof.caps, self.prof.why)
-            return
         self.base(self.prof.caps, self.prof.why)
+        rest = args[i + wr.skip :]
+        if not rest:
+            return
         if wr.shell_string:
             if any(r.value is None for r in rest):
                 w.f.unproven(f"the command `{self.label}` runs is only known at run time")

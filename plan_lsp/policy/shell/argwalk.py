@@ -15,9 +15,6 @@ _NUMERIC = re.compile(r"-[0-9]+\Z")
 
 class ArgWord(Protocol):
     @property
-    def text(self) -> str: ...
-
-    @property
     def glob(self) -> bool: ...
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from plan_lsp.policy.shell.embedded import GrammarError, regex_end
+from plan_lsp.policy.shell.embedded import GrammarError, Scanner, delimited_end
 
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _DIGITS = frozenset("0123456789")
@@ -51,18 +51,13 @@ def check_awk(program: str) -> str | None:
     return None
 
 
-class _Awk:
-    def __init__(self, text: str) -> None:
-        self.t = text
-        self.n = len(text)
-        self.i = 0
-
+class _Awk(Scanner):
     # -- tokens ------------------------------------------------------------------------------
     def blanks(self, newlines: bool = False) -> None:
         skip = " \t\n" if newlines else " \t"
         while self.i < self.n and self.t[self.i] in skip:
             self.i += 1
-        if self.i < self.n and self.t[self.i] == "#":
+        if self.peek() == "#":
             raise GrammarError("has a comment (`#`), which this checker does not read")
         if self.t.startswith("\\\n", self.i):
             raise GrammarError("has a backslash-newline continuation")
@@ -82,8 +77,7 @@ class _Awk:
             raise GrammarError(f"expects `{token}` at `{self.rest()}`")
 
     def rest(self) -> str:
-        text = self.t[self.i : self.i + 20]
-        return text if text else "the end"
+        return self.t[self.i : self.i + 20] or "the end"
 
     def name(self) -> str | None:
         self.blanks()
@@ -92,13 +86,12 @@ class _Awk:
 
     def separators(self) -> bool:
         found = False
-        while True:
+        self.blanks()
+        while self.peek() in (";", "\n"):
+            self.i += 1
+            found = True
             self.blanks()
-            if self.i < self.n and self.t[self.i] in ";\n":
-                self.i += 1
-                found = True
-            else:
-                return found
+        return found
 
     # -- structure ---------------------------------------------------------------------------
     def program(self) -> None:
@@ -223,7 +216,7 @@ class _Awk:
     def regex(self) -> bool:
         if not self.at("/"):
             return False
-        self.i = regex_end(self.t, self.i + 1, "/") + 1
+        self.i = delimited_end(self.t, self.i + 1, "/", regex=True) + 1
         return True
 
     # -- expressions -------------------------------------------------------------------------
@@ -237,7 +230,7 @@ class _Awk:
         self.unary()
         while True:
             self.blanks()
-            c = self.t[self.i] if self.i < self.n else ""
+            c = self.peek()
             if c in _BINOPS and not self.t.startswith(("++", "--", "+=", "-=", "*=", "%="), self.i):
                 self.i += 1
                 self.unary()
@@ -265,10 +258,9 @@ class _Awk:
 
     def primary(self) -> None:
         self.blanks()
-        t = self.t
-        c = t[self.i] if self.i < self.n else ""
+        c = self.peek()
         if c in _DIGITS:
-            self.i = _NUMBER.match(t, self.i).end()  # type: ignore[union-attr]
+            self.i = _NUMBER.match(self.t, self.i).end()  # type: ignore[union-attr]
         elif c == '"':
             self.string()
         elif c == "$":

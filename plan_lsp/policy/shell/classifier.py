@@ -77,43 +77,29 @@ def _classify(
         findings.unproven(f"the command contains the control character {bad.group(0)!r}")
         if protection == "classified":
             return
-    impl = _rule_sets()
-    if protection == "sandboxed":
-        impl.classify_sandboxed(cmd, findings)
-        return
-    work = cwd if cwd is not None else (roots[0] if roots else os.getcwd())
-    policy = impl.PathPolicy(roots or [work], work, impl.database().harmless_paths)
-    impl.classify_strict(cmd, findings, policy)
+    # The rule sets are imported on first use (the package imports without them).
+    from plan_lsp.policy.shell.database import database
+    from plan_lsp.policy.shell.intent import classify_sandboxed
+    from plan_lsp.policy.shell.paths import PathPolicy
+    from plan_lsp.policy.shell.strict import classify_strict
 
-
-class _RuleSets:
-    """The rule-set modules, imported on first use (the package imports without them)."""
-
-    def __init__(self) -> None:
-        from plan_lsp.policy.shell.database import database
-        from plan_lsp.policy.shell.intent import classify_sandboxed
-        from plan_lsp.policy.shell.paths import PathPolicy
-        from plan_lsp.policy.shell.strict import classify_strict
-
-        self.database = database
-        self.classify_sandboxed = classify_sandboxed
-        self.PathPolicy = PathPolicy
-        self.classify_strict = classify_strict
-
-
-_loaded: _RuleSets | None = None
-
-
-def _rule_sets() -> _RuleSets:
     global _loaded
     if _loaded is None:
-        _loaded = _RuleSets()
+        _loaded = True  # the check classifies its examples through this function
         try:
             _check_examples()
         except BaseException:
             _loaded = None
             raise
-    return _loaded
+    if protection == "sandboxed":
+        classify_sandboxed(cmd, findings)
+        return
+    work = cwd if cwd is not None else (roots[0] if roots else os.getcwd())
+    classify_strict(cmd, findings, PathPolicy(roots or [work], work, database().harmless_paths))
+
+
+# True once the rule sets are loaded and their examples checked.
+_loaded: bool | None = None
 
 
 def _check_examples() -> None:
@@ -143,8 +129,7 @@ def _bracket_depth(cmd: str) -> int:
     for c in cmd:
         if c in _OPENERS:
             depth += 1
-            if depth > deepest:
-                deepest = depth
+            deepest = max(deepest, depth)
         elif c in ")}]" and depth:
             depth -= 1
     return deepest

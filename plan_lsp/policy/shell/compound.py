@@ -1,14 +1,6 @@
-"""Control flow for `classified`: loops, conditionals, groups, `[ ]`, here-documents and
-`cd`, reduced to the simple commands they may run.
-
-tree-sitter-bash's reading becomes *pieces*: every simple command (with its redirections)
-that could run, in order, each then checked alone by the strict rules; nothing here decides
-that a command is harmless. Every branch and body counts; `for VAR in WORDS` needs static
-words (globs expanded as bash would) and checks the body once per value, quoted; `[ ]` is
-`test`; a here-document's body must end where bash ends it and, unquoted, hold no `$`, `` `
-`` or `\\`; a redirection on a compound is `true REDIRECTION`; `$(CMD)` is a command of its
-own (`substitution`). Anything else (assignments, functions, arithmetic, `[[ ]]`, `select`,
-coprocesses) is refused with its name.
+"""Control flow for `classified` (docs/security.md §7): loops, conditionals, groups, `[ ]`,
+here-documents, `$(CMD)` and `cd`, reduced to the simple commands (*pieces*) they may run,
+each then checked alone by the strict rules; nothing here decides that a command is harmless.
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from plan_lsp.policy.shell.parser import descendants, node_text
 from plan_lsp.policy.shell.paths import OBJECT_NAME_PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -37,24 +30,27 @@ _FLOW = frozenset(
 # name (`git rev-parse --verify`, `git merge-base`, `git rev-list -n 1`: one word of hex
 # digits, or nothing), or printed text inside double quotes of `echo`.
 _TEXT_PLACEHOLDER = "x"
-_STATIC_PARTS = frozenset({"word", "string", "raw_string", "string_content", "number", '"'})
-_WORDISH = frozenset({"word", "string", "raw_string", "concatenation", "number"})
+# The nodes of a word, and the parts of one without expansions (shared with `strict.py`).
+WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
+STATIC_PARTS = frozenset({"word", "string", "raw_string", "string_content", "number", '"'})
+_STATIC = STATIC_PARTS | {"concatenation"}
 _DELIMITER = re.compile(r"""(['"]?)([A-Za-z_][A-Za-z0-9_]*)\1\Z""")
 _IFS_OR_GLOB = re.compile(r"[ \t\n*?\[]")
 _LOOP_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_PLAIN_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Loops, conditionals and groups nest at most this deep.
 MAX_DEPTH = 64
-# Nodes whose children run in order, as they are.
+# Nodes whose children run in order, as they are (a `cd` in a pipeline or subshell does
+# not last); loop bodies run any number of times.
 _SEQUENCES = frozenset(
     {"program", "list", "compound_statement", "do_group", "negated_command", "if_statement"}
-    | {"elif_clause", "else_clause"}
+    | {"elif_clause", "else_clause", "pipeline", "subshell"}
 )
+_LOOPS = frozenset({"while_statement", "until_statement"})
 
 
 class FlowError(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """What is not followed, and why (the exception's text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +67,10 @@ class Piece:
 
 def needs_flow(root: Node) -> bool:
     """Whether the tree has a construct beyond simple commands, or a `cd`."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in _FLOW:
-            return True
-        if node.type == "command_name" and node_text(node) == "cd":
-            return True
-        stack.extend(node.children)
-    return False
+    return any(
+        node.type in _FLOW or (node.type == "command_name" and node_text(node) == "cd")
+        for node in descendants(root)
+    )
 
 
 # Expands a glob as bash would, for `for` loops: (matches, or None when there are too many).
@@ -88,7 +79,6 @@ Expand = Callable[[str], "list[str] | None"]
 
 class _Flatten:
     def __init__(self, src: str, expand: Expand) -> None:
-        self.src = src
         self.raw = src.encode("utf-8")
         self.expand = expand
         self.pieces: list[Piece] = []
@@ -114,16 +104,13 @@ class _Flatten:
 
     def step(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
         kind = node.type
-        if kind in _SEQUENCES:
+        if kind in _SEQUENCES or kind in _LOOPS:
+            if kind == "pipeline":
+                lasting = lasting and sum(c.is_named for c in node.children) < 2
+            lasting = lasting and kind != "subshell"
+            repeated = repeated or kind in _LOOPS
             for child in node.children:
                 self.child(child, env, lasting, repeated)
-        elif kind == "pipeline":
-            named = [c for c in node.children if c.is_named]
-            for child in node.children:
-                self.child(child, env, lasting and len(named) < 2, repeated)
-        elif kind == "subshell":
-            for child in node.children:
-                self.child(child, env, False, repeated)
         elif kind == "command":
             self.add(self.command(node, env, []), lasting, repeated)
         elif kind == "test_command":
@@ -132,9 +119,6 @@ class _Flatten:
             self.redirected(node, env, lasting, repeated)
         elif kind == "for_statement":
             self.for_loop(node, env, lasting, repeated)
-        elif kind in ("while_statement", "until_statement"):
-            for child in node.children:
-                self.child(child, env, lasting, True)
         elif kind == "case_statement":
             self.case(node, env, lasting, repeated)
         else:
@@ -170,9 +154,7 @@ class _Flatten:
         parts: list[str] = []
         for child in node.children:
             if child.type == "herestring_redirect":
-                for word in child.children:
-                    if word.is_named:
-                        self.static(word, "a here-string")
+                self.herestring(child)
                 continue
             if child.type == "variable_assignment":
                 raise FlowError(f"`{self.text(child)}` assigns a variable (modify:environment)")
@@ -262,24 +244,23 @@ class _Flatten:
             found = self.expansions(node, node.type == "string")
         for exp, quoted in found:
             if exp.type == "command_substitution":
-                out.append(self.raw[pos : exp.start_byte].decode("utf-8"))
-                out.append(self.substitution(exp, env, quoted, echo))
-                pos = exp.end_byte
-                continue
-            name = self.plain_variable(exp)
-            if name is None or name not in env:
-                continue  # left as written: the strict rules refuse it with their reason
-            value = env[name]
-            out.append(self.raw[pos : exp.start_byte].decode("utf-8"))
-            if quoted:
-                out.append(re.sub(r'([$`"\\])', r"\\\1", value))
+                replacement = self.substitution(exp, env, quoted, echo)
             else:
-                if _IFS_OR_GLOB.search(value) or value == "":
+                name = self.plain_variable(exp)
+                if name is None or name not in env:
+                    continue  # left as written: the strict rules refuse it with their reason
+                value = env[name]
+                if quoted:
+                    replacement = re.sub(r'([$`"\\])', r"\\\1", value)
+                elif _IFS_OR_GLOB.search(value) or value == "":
                     raise FlowError(
                         f"`{self.text(exp)}` is unquoted and its value `{value}` would be split "
-                        'or expanded again by bash; write `"{0}"`'.replace("{0}", self.text(exp))
+                        f'or expanded again by bash; write `"{self.text(exp)}"`'
                     )
-                out.append("'" + value.replace("'", "'\\''") + "'")
+                else:
+                    replacement = "'" + value.replace("'", "'\\''") + "'"
+            out.append(self.raw[pos : exp.start_byte].decode("utf-8"))
+            out.append(replacement)
             pos = exp.end_byte
         out.append(self.raw[pos : node.end_byte].decode("utf-8"))
         return "".join(out)
@@ -295,11 +276,8 @@ class _Flatten:
 
     def plain_variable(self, exp: Node) -> str | None:
         """`$NAME` or `${NAME}` (nothing else inside), or None."""
-        text = self.text(exp)
-        m = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text)
-        if m is None:
-            return None
-        return m.group(1) or m.group(2)
+        m = _PLAIN_VARIABLE.fullmatch(self.text(exp))
+        return None if m is None else m.group(1) or m.group(2)
 
     def test_command(self, node: Node, env: dict[str, str]) -> str:
         text = self.text(node)
@@ -329,11 +307,11 @@ class _Flatten:
             and parts[1].type == "string"
         )
 
-    def static(self, node: Node, what: str) -> str:
-        for part in [node, *descendants(node)]:
-            if part.type not in _STATIC_PARTS and part.type != "concatenation":
-                raise FlowError(f"`{self.text(node)}` in {what} is not a static word")
-        return self.text(node)
+    def herestring(self, node: Node) -> None:
+        """A here-string only feeds standard input, but it must be a static word."""
+        for word in node.named_children:
+            if any(part.type not in _STATIC for part in [word, *descendants(word)]):
+                raise FlowError(f"`{self.text(word)}` in a here-string is not a static word")
 
     # -- redirections and here-documents --------------------------------------------------------
     def redirected(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
@@ -344,7 +322,7 @@ class _Flatten:
         redirects: list[str] = []
         after: list[Node] = []
         for child in node.children:
-            if child is body or child == body or not child.is_named:
+            if child == body or not child.is_named:
                 continue
             if child.type == "file_redirect":
                 redirects.append(self.substituted(child, env))
@@ -353,9 +331,7 @@ class _Flatten:
                 redirects.extend(self.substituted(r, env) for r in inner_redirects)
                 after.extend(rest)
             elif child.type == "herestring_redirect":
-                for word in child.children:
-                    if word.is_named:
-                        self.static(word, "a here-string")
+                self.herestring(child)
             else:
                 raise FlowError(f"`{self.text(child)[:40]}` ({child.type}) is not allowed here")
         pipe_after = any(n.type == "pipeline" for n in after)
@@ -411,10 +387,7 @@ class _Flatten:
         if line_end < 0:
             raise FlowError("a here-document without a body")
         cut = line_end + 1
-        first = cut
-        if op == "<<-":
-            while self.raw[first : first + 1] == b"\t":
-                first += 1
+        first = len(self.raw) - len(self.raw[cut:].lstrip(b"\t")) if op == "<<-" else cut
         if body is not None and not cut <= body.start_byte <= first:
             raise FlowError(
                 "the here-document's body does not start on the next line (two here-documents "
@@ -434,8 +407,7 @@ class _Flatten:
         # bash: the body ends where the delimiter line starts; tree-sitter must agree.
         ts_end = end.start_byte
         if op == "<<-":
-            while ts_end > 0 and self.raw[ts_end - 1 : ts_end] == b"\t":
-                ts_end -= 1
+            ts_end = len(self.raw[:ts_end].rstrip(b"\t"))
         if ts_end != pos:
             raise FlowError(
                 f"bash and tree-sitter-bash disagree about where the here-document `{delimiter}` "
@@ -471,7 +443,7 @@ class _Flatten:
                 saw_in = True
             elif kind == "do_group":
                 body = child
-            elif kind in _WORDISH and saw_in:
+            elif kind in WORD_NODES and saw_in:
                 values.extend(self.loop_values(child, env))
             elif child.is_named and kind != "comment":
                 raise FlowError(f"`{self.text(child)[:40]}` ({kind}) in a `for` list")
@@ -484,22 +456,17 @@ class _Flatten:
         """The values bash gives the loop variable for one word of the list."""
         for part in [word, *descendants(word)]:
             if part.type in ("simple_expansion", "expansion"):
-                name = self.plain_variable(part)
-                if name is None or name not in env:
-                    raise FlowError(
-                        f"`{self.text(word)}` in a `for` list is only known at run time"
-                    )
-            elif part.type not in _STATIC_PARTS and part.type != "concatenation":
-                if part.is_named:
-                    raise FlowError(
-                        f"`{self.text(word)}` in a `for` list is only known at run time"
-                    )
+                known = self.plain_variable(part) in env
+            else:
+                known = part.type in _STATIC or not part.is_named
+            if not known:
+                raise FlowError(f"`{self.text(word)}` in a `for` list is only known at run time")
         from plan_lsp.policy.shell.lexer import LexError, lex
 
         try:
             commands = lex("true " + self.substituted(word, env))
         except LexError as exc:
-            raise FlowError(f"`{self.text(word)}` in a `for` list: {exc.reason}") from None
+            raise FlowError(f"`{self.text(word)}` in a `for` list: {exc}") from None
         values: list[str] = []
         for sword in commands[0].words[1:]:
             if sword.glob:
@@ -530,24 +497,21 @@ class _Flatten:
             if part.type == "command_substitution":
                 self.substitution(part, env, True, True)
             elif part.type in ("simple_expansion", "expansion"):
-                name = self.plain_variable(part)
-                if name is None or name not in env:
+                if self.plain_variable(part) not in env:
                     raise FlowError(f"`{self.text(node)}` in a `case` subject is not static")
-            elif part.type not in _STATIC_PARTS and part.type != "concatenation" and part.is_named:
+            elif part.type not in _STATIC and part.is_named:
                 if not _inside_substitution(part, node):
                     raise FlowError(f"`{self.text(node)}` in a `case` subject is not static")
 
     def case_item(self, node: Node, env: dict[str, str], lasting: bool, repeated: bool) -> None:
         in_body = False
         for child in node.children:
-            kind = child.type
-            if kind == ")":
-                in_body = True
-            elif not in_body:
-                if child.is_named:
-                    self.static_pattern(child)
-            else:
+            if in_body:
                 self.child(child, env, lasting, repeated)
+            elif child.type == ")":
+                in_body = True
+            elif child.is_named:
+                self.static_pattern(child)
 
     def static_pattern(self, node: Node) -> None:
         for part in [node, *descendants(node)]:
@@ -579,21 +543,6 @@ def _inside_substitution(part: Node, top: Node) -> bool:
             return False
         parent = parent.parent
     return False
-
-
-def descendants(node: Node) -> list[Node]:
-    found: list[Node] = []
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(child.children)
-    return found
-
-
-def node_text(node: Node) -> str:
-    raw = node.text
-    return raw.decode("utf-8", "replace") if raw is not None else ""
 
 
 def flatten(src: str, root: Node, expand: Expand) -> list[Piece]:

@@ -28,6 +28,16 @@ _ROLE = re.compile(r"([a-z]+)([*+?]?)\Z")
 _OPTION = re.compile(r"-[A-Za-z0-9?#]\Z|--[A-Za-z0-9][A-Za-z0-9._-]*\Z|-[A-Za-z][A-Za-z0-9_-]+\Z")
 _TAKES_NEXT: frozenset[Arity] = frozenset({"required", "pair"})
 _DERIVED = frozenset({"label", "options", "roles", "risky", "long_names"})
+# The option lists of a table, with the arity and kind of value their options take.
+_LISTS: tuple[tuple[str, Arity, ValueKind], ...] = (
+    ("flags", "none", "text"),
+    ("values", "required", "text"),
+    ("pairs", "pair", "text"),
+    ("paths", "required", "path"),
+    ("chdir", "required", "chdir"),
+    ("optional", "optional", "text"),
+    ("attached", "attached", "text"),
+)
 
 
 def _caps(caps: Collection[str]) -> None:
@@ -42,12 +52,9 @@ class Effect(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     caps: frozenset[str] = frozenset()
-    # Infinitive phrase: "`-delete` makes `find` {why}".
     why: str = ""
     value: bool = False
-    # With these values the option adds nothing (e.g. `curl -o /dev/null`, `wget -O -`).
     ok_values: list[str] = Field(default_factory=list)
-    # Base capabilities the option removes when present (with an ok value, if it takes one).
     drop: frozenset[str] = frozenset()
 
     @model_validator(mode="after")
@@ -91,10 +98,7 @@ class Option:
 
 
 class OptionSet(BaseModel):
-    """Options by arity. `values`: a value attached (`-n5`, `--lines=5`) or in the next word;
-    `pairs`: the next two words (`jq --arg NAME VALUE`); `optional`: a value only when
-    attached; `attached`: a value that must be attached; `paths`: like `values`, naming a
-    file the program reads; `chdir`: like `paths`, a directory the program moves into."""
+    """Options by arity (the header of `programs.toml` says what each list means)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -105,106 +109,60 @@ class OptionSet(BaseModel):
     chdir: list[str] = Field(default_factory=list)
     optional: list[str] = Field(default_factory=list)
     attached: list[str] = Field(default_factory=list)
-    # option -> name of a value checker (`valuecheck.py`).
     checks: dict[str, str] = Field(default_factory=dict)
 
     def entries(self) -> list[tuple[str, Arity, ValueKind]]:
-        out: list[tuple[str, Arity, ValueKind]] = []
-        out += [(f, "none", "text") for f in self.flags]
-        out += [(f, "required", "text") for f in self.values]
-        out += [(f, "pair", "text") for f in self.pairs]
-        out += [(f, "required", "path") for f in self.paths]
-        out += [(f, "required", "chdir") for f in self.chdir]
-        out += [(f, "optional", "text") for f in self.optional]
-        out += [(f, "attached", "text") for f in self.attached]
-        return out
+        return [(f, arity, kind) for lst, arity, kind in _LISTS for f in getattr(self, lst)]
 
 
 class Program(OptionSet):
-    """A program (or subcommand): its table in `programs.toml`, ready for checking."""
+    """A program (or subcommand): its table in `programs.toml` (whose header says what each
+    field means), ready for checking."""
 
-    # The options and operands listed are read-only: `classified` may run these forms.
     read_only: bool = False
     why: str = ""
     caps: frozenset[str] = frozenset()
     alias_of: str | None = None
     include: tuple[str, ...] = ()
-    # Options that change something, or are known but never accepted (`sandboxed` reads
-    # them; `classified` refuses every option not listed above).
     effects: dict[str, Effect] = Field(default_factory=dict)
-    # Under `sandboxed` too, an option not listed is not allowed.
     closed: bool = False
-    # find-style options (`-name`, never clustered); `--` does not end the options.
     single_dash_long: bool = False
     no_double_dash: bool = False
-    # Options accepted only before the operands (`find -P PATH EXPRESSION`).
     leading: frozenset[str] = frozenset()
     operands: tuple[str, ...] = ()
-    # Operands are only accepted when one of these options is present (`git branch --list`).
     operands_need: frozenset[str] = frozenset()
-    # These options supply what the first operand role would (`grep -e PATTERN`).
     drops_first: frozenset[str] = frozenset()
-    # One of these options must be present (here or on the parent command), with the reason.
     requires: frozenset[str] = frozenset()
     requires_why: str = ""
-    # `-NUM` (head -5, git log -3) is accepted as a count.
     numeric: bool = False
-    # Short flags may be clustered (`-la`).
     cluster: bool = True
-    # Options may follow operands (GNU getopt); false: the first operand ends the options.
     permute: bool = True
-    # No option parsing at all: every word is an operand (`echo`).
     raw: bool = False
-    # Whole argument lists accepted as they are (`--version`), and what they need.
     exact: tuple[tuple[str, ...], ...] = ()
     exact_caps: frozenset[str] = frozenset()
-    # Nothing but the exact forms is accepted (`python --version`, never `python`).
     exact_only: bool = False
     subcommands: dict[str, Program] = Field(default_factory=dict)
     sub_required: bool = False
-    # The capabilities of a subcommand not listed (`sandboxed`); None: unknown.
     other_sub: frozenset[str] | None = None
     other_sub_why: str = ""
-    # Programs it starts by name through PATH (`tar` runs `gzip`, `zgrep` runs `grep`): each
-    # is checked like the program itself (not from a folder the workspace controls).
     runs: tuple[str, ...] = ()
-    # Words starting with one of these are refused wherever they appear (binutils read
-    # `@FILE` as more options from FILE).
     refuse_prefixes: tuple[str, ...] = ()
-    # The first word may be a bundle of option letters without a dash (`tar tzf A`): its
-    # letters are options, and those taking a value take the next words in order.
     old_style: bool = False
-    # Names the program opens instead of a file operand that is missing (gzip: `NAME.gz`):
-    # suffixes, each appended to every file operand and checked like the operand.
     derives: tuple[str, ...] = ()
-    # Characters refused in file operands, with why (libxml2 decodes `%2E%2E` to `..`).
     refuse_in_paths: dict[str, str] = Field(default_factory=dict)
-    # Whole command lines this entry accepts under `classified`, and ones it refuses:
-    # checked when the classifier loads, and run by the file-access conformance test.
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()
-    # A check of the whole command once options and operands are read (`verify.py`).
     verify: str | None = None
-    # The program can do anything at all (eval, interpreters): every capability.
     anything: bool = False
     wrapper: Wrapper | None = None
-    # A script argument checked by a named checker (`sandboxed`).
     script: Literal["awk", "sed"] | None = None
-    # Operands are variable names the command assigns (`read line`).
     assigns_names: bool = False
-    # Operands that are URLs must use one of these schemes.
     url_schemes: tuple[str, ...] = ()
-    # More operands than this add `positional_caps` (`uniq IN OUT` writes OUT).
     max_positionals: int | None = None
     positional_caps: frozenset[str] = frozenset()
     positional_why: str = ""
     positional_ok_with: frozenset[str] = frozenset()
-
-    # Set by the loader, never by the data: the name checked (`git log`), every option with
-    # its arity, the operand roles; under `sandboxed`, whether some option could add a
-    # non-read capability (an argument that might turn out to be an option cannot be proven
-    # harmless), and the long option names, for GNU-style abbreviations. (Plain fields: the
-    # checkers read them for every word.)
+    # Set by the loader, never by the data (`prepare`).
     label: str = ""
     options: dict[str, Option] = Field(default_factory=dict)
     roles: tuple[Role, ...] = ()
@@ -268,12 +226,8 @@ class Program(OptionSet):
 
     def drops(self, seen: set[str]) -> frozenset[str]:
         """The base capabilities the options in `seen` remove (`gzip -c` writes nothing)."""
-        out: set[str] = set()
-        for name in seen:
-            effect = self.effects.get(name)
-            if effect is not None and not effect.ok_values:
-                out |= effect.drop
-        return frozenset(out)
+        effects = [self.effects.get(name) for name in seen]
+        return frozenset().union(*(e.drop for e in effects if e is not None and not e.ok_values))
 
 
 class Database(BaseModel):

@@ -18,6 +18,18 @@ class GrammarError(Exception):
     pass
 
 
+class Scanner:
+    """A program's text and the position reached in it."""
+
+    def __init__(self, text: str) -> None:
+        self.t = text
+        self.n = len(text)
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.t[self.i] if self.i < self.n else ""
+
+
 def bracket_end(text: str, i: int, delim: str) -> int:
     """`text[i]` is `[`; the index after the bracket expression's `]`."""
     n = len(text)
@@ -47,17 +59,9 @@ def bracket_end(text: str, i: int, delim: str) -> int:
     raise GrammarError("has an unterminated bracket expression")
 
 
-def regex_end(text: str, i: int, delim: str) -> int:
-    """From `i` (just after the opening delimiter), the index of the closing delimiter."""
-    return _delimited_end(text, i, delim, regex=True)
-
-
-def plain_end(text: str, i: int, delim: str) -> int:
-    """Like `regex_end` for text that is not a regex (s/// replacement, y/// sets)."""
-    return _delimited_end(text, i, delim, regex=False)
-
-
-def _delimited_end(text: str, i: int, delim: str, *, regex: bool) -> int:
+def delimited_end(text: str, i: int, delim: str, *, regex: bool) -> int:
+    """From `i` (just after the opening delimiter), the index of the closing delimiter;
+    `regex`: the text is a regular expression (not an s/// replacement or y/// set)."""
     what = "regular expression" if regex else "replacement"
     n = len(text)
     while i < n:
@@ -85,6 +89,9 @@ _S_DELIMS = frozenset("/|#,:@%_+")
 _NUMBER = re.compile(r"[0-9]+")
 _DIGITS = frozenset("0123456789")
 _S_FLAGS = frozenset("gpiImM0123456789")
+_SED_REFUSED = {"w": "writes a file", "W": "writes a file", "e": "runs a command"} | dict.fromkeys(
+    "rR", "reads a file named in the program"
+)
 
 
 def check_sed(script: str) -> str | None:
@@ -95,15 +102,7 @@ def check_sed(script: str) -> str | None:
     return None
 
 
-class _Sed:
-    def __init__(self, text: str) -> None:
-        self.t = text
-        self.n = len(text)
-        self.i = 0
-
-    def peek(self) -> str:
-        return self.t[self.i] if self.i < self.n else ""
-
+class _Sed(Scanner):
     def blanks(self) -> None:
         while self.i < self.n and self.t[self.i] in " \t":
             self.i += 1
@@ -143,15 +142,11 @@ class _Sed:
             return
         if c == "y":
             delim = self.delimiter("y")
-            self.i = plain_end(self.t, self.i, delim) + 1
-            self.i = plain_end(self.t, self.i, delim) + 1
+            self.i = delimited_end(self.t, self.i, delim, regex=False) + 1
+            self.i = delimited_end(self.t, self.i, delim, regex=False) + 1
             return
-        if c in ("w", "W"):
-            raise GrammarError(f"uses `{c}`, which writes a file")
-        if c == "e":
-            raise GrammarError("uses `e`, which runs a command")
-        if c in ("r", "R"):
-            raise GrammarError(f"uses `{c}`, which reads a file named in the program")
+        if c in _SED_REFUSED:
+            raise GrammarError(f"uses `{c}`, which {_SED_REFUSED[c]}")
         shown = c if c else "the end"
         raise GrammarError(
             f"uses `{shown}`, which is not one of the print-only commands p = d q Q s y"
@@ -174,7 +169,7 @@ class _Sed:
             self.number()
             return True
         if c == "/":
-            self.i = regex_end(t, self.i + 1, "/") + 1
+            self.i = delimited_end(t, self.i + 1, "/", regex=True) + 1
             while self.peek() in ("I", "M"):
                 self.i += 1
             return True
@@ -197,8 +192,8 @@ class _Sed:
 
     def substitute(self) -> None:
         delim = self.delimiter("s")
-        self.i = regex_end(self.t, self.i, delim) + 1
-        self.i = plain_end(self.t, self.i, delim) + 1
+        self.i = delimited_end(self.t, self.i, delim, regex=True) + 1
+        self.i = delimited_end(self.t, self.i, delim, regex=False) + 1
         while self.i < self.n and self.t[self.i] in _S_FLAGS:
             self.i += 1
         c = self.peek()

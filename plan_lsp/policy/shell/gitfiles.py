@@ -34,8 +34,8 @@ def files_outside(repo: Path, roots: Sequence[Path], programs: frozenset[str]) -
                 stdin=subprocess.DEVNULL,
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError):
-            return [f"the git configuration of {repo} could not be read for `{key}`"]
-        if proc.returncode not in (0, 1):  # 1: the key is not set
+            proc = None
+        if proc is None or proc.returncode not in (0, 1):  # 1: the key is not set
             return [f"the git configuration of {repo} could not be read for `{key}`"]
         for value in proc.stdout.decode("utf-8", "replace").split("\0"):
             if not value:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 
 _BLANK = " \t"
+# Longest first: what ends a simple command.
+_SEPARATORS = ("&&", "||", "|&", "|", ";")
 _BLANKS = re.compile(r"[ \t]+")
 _META = frozenset(" \t\n;&|()<>")
 _STOP_IN_WORD = frozenset(" \t\n;&|()<>\\'\"$`*?[{}~")
@@ -27,9 +29,7 @@ _BRACES = re.compile(r"\{.*(,|\.\.).*\}", re.S)
 
 
 class LexError(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """What is outside the subset, and why (the exception's text)."""
 
 
 @dataclass(slots=True)
@@ -49,7 +49,6 @@ class Redirect:
     op: str  # ">", ">>", "&>", "&>>", ">&", "<"
     fd: int | None
     target: SWord
-    start: int
     text: str
 
 
@@ -78,9 +77,6 @@ class _Lexer:
         # the tree-sitter reading must agree with.
         self.tokens: list[Token] = []
 
-    def fail(self, reason: str) -> LexError:
-        return LexError(reason)
-
     def snippet(self, start: int, end: int | None = None) -> str:
         stop = self.n if end is None else end
         text = self.s[start:stop]
@@ -98,34 +94,23 @@ class _Lexer:
             elif c == "\n":
                 self.finish(allow_empty=True)
                 self.i += 1
-            elif c == ";":
-                if s.startswith(";;", self.i) or s.startswith(";&", self.i):
-                    raise self.fail(
-                        f"`{s[self.i : self.i + 2]}` only belongs in a `case` statement"
-                    )
-                self.finish(allow_empty=False, token=";")
-                self.i += 1
+            elif s.startswith((";;", ";&"), self.i):
+                raise LexError(f"`{s[self.i : self.i + 2]}` only belongs in a `case` statement")
+            elif c in ";|" or s.startswith("&&", self.i):
+                op = next(op for op in _SEPARATORS if s.startswith(op, self.i))
+                self.finish(allow_empty=False, token=op)
+                self.i += len(op)
             elif c == "#":
                 end = s.find("\n", self.i)
                 self.i = n if end < 0 else end
-            elif c == "|":
-                op = s[self.i : self.i + 2] if s.startswith(("||", "|&"), self.i) else "|"
-                self.finish(allow_empty=False, token=op)
-                self.i += len(op)
-            elif c == "&":
-                if s.startswith("&&", self.i):
-                    self.finish(allow_empty=False, token="&&")
-                    self.i += 2
-                elif s.startswith("&>", self.i):
-                    self.redirect(None, self.i)
-                else:
-                    raise self.fail("`&` runs a command in the background (write:process)")
+            elif c == "&" and not s.startswith("&>", self.i):
+                raise LexError("`&` runs a command in the background (write:process)")
             elif c in "()":
-                raise self.fail(
+                raise LexError(
                     f"`{c}` (a subshell, group or substitution) is not in the allow-list's "
                     "small bash subset"
                 )
-            elif c in "<>":
+            elif c in "<>&":
                 self.redirect(None, self.i)
             else:
                 self.word_or_fd()
@@ -136,18 +121,18 @@ class _Lexer:
         cur = self.cur
         if not cur.words and not cur.redirects:
             if not allow_empty:
-                raise self.fail(f"`{token}` has no command before it")
+                raise LexError(f"`{token}` has no command before it")
             return
         if not cur.words:
-            raise self.fail("a redirection without a command is not allowed")
+            raise LexError("a redirection without a command is not allowed")
         first = cur.words[0]
         if first.text in _RESERVED:
-            raise self.fail(
+            raise LexError(
                 f"`{first.text}` starts a compound command (loops, conditionals, functions "
                 "and the like are not in the allow-list)"
             )
         if _ASSIGNMENT.match(first.text):
-            raise self.fail(f"`{first.text}` assigns a variable (modify:environment)")
+            raise LexError(f"`{first.text}` assigns a variable (modify:environment)")
         self.commands.append(cur)
         self.cur = SimpleCommand()
 
@@ -160,12 +145,16 @@ class _Lexer:
                 self.redirect(int(word.text) if len(word.text) < 4 else 999, start)
                 return
             if _NAMED_FD.match(word.text):
-                raise self.fail(f"`{word.text}{nxt}` allocates a file descriptor into a variable")
+                raise LexError(f"`{word.text}{nxt}` allocates a file descriptor into a variable")
+        self.begin(start)
+        self.tokens.append(("word", word.start, word.end))
+        self.cur.words.append(word)
+
+    def begin(self, start: int) -> None:
+        """A word or redirection at `start` belongs to the current command (which may start)."""
         if self.cur.start < 0:
             self.cur.start = start
             self.tokens.append(("command", start, start))
-        self.tokens.append(("word", word.start, word.end))
-        self.cur.words.append(word)
 
     # -- redirections ----------------------------------------------------------------------
     def redirect(self, fd: int | None, start: int) -> None:
@@ -181,19 +170,17 @@ class _Lexer:
                 "<>": "opening a file for reading and writing",
                 ">|": "overwriting a file despite noclobber",
             }.get(op, "process substitution")
-            raise self.fail(f"`{self.snippet(start, i + 3)}`: {what} is not allowed")
+            raise LexError(f"`{self.snippet(start, i + 3)}`: {what} is not allowed")
         self.i = i + len(op)
         while self.i < self.n and s[self.i] in _BLANK:
             self.i += 1
         if self.i >= self.n or s[self.i] in _META:
-            raise self.fail(f"redirection `{self.snippet(start, self.i)}` has no target")
-        if self.cur.start < 0:
-            self.cur.start = start
-            self.tokens.append(("command", start, start))
+            raise LexError(f"redirection `{self.snippet(start, self.i)}` has no target")
+        self.begin(start)
         self.tokens.append(("redirect", start, start))
         target = self.word()
         self.tokens.append(("word", target.start, target.end))
-        self.cur.redirects.append(Redirect(op, fd, target, start, s[start : target.end]))
+        self.cur.redirects.append(Redirect(op, fd, target, s[start : target.end]))
 
     # -- words -----------------------------------------------------------------------------
     def word(self) -> SWord:
@@ -209,79 +196,58 @@ class _Lexer:
                 return SWord(text, start, end, text)
         value: list[str] = []
         pattern: list[str] = []
-        glob = False
         # The word with every quoted or escaped character replaced by `_`: brace expansion
         # only sees unquoted `{`, `,`, `..` and `}`.
         skeleton: list[str] = []
+
+        def add(text: str, quoted: bool) -> None:
+            value.append(text)
+            pattern.append(_escape_glob(text) if quoted else "[[]" if text == "[" else text)
+            skeleton.append("_" if quoted else text)
+
+        glob = False
         i = start
         while i < n:
             c = s[i]
             if c not in _STOP_IN_WORD:
                 j = _PLAIN_RUN.match(s, i).end()  # type: ignore[union-attr]
-                chunk = s[i:j]
-                value.append(chunk)
-                pattern.append(chunk)
-                skeleton.append(chunk)
+                add(s[i:j], quoted=False)
                 i = j
-                continue
-            if c in _META:
+            elif c in _META:
                 break
-            if c == "\\":
+            elif c == "\\":
                 if i + 1 >= n:
-                    raise self.fail("the command ends in a lone backslash")
-                nxt = s[i + 1]
+                    raise LexError("the command ends in a lone backslash")
+                if s[i + 1] != "\n":
+                    add(s[i + 1], quoted=True)
                 i += 2
-                if nxt != "\n":
-                    value.append(nxt)
-                    pattern.append(_escape_glob(nxt))
-                    skeleton.append("_")
             elif c == "'":
                 end = s.find("'", i + 1)
                 if end < 0:
-                    raise self.fail(f"the quote at `{self.snippet(i)}` is never closed")
-                lit = s[i + 1 : end]
-                value.append(lit)
-                pattern.append(_escape_glob(lit))
-                skeleton.append("_")
+                    raise LexError(f"the quote at `{self.snippet(i)}` is never closed")
+                add(s[i + 1 : end], quoted=True)
                 i = end + 1
             elif c == '"':
-                i = self.double_quoted(i, value, pattern)
-                skeleton.append("_")
+                literal, i = self.double_quoted(i)
+                add(literal, quoted=True)
             elif c in "$`":
                 what = "command substitution" if c == "`" else "expansion"
-                raise self.fail(
+                raise LexError(
                     f"`{self.snippet(i, i + 12)}`: {what} makes the word known only at run time"
                 )
-            elif c in "*?":
-                glob = True
-                value.append(c)
-                pattern.append(c)
-                skeleton.append(c)
-                i += 1
-            elif c == "[":
-                if "]" in self.rest_of_word(i):
-                    raise self.fail(
+            else:  # an unquoted `*`, `?`, `[`, `{`, `}` or `~`
+                if c == "[" and "]" in self.rest_of_word(i):
+                    raise LexError(
                         f"`{self.snippet(start, i + 1)}`: an unquoted `[` starts a glob bracket "
                         "expression; quote it"
                     )
-                value.append(c)
-                pattern.append("[[]")
-                skeleton.append(c)
-                i += 1
-            elif c in "{}":
-                value.append(c)
-                pattern.append(c)
-                skeleton.append(c)
-                i += 1
-            else:  # "~"
-                if i == start or s[i - 1] in "=:":
-                    raise self.fail(
+                if c == "~" and (i == start or s[i - 1] in "=:"):
+                    raise LexError(
                         f"`{self.snippet(start, i + 2)}`: an unquoted `~` expands to a home "
                         "directory; quote it"
                     )
-                value.append(c)
-                pattern.append(c)
-                skeleton.append(c)
+                glob = glob or c in "*?"
+                add(c, quoted=False)
                 i += 1
         self.i = i
         # A trailing backslash-newline only joins lines; the word ends before it.
@@ -289,7 +255,7 @@ class _Lexer:
             i -= 2
         text = s[start:i]
         if _BRACES.search("".join(skeleton)):
-            raise self.fail(f"`{text}`: brace expansion turns one word into several")
+            raise LexError(f"`{text}`: brace expansion turns one word into several")
         joined = "".join(value)
         return SWord(joined, start, i, text, glob, "".join(pattern) if glob else "")
 
@@ -300,18 +266,19 @@ class _Lexer:
             j += 1
         return self.s[i:j]
 
-    def double_quoted(self, i: int, value: list[str], pattern: list[str]) -> int:
+    def double_quoted(self, i: int) -> tuple[str, int]:
+        """The text inside the double quotes opening at `i`, and the index after them."""
         s, n = self.s, self.n
         j = i + 1
         parts: list[str] = []
         while True:
             if j >= n:
-                raise self.fail(f"the quote at `{self.snippet(i)}` is never closed")
+                raise LexError(f"the quote at `{self.snippet(i)}` is never closed")
             c = s[j]
             if c == '"':
                 break
             if c in "$`":
-                raise self.fail(
+                raise LexError(
                     f"`{self.snippet(j, j + 12)}` inside double quotes is expanded at run time"
                 )
             if c == "\\" and j + 1 < n:
@@ -325,10 +292,7 @@ class _Lexer:
                     continue
             parts.append(c)
             j += 1
-        lit = "".join(parts)
-        value.append(lit)
-        pattern.append(_escape_glob(lit))
-        return j + 1
+        return "".join(parts), j + 1
 
 
 def lex(src: str) -> list[SimpleCommand]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal
 
 CAPABILITIES: frozenset[str] = frozenset(
@@ -117,27 +116,12 @@ class Findings:
         return Classification(
             ok,
             frozenset(self.caps),
-            _dedupe(reasons),
+            list(dict.fromkeys(reasons)),
             protection,
             frozenset(self.programs),
             frozenset(self.git_dirs),
         )
 
 
-def _dedupe(items: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
-
-
 def caps_text(caps: frozenset[str] | set[str]) -> str:
-    return _caps_text(frozenset(caps))
-
-
-@lru_cache(maxsize=256)
-def _caps_text(caps: frozenset[str]) -> str:
     return ", ".join(sorted(caps))

@@ -20,6 +20,21 @@ def _get_parser() -> Parser:
     return _parser
 
 
+def node_text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+def descendants(node: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(child.children)
+    return found
+
+
 def parse(source: str) -> Node:
     return _get_parser().parse(source.encode("utf-8")).root_node
 

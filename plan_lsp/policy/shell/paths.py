@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from plan_lsp.policy.sandbox.layout import HiddenRules, hidden_rules
@@ -22,6 +23,7 @@ MAX_GLOB_MATCHES = 2000
 # checked (`compound.py`): a revision for git, never a file to read (a repository could ship a
 # link named like the object name its history will print).
 OBJECT_NAME_PLACEHOLDER = "0" * 40
+_GLOB_ESCAPE = re.compile(r"\[(.)\]", re.S)
 
 
 @lru_cache(maxsize=64)
@@ -40,14 +42,11 @@ class PathPolicy:
         self.harmless = harmless
         # The PATH programs are looked up in (checked for directories the workspace controls).
         self.path_variable = os.environ.get("PATH", "")
-        self._hidden: HiddenRules | None = None
 
-    @property
+    @cached_property
     def hidden(self) -> HiddenRules:
         """What the plan sandbox hides inside the roots (`layout.hidden_rules`)."""
-        if self._hidden is None:
-            self._hidden = hidden_rules(self.roots, os.environ)
-        return self._hidden
+        return hidden_rules(self.roots, os.environ)
 
     def hidden_problem(self, raw: str, real: str, *, holding: bool = True) -> str | None:
         """Why `raw` (resolving to `real`) lies in a hidden place, or (`holding`) is a folder
@@ -216,7 +215,7 @@ class PathPolicy:
                 for shown, where in candidates:
                     full = os.path.join(where, name)
                     if os.path.lexists(full):
-                        nxt.append((_join(shown, name), full))
+                        nxt.append((os.path.join(shown, name), full))
             else:
                 for shown, where in candidates:
                     try:
@@ -230,7 +229,7 @@ class PathPolicy:
                         if fnmatch.fnmatchcase(entry, part):
                             full = os.path.join(where, entry)
                             if last or os.path.isdir(full):
-                                nxt.append((_join(shown, entry), full))
+                                nxt.append((os.path.join(shown, entry), full))
                     if len(nxt) > MAX_GLOB_MATCHES:
                         return None
             candidates = nxt
@@ -245,21 +244,6 @@ def _home_git(home: str) -> str:
     return os.path.join(os.path.realpath(home), ".git")
 
 
-def _join(shown: str, name: str) -> str:
-    if not shown:
-        return name
-    return shown + name if shown.endswith("/") else shown + "/" + name
-
-
 def fnmatch_unescape(part: str) -> str:
     """Undo the `[c]` escapes the lexer puts around quoted glob characters."""
-    out: list[str] = []
-    i = 0
-    while i < len(part):
-        if part[i] == "[" and i + 2 < len(part) and part[i + 2] == "]":
-            out.append(part[i + 1])
-            i += 3
-        else:
-            out.append(part[i])
-            i += 1
-    return "".join(out)
+    return _GLOB_ESCAPE.sub(r"\1", part)

@@ -26,34 +26,35 @@ def program_problem(name: str, policy: PathPolicy) -> str | None:
         return None
     path = policy.path_variable
     risky = _risky_path_dirs(path, policy.roots)
-    if risky:
-        for entry in path.split(":"):
-            candidate = os.path.join(entry or ".", name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                if entry in risky:
-                    return (
-                        f"`{name}` would run {candidate} (PATH lists `{entry or '.'}`, a "
-                        "directory the workspace controls)"
-                    )
-                break
-    found = _resolve(name, path)
-    if found is not None:
-        for marker in database().workspace_selected_shims:
-            if marker in found:
-                return (
-                    f"`{name}` runs {found}, a version-manager shim that chooses the real "
-                    "program from files in the workspace; without a sandbox that is not allowed"
-                )
+    # Looked up afresh where the workspace controls a PATH directory: its files may change.
+    found = _which(name, path) if risky else _cached_which(name, path)
+    if found is None:
+        return None
+    entry, program = found
+    if entry in risky:
+        return (
+            f"`{name}` would run {program} (PATH lists `{entry or '.'}`, a "
+            "directory the workspace controls)"
+        )
+    for marker in database().workspace_selected_shims:
+        if marker in program:
+            return (
+                f"`{name}` runs {program}, a version-manager shim that chooses the real "
+                "program from files in the workspace; without a sandbox that is not allowed"
+            )
     return None
 
 
-@lru_cache(maxsize=256)
-def _resolve(name: str, path: str) -> str | None:
+def _which(name: str, path: str) -> tuple[str, str] | None:
+    """The PATH entry where `name` is found, and the program's path."""
     for entry in path.split(":"):
         candidate = os.path.join(entry or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
+            return entry, candidate
     return None
+
+
+_cached_which = lru_cache(maxsize=256)(_which)
 
 
 @lru_cache(maxsize=32)

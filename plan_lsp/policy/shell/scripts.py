@@ -16,9 +16,7 @@ _WRITE = frozenset({"write:filesystem"})
 
 
 def check_script(kind: str, script: str) -> Problem | None:
-    if kind == "awk":
-        return _check_awk(script)
-    return _check_sed(script)
+    return _check_awk(script) if kind == "awk" else _check_sed(script)
 
 
 # awk --------------------------------------------------------------------------------
@@ -35,9 +33,8 @@ def _check_awk(script: str) -> Problem | None:
     found = _AWK_DENIED_WORDS.search(code.replace("||", "  "))
     if found:
         return _WRITE_EXEC, f"uses `{found.group(0)}`, which can run commands or write files"
-    for match in _PRINT.finditer(code):
-        if _redirects(code, match.end()):
-            return _WRITE, "sends `print` output to a file"
+    if any(_redirects(code, match.end()) for match in _PRINT.finditer(code)):
+        return _WRITE, "sends `print` output to a file"
     return None
 
 
@@ -91,7 +88,11 @@ def _redirects(code: str, start: int) -> bool:
 
 
 # sed --------------------------------------------------------------------------------
-_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/I?)")
+# An address, or a range of two (`1,5`, `/a/,+2`).
+_ADDRESS = re.compile(
+    r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n])*/I?)"
+    r"(?:,\s*(?:[+~]?\d+|\$|/(?:\\.|[^/\\\n])*/I?))?"
+)
 _SIMPLE_COMMANDS = frozenset("pdDnNPhHgGxlzF=qQ{}")
 _TEXT_COMMANDS = frozenset("aic")
 _READ_COMMANDS = frozenset("rR")
@@ -145,14 +146,7 @@ def _check_sed(script: str) -> Problem | None:
 
 def _skip_address(script: str, i: int) -> int:
     m = _ADDRESS.match(script, i)
-    if not m:
-        return i
-    i = m.end()
-    if i < len(script) and script[i] == ",":
-        m2 = re.compile(r"\s*(?:[+~]?\d+|\$|/(?:\\.|[^/\\\n])*/I?)").match(script, i + 1)
-        if m2:
-            i = m2.end()
-    return i
+    return m.end() if m else i
 
 
 def _skip_s_or_y(script: str, i: int, cmd: str) -> int | Problem:

@@ -11,24 +11,21 @@ from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argcheck import ArgCheck
 from plan_lsp.policy.shell.compound import (
+    STATIC_PARTS,
+    WORD_NODES,
     FlowError,
-    descendants,
     flatten,
     needs_flow,
-    node_text,
 )
 from plan_lsp.policy.shell.lexer import LexError, Redirect, SWord, Token, lex_with_tokens
 from plan_lsp.policy.shell.model import Findings
-from plan_lsp.policy.shell.parser import parse, snippet_of_error
-from plan_lsp.policy.shell.programs import program_problem
+from plan_lsp.policy.shell.parser import descendants, node_text, parse, snippet_of_error
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
     from plan_lsp.policy.shell.paths import PathPolicy
 
-_WORD_NODES = frozenset({"word", "string", "raw_string", "concatenation", "number"})
-_WORD_PARTS = frozenset({"word", "string", "raw_string", "string_content", "number", '"'})
 _CONTAINERS = frozenset({"program", "list", "pipeline", "redirected_statement", "command"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "|&", "\n"})
 _OUTPUT_OPS = frozenset({">", ">>", "&>", "&>>"})
@@ -43,7 +40,7 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
         if not root.has_error and needs_flow(root):
             _classify_flow(cmd, root, findings, policy)
         else:
-            findings.unproven(exc.reason)
+            findings.unproven(str(exc))
         return
     if not commands:
         findings.unproven("the command line has no command in it")
@@ -63,7 +60,7 @@ def classify_strict(cmd: str, findings: Findings, policy: PathPolicy) -> None:
     if problem is not None:
         findings.unproven(problem)
         return
-    check = ArgCheck(findings, policy, program_problem)
+    check = ArgCheck(findings, policy)
     for command in commands:
         for redirect in command.redirects:
             _redirect(redirect, findings, policy)
@@ -77,9 +74,6 @@ MAX_DIRECTORIES = 16
 def _classify_flow(cmd: str, root: Node, findings: Findings, policy: PathPolicy) -> None:
     """Loops, conditionals, groups, `[ ]`, here-documents, `cd` (`compound.py`): every simple
     command that may run is checked alone, from every directory it may run in."""
-    if root.has_error:
-        findings.unproven(f"the command does not parse as complete bash{snippet_of_error(root)}")
-        return
     problem = policy.cwd_problem()
     if problem is not None:
         findings.unproven(problem)
@@ -92,7 +86,7 @@ def _classify_flow(cmd: str, root: Node, findings: Findings, policy: PathPolicy)
     try:
         pieces = flatten(cmd, root, expand)
     except FlowError as exc:
-        findings.unproven(exc.reason)
+        findings.unproven(str(exc))
         return
     if not pieces:
         findings.unproven("the command line has no command in it")
@@ -126,7 +120,7 @@ def _piece(text: str, findings: Findings, policy: PathPolicy) -> str | None:
     try:
         commands, tokens = lex_with_tokens(text)
     except LexError as exc:
-        findings.unproven(exc.reason)
+        findings.unproven(str(exc))
         return None
     root = parse(text)
     if root.has_error or len(commands) != 1:
@@ -141,7 +135,7 @@ def _piece(text: str, findings: Findings, policy: PathPolicy) -> str | None:
         _redirect(redirect, findings, policy)
     if command.words[0].value == "cd" and not command.words[0].glob:
         return _cd(command.words, findings, policy)
-    ArgCheck(findings, policy, program_problem).simple(command.words)
+    ArgCheck(findings, policy).simple(command.words)
     return None
 
 
@@ -150,10 +144,9 @@ _CD_FLAGS = frozenset({"-L", "-P", "-e", "-@"})
 
 def _cd(words: list[SWord], findings: Findings, policy: PathPolicy) -> str | None:
     """`cd DIR`: where it leads, or None (refused, with the reason)."""
-    args = [w for w in words[1:]]
+    args = words[1:]
     while args and args[0].value in _CD_FLAGS | {"--"}:
-        done = args.pop(0).value == "--"
-        if done:
+        if args.pop(0).value == "--":
             break
     if len(args) != 1:
         findings.unproven(
@@ -165,11 +158,10 @@ def _cd(words: list[SWord], findings: Findings, policy: PathPolicy) -> str | Non
     if word.glob and policy.glob_matches(word.pattern):
         findings.unproven(f"`cd {word.text}`: a glob as the directory; write the name")
         return None
-    if raw == "-" or raw.startswith("-"):
+    if raw.startswith("-"):
         findings.unproven(f"`cd {word.text}`: an option or the previous directory")
         return None
-    parts = raw.split("/")
-    if ".." in parts:
+    if ".." in raw.split("/"):
         findings.unproven(
             f"`cd {word.text}`: `..` is taken from the path bash remembers, which may differ "
             "from where the directory really is; name the directory from the workspace"
@@ -208,9 +200,7 @@ def _redirect(r: Redirect, findings: Findings, policy: PathPolicy) -> None:
             )
         return
     if r.op == ">&":
-        if target.value in ("1", "2"):
-            return
-        if target.value == _SINK and r.fd is None:
+        if target.value in ("1", "2") or (target.value == _SINK and r.fd is None):
             return
         findings.unproven(f"redirection `{r.text}` is not one of `2>&1`, `>&2`, `>&/dev/null`")
         return
@@ -254,7 +244,7 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
     while stack:
         node = stack.pop()
         kind = node.type
-        if kind in _WORD_NODES:
+        if kind in WORD_NODES:
             problem = _static_word(node, out)
             if problem is not None:
                 return problem
@@ -274,7 +264,7 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
             stack.extend(reversed(node.children))
         elif kind == "file_redirect":
             out.append(("redirect", node.start_byte, node.start_byte))
-            stack.extend(reversed([c for c in node.children if c.type in _WORD_NODES]))
+            stack.extend(reversed([c for c in node.children if c.type in WORD_NODES]))
         elif kind == "comment" or (not node.is_named and kind in _SEPARATORS):
             continue
         else:
@@ -285,7 +275,7 @@ def _tree_tokens(root: Node, out: list[Token]) -> str | None:
 def _static_word(node: Node, out: list[Token]) -> str | None:
     """A word made of static parts only, added to `out`; else why not."""
     for part in descendants(node):
-        if part.type not in _WORD_PARTS:
+        if part.type not in STATIC_PARTS:
             return f"`{node_text(node)}` contains `{node_text(part)}`, which is not a static word"
     out.append(("word", node.start_byte, node.end_byte))
     return None
@@ -293,7 +283,7 @@ def _static_word(node: Node, out: list[Token]) -> str | None:
 
 def _test_words(node: Node, out: list[Token]) -> str | None:
     for child in node.children:
-        if child.type in _WORD_NODES:
+        if child.type in WORD_NODES:
             problem = _static_word(child, out)
             if problem is not None:
                 return problem

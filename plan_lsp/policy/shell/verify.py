@@ -24,7 +24,6 @@ class Context:
     # The directory relative paths start from.
     base: str
     seen: frozenset[str]
-    values: dict[str, list[str]]
     operands: Sequence[SWord]
 
 
@@ -35,18 +34,12 @@ _GNU_LINE = re.compile(r"([0-9A-Fa-f]+) [ *](.*)\Z", re.S)
 _BSD_LINE = re.compile(r"([A-Za-z0-9-]+) ?\((.*)\) ?= ?([0-9A-Za-z+/=]+)\Z", re.S)
 
 
+_ESCAPES = {"n": "\n", "\\": "\\", "r": "\r"}
+_ESCAPED = re.compile(r"\\(.)", re.S)
+
+
 def _unescape(name: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(name):
-        if name[i] == "\\" and i + 1 < len(name):
-            nxt = name[i + 1]
-            out.append({"n": "\n", "\\": "\\", "r": "\r"}.get(nxt, "\\" + nxt))
-            i += 2
-        else:
-            out.append(name[i])
-            i += 1
-    return "".join(out)
+    return _ESCAPED.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), name)
 
 
 def _checksum_list(ctx: Context) -> str | None:
@@ -279,10 +272,9 @@ def verify_command(
     policy: PathPolicy,
     base: str,
     seen: set[str],
-    values: dict[str, list[str]],
     operands: Sequence[SWord],
 ) -> str | None:
     check = VERIFIERS.get(name)
     if check is None:
         return f"has no whole-command check `{name}`"
-    return check(Context(policy, base, frozenset(seen), values, operands))
+    return check(Context(policy, base, frozenset(seen), operands))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from plan_lsp.policy.shell.argv import classify_argv
 from plan_lsp.policy.shell.model import Findings
-from plan_lsp.policy.shell.parser import parse, snippet_of_error
+from plan_lsp.policy.shell.parser import node_text, parse, snippet_of_error
 from plan_lsp.policy.shell.words import Word, resolve
 
 if TYPE_CHECKING:
@@ -57,11 +57,6 @@ _TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\[-]*\Z")
 
 
-def _text(node: Node) -> str:
-    raw = node.text
-    return raw.decode("utf-8", "replace") if raw is not None else ""
-
-
 class Walker:
     """Accumulates findings for one command line (and the lines nested inside it)."""
 
@@ -81,7 +76,7 @@ class Walker:
                 inner.statement(child)
             elif child.type not in ("$(", ")", "`", "<(", ">("):
                 self.f.unproven(
-                    f"`{_text(node)}` is a substitution this checker does not understand"
+                    f"`{node_text(node)}` is a substitution this checker does not understand"
                 )
 
     def refuse(self, reason: str) -> None:
@@ -118,7 +113,7 @@ class Walker:
         elif kind == "function_definition":
             body = node.child_by_field_name("body")
             if body is None:
-                self.f.unproven(f"function definition `{_text(node)[:40]}` has no body")
+                self.f.unproven(f"function definition `{node_text(node)[:40]}` has no body")
             else:
                 self.statement(body)
         elif kind == "test_command":
@@ -126,10 +121,12 @@ class Walker:
         elif kind == "comment":
             pass
         elif kind in ("variable_assignment", "variable_assignments"):
-            self.f.add(_ENV, f"`{_text(node)}` sets a shell variable (modify:environment)")
+            self.f.add(_ENV, f"`{node_text(node)}` sets a shell variable (modify:environment)")
             self.words_inside(node)
         elif kind in ("declaration_command", "unset_command"):
-            self.f.add(_ENV, f"`{_text(node)[:60]}` changes shell variables (modify:environment)")
+            self.f.add(
+                _ENV, f"`{node_text(node)[:60]}` changes shell variables (modify:environment)"
+            )
             self.words_inside(node)
         elif kind in _REDIRECTS:
             self.redirect(node)
@@ -137,7 +134,7 @@ class Walker:
             self.heredoc_body(node)
         else:
             self.f.unproven(
-                f"`{_text(node)[:60]}` is a shell construct this checker does not understand"
+                f"`{node_text(node)[:60]}` is a shell construct this checker does not understand"
             )
 
     def children(self, node: Node) -> None:
@@ -171,18 +168,21 @@ class Walker:
         elif token.type not in _HARMLESS_TOKENS:
             self.f.unproven(f"`{token.type}` is a shell construct this checker does not understand")
 
+    def part(self, node: Node) -> None:
+        """A part of a loop or `case`: a word, a statement or a token."""
+        if node.type in _WORD_TYPES:
+            resolve(node, self)
+        elif node.is_named:
+            self.statement(node)
+        else:
+            self.children_token(node)
+
     def for_loop(self, node: Node) -> None:
         for child in node.children:
             if child.type == "variable_name":
-                self.local_name(_text(child), "a `for` loop")
-            elif child.type == "do_group":
-                self.statement(child)
-            elif child.type in _WORD_TYPES:
-                resolve(child, self)
-            elif child.is_named:
-                self.statement(child)
+                self.local_name(node_text(child), "a `for` loop")
             else:
-                self.children_token(child)
+                self.part(child)
 
     def local_name(self, name: str, where: str) -> None:
         if not _LOCAL_NAME.match(name):
@@ -194,23 +194,11 @@ class Walker:
 
     def case(self, node: Node) -> None:
         for child in node.children:
-            if child.type == "case_item":
-                for part in child.children:
-                    if part.type in _WORD_TYPES:
-                        resolve(part, self)
-                    elif part.is_named:
-                        self.statement(part)
-                    else:
-                        self.children_token(part)
-            elif child.type in _WORD_TYPES:
-                resolve(child, self)
-            elif child.is_named:
-                self.statement(child)
-            else:
-                self.children_token(child)
+            for part in child.children if child.type == "case_item" else [child]:
+                self.part(part)
 
     def test(self, node: Node) -> None:
-        double = _text(node).startswith("[[")
+        double = node_text(node).startswith("[[")
         stack = list(node.children)
         while stack:
             child = stack.pop()
@@ -218,9 +206,9 @@ class Walker:
             if kind in _WORD_TYPES:
                 resolve(child, self)
             elif kind == "test_operator":
-                if double and _text(child) in _TEST_ARITHMETIC:
+                if double and node_text(child) in _TEST_ARITHMETIC:
                     self.f.unproven(
-                        f"`{_text(child)}` inside `[[ ]]` evaluates operands as arithmetic, "
+                        f"`{node_text(child)}` inside `[[ ]]` evaluates operands as arithmetic, "
                         "which can run commands hidden in variable values (use `[ ]`)"
                     )
             elif kind in ("binary_expression", "unary_expression", "parenthesized_expression"):
@@ -228,7 +216,7 @@ class Walker:
             elif kind == "regex" or not child.is_named:
                 continue
             else:
-                self.f.unproven(f"`{_text(child)[:60]}` inside a test is not understood")
+                self.f.unproven(f"`{node_text(child)[:60]}` inside a test is not understood")
 
     def heredoc_body(self, node: Node) -> None:
         for child in node.named_children:
@@ -270,34 +258,29 @@ class Walker:
                 # tree-sitter hangs later words on the redirection; bash passes them to the
                 # command as arguments.
                 resolve(child, self)
+        text = node_text(node)
         if dest is None:
-            self.f.unproven(f"redirection `{_text(node)}` is not understood")
+            self.f.unproven(f"redirection `{text}` is not understood")
             return
+        network = dest.value is not None and dest.value.startswith(_NETWORK_DEVICES)
         if op in ("<", "<<<"):
-            if dest.value is not None and dest.value.startswith(_NETWORK_DEVICES):
-                self.f.add(_NETWORK, f"`{_text(node)}` opens a network connection (read:network)")
+            if network:
+                self.f.add(_NETWORK, f"`{text}` opens a network connection (read:network)")
             return
-        if op in (">&", "<&", ">&-", "<&-"):
-            if dest.value is not None and (_ASCII_DIGITS.match(dest.value) or dest.value == "-"):
-                return
-            if op == "<&":
-                self.f.unproven(f"redirection `{_text(node)}` is not understood")
-                return
-        elif op not in _WRITE_REDIRECTS:
-            self.f.unproven(f"redirection `{_text(node)}` is not understood")
-            return
-        if dest.value == _HARMLESS_SINK:
-            return
-        if dest.value is not None and dest.value.startswith(_NETWORK_DEVICES):
+        if op in (">&", "<&", ">&-", "<&-") and dest.value is not None:
+            if _ASCII_DIGITS.match(dest.value) or dest.value == "-":
+                return  # a descriptor copied or closed
+        if op not in _WRITE_REDIRECTS and op not in (">&", ">&-", "<&-"):
+            self.f.unproven(f"redirection `{text}` is not understood")
+        elif network:
             self.f.add(
-                _NETWORK,
-                f"`{_text(node)}` opens a network connection (read:network, write:network)",
+                _NETWORK, f"`{text}` opens a network connection (read:network, write:network)"
             )
-            return
-        self.f.add(
-            _WRITE_FS,
-            f"`{_text(node)}` writes to a file; only `/dev/null` is harmless (write:filesystem)",
-        )
+        elif dest.value != _HARMLESS_SINK:
+            self.f.add(
+                _WRITE_FS,
+                f"`{text}` writes to a file; only `/dev/null` is harmless (write:filesystem)",
+            )
 
     # Simple commands ----------------------------------------------------------------
     def command(self, node: Node) -> None:
@@ -308,14 +291,14 @@ class Walker:
             if kind == "variable_assignment":
                 self.f.add(
                     _ENV,
-                    f"`{_text(child)}` changes the environment of the command it prefixes "
+                    f"`{node_text(child)}` changes the environment of the command it prefixes "
                     "(modify:environment)",
                 )
                 self.words_inside(child)
             elif kind == "command_name":
                 inner = child.named_children
                 if len(inner) != 1:
-                    self.f.unproven(f"command name `{_text(child)}` is not understood")
+                    self.f.unproven(f"command name `{node_text(child)}` is not understood")
                     return
                 name = resolve(inner[0], self)
             elif kind in _REDIRECTS:
@@ -323,11 +306,11 @@ class Walker:
             elif kind in _WORD_TYPES:
                 args.append(resolve(child, self))
             elif kind in ("subscript", "comment"):
-                self.f.unproven(f"`{_text(child)}` is not understood here")
+                self.f.unproven(f"`{node_text(child)}` is not understood here")
             else:
-                self.f.unproven(f"`{_text(child)[:60]}` inside a command is not understood")
+                self.f.unproven(f"`{node_text(child)[:60]}` inside a command is not understood")
         if name is None:
-            self.f.unproven(f"`{_text(node)[:60]}` has no command name")
+            self.f.unproven(f"`{node_text(node)[:60]}` has no command name")
             return
         self.simple(name, args)
 

@@ -11,14 +11,17 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from plan_lsp.policy.shell.parser import node_text
+
 if TYPE_CHECKING:
     from tree_sitter import Node
 
 _GLOB_CHARS = frozenset("*?[")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
-_ASCII_DIGITS = re.compile(r"[0-9]+\Z")
 _ASSIGNING_OPERATORS = frozenset({"=", ":=", "@"})
-_DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\')
+_ESCAPED = re.compile(r"\\(.)", re.S)
+# Inside double quotes a backslash escapes only these (and joins lines before a newline).
+_DQ_ESCAPED = re.compile(r'\\([$`"\\\n])')
 
 
 @dataclass(slots=True)
@@ -50,7 +53,7 @@ _PLAIN_SPECIAL = frozenset("\\*?[{")
 
 def resolve(node: Node, sink: WordSink) -> Word:
     kind = node.type
-    text = _text(node)
+    text = node_text(node)
     # Fast paths for the common cases: a bare word without escapes or globs, 'quoted'.
     if kind == "word" and _PLAIN_SPECIAL.isdisjoint(text):
         return Word(text, text, False, not text.startswith("-"))
@@ -76,34 +79,21 @@ def resolve(node: Node, sink: WordSink) -> Word:
     return Word(text, value, state.glob, operand_safe)
 
 
+@dataclass(slots=True)
 class _State:
-    __slots__ = ("dynamic", "glob", "splits", "static_prefix_len")
+    dynamic: bool = False
+    glob: bool = False
+    splits: bool = False
+    static_prefix_len: int = -1
 
-    def __init__(self) -> None:
-        self.dynamic = False
-        self.glob = False
-        self.splits = False
-        self.static_prefix_len = -1
-
-    def mark_dynamic(self, parts: list[str], quoted: bool) -> None:
-        """From here on the value is unknown; unquoted expansions may split into words."""
+    def mark_dynamic(self, parts: list[str], *, splits: bool = False, glob: bool = False) -> None:
+        """From here on the value is unknown: an unquoted expansion may split into words; a
+        glob's every resulting word still starts with the fixed prefix."""
         if not self.dynamic and self.static_prefix_len < 0:
             self.static_prefix_len = len(parts)
         self.dynamic = True
-        if not quoted:
-            self.splits = True
-
-    def mark_glob(self, parts: list[str]) -> None:
-        """File name generation: every resulting word still starts with the fixed prefix."""
-        if not self.dynamic and self.static_prefix_len < 0:
-            self.static_prefix_len = len(parts)
-        self.dynamic = True
-        self.glob = True
-
-
-def _text(node: Node) -> str:
-    raw = node.text
-    return raw.decode("utf-8", "replace") if raw is not None else ""
+        self.splits |= splits
+        self.glob |= glob
 
 
 def _collect(
@@ -111,38 +101,38 @@ def _collect(
 ) -> None:
     kind = node.type
     if kind == "word" or kind == "number":
-        raw = _text(node)
+        raw = node_text(node)
         value, has_glob = _unescape_unquoted(raw)
         if has_glob:
             # The fixed text before the first glob character still counts as a prefix.
             cut = min(raw.find(c) for c in _GLOB_CHARS if c in raw) if "\\" not in raw else 0
             parts.append(raw[:cut])
-            state.mark_glob(parts)
-            value = value[cut:] if cut else value
+            state.mark_dynamic(parts, glob=True)
+            value = value[cut:]
         parts.append(value)
-        unquoted.append(_text(node))
+        unquoted.append(raw)
     elif kind == "raw_string":
-        parts.append(_text(node)[1:-1])
+        parts.append(node_text(node)[1:-1])
         unquoted.append("_")
     elif kind == "string":
         for child in node.named_children:
             if child.type == "string_content":
-                parts.append(_unescape_double(_text(child)))
+                parts.append(_DQ_ESCAPED.sub(_unescape, node_text(child)))
             else:
                 _dynamic_piece(child, sink, parts, state, quoted=True)
         unquoted.append("_")
     elif kind == "ansi_c_string":
-        body = _text(node)[2:-1]
+        body = node_text(node)[2:-1]
         if "\\" in body:
-            state.mark_dynamic(parts, quoted=True)
+            state.mark_dynamic(parts)
         parts.append(body)
         unquoted.append("_")
     elif kind == "concatenation":
         for child in node.children:
             _collect(child, sink, parts, unquoted, state)
     elif kind in ("brace_expression", "extglob_pattern"):
-        state.mark_glob(parts)
-        parts.append(_text(node))
+        state.mark_dynamic(parts, glob=True)
+        parts.append(node_text(node))
     else:
         _dynamic_piece(node, sink, parts, state, quoted=False)
         unquoted.append("_")
@@ -162,11 +152,11 @@ def _dynamic_piece(
                 _dynamic_piece(child, sink, parts, state, quoted=True)
     elif kind == "arithmetic_expansion":
         sink.refuse(
-            f"arithmetic expansion `{_text(node)}` can run commands hidden in variable values"
+            f"arithmetic expansion `{node_text(node)}` can run commands hidden in variable values"
         )
     else:
-        sink.refuse(f"`{_text(node)}` is a shell construct this checker does not understand")
-    state.mark_dynamic(parts, quoted)
+        sink.refuse(f"`{node_text(node)}` is a shell construct this checker does not understand")
+    state.mark_dynamic(parts, splits=not quoted)
 
 
 def _check_expansion(node: Node, sink: WordSink) -> None:
@@ -174,18 +164,18 @@ def _check_expansion(node: Node, sink: WordSink) -> None:
         kind = child.type
         if not child.is_named:
             if kind in _ASSIGNING_OPERATORS:
-                sink.assigns(f"`{_text(node)}` assigns a shell variable")
+                sink.assigns(f"`{node_text(node)}` assigns a shell variable")
             continue
         if kind in ("variable_name", "special_variable_name", "regex"):
             continue
         if kind == "subscript":
             index = child.child_by_field_name("index")
             if index is None or (
-                _text(index) not in ("@", "*")
-                and not (_text(index).isascii() and _text(index).isdigit())
+                node_text(index) not in ("@", "*")
+                and not (node_text(index).isascii() and node_text(index).isdigit())
             ):
                 sink.refuse(
-                    f"array index in `{_text(node)}` is evaluated as arithmetic, "
+                    f"array index in `{node_text(node)}` is evaluated as arithmetic, "
                     "which can run commands hidden in variable values"
                 )
             continue
@@ -193,42 +183,12 @@ def _check_expansion(node: Node, sink: WordSink) -> None:
         resolve(child, sink)
 
 
+def _unescape(match: re.Match[str]) -> str:
+    """A backslash-newline joins lines; any other escaped character stands for itself."""
+    return "" if match.group(1) == "\n" else match.group(1)
+
+
 def _unescape_unquoted(text: str) -> tuple[str, bool]:
-    if "\\" not in text:
-        return text, any(c in _GLOB_CHARS for c in text)
-    out: list[str] = []
-    has_glob = False
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-            continue
-        if c in _GLOB_CHARS:
-            has_glob = True
-        out.append(c)
-        i += 1
-    return "".join(out), has_glob
-
-
-def _unescape_double(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "\n":
-                i += 2
-                continue
-            if nxt in _DOUBLE_QUOTE_ESCAPES:
-                out.append(nxt)
-                i += 2
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    """The value, and whether an unescaped glob character is in it."""
+    has_glob = any(c in _GLOB_CHARS for c in _ESCAPED.sub("", text))
+    return _ESCAPED.sub(_unescape, text), has_glob

@@ -1,8 +1,7 @@
 """Names vulture cannot see used: read by a framework, by name, or outside the package.
 
 `tests/test_dead_code.py` runs vulture over plan_lsp/ with this file, at 60 % confidence,
-and fails on any finding. Each entry says why the name is used; the last section lists dead
-names still to be removed.
+and fails on any finding. Each entry says why the name is used.
 
     .venv/bin/vulture plan_lsp vulture_whitelist.py --min-confidence 60 \
         --exclude plan_lsp/demo/sample
@@ -20,8 +19,10 @@ _.model_config  # every model's pydantic configuration (ConfigDict)
 _._inside_server_dir  # config.py: @field_validator("plans_dir")
 _._valid  # policy/shell/database.py: @model_validator of Effect and of the database
 _._data_only  # policy/shell/database.py: @model_validator(mode="before")
+_.optional  # policy/shell/database.py: an OptionSet list, read by name (`_LISTS`)
 _._schema_from_model  # policy/safety.py: @model_validator(mode="before")
 _._relative  # policy/autorun.py: @field_validator("path")
+_._absolute  # policy/sandbox/layout.py: @field_validator of the absolute paths' lists
 _.whitespace_split  # policy/autorun.py: a shlex setting, read by shlex
 _.commenters  # policy/autorun.py: a shlex setting, read by shlex
 _.case_sensitive  # tools/grep_engine.py: an RE2 option, read by RE2
@@ -56,6 +57,7 @@ _.approvedAt  # protocol/: plans list
 _.updatedAt  # protocol/: plans list
 _.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client
 _.start_line  # tools/fs.py ReadFileArguments: the model's JSON schema (read as a dict key)
+_.probe_ms  # policy/sandbox/status.py SandboxStatus: probe_main's JSON line (dataclasses.asdict)
 
 # -- enum members reached by value -----------------------------------------------------------
 
@@ -109,13 +111,7 @@ _.EXPERIMENTAL_CLIENT_OPTIONS
 _.FIELD_NOTES
 _.UPDATE_MODELS  # protocol/updates.py: the protocol conformance and generation tests
 _.parse_only  # policy/shell/parser.py: tests/bench/bench_classify.py's reference
-_.glob_to_regex  # policy/permissions.py: compile_glob under the name the tests use
 # session/checkpoints/: the store's results, read by its tests and benchmark
 _.recovered
 _.freed_bytes
 _.kept_bytes
-
-# -- pending removal: dead, in files owned elsewhere -----------------------------------------
-
-_.register_external  # tools/registry.py: only tests call it
-_.in_flight  # tools/runner.py: only tests call it

@@ -1,20 +1,11 @@
-"""Configuration: one validated model, merged from five sources of two kinds of trust.
+"""Configuration: one validated model, merged from trusted sources (flags,
+`initializationOptions`, the user's config file, the environment) and the workspace's
+untrusted `.plan-lsp/config.toml`, which may only tighten what lowers protection, runs
+programs or sends code elsewhere (docs/configuration.md, docs/security.md).
 
-Trusted, highest first: command-line flags > `initializationOptions` > the user's config file
-(`$PLAN_LSP_CONFIG`, else `<user config dir>/plan-lsp/config.toml`) > environment
-(`PLAN_LSP_*`). Untrusted: the workspace's `.plan-lsp/config.toml`, which sits between the
-user file and the environment for harmless keys but may only *tighten* everything else
-(docs/security.md, configuration trust): keys that lower protection, run programs or send
-code elsewhere are taken from it only when they are at least as strict as what the trusted
-sources say, and ignored with a warning naming the key otherwise. Permission rules merge:
-every source's `deny` and `ask` rules apply; `allow` rules come from trusted sources only.
-
-Each value is validated on its own, so one bad value is reported (with its source) and
-replaced by the default without losing the rest. Field names are snake_case; clients may use
-the camelCase names pydantic's alias generators map to them (`baseUrl`, `planShell`,
-`runTimeoutS`, ...). The environment is read here directly (`PLAN_LSP_<FIELD>`, JSON for
-structured values): pydantic-settings would do the same for +8.5 MB of resident memory and
-~40 ms of imports before the server's first answer (tests/bench/bench_startup.py).
+Each value is validated on its own: a bad one is reported with its source and replaced by
+the default. The environment is read here directly: pydantic-settings would cost +8.5 MB of
+resident memory and ~40 ms of imports before the first answer (tests/bench/bench_startup.py).
 """
 
 from __future__ import annotations
@@ -169,31 +160,9 @@ _PERMISSION_STRICTNESS = {
     PermissionMode.ASK: 2,
     PermissionMode.STRICT: 3,
 }
-
-
-def _stricter_or_equal(key: str, value: Any, trusted: Any) -> bool:
-    """Whether a workspace's `value` for `key` tightens (or keeps) the trusted value."""
-    if key in ("mode", "after_do"):
-        return bool(value is WorkMode.PLAN or value == trusted)
-    if key == "permission_mode":
-        base = trusted if trusted is not None else PermissionMode.ASK
-        return bool(_PERMISSION_STRICTNESS[value] >= _PERMISSION_STRICTNESS[base])
-    if key == "plan_shell":
-        # Only "no shell" is stricter: "classified" would switch a working sandbox off.
-        return bool(value == "off" or value == trusted)
-    if key in ("plan_network", "allow_enter_plan_in_yolo"):
-        return value is False
-    if key == "context_window":
-        # A smaller window compacts sooner; a larger one would send (and cost) more.
-        return trusted is not None and value is not None and value <= trusted
-    if key == "limits":
-        return _limits_tighten(value, trusted)
-    if key == "chat_roles":
-        # Tool output in a user turn speaks with the user's voice: a workspace may keep tool
-        # results in their own role, never move them into the user's.
-        order = {"user_assistant": 0, "auto": 1, "native": 2}
-        return order[value] >= order[trusted if trusted is not None else "auto"]
-    return True
+# Tool output in a user turn speaks with the user's voice: a workspace may keep tool results
+# in their own role, never move them into the user's.
+_CHAT_ROLES_STRICTNESS = {"user_assistant": 0, "auto": 1, "native": 2}
 
 
 def _limits_tighten(value: Limits, trusted: Any) -> bool:
@@ -205,20 +174,30 @@ def _limits_tighten(value: Limits, trusted: Any) -> bool:
     return True
 
 
-# Keys a workspace may set only to a value at least as strict as the trusted one.
-TIGHTEN_ONLY = frozenset(
-    {
-        "mode",
-        "after_do",
-        "permission_mode",
-        "plan_shell",
-        "plan_network",
-        "allow_enter_plan_in_yolo",
-        "context_window",
-        "limits",
-        "chat_roles",
-    }
-)
+# Keys a workspace may set only to a value at least as strict as the trusted one:
+# key → whether the workspace's value tightens (or keeps) the trusted value.
+_TIGHTENS: dict[str, Callable[[Any, Any], bool]] = {
+    "mode": lambda value, trusted: bool(value is WorkMode.PLAN or value == trusted),
+    "after_do": lambda value, trusted: bool(value is WorkMode.PLAN or value == trusted),
+    "permission_mode": lambda value, trusted: bool(
+        _PERMISSION_STRICTNESS[value]
+        >= _PERMISSION_STRICTNESS[trusted if trusted is not None else PermissionMode.ASK]
+    ),
+    # Only "no shell" is stricter: "classified" would switch a working sandbox off.
+    "plan_shell": lambda value, trusted: bool(value == "off" or value == trusted),
+    "plan_network": lambda value, trusted: value is False,
+    "allow_enter_plan_in_yolo": lambda value, trusted: value is False,
+    # A smaller window compacts sooner; a larger one would send (and cost) more.
+    "context_window": lambda value, trusted: (
+        trusted is not None and value is not None and value <= trusted
+    ),
+    "limits": _limits_tighten,
+    "chat_roles": lambda value, trusted: (
+        _CHAT_ROLES_STRICTNESS[value]
+        >= _CHAT_ROLES_STRICTNESS[trusted if trusted is not None else "auto"]
+    ),
+}
+TIGHTEN_ONLY = frozenset(_TIGHTENS)
 
 
 # -- reading sources ---------------------------------------------------------------------
@@ -451,7 +430,7 @@ def _untrusted(
             ignored.append(key)
         elif key in TIGHTEN_ONLY:
             base = trusted.get(key, Config.model_fields[key].default)
-            if _stricter_or_equal(key, value, base):
+            if _TIGHTENS[key](value, base):
                 out[key] = value
             else:
                 ignored.append(key)

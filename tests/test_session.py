@@ -26,7 +26,7 @@ def test_model_cannot_leave_plan_mode(tmp_path: Path) -> None:
 def test_user_toggles_and_same_mode_is_no_change(tmp_path: Path) -> None:
     s = make(tmp_path)
     assert s.set_mode(WorkMode.PLAN, Actor.USER) is False
-    assert s.toggle_mode(Actor.USER) is WorkMode.BUILD
+    assert s.set_mode(WorkMode.BUILD, Actor.USER) is True
     assert s.set_mode(WorkMode.PLAN, Actor.MODEL) is True
 
 

@@ -70,7 +70,6 @@ async def test_stop_side_effects_stops_and_waits(tmp_path: Path) -> None:
         result = await asyncio.wait_for(calls[name], 5)
         assert result.is_error and "plan mode now" in result.content
     assert not calls["reader"].done()
-    assert [c.tool for c in runner.in_flight()] == ["reader"]
     calls["reader"].cancel()
 
 

@@ -9,14 +9,16 @@ from typing import Any
 import pytest
 
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
-from plan_lsp.policy.safety import Safety
+from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.protocol.state import Question, Todo, WorkMode
 from plan_lsp.tools import fs
 from plan_lsp.tools.ask_user import ask_user
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
-from plan_lsp.tools.edit import MODE_PROVIDER_KEY, edit_file, write_file
+from plan_lsp.tools.edit import EDIT_FILE_TOOL, MODE_PROVIDER_KEY, WRITE_FILE_TOOL
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.todo import todo_write
+
+write_file, edit_file = WRITE_FILE_TOOL.run, EDIT_FILE_TOOL.run
 
 
 class FakeEditor:
@@ -298,14 +300,18 @@ def test_builtin_registry_labels() -> None:
         assert bash is not None and bash.definition.classified_per_call
 
 
-def test_registry_accepts_external_tools_and_rejects_duplicates() -> None:
+def test_registry_rejects_duplicates_unless_replacing() -> None:
     registry = ToolRegistry()
-    tool = registry.register_external("mcp__db__query", "query", {"type": "object"}, _noop)
-    assert tool.definition.safety is Safety.SIDE_EFFECT
+    definition = ToolDefinition(
+        name="mcp__db__query",
+        description="query",
+        input_schema={"type": "object"},
+        safety=Safety.SIDE_EFFECT,
+    )
+    tool = Tool(definition, _noop)
+    registry.register(tool)
     assert registry.get("mcp__db__query") is tool
     with pytest.raises(ValueError, match="already registered"):
         registry.register(tool)
-    with pytest.raises(ValueError, match="read_only or side_effect"):
-        registry.register_external("x", "x", {}, _noop, safety=Safety.PLAN_FILE)
     registry.register(Tool(tool.definition, _noop), replace=True)
     assert len(registry) == 1

@@ -293,6 +293,3 @@ def _plain_summary(earlier: str, messages: list[ChatMessage]) -> str:
             lines.append(f"- {call.name} {call.arguments[:120]}")
     body = "\n".join(lines[:80])
     return (f"{earlier.strip()}\n\n{body}" if earlier else body).strip()
-
-
-__all__ = ["COMPACT_AT", "PRUNE_AT", "Compaction", "Compactor", "Depth"]

@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from plan_lsp.agent.budget import ContextBudget, ContextFull
 from plan_lsp.agent.compaction import Compaction
@@ -28,19 +28,14 @@ from plan_lsp.policy.permissions import PermissionEngine
 from plan_lsp.policy.ports import EditorPort
 from plan_lsp.policy.safety import Safety
 from plan_lsp.protocol.state import Todo
-from plan_lsp.providers.base import (
-    ChatMessage,
-    Provider,
-    ProviderError,
-    ToolCall,
-    error_help,
-)
+from plan_lsp.providers.base import ChatMessage, Provider, ProviderError, ToolCall, error_help
 from plan_lsp.session import Actor, Session
 from plan_lsp.tools.base import ToolContext, ToolResult, UserPort
 from plan_lsp.tools.mcp.manager import McpManager
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
 from plan_lsp.tools.runner import ToolRunner
-from plan_lsp.tools.todo_ledger import RecordedTodos, StepLedger
+from plan_lsp.tools.todo_ledger import StepLedger
+from plan_lsp.tools.todo_model import RecordedTodos
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +73,6 @@ class FailedRun:
     do_run: bool
 
 
-T = TypeVar("T")
 # How much of a tool's observation a `toolResult` update carries (the model reads it all).
 RESULT_SHOWN_CHARS = 4000
 

@@ -134,9 +134,7 @@ class ModelStream:
                     if len(target.arguments) + len(event.delta) > MAX_TOOL_ARGUMENT_CHARS:
                         target.oversized = True
                         target.arguments = ""
-                        if target.draft_path is not None:
-                            await self.drafts.abandon(target.draft_path)
-                            target.draft_path = None
+                        await self._abandon(target)
                         continue
                     target.arguments += event.delta
                     await self._feed_draft(target, event.delta)
@@ -148,10 +146,8 @@ class ModelStream:
             # Cancelled (or failed) mid-stream: a live draft ends here, before the run does, so
             # no edit of it reaches the editor once the run is over.
             for call in calls.values():
-                if call.draft_path is not None:
-                    with contextlib.suppress(Exception):
-                        await self.drafts.abandon(call.draft_path)
-                    call.draft_path = None
+                with contextlib.suppress(Exception):
+                    await self._abandon(call)
             raise
         finally:
             aclose = getattr(stream, "aclose", None)
@@ -169,9 +165,7 @@ class ModelStream:
                 call.cut_off = True
                 call.truncated = finish == "length"
                 cut = cut or call.truncated
-                if call.draft_path is not None:
-                    await self.drafts.abandon(call.draft_path)
-                    call.draft_path = None
+                await self._abandon(call)
         return "".join(text_parts), [calls[i] for i in sorted(calls)], usage
 
     # -- live plan drafts ---------------------------------------------------------------------
@@ -196,7 +190,11 @@ class ModelStream:
             target = self.session.plan_target(self.session.plans_dir, name)
             if not target.ok or target.resolved is None or Path(target.resolved) != call.draft_path:
                 # The draft belongs to another (or an invalid) file: stop streaming here.
-                await self.drafts.abandon(call.draft_path)
-                call.draft_path = None
+                await self._abandon(call)
                 return
         self.drafts.feed(call.draft_path, delta)
+
+    async def _abandon(self, call: StreamingCall) -> None:
+        path, call.draft_path = call.draft_path, None
+        if path is not None:
+            await self.drafts.abandon(path)

@@ -52,16 +52,20 @@ class PlanDraftPort(Protocol):
         """The open buffer's text (the truth while open), or None."""
 
 
+def _on_disk(workspace: Path, path: Path) -> str | None:
+    """The plan file's text, walked from the workspace without following links; None when
+    it cannot be read."""
+    try:
+        return read_text(workspace.resolve(), path)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _as_plan_file(content: str, buffer: str | None, workspace: Path, path: Path) -> str:
     """The plan as its file holds it: whole lines (every editor then shows, saves and
     approves the same bytes; Vim and Neovim add a missing final line break), with the line
     breaks the open buffer or the existing file uses throughout (CRLF stays CRLF)."""
-    existing = buffer
-    if existing is None:
-        try:
-            existing = read_text(workspace.resolve(), path)
-        except (OSError, UnicodeDecodeError):
-            existing = None
+    existing = buffer if buffer is not None else _on_disk(workspace, path)
     style = only_line_break(existing) if existing else None
     return as_lines(content, style if style == "\r\n" else "\n")
 
@@ -143,12 +147,8 @@ def plan_tools(
         buffer's disk was made to agree as its editor allows (saved by the client, written
         by the server, or left to the user's own save where the editor would ask about a
         file written behind its buffer)."""
-        try:
-            on_disk: str | None = read_text(session.workspace.resolve(), path)
-        except (OSError, UnicodeDecodeError):
-            on_disk = None
         return await apply_file_edit(
-            FileEdit(path=path, new_text=text, old_text=on_disk),
+            FileEdit(path=path, new_text=text, old_text=_on_disk(session.workspace, path)),
             session.mode,
             ctx.plans_dir,
             ctx.workspace_roots,

@@ -4,12 +4,8 @@ Mirroring `todo_write` progress into the plan (`mirror_todos`):
 
 - Steps are checklist items (`- [ ] …`, `* [x] …`) and numbered items (`1. …`, `2) [x] …`)
   outside fenced code. Only when the plan has neither do plain bullets (`- …`) count.
-- A todo matches the step whose text is most alike, compared after normalising both
-  (NFKC, case-folded, Markdown emphasis/code marks and a leading `Step N:` removed,
-  punctuation collapsed). Scores: identical 3; one contains the other as whole words
-  (at least 4 characters) 2 to 3; most words of the shorter appear in the longer (75%+, at
-  least 2 words) 1 to 2; otherwise difflib similarity if at least 0.6. Pairs are taken best
-  score first (ties: earlier todo, then earlier step); each step takes at most one todo.
+- A todo matches the step whose normalised text is most alike (`_score`); pairs are taken
+  best score first (ties: earlier todo, then earlier step), each step takes at most one.
 - A matched step's box shows its todo's status: `completed` → `[x]`, `in_progress` →
   `[~]`, `pending` → `[ ]`. A step without a box gets one (`1. [x] …`). Unmatched steps and
   all other text are left as they are, byte for byte. Applying the same todos twice gives
@@ -94,11 +90,6 @@ def _steps(lines: list[str]) -> list[_Step]:
     return structured or found
 
 
-def _assign(todos: Sequence[tuple[str, str]], steps: list[_Step]) -> dict[int, str]:
-    """Step position in `steps` → status of the todo matched to it."""
-    return {step_no: todos[todo_no][1] for step_no, todo_no in _pairs(todos, steps).items()}
-
-
 def _pairs(todos: Sequence[tuple[str, str]], steps: list[_Step]) -> dict[int, int]:
     """Step position in `steps` → the todo matched to it."""
     pairs = []
@@ -147,8 +138,8 @@ def mirror_todos(plan_text: str, todos: Sequence[tuple[str, str]]) -> str:
     """The plan with each matched step's checkbox showing its todo's status."""
     lines = split_lines(plan_text)
     steps = _steps(lines)
-    for step_no, status in _assign(todos, steps).items():
-        mark = STATUS_MARKS.get(status)
+    for step_no, todo_no in _pairs(todos, steps).items():
+        mark = STATUS_MARKS.get(todos[todo_no][1])
         if mark is None:  # an unknown status says nothing about progress
             continue
         step = steps[step_no]

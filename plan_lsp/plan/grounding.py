@@ -64,6 +64,10 @@ class _Named:
     new: bool
 
 
+def _warning(at: _Named, message: str, code: str) -> PlanIssue:
+    return PlanIssue("warning", message, at.line, at.start, at.end, code)
+
+
 def _is_path(token: str) -> bool:
     if "/" not in token and token.rsplit(".", 1)[-1] not in _EXTENSIONS:
         return False
@@ -123,60 +127,42 @@ def ground_plan(text: str, look: Lookups) -> list[PlanIssue]:
         elif steps and steps[-1][0] < number and content.startswith((" ", "\t")):
             steps[-1] = (steps[-1][0], steps[-1][1] + "\n" + content)
 
-    issues: list[PlanIssue] = []
-    for p in paths:
-        if not p.new and not look.exists(p.token.strip("/")):
-            issues.append(
-                PlanIssue(
-                    "warning",
-                    f"`{p.token}` does not exist in the workspace; if the plan creates it, "
-                    "say so on this line (new, create, add)",
-                    p.line,
-                    p.start,
-                    p.end,
-                    CODE_PATH,
-                )
-            )
+    issues = [
+        _warning(
+            p,
+            f"`{p.token}` does not exist in the workspace; if the plan creates it, say so on "
+            "this line (new, create, add)",
+            CODE_PATH,
+        )
+        for p in paths
+        if not p.new and not look.exists(p.token.strip("/"))
+    ]
     wanted = {s.token for s in symbols if not s.new}
     found = look.find_symbols(wanted) if wanted else set()
-    for s in symbols:
-        if not s.new and s.token not in found:
-            issues.append(
-                PlanIssue(
-                    "warning",
-                    f"`{s.token}` is not found in the workspace's files; check its spelling, "
-                    "or say on this line that the plan adds it",
-                    s.line,
-                    s.start,
-                    s.end,
-                    CODE_SYMBOL,
-                )
-            )
+    issues += [
+        _warning(
+            s,
+            f"`{s.token}` is not found in the workspace's files; check its spelling, or say "
+            "on this line that the plan adds it",
+            CODE_SYMBOL,
+        )
+        for s in symbols
+        if not s.new and s.token not in found
+    ]
     if not has_verification:
-        for line, step in steps:
-            if not _CHECK_RE.search(step):
-                issues.append(
-                    PlanIssue(
-                        "warning",
-                        "This step has nothing to check it by: name a test, a command or "
-                        "what to look at (or add a verification section)",
-                        line,
-                        0,
-                        len(lines[line]),
-                        CODE_UNCHECKED,
-                    )
-                )
+        issues += [
+            _warning(
+                _Named(line, 0, len(lines[line]), step, False),
+                "This step has nothing to check it by: name a test, a command or what to look "
+                "at (or add a verification section)",
+                CODE_UNCHECKED,
+            )
+            for line, step in steps
+            if not _CHECK_RE.search(step)
+        ]
     for c in commands:
         why = look.command_problem(c.token)
         if why is not None:
-            issues.append(
-                PlanIssue(
-                    "warning",
-                    f"`{c.token}` would not pass the plan-mode shell check: {why}",
-                    c.line,
-                    c.start,
-                    c.end,
-                    CODE_COMMAND,
-                )
-            )
+            message = f"`{c.token}` would not pass the plan-mode shell check: {why}"
+            issues.append(_warning(c, message, CODE_COMMAND))
     return sorted(issues, key=lambda i: (i.line, i.start_char))

@@ -1,17 +1,7 @@
 """The terminal-state class of a session (`SessionState.outcome`, docs/protocol.md).
 
-Rule, first match wins:
-
-| # | condition                                                      | outcome                 |
-|---|----------------------------------------------------------------|-------------------------|
-| 1 | a Do run completed                                             | `completed`             |
-| 2 | never in plan mode and now in build mode                       | `never_planned`         |
-| 3 | the plan file is non-empty, or the plan is submitted/approved  | `planning_with_plan`    |
-| 4 | ever in plan mode, or in plan mode now                         | `planning_without_plan` |
-| 5 | otherwise                                                      | `never_planned`         |
-
-So a session that planned but never wrote a plan is told apart from one with a plan on
-disk, whatever the status says, and a completed Do run wins over everything.
+A completed Do run wins over everything; a session that planned but never wrote a plan is
+told apart from one with a plan on disk, whatever the status says.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ def classify_outcome(
     plan_status: str,
     do_completed: bool,
 ) -> OutcomeName:
-    """Classify per the table above; `mode` is `plan`|`build`, `plan_status` a PlanStatus."""
+    """The first rule that holds; `mode` is `plan`|`build`, `plan_status` a PlanStatus."""
     if do_completed:
         return "completed"
     if not ever_planned and mode == "build":

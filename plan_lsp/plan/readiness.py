@@ -5,9 +5,8 @@
   inside code (inline code spans or fenced blocks) are quotes, not open questions;
 - no steps: no numbered item, bullet item or checklist item outside code (warning).
 
-Positions are zero-based lines and code-point columns; the server converts columns to the
-client's position encoding. Approving a plan with
-errors needs the user's confirmation (`has_errors`).
+Positions are zero-based lines and code-point columns (the server converts them to the
+client's encoding). Approving a plan with errors needs the user's confirmation.
 """
 
 from __future__ import annotations
@@ -16,12 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from plan_lsp.plan.document import (
-    MAX_PLAN_CHARS,
-    fenced_code_mask,
-    split_lines,
-    strip_line_ending,
-)
+from plan_lsp.plan.document import MAX_PLAN_CHARS, fenced_code_mask, split_lines, strip_line_ending
 from plan_lsp.plan.streaming import offset_to_position
 
 Severity = Literal["error", "warning"]
@@ -57,16 +51,8 @@ def _marker_issues(line_no: int, content: str) -> list[PlanIssue]:
         start, end = match.span()
         if any(span_start <= start < span_end for span_start, span_end in code_spans):
             continue
-        issues.append(
-            PlanIssue(
-                severity="warning",
-                message=f"Unresolved marker '{match.group()}': settle it before approval",
-                line=line_no,
-                start_char=start,
-                end_char=end,
-                code=CODE_MARKER,
-            )
-        )
+        message = f"Unresolved marker '{match.group()}': settle it before approval"
+        issues.append(PlanIssue("warning", message, line_no, start, end, CODE_MARKER))
     return issues
 
 
@@ -81,15 +67,10 @@ def check_plan(text: str) -> list[PlanIssue]:
     if len(text) > MAX_PLAN_CHARS:
         position = offset_to_position(text, MAX_PLAN_CHARS, "utf-32")
         line_content = strip_line_ending(lines[position.line])[0]
+        message = f"The plan has {len(text):,} characters; the limit is {MAX_PLAN_CHARS:,}"
+        end = max(position.character, len(line_content))
         issues.append(
-            PlanIssue(
-                severity="error",
-                message=(f"The plan has {len(text):,} characters; the limit is {MAX_PLAN_CHARS:,}"),
-                line=position.line,
-                start_char=position.character,
-                end_char=max(position.character, len(line_content)),
-                code=CODE_TOO_LONG,
-            )
+            PlanIssue("error", message, position.line, position.character, end, CODE_TOO_LONG)
         )
 
     has_step = False
@@ -101,14 +82,6 @@ def check_plan(text: str) -> list[PlanIssue]:
         issues.extend(_marker_issues(line_no, content))
 
     if not has_step:
-        issues.append(
-            PlanIssue(
-                severity="warning",
-                message="The plan has no steps (a numbered list, bullet list or checklist)",
-                line=0,
-                start_char=0,
-                end_char=len(first_line),
-                code=CODE_NO_STEPS,
-            )
-        )
+        message = "The plan has no steps (a numbered list, bullet list or checklist)"
+        issues.append(PlanIssue("warning", message, 0, 0, len(first_line), CODE_NO_STEPS))
     return issues

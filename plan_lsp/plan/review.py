@@ -1,18 +1,10 @@
-"""Review notes written in the plan buffer, for clients without an input box.
+"""Review notes written in the plan buffer, for clients without an input box (docs/plans.md).
 
-Syntax: a line starting with `> feedback:` or `> comment:` (optionally indented; the word in
-any case) starts a note; the text after the marker is the note. Lines right below it that
-start with `>` but not with a new marker continue the same note. Lines inside fenced code
-blocks are never notes. "Reject with feedback" sends all `feedback` notes, in document
-order, one per paragraph; the revision that follows rewrites the plan. A `comment` note is
-about the line right above it (the nearest one that is neither blank nor a note): it is
-one of the plan's review comments (`plan/comments.py`).
-
-    1. Add the endpoint
-    > feedback: use the existing router,
-    > not a new one
-    2. Write tests
-    > comment: which tests?
+A line starting with `> feedback:` or `> comment:` (optionally indented, the word in any case)
+starts a note; the lines right below it that start with `>` but no new marker continue it.
+Lines in fenced code are never notes. "Reject with feedback" sends every `feedback` note in
+document order; a `comment` note is about the nearest line above it that is neither blank nor
+a note (`plan/comments.py`).
 """
 
 from __future__ import annotations

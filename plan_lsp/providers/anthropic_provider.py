@@ -6,7 +6,7 @@ The SDK is imported when a provider is built, never when `plan_lsp.providers` is
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.providers.base import (
@@ -22,9 +22,7 @@ from plan_lsp.providers.base import (
     replayable_arguments,
 )
 from plan_lsp.providers.http_errors import (
-    DEFAULT_TIMEOUT_S,
-    PLACEHOLDER_API_KEY,
-    check_base_url,
+    SdkProvider,
     connection_error,
     served_model_sentence,
     served_models,
@@ -74,16 +72,10 @@ _CACHE = {"type": "ephemeral"}
 def anthropic_turns(
     messages: list[ChatMessage],
 ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split ChatMessages into the system prompt and Messages-API turns.
-
-    Leading system messages form the system prompt. A system message later in the
-    conversation (per-request context) stays in place as a text block of a user turn.
-    Consecutive blocks of the same role are merged: the API wants alternating turns, and
-    every tool_result in the user turn right after the assistant's tool_use blocks.
-
-    Also returns, per user turn, its last block from a stored (not ephemeral) message: where
-    `mark_cache` may put a breakpoint.
-    """
+    """The system prompt (the leading system messages), the Messages-API turns (a later
+    system message is a text block of a user turn; blocks of one role merged: the API wants
+    alternating turns, every tool_result right after its tool_use), and per user turn its
+    last block of a stored (not ephemeral) message: where `mark_cache` may put a breakpoint."""
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     seen_conversation = False
@@ -169,47 +161,21 @@ def mark_cache(params: dict[str, Any], anchors: list[dict[str, Any]]) -> None:
         block["cache_control"] = _CACHE
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    client: AsyncAnthropic
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT_S,
-        *,
-        max_retries: int = 2,
-    ) -> None:
-        try:  # the SDK: ~1 s of imports, paid when this provider is built, not before
+    @staticmethod
+    def sdk_client() -> Callable[..., Any]:
+        try:
             import anthropic
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ProviderError("config", "the `anthropic` package is not installed") from exc
-        check_base_url(base_url)
-        self.model = model
-        self.base_url = base_url
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        # An explicit key also keeps the SDK from looking for credential profiles on disk.
-        self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
-            api_key=api_key or PLACEHOLDER_API_KEY,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-
-    @property
-    def endpoint(self) -> str:
-        return str(self._client.base_url)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+        return anthropic.AsyncAnthropic
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         system, turns, anchors = anthropic_turns(request.messages)
-        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        temperature, max_tokens = self.settings(request)
         params: dict[str, Any] = {
             "model": request.model or self.model,
             "max_tokens": max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
@@ -224,14 +190,10 @@ class AnthropicProvider:
                 for t in request.tools
             ]
         mark_cache(params, anchors)
-        temperature = request.temperature if request.temperature is not None else self.temperature
         if temperature is not None:
             # Not a typed argument of every SDK release; the API accepts it in the body.
             params["extra_body"] = {"temperature": temperature}
         return params
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._stream(request)
 
     async def context_window(self) -> int | None:
         return None  # the Messages API reports none; the table knows Anthropic's models
@@ -240,10 +202,10 @@ class AnthropicProvider:
         import anthropic  # loaded by __init__ already; at module level: ~1 s at import
 
         server = f"the model server at {self.endpoint}"
-        served = await served_models(anthropic, self._client, server)
+        served = await served_models(anthropic, self.client, server)
         return served_model_sentence(server, self.model, served)
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import anthropic  # loaded by __init__ already; at module level: ~1 s at import
         import httpx2  # the SDK's HTTP client, loaded with it
 
@@ -251,7 +213,7 @@ class AnthropicProvider:
         server = f"the model server at {self.endpoint}"
         responding = False
         try:
-            events = await self._client.messages.create(**params)
+            events = await self.client.messages.create(**params)
             responding = True
             async for event in self._events(events):
                 yield event

@@ -28,13 +28,9 @@ def make_provider(
     chat_roles: ChatRoles = "auto",
     context_window: int | None = None,
 ) -> Provider:
-    """A provider for `name`, wrapped in a TranscriptProvider when `transcript` is given.
-
-    Raises ProviderError("config") for an unknown name, a missing or bad script, or an
-    unwritable transcript. `chat_roles` and `context_window` (the user's setting, checked
-    against the server's by the connection test) concern OpenAI-compatible servers. API keys
-    fall back to OPENAI_API_KEY / ANTHROPIC_API_KEY.
-    """
+    """A provider for `name`, wrapped in a TranscriptProvider when `transcript` is given;
+    ProviderError("config") for an unknown name, a bad script or an unwritable transcript.
+    API keys fall back to OPENAI_API_KEY / ANTHROPIC_API_KEY."""
     provider: Provider
     if name == "scripted":
         if script is None:
@@ -43,26 +39,14 @@ def make_provider(
         from plan_lsp.providers.scripted import ScriptedProvider
 
         provider = ScriptedProvider(Path(script))
-    elif name == "openai":
-        provider = OpenAIProvider(
-            model or DEFAULT_MODELS["openai"],
-            base_url=base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY"),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
-            chat_roles=chat_roles,
-            configured_window=context_window,
-        )
-    elif name == "anthropic":
-        provider = AnthropicProvider(
-            model or DEFAULT_MODELS["anthropic"],
-            base_url=base_url,
-            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S,
-        )
+    elif name in ("openai", "anthropic"):
+        key = api_key or os.environ.get(f"{name.upper()}_API_KEY")
+        timeout = timeout if timeout is not None else DEFAULT_TIMEOUT_S
+        sdk = (model or DEFAULT_MODELS[name], base_url, key, temperature, max_tokens, timeout)
+        if name == "openai":
+            provider = OpenAIProvider(*sdk, chat_roles=chat_roles, configured_window=context_window)
+        else:
+            provider = AnthropicProvider(*sdk)
     else:
         known = ", ".join(PROVIDER_NAMES)
         raise ProviderError("config", f"unknown provider {name!r} (known: {known})")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from plan_lsp.providers.base import ProviderError
+from plan_lsp.providers.base import ModelRequest, ProviderError
 
 # Local servers ignore the key, but the SDK (and some proxies) want a non-empty one.
 PLACEHOLDER_API_KEY = "not-needed"
@@ -172,3 +172,53 @@ def sdk_failure(sdk: Any, exc: Exception, server: str) -> Exception:
     if isinstance(exc, base_error):
         return ProviderError("server", f"{server} failed: {exc}")
     return exc
+
+
+class SdkProvider:
+    """What the `openai` and `anthropic` back ends share: their settings and SDK client."""
+
+    name: str
+    client: Any
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        *,
+        max_retries: int = 2,
+    ) -> None:
+        check_base_url(base_url)
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        # An explicit key also keeps the SDK from looking for credential profiles on disk.
+        self.client = self.sdk_client()(
+            api_key=api_key or PLACEHOLDER_API_KEY,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    @staticmethod
+    def sdk_client() -> Callable[..., Any]:
+        """The SDK's async client class, imported now (~1 s: when a provider is built)."""
+        raise NotImplementedError
+
+    @property
+    def endpoint(self) -> str:
+        return str(self.client.base_url)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    def settings(self, request: ModelRequest) -> tuple[float | None, int | None]:
+        """The request's temperature and max_tokens, else the provider's."""
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        return temperature, max_tokens

@@ -8,7 +8,7 @@ the official `openai` SDK. The SDK is imported when a provider is built, never w
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +24,7 @@ from plan_lsp.providers.base import (
 )
 from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
-    PLACEHOLDER_API_KEY,
-    check_base_url,
+    SdkProvider,
     connection_error,
     error_detail,
     status_error,
@@ -49,8 +48,9 @@ class _PendingCall:
     buffered: str = ""
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     name = "openai"
+    client: AsyncOpenAI
 
     def __init__(
         self,
@@ -66,15 +66,9 @@ class OpenAIProvider:
         chat_roles: ChatRoles = "auto",
         configured_window: int | None = None,
     ) -> None:
-        try:  # the SDK: ~1 s of imports, paid when this provider is built, not before
-            import openai
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ProviderError("config", "the `openai` package is not installed") from exc
-        check_base_url(base_url)
-        self.model = model
-        self.base_url = base_url
-        self.temperature = temperature
-        self.max_tokens = max_tokens
+        super().__init__(
+            model, base_url, api_key, temperature, max_tokens, timeout, max_retries=max_retries
+        )
         # Cleared after a server refuses `stream_options` (older local servers do).
         self.include_usage = include_usage
         self.chat_roles = chat_roles
@@ -82,22 +76,8 @@ class OpenAIProvider:
         self.user_assistant = chat_roles == "user_assistant"
         # The user's `context_window`, which the connection test checks against the server's.
         self.configured_window = configured_window
-        self.api_key = api_key
         self._window: int | None = None
         self._window_asked = False
-        self.client: AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key or PLACEHOLDER_API_KEY,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-
-    @property
-    def endpoint(self) -> str:
-        return str(self.client.base_url)
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -117,18 +97,22 @@ class OpenAIProvider:
                 }
                 for tool in request.tools
             ]
-        temperature = request.temperature if request.temperature is not None else self.temperature
+        temperature, max_tokens = self.settings(request)
         if temperature is not None:
             params["temperature"] = temperature
-        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
         if self.include_usage:
             params["stream_options"] = {"include_usage": True}
         return params
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._stream(request)
+    @staticmethod
+    def sdk_client() -> Callable[..., Any]:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise ProviderError("config", "the `openai` package is not installed") from exc
+        return openai.AsyncOpenAI
 
     async def context_window(self) -> int | None:
         if not self._window_asked:
@@ -141,7 +125,7 @@ class OpenAIProvider:
 
         return await check_openai(self)
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import openai  # loaded by __init__ already; at module level: ~1 s at import
 
         params = self.request_params(request)

@@ -1,47 +1,13 @@
-"""The scripted provider: a model that replays a JSON script.
+"""The scripted provider: a model that replays a JSON script (docs/configuration.md).
 
-The script belongs to the provider instance, and there is one instance per server process:
-every `stream()` call — from any run or subagent — takes the next turn, in the order the
-calls are made. Past the last turn the model answers `(end of script)`.
-
-Script format::
-
-    {"chunk": 16,
-     "pace"?: Pace,
-     "timeline"?: str,
-     "turns": [{"text"?: str,
-                "tool_calls"?: [{"name": str, "arguments": object | str}],
-                "delay_ms"?: int,
-                "pace"?: Pace | null,
-                "error"?: {"kind": str, "message": str, "retry_after"?: float},
-                "usage"?: {"input_tokens": int, "output_tokens": int,
-                           "cached_input_tokens"?: int},
-                "compaction"?: bool}]}
-
-    Pace = {"chars_per_second": float, "chunk": [min, max], "jitter": float,
-            "pause_every_chars": [min, max], "pause_ms": [min, max], "seed": int}
-
-Without a pace, text and arguments stream in `chunk`-character deltas as fast as they are
-read (optionally `delay_ms` apart): the fast mode for unit tests. With a pace (the script's,
-or a turn's own, which wins; `"pace": null` turns it off for one turn) the turn streams like a
-hosted or local model: deltas of a random size in `chunk`, at about `chars_per_second` with
-each gap varied by ±`jitter` (a fraction), and a pause of `pause_ms` after every
-`pause_every_chars` characters — pauses longer than an editor's debounce. The randomness is
-seeded (`seed`, then the turn's number), so a script streams the same way every time.
-
-`timeline`: a file the provider appends one JSON line to per delta,
-`{"t": wall-clock seconds, "turn": n, "call": index | null, "kind": "text" | "args",
-"sent": characters of that text or call's arguments sent so far}` — what a test compares with
-what an editor showed, and when.
-
-Tool arguments given as an object are sent as `json.dumps(arguments)`; given as a string
-they are sent verbatim (so a script can send broken JSON). A turn with `error` streams
-whatever text and tool calls it has and then raises `ProviderError(kind, message)`.
-
-Every answer reports usage: the turn's `usage`, else the request's and the answer's tokens as
-`providers.tokens` estimates them. A compaction's summary request takes the next turn only if
-that turn is marked `"compaction": true`; otherwise it is answered with a short built-in
-summary and takes no turn, so scripts need not know when compaction happens.
+One instance per server process owns the script: every `stream()` call, from any run or
+subagent, takes the next turn in call order; past the last, the model answers `(end of
+script)`. Arguments given as a string are sent verbatim (so a script can send broken JSON);
+a turn with `error` streams what it has, then raises it. Usage is the turn's `usage`, else
+an estimate (`providers.tokens`). A compaction request takes the next turn only if it is
+marked `"compaction": true`, else gets a built-in summary, so scripts need not know when
+compaction happens. `timeline` lines: `{"t", "turn", "call", "kind": "text" | "args",
+"sent"}`.
 """
 
 from __future__ import annotations
@@ -189,11 +155,6 @@ def load_script(path: Path) -> Script:
         ) from exc
 
 
-def _chunks(text: str, size: int) -> Iterator[str]:
-    for start in range(0, len(text), size):
-        yield text[start : start + size]
-
-
 class ScriptedProvider:
     name = "scripted"
 
@@ -217,26 +178,21 @@ class ScriptedProvider:
         if request.purpose == "compaction":
             upcoming = turns[self._calls] if self._calls < len(turns) else None
             if upcoming is None or not upcoming.compaction:
-                return self._built_in_summary(request)
+                return self._canned(built_in_summary(request), request)
         self._calls += 1
         turn_number = self._calls
-        turn = turns[turn_number - 1] if turn_number <= len(turns) else None
-        return self._play(turn_number, turn, request)
+        if turn_number > len(turns):
+            return self._canned(END_OF_SCRIPT_TEXT, request)
+        return self._play(turn_number, turns[turn_number - 1], request)
 
     async def context_window(self) -> int | None:
         return None
 
-    async def _built_in_summary(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """A summary request the script did not plan for: a short, deterministic summary."""
-        text = built_in_summary(request)
-        for piece in _chunks(text, self.script.chunk):
-            yield TextDelta(piece)
+    async def _canned(self, text: str, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """A fixed answer: the end of the script, or a summary the script did not plan for."""
+        for start in range(0, len(text), self.script.chunk):
+            yield TextDelta(text[start : start + self.script.chunk])
         yield Finish("stop", _usage(request, text, None))
-
-    def _pace_of(self, turn: ScriptedTurn) -> Pace | None:
-        if "pace" in turn.model_fields_set:
-            return turn.pace
-        return self.script.pace
 
     def _record(self, turn: int, call: int | None, kind: str, sent: int) -> None:
         if self.script.timeline is None:
@@ -250,16 +206,11 @@ class ScriptedProvider:
             pass  # a test's record, never a reason to stop the model
 
     async def _play(
-        self, turn_number: int, turn: ScriptedTurn | None, request: ModelRequest
+        self, turn_number: int, turn: ScriptedTurn, request: ModelRequest
     ) -> AsyncIterator[StreamEvent]:
         size = self.script.chunk
-        if turn is None:
-            for piece in _chunks(END_OF_SCRIPT_TEXT, size):
-                yield TextDelta(piece)
-            yield Finish("stop", _usage(request, END_OF_SCRIPT_TEXT, None))
-            return
-
-        pace = self._pace_of(turn)
+        # A turn's own pace wins, even null (the fast mode for that turn).
+        pace = turn.pace if "pace" in turn.model_fields_set else self.script.pace
         rng = random.Random(f"{pace.seed}:{turn_number}") if pace is not None else None
         delay = turn.delay_ms / 1000.0
         first = True
@@ -269,7 +220,8 @@ class ScriptedProvider:
             if pace is not None and rng is not None:
                 yield from pace.pieces(text, rng)
                 return
-            for piece in _chunks(text, size):
+            for start in range(0, len(text), size):
+                piece = text[start : start + size]
                 # Between deltas (not before the first) to simulate a slow model.
                 yield (delay if delay and not first else 0.0), piece
                 first = False
@@ -303,9 +255,7 @@ class ScriptedProvider:
 
 def _usage(request: ModelRequest, answer: str, turn: ScriptedTurn | None) -> Usage:
     if turn is not None and turn.usage is not None:
-        return Usage(
-            turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cached_input_tokens
-        )
+        return Usage(**turn.usage.model_dump())
     return Usage(input_tokens=estimate_request(request), output_tokens=estimate_text(answer))
 
 

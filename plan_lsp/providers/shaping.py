@@ -1,17 +1,11 @@
-"""Conversations in a shape every chat template accepts.
+"""Conversations in a shape every chat template accepts (`chat_roles`, docs/configuration.md).
 
-Many models' own chat templates (Gemma, Mistral, Llama 2, ...) demand strictly alternating
-user/assistant turns and raise on anything else; some know no `system` or `tool` role. The
-agent's conversation has several user messages in a row (the prompt, the pinned context,
-reminders) and tool results. Two shapes:
-
-- `native`: consecutive user (or system) messages become one turn; roles are kept;
-- `user_assistant`: besides, the system prompt opens the first user turn, tool results are
-  user turns and past tool calls are the assistant's text, in the JSON form llama.cpp uses
-  for templates without tool support (`{"tool_calls": [...]}`, `{"tool_response": ...}`).
-
-Shaping never changes a message it is given and maps equal message lists to equal turns, so
-an unchanged history stays an unchanged prefix of every request (what prompt caches need).
+Many models' templates (Gemma, Mistral, Llama 2, ...) demand strictly alternating user and
+assistant turns, some know no `system` or `tool` role. `native` merges consecutive user (or
+system) messages; `user_assistant` also opens the first user turn with the system prompt and
+writes tool calls and results as text, in llama.cpp's JSON form. Shaping never changes a
+message and maps equal lists to equal turns: an unchanged history stays an unchanged prefix
+of every request (what prompt caches need).
 """
 
 from __future__ import annotations

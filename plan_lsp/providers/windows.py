@@ -26,7 +26,6 @@ OLLAMA_DEFAULT_NUM_CTX = 4_096
 # Model-name prefixes (lower case, longest match wins) and their windows in tokens.
 KNOWN_WINDOWS: dict[str, int] = {
     "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
     "gpt-4.1": 1_047_576,
     "gpt-4-turbo": 128_000,
     "gpt-4": 8_192,
@@ -35,12 +34,7 @@ KNOWN_WINDOWS: dict[str, int] = {
     "o1": 200_000,
     "o3": 200_000,
     "o4-mini": 200_000,
-    "claude-": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-opus-4": 200_000,
-    "claude-3-5": 200_000,
-    "claude-3-7": 200_000,
-    "claude-haiku-4": 200_000,
+    "claude-": 200_000,  # every Claude model
     "gemini-1.5": 1_048_576,
     "gemini-2": 1_048_576,
     "deepseek-chat": 65_536,

@@ -70,12 +70,8 @@ def _replay(events: Iterable[Event]) -> dict[tuple[str, str], PlanEntry]:
                 approved[sid] = path
                 put(sid, path, "approved", event.time, approved_at=event.time)
             else:
-                put(
-                    sid,
-                    path,
-                    "drafting" if event.kind == "plan_drafting" else "submitted",
-                    event.time,
-                )
+                status: PlanState = "drafting" if event.kind == "plan_drafting" else "submitted"
+                put(sid, path, status, event.time)
         elif event.kind == "plan_rejected" and sid in current:
             put(sid, current[sid], "rejected", event.time)
         elif event.kind == "approved_plan_changed" and isinstance(path, str):

@@ -1,10 +1,7 @@
-"""Opening a workspace's state database in the user's state folder (`state_home.py`).
-
-The folder is the user's own, so the danger is a file damaged by a crash or left by another
-program or version. A new database is made private (0600, no link followed) with schema and
-version in one transaction, WAL; an existing one must have our header, exactly our schema,
-this version and pass `quick_check`, else it is set aside (`state.db.corrupt-<time>` or
-`.foreign-<time>`), the user is told where, and a new one is made.
+"""Opening a workspace's state database (docs/architecture.md, "State"): a new one is made
+private (0600, no link followed) with schema and version in one transaction; an existing one
+must have our header, exactly our schema and version and pass `quick_check`, else it is set
+aside (`state.db.corrupt-<time>` or `.foreign-<time>`), the user told, a new one made.
 """
 
 from __future__ import annotations
@@ -211,19 +208,14 @@ def _connect(path: Path, created: bool) -> sqlite3.Connection:
 _VERSION_ROW = f"INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');\n"
 
 
-def _aside_name(path: Path, tag: str) -> Path:
+def move_aside(path: Path, tag: str) -> Path:
+    """Rename the database and its companions to `<name>.<tag>-<time>...`; the new name."""
     stamp = int(time.time())
     aside = path.with_name(f"{path.name}.{tag}-{stamp}")
     number = 1
     while any(os.path.lexists(f"{aside}{suffix}") for suffix in ("", *COMPANIONS)):
         number += 1
         aside = path.with_name(f"{path.name}.{tag}-{stamp}-{number}")
-    return aside
-
-
-def move_aside(path: Path, tag: str) -> Path:
-    """Rename the database and its companions to `<name>.<tag>-<time>...`; the new name."""
-    aside = _aside_name(path, tag)
     for suffix in ("", *COMPANIONS):
         with contextlib.suppress(FileNotFoundError):
             os.replace(f"{path}{suffix}", f"{aside}{suffix}")

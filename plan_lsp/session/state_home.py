@@ -1,11 +1,6 @@
-"""Where a workspace's session state lives: the user's state folder, never the workspace.
-
-`<state root>/<key>/state.db`, where the state root is `$PLAN_LSP_STATE_DIR` if set, else
-`$XDG_STATE_HOME/plan-lsp`, else `~/.local/state/plan-lsp`, and `<key>` names the workspace
-by its real path (symbolic links followed): the folder's name, for people, and a short hash
-of the whole real path, so two folders of the same name never share a database and the
-same folder reached through a link always finds its own. Folders are made private (0700),
-the database private (0600, `state_db.py`).
+"""Where a workspace's session state lives (docs/architecture.md, "State"):
+`<state root>/<name>-<hash of the real path>/state.db`, never in the workspace, so two folders
+of one name never share a database and a folder reached through a link finds its own.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""SQLite persistence of sessions, their event log, conversations and plan revisions.
-
-One database per workspace, in the user's state folder (`state_home.py`:
-`$XDG_STATE_HOME/plan-lsp/<name>-<hash>/state.db`, WAL), never in the workspace: the
-repository cannot ship or change it. The event log is append-only; the current state is a
-row per session rewritten in the same transaction as the event that changed it, so a
-SIGKILL can never leave state and log disagreeing. Opening, and setting aside a damaged
-database, is `state_db.py`. A `<workspace>/.plan-lsp/state.db` is never read.
+"""SQLite persistence of sessions, their event log, conversations and plan revisions, in the
+user's state folder (`state_home.py`, docs/architecture.md). The event log is append-only;
+the current state is a row per session rewritten in the same transaction as the event that
+changed it, so a SIGKILL can never leave state and log disagreeing.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,11 +61,8 @@ class PlanRevision:
 
 
 class StateStore:
-    """Thread-safe access to one workspace's state database.
-
-    `StateStore.for_workspace(root)` is the database in the user's state folder
-    (`state_home.py`); where that cannot be used, state lives in memory only and the user
-    is told."""
+    """Thread-safe access to one workspace's state database (in memory where it cannot be
+    saved: the user is told)."""
 
     def __init__(self, path: Path, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
@@ -140,10 +133,13 @@ class StateStore:
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def meta(self, key: str) -> str | None:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            return self._conn.execute(sql, params).fetchall()
+
+    def meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self._tx() as conn:
@@ -171,11 +167,10 @@ class StateStore:
         was saved), else the newest in the database (which is this folder's alone: the same
         folder reached through another path). A row whose state is not a JSON object is
         skipped with a warning."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, state FROM sessions ORDER BY (workspace = ?) DESC, updated DESC",
-                (workspace,),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT id, state FROM sessions ORDER BY (workspace = ?) DESC, updated DESC",
+            (workspace,),
+        )
         for session_id, state in rows:
             data = _json_object(state)
             if data is not None:
@@ -188,16 +183,12 @@ class StateStore:
 
     def session(self, session_id: str) -> dict[str, Any] | None:
         """The saved state of session `session_id` (None: no such row, or a damaged one)."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT state FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-        return _json_object(row[0]) if row is not None else None
+        rows = self._rows("SELECT state FROM sessions WHERE id = ?", (session_id,))
+        return _json_object(rows[0][0]) if rows else None
 
     def session_ids(self) -> list[str]:
         """Every saved session's id, the most recently changed first."""
-        with self._lock:
-            rows = self._conn.execute("SELECT id FROM sessions ORDER BY updated DESC").fetchall()
+        rows = self._rows("SELECT id FROM sessions ORDER BY updated DESC")
         return [str(r[0]) for r in rows]
 
     def save(
@@ -267,17 +258,14 @@ class StateStore:
         if kinds:
             sql += f" AND kind IN ({','.join('?' * len(kinds))})"
             params.extend(kinds)
-        sql += " ORDER BY seq"
-        with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
+        rows = self._rows(sql + " ORDER BY seq", params)
         return [Event(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
     def last_event_seq(self, session_id: str) -> int:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return int(row[0])
+        rows = self._rows(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0][0])
 
     # -- conversations ---------------------------------------------------------------------
 
@@ -292,24 +280,21 @@ class StateStore:
             )
 
     def messages(self, session_id: str, conversation: str) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT message FROM messages WHERE session_id = ? AND conversation = ? "
-                "ORDER BY seq",
-                (session_id, conversation),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT message FROM messages WHERE session_id = ? AND conversation = ? ORDER BY seq",
+            (session_id, conversation),
+        )
         return [json.loads(r[0]) for r in rows]
 
     def tool_output(self, session_id: str, tool_call_id: str) -> str | None:
         """The newest stored tool result of `tool_call_id` in any conversation of the
         session (what compaction pruned from the model's view), or None."""
         needle = json.dumps(tool_call_id)
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT message FROM messages WHERE session_id = ? AND instr(message, ?) > 0 "
-                "ORDER BY seq DESC",
-                (session_id, needle),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT message FROM messages WHERE session_id = ? AND instr(message, ?) > 0 "
+            "ORDER BY seq DESC",
+            (session_id, needle),
+        )
         for (text,) in rows:
             message = json.loads(text)
             if message.get("role") == "tool" and message.get("tool_call_id") == tool_call_id:
@@ -351,27 +336,25 @@ class StateStore:
                 )
 
     def history(self, session_id: str, conversation: str, limit: int) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT payload FROM ("
-                "SELECT * FROM history WHERE session_id = ? AND conversation = ? "
-                "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                (session_id, conversation, limit),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT payload FROM ("
+            "SELECT * FROM history WHERE session_id = ? AND conversation = ? "
+            "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+            (session_id, conversation, limit),
+        )
         return [json.loads(r[0]) for r in rows]
 
     def conversations(self, session_id: str, limit: int) -> list[tuple[str, str | None]]:
         """The session's conversations with a history, newest activity first, each with the
         text of its first prompt still kept (None when trimmed away)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT conversation, MAX(seq) AS last, "
-                "(SELECT payload FROM history AS p WHERE p.session_id = h.session_id "
-                "AND p.conversation = h.conversation AND p.kind = 'prompt' ORDER BY p.seq "
-                "LIMIT 1) FROM history AS h WHERE session_id = ? GROUP BY conversation "
-                "ORDER BY last DESC LIMIT ?",
-                (session_id, limit),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT conversation, MAX(seq) AS last, "
+            "(SELECT payload FROM history AS p WHERE p.session_id = h.session_id "
+            "AND p.conversation = h.conversation AND p.kind = 'prompt' ORDER BY p.seq "
+            "LIMIT 1) FROM history AS h WHERE session_id = ? GROUP BY conversation "
+            "ORDER BY last DESC LIMIT ?",
+            (session_id, limit),
+        )
         found: list[tuple[str, str | None]] = []
         for conversation, _last, prompt in rows:
             text = (_json_object(prompt) or {}).get("text") if prompt else None
@@ -395,33 +378,26 @@ class StateStore:
 
     def workspace_events(self, kinds: tuple[str, ...]) -> list[Event]:
         """The events of these kinds of every session of the workspace, oldest first."""
-        sql = (
+        rows = self._rows(
             "SELECT seq, session_id, time, kind, actor, data FROM events "
-            f"WHERE kind IN ({','.join('?' * len(kinds))}) ORDER BY seq"
+            f"WHERE kind IN ({','.join('?' * len(kinds))}) ORDER BY seq",
+            kinds,
         )
-        with self._lock:
-            rows = self._conn.execute(sql, kinds).fetchall()
-        out = []
-        for r in rows:
-            data = _json_object(r[5])
-            if data is not None:
-                out.append(Event(r[0], r[1], r[2], r[3], r[4], data))
-        return out
+        parsed = [(r, _json_object(r[5])) for r in rows]
+        return [Event(r[0], r[1], r[2], r[3], r[4], data) for r, data in parsed if data is not None]
 
     def revision_index(self) -> list[tuple[str, int, str, float]]:
         """`(session id, revision, path, time)` of every plan revision of the workspace
         (every session's), oldest first; without the texts."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT session_id, rev, path, time FROM plan_revisions ORDER BY time, rev"
-            ).fetchall()
+        rows = self._rows(
+            "SELECT session_id, rev, path, time FROM plan_revisions ORDER BY time, rev"
+        )
         return [(str(r[0]), int(r[1]), str(r[2]), float(r[3])) for r in rows]
 
     def revisions(self, session_id: str) -> list[PlanRevision]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT rev, path, text, sha256, time FROM plan_revisions "
-                "WHERE session_id = ? ORDER BY rev",
-                (session_id,),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT rev, path, text, sha256, time FROM plan_revisions WHERE session_id = ? "
+            "ORDER BY rev",
+            (session_id,),
+        )
         return [PlanRevision(*r) for r in rows]

@@ -174,18 +174,10 @@ async def run_shell(
             "This command must run inside the read-only sandbox, but no working sandbox "
             f"is available here ({exc}), so it was not run.",
         )
+    limit = min(max(timeout_s, 0.1), MAX_TIMEOUT_S)
     try:
-        return await run_process(
-            launch.argv,
-            cwd,
-            launch.env,
-            min(max(timeout_s, 0.1), MAX_TIMEOUT_S),
-            cancel,
-            lambda code, stop, out, err, limit: _result(
-                command, code, stop, out, err, limit, sandboxed, launch.note
-            ),
-            cap=OUTPUT_CAP_CHARS,
-        )
+        ended = await run_process(launch.argv, cwd, launch.env, limit, cancel, cap=OUTPUT_CAP_CHARS)
+        return _result(command, *ended, limit, sandboxed, launch.note)
     except OSError as exc:
         return ToolResult.error("spawn_failed", f"could not start bash: {exc}")
     finally:

@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from plan_lsp.policy.sandbox.subreaper import descendants
 
@@ -18,10 +18,6 @@ _READ_CHUNK = 65536
 _DRAIN_GRACE_S = 2.0
 # Looks through /proc for descendants that appeared since the last kill.
 _MAX_SWEEPS = 100
-
-R = TypeVar("R")
-# (exit code, "exited" | "timeout" | "cancelled", stdout, stderr, timeout) -> result
-Finish = Callable[[int | None, str, "Capture", "Capture", float], R]
 
 
 class Capture:
@@ -99,11 +95,11 @@ async def run_process(
     env: Mapping[str, str],
     timeout_s: float,
     cancel: asyncio.Event | None,
-    finish: Finish[R],
     *,
     cap: int,
-) -> R:
-    """Run `argv` to its end, its timeout or `cancel`. OSError when it cannot start."""
+) -> tuple[int | None, str, Capture, Capture]:
+    """Run `argv` to its end, its timeout or `cancel`: (exit code, "exited" | "timeout" |
+    "cancelled", stdout, stderr). OSError when it cannot start."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
@@ -140,4 +136,4 @@ async def run_process(
     finally:
         for task in (*readers, waiter, *([cancelled] if cancelled is not None else [])):
             task.cancel()
-    return finish(proc.returncode, stop, out, err, timeout_s)
+    return proc.returncode, stop, out, err

@@ -22,7 +22,7 @@ from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.policy.server_dir import server_dir_refusal
 from plan_lsp.policy.workspace_edit import anchor_of, apply_file_edit
 from plan_lsp.protocol.state import WorkMode
-from plan_lsp.tools.base import ChangeImpl, Tool, ToolContext, ToolImpl, ToolResult
+from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.fs_common import open_text
 from plan_lsp.tools.paths import PathRefused, display_path, resolve_path
 
@@ -211,8 +211,11 @@ def _parsed(model: type[M], args: dict[str, Any]) -> M | ToolResult:
         return ToolResult.error("invalid_arguments", model_error(exc))
 
 
-def _edit_tool(model: type[M], planner: Planner[M]) -> tuple[ToolImpl, ChangeImpl]:
-    """The tool's implementation and its preview: one planner computes the text for both."""
+_PATH = PrimaryArgument(name="path", kind="path")
+
+
+def _edit_tool(name: str, description: str, model: type[M], planner: Planner[M]) -> Tool:
+    """A file-changing tool whose implementation and preview one planner computes."""
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         parsed = _parsed(model, args)
@@ -233,47 +236,30 @@ def _edit_tool(model: type[M], planner: Planner[M]) -> tuple[ToolImpl, ChangeImp
         planned = planner(parsed, ctx)
         return None if isinstance(planned, ToolResult) else planned.as_change()
 
-    return run, preview
-
-
-write_file, _write_file_change = _edit_tool(WriteFileArguments, plan_write_file)
-edit_file, _edit_file_change = _edit_tool(EditFileArguments, plan_edit_file)
-
-_PATH = PrimaryArgument(name="path", kind="path")
-
-WRITE_FILE_TOOL = Tool(
-    ToolDefinition(
-        name="write_file",
-        description=(
-            "Create or overwrite a file in the workspace with `content`. Prefer edit_file "
-            "for changes to existing files."
-        ),
-        arguments=WriteFileArguments,
+    definition = ToolDefinition(
+        name=name,
+        description=description,
+        arguments=model,
         safety=Safety.SIDE_EFFECT,
         timeout_s=60.0,
         primary_argument=_PATH,
         role="edit",
-    ),
-    write_file,
-    preview=_write_file_change,
-)
+    )
+    return Tool(definition, run, preview=preview)
 
-EDIT_FILE_TOOL = Tool(
-    ToolDefinition(
-        name="edit_file",
-        description=(
-            "Replace one exact occurrence of `old_text` with `new_text` in a workspace file. "
-            "old_text must match exactly once (whitespace included); add surrounding lines "
-            "to make it unique."
-        ),
-        arguments=EditFileArguments,
-        safety=Safety.SIDE_EFFECT,
-        timeout_s=60.0,
-        primary_argument=_PATH,
-        role="edit",
-    ),
-    edit_file,
-    preview=_edit_file_change,
-)
 
+WRITE_FILE_TOOL = _edit_tool(
+    "write_file",
+    "Create or overwrite a file in the workspace with `content`. Prefer edit_file for changes "
+    "to existing files.",
+    WriteFileArguments,
+    plan_write_file,
+)
+EDIT_FILE_TOOL = _edit_tool(
+    "edit_file",
+    "Replace one exact occurrence of `old_text` with `new_text` in a workspace file. old_text "
+    "must match exactly once (whitespace included); add surrounding lines to make it unique.",
+    EditFileArguments,
+    plan_edit_file,
+)
 EDIT_TOOLS = (WRITE_FILE_TOOL, EDIT_FILE_TOOL)

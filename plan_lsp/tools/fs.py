@@ -20,12 +20,10 @@ from plan_lsp.policy.glob_match import compile_glob
 from plan_lsp.policy.safe_fs import FileTooLarge, WriteRefused
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
 from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
-from plan_lsp.tools.fs_common import (  # noqa: F401  (limits re-exported for callers)
-    BINARY_SNIFF_BYTES,
+from plan_lsp.tools.fs_common import (
     GLOB_CAP,
     GREP_CAP,
     LIST_CAP,
-    PRUNED_DIRS,
     READ_CAP_BYTES,
     READ_MAX_FILE_BYTES,
     _refused,

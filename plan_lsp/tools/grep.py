@@ -242,6 +242,3 @@ def _format_match(match: Match, roots: list[Path]) -> str:
     if len(text) > GREP_LINE_CHARS:
         text = text[:GREP_LINE_CHARS] + "…"
     return f"{display_path(path, roots)}:{number}:{text}"
-
-
-# -- definitions -----------------------------------------------------------------------------

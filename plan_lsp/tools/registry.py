@@ -1,16 +1,16 @@
 """The tool registry: definitions with their safety labels, and their implementations.
 
-Built-in tools and externally defined ones (future MCP tools) join the same registry; the
-gates only ever read the definition, so a new tool needs no change to them.
+Built-in tools and MCP tools join the same registry; the gates only ever read the
+definition, so a new tool needs no change to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.tools.ask_user import ASK_USER_TOOL
-from plan_lsp.tools.base import Tool, ToolImpl
+from plan_lsp.tools.base import Tool
 from plan_lsp.tools.bash import BASH_TOOL
 from plan_lsp.tools.edit import EDIT_TOOLS
 from plan_lsp.tools.fs import FS_TOOLS
@@ -27,36 +27,6 @@ class ToolRegistry:
         if tool.name in self._tools and not replace:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
-
-    def register_external(
-        self,
-        name: str,
-        description: str,
-        input_schema: dict[str, object],
-        run: ToolImpl,
-        *,
-        safety: Safety = Safety.SIDE_EFFECT,
-        timeout_s: float = 120.0,
-    ) -> Tool:
-        """Add a tool defined outside the package (e.g. an MCP tool). Its safety is
-        side_effect unless the caller vouches otherwise."""
-        if safety not in (Safety.READ_ONLY, Safety.SIDE_EFFECT):
-            raise ValueError(
-                f"external tool {name!r}: safety must be read_only or side_effect, "
-                f"not {safety.value}"
-            )
-        tool = Tool(
-            ToolDefinition(
-                name=name,
-                description=description,
-                input_schema=dict(input_schema),
-                safety=safety,
-                timeout_s=timeout_s,
-            ),
-            run,
-        )
-        self.register(tool)
-        return tool
 
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)

@@ -1,31 +1,23 @@
 """What happened during each step of the todo list, so the list the server keeps (and the
-plan's checklist that mirrors it) marks done only what happened.
+plan's checklist that mirrors it) marks done only what happened (docs/architecture.md).
 
-The rule is data, not a reading of the model's words: every call of a tool that changes
-the workspace is observed with its outcome. A change that was denied (the user answered
-no), refused (the gate) or failed is a *setback* of the step in progress when it happened
-— or, while no step was in progress, of the steps the next list newly marks completed. A later
-successful change of the same target (the same file, the same command) makes up for it.
-
-When the model marks a step `completed` while it has a setback outstanding, the server keeps
-the step `pending` and says why in the `todo_write` observation: "step 2 not marked done:
-the edit of app.py was denied". The model's list is otherwise kept as it sent it.
+Every call of a workspace-changing tool is observed with its outcome: a denied, refused or
+failed change is a setback of the step in progress (else of the steps the next list newly
+completes), made up by a later successful change of the same target. A step marked
+`completed` with a setback outstanding stays `pending`, and the observation says why.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.protocol.state import Todo
 from plan_lsp.tools.todo_model import RecordedTodos
-
-# RecordedTodos lives with the todo model (what a tool context knows); named here too.
-__all__ = ["RecordedTodos", "Setback", "StepLedger", "builtin_definition"]
 
 _MAX_TARGET = 120
 _MAX_REASON = 200
@@ -64,11 +56,6 @@ def _builtin_definitions() -> dict[str, ToolDefinition]:
     from plan_lsp.tools.registry import builtin_registry
 
     return {d.name: d for d in builtin_registry().definitions()}
-
-
-def builtin_definition(name: str) -> ToolDefinition | None:
-    """The definition of the built-in tool `name`, if there is one."""
-    return _builtin_definitions().get(name)
 
 
 def _kind(definition: ToolDefinition | None) -> Literal["edit", "command", "call"]:
@@ -115,10 +102,7 @@ def _what(data: Mapping[str, Any] | None) -> tuple[str, str]:
 class StepLedger:
     """One run's record of setbacks per step of the todo list."""
 
-    def __init__(self, definition_of: Callable[[str], ToolDefinition | None] | None = None) -> None:
-        # What each tool is (an edit, a command), from its definition: the built-in tools'
-        # unless the caller knows more.
-        self._definition_of = definition_of or builtin_definition
+    def __init__(self) -> None:
         # Setbacks since the last list, not yet given to a step.
         self._unassigned: list[Setback] = []
         # Outstanding setbacks per step (by its normalised text).
@@ -135,7 +119,8 @@ class StepLedger:
         data: Mapping[str, Any] | None,
     ) -> None:
         """A call of a tool that changes the workspace ended (allowed or not)."""
-        definition = self._definition_of(tool)
+        # What the tool is (an edit, a command), from its built-in definition.
+        definition = _builtin_definitions().get(tool)
         kind = _kind(definition)
         target = _target(tool, definition, arguments)
         if not is_error:

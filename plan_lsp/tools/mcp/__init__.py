@@ -3,7 +3,3 @@
 `config` is light (pydantic only); the SDK is imported by `connection` when a server is
 first started.
 """
-
-from plan_lsp.tools.mcp.config import McpConfigProblem, McpServerConfig, McpSettings
-
-__all__ = ["McpConfigProblem", "McpServerConfig", "McpSettings"]

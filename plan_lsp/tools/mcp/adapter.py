@@ -60,7 +60,6 @@ def qualified_name(server: str, tool: str) -> str:
     return f"{PREFIX}{server}{SEPARATOR}{safe_tool[:keep]}-{digest}"
 
 
-
 def _hint(annotations: Mapping[str, Any] | None, key: str, default: bool) -> bool:
     value = (annotations or {}).get(key)
     return value if isinstance(value, bool) else default
@@ -68,35 +67,18 @@ def _hint(annotations: Mapping[str, Any] | None, key: str, default: bool) -> boo
 
 def decide_safety(
     server: McpServerConfig, tool: str, annotations: Mapping[str, Any] | None
-) -> tuple[Safety, str]:
-    """The safety label of one MCP tool, and why."""
+) -> Safety:
+    """The safety label of one MCP tool: read-only when the user listed it, or trusts the
+    server's hints and they prove it (read-only, not destructive, not open-world)."""
     if tool in server.read_only_tools:
-        return Safety.READ_ONLY, f"listed in read_only_tools of MCP server '{server.name}'"
-    claims_read_only = _hint(annotations, "readOnlyHint", False)
-    if not server.trust_read_only_hint:
-        if claims_read_only:
-            return Safety.SIDE_EFFECT, (
-                "the server marks it read-only, but its hints are not trusted "
-                "(trust_read_only_hint is off) and it is not in read_only_tools"
-            )
-        return Safety.SIDE_EFFECT, "not listed in read_only_tools"
-    destructive = _hint(annotations, "destructiveHint", True)
-    open_world = _hint(annotations, "openWorldHint", True)
-    if claims_read_only and not destructive and not open_world:
-        return Safety.READ_ONLY, (
-            "the server marks it read-only, not destructive and not open-world, and "
-            "trust_read_only_hint is on"
-        )
-    missing = [
-        label
-        for label, bad in (
-            ("readOnlyHint is not true", not claims_read_only),
-            ("destructiveHint is not false", destructive),
-            ("openWorldHint is not false", open_world),
-        )
-        if bad
-    ]
-    return Safety.SIDE_EFFECT, "its annotations do not prove it read-only: " + ", ".join(missing)
+        return Safety.READ_ONLY
+    proven = (
+        server.trust_read_only_hint
+        and _hint(annotations, "readOnlyHint", False)
+        and not _hint(annotations, "destructiveHint", True)
+        and not _hint(annotations, "openWorldHint", True)
+    )
+    return Safety.READ_ONLY if proven else Safety.SIDE_EFFECT
 
 
 def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any] | str:
@@ -146,12 +128,11 @@ def adapt_tools(
             warnings.append(f"{label} is not offered: {schema}")
             continue
         taken[name] = tool.name
-        safety, _reason = decide_safety(server, tool.name, tool.annotations)
         definition = ToolDefinition(
             name=name,
             description=_description(server.name, tool.description),
             input_schema=schema,
-            safety=safety,
+            safety=decide_safety(server, tool.name, tool.annotations),
             timeout_s=server.timeout_s + TIMEOUT_GRACE_S,
         )
         adapted.append(AdaptedTool(server.name, tool.name, definition))

@@ -1,14 +1,11 @@
-"""Runs an MCP server with each message it writes capped in bytes, before anyone parses it.
+"""Runs an MCP server with each message it writes capped in bytes, before anyone parses it
+(docs/security.md): `python -I -S capped_stdout.py MAX_BYTES [--pid-file PATH] -- COMMAND...`
 
-    python -I -S capped_stdout.py MAX_BYTES [--pid-file PATH] -- COMMAND...
-
-The server's stdout passes through line by line (one JSON-RPC message a line); a longer line
-than MAX_BYTES is never held whole (head and tail kept). In its place an answer whose id is
-readable (first or last, as the SDKs write it) becomes a JSON-RPC error for that id
-(`error.data.planLsp == "message_too_large"`); a server request or notification is dropped;
-an answer without a readable id stops the server. Notes go to stderr. `--pid-file`: this
-process leads the group the server joins, so killing it stops the server at once. Standard
-library only, `-I -S`; no JSON parsed beyond the id.
+A longer line than MAX_BYTES is never held whole (head and tail kept): an answer whose id is
+readable becomes a JSON-RPC error for that id (`error.data.planLsp == "message_too_large"`),
+a request or notification is dropped, an answer without a readable id stops the server.
+`--pid-file`: this process leads the server's group, so killing it stops the server at once.
+Standard library only; no JSON parsed beyond the id.
 """
 
 from __future__ import annotations

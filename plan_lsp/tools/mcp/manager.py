@@ -170,9 +170,7 @@ class McpManager:
             return cached[1]
         adapted, warnings = adapt_tools(connection.config, connection.tools)
         for warning in warnings:
-            if warning not in self._warned:
-                self._warned.add(warning)
-                self._notify(warning)
+            self._warn_once(warning)
         self._adapted[connection.name] = (connection.generation, adapted)
         return adapted
 

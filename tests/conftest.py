@@ -89,6 +89,8 @@ _EDITOR_FILES = {
     "test_emacs.py",
     "test_neovim.py",
     "test_vim_coc.py",
+    "test_vim_steps.py",
+    "test_emacs_steps.py",
     "test_acp_clients.py",
 }
 # The execution gate's and the shell classifier's tests: in the fast tier unless they need a

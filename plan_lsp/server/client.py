@@ -75,6 +75,9 @@ class ClientSupport:
     # written behind a buffer it holds (Vim's W11/W12/W13). The server never writes a file
     # the client has open: the user's `:w` writes exactly the buffer.
     user_saves: bool = False
+    # The editor asks the user before it takes an edit to a buffer whose file changed on disk
+    # (Emacs: "changed on disk; reread?", "really edit the buffer?").
+    asks_about_changed_files: bool = False
     # The code actions' kind: None for clients that list only unkinded, quickfix and
     # refactor actions by default (coc.nvim hides `source` actions unless asked for them).
     code_action_kind: str | None = types.CodeActionKind.Source
@@ -123,6 +126,7 @@ class ClientSupport:
             and bool(workspace and workspace.workspace_folders),
             edit_labels=name != "neovim",
             user_saves=coc and not options.get("saveDocuments"),
+            asks_about_changed_files=lsp_mode or eglot,
             code_action_kind=None if coc else types.CodeActionKind.Source,
         )
 

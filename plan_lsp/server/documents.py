@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,8 @@ class OpenDocument:
     # The editor keeps a line break at the end of this buffer whatever an edit leaves there
     # (Vim, Neovim): learnt from its report of the first edit that ended mid-line.
     keeps_final_line_break: bool = False
+    # The file's time (ns) when the editor last read or wrote it with this text, if known.
+    known_mtime: int | None = None
 
     def as_held(self, text: str) -> str:
         """`text` as this buffer's editor holds it: CRLF where every line break of the
@@ -159,6 +162,8 @@ class DocumentStore:
         item = params.text_document
         lock = self._locks.setdefault(item.uri, asyncio.Lock())
         doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text, lock=lock)
+        if doc.path is not None and disk_text(doc.path) == item.text:
+            doc.known_mtime = _mtime(doc.path)
         log.debug("didOpen %s (version %s, %d characters)", item.uri, item.version, len(item.text))
         old = self._by_uri.get(item.uri)
         if old is not None:
@@ -331,12 +336,16 @@ class DocumentStore:
             return BufferEdit(False, reason="not open")
         async with doc.lock:
             before = doc.text
-            clean = disk_text(path) == before
+            clean = disk_text(path) == before or self._put_back(doc, path, target)
             done = await self._replace(doc, target, label)
             if done is None:
                 return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
             doc = done
             if not clean:
+                # The file holds the text already, written behind the buffer (a revert): a
+                # client that saves only when the user does saves it itself, if it can.
+                if disk_text(path) == doc.text and await self._written_by_renaming(doc, path):
+                    return BufferEdit(True, on_disk=True)
                 return BufferEdit(True, on_disk=False, reason="the buffer has unsaved changes")
             return BufferEdit(True, on_disk=await self._save(doc, path))
 
@@ -359,12 +368,51 @@ class DocumentStore:
                 continue
             async with doc.lock:
                 try:
-                    self._write_disk(path, doc.text, behind_buffer=True)
+                    if not await self._written_by_renaming(doc, path):
+                        self._write_disk(path, doc.text, behind_buffer=True)
                 except OSError as exc:
                     log.warning("could not write %s before the command: %s", path, exc)
                     continue
             written.append(path)
         return written
+
+    async def _written_by_renaming(self, doc: OpenDocument, path: Path) -> bool:
+        """Have a client that saves only when the user does (coc.nvim) write the buffer
+        itself: Vim asks about a file written behind a modified buffer (W12), but coc writes
+        a buffer it renames (`noa write!`). Renamed to a name beside it and back (one
+        workspace edit, undone whole if a part fails), the buffer is saved under its own
+        name, with the file time Vim knows. False when the client cannot rename."""
+        caps = self.client.ls.client_capabilities.workspace
+        edits = caps.workspace_edit if caps is not None else None
+        renames = (edits.resource_operations or []) if edits is not None else []
+        if not self.client.support.user_saves or types.ResourceOperationKind.Rename not in renames:
+            return False
+        uri, aside = uri_of(path), uri_of(path.with_name(f".{path.name}.plan-lsp-save"))
+        there = types.RenameFile(old_uri=uri, new_uri=aside)
+        back = types.RenameFile(old_uri=aside, new_uri=uri)
+        edit = types.WorkspaceEdit(document_changes=[there, back])
+        if not await self.client.apply_edit(edit, "plan-lsp: save"):
+            return False
+        return disk_text(path) == doc.text
+
+    def _put_back(self, doc: OpenDocument, path: Path, target: str) -> bool:
+        """The file holds `target` already, written behind the buffer (a revert), and the
+        editor saves when asked but asks the user about a changed file (Emacs: "changed on
+        disk; reread?") before taking the edit. The file gets back what the editor last
+        read or wrote, with that time; the edit, then the editor's save, bring it to `target`.
+        True when the file was put back."""
+        support, held = self.client.support, doc.as_held(target)
+        if not (support.save_documents and support.asks_about_changed_files):
+            return False
+        if doc.known_mtime is None or doc.text == held or disk_text(path) != held:
+            return False
+        try:
+            self._write_disk(path, doc.text, behind_buffer=True)
+            os.utime(path, ns=(doc.known_mtime, doc.known_mtime), follow_symlinks=False)
+        except OSError as exc:
+            log.warning("could not put %s back before the edit: %s", path, exc)
+            return False
+        return disk_text(path) == doc.text
 
     async def save(self, path: Path) -> bool:
         """Make the disk hold what the open buffer holds (the user's approval, say)."""
@@ -382,6 +430,7 @@ class DocumentStore:
             # The editor saved its buffer: the disk holds what the user sees there (which may
             # already include typing the server's copy has not heard of yet) — never
             # overwritten with an older copy.
+            doc.known_mtime = _mtime(path)
             return True
         try:
             self._write_disk(path, text)
@@ -424,6 +473,13 @@ def _as_expected(doc: OpenDocument, expected: str) -> bool:
         doc.keeps_final_line_break = True
         return True
     return False
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _path_of(uri: str) -> Path | None:

@@ -68,13 +68,6 @@ class InFlightCall:
     task: asyncio.Task[ToolResult] | None = None
     stopped_because: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "callId": self.tool_call_id or str(self.number),
-            "runId": self.run_id,
-        }
-
 
 # After the cancel signal (process-group kill for `bash`), how long a call may take to end
 # before its task is cancelled outright.
@@ -97,9 +90,6 @@ class ToolRunner:
         self._in_flight: dict[int, InFlightCall] = {}
         self._numbers = 0
         self.watch: CallWatch | None = None
-
-    def in_flight(self) -> list[InFlightCall]:
-        return list(self._in_flight.values())
 
     async def stop_side_effects(self, because: str, timeout: float = 15.0) -> list[InFlightCall]:
         """Stop every running call that changes the workspace and wait until each has ended:
@@ -185,16 +175,17 @@ class ToolRunner:
                 or {"error": "tool_not_allowed", "tool": name, "reason": decision.reason}
             )
 
-        if recorded and tool.definition.role != "edit" and watch is not None:
-            # A command reads files from disk: the run's edits held in buffers go there first.
-            write_buffers = getattr(ctx.editor, "write_edited_buffers", None)
-            if write_buffers is not None:
-                await write_buffers()
         if watch is not None:
             await watch.before(name, ctx.tool_call_id, paths)
             if self.gate.current_mode() is WorkMode.PLAN:  # switched while it was recorded
                 reason = "the session switched to plan mode"
                 return _observation({"error": "tool_not_allowed", "tool": name, "reason": reason})
+        if recorded and tool.definition.role != "edit" and watch is not None:
+            # A command reads files from disk: the run's edits held in buffers go there first,
+            # within the call's checkpoints (a change of the step, which a revert undoes).
+            write_buffers = getattr(ctx.editor, "write_edited_buffers", None)
+            if write_buffers is not None:
+                await write_buffers()
         # Registered before anything awaits: a mode switch from now on sees this call.
         self._numbers += 1
         definition = tool.definition

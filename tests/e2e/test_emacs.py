@@ -162,8 +162,6 @@ def server_wrapper(bin_dir: Path, script: Path, transcript: Path, log: Path) -> 
 
 
 def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
-    emacs = emacs_binary()
-    init_file, client_file = CLIENTS[client]
     ws = sample_project(tmp_path / "ws")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
     plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
@@ -172,6 +170,37 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
         plan_path.write_text("")
     timeline = tmp_path / "timeline.jsonl"
     script = write_paced_script(tmp_path / "script.json", session_turns(), timeline)
+    params = {
+        "plan_open_before": plan_open_before,
+        "prompt": "Make the greeting polite",
+        "feedback": FEEDBACK,
+        "plan_v1": PLAN_V1,
+        "plan_v2": PLAN_V2,
+        "reject_action": REJECT_ACTION,
+        "approve_title": APPROVE,
+        "hello_after": HELLO_AFTER,
+        "user_line": USER_LINE,
+    }
+    result = launch_emacs(client, tmp_path, ws, script, params)
+    result["_timeline"] = timeline
+    result["_script"] = script
+    return result
+
+
+def launch_emacs(
+    client: str,
+    tmp_path: Path,
+    ws: Path,
+    script: Path,
+    params: dict[str, Any],
+    session_file: Path | None = None,
+) -> dict[str, Any]:
+    """An Emacs daemon with `client`'s docs/editors.md configuration on `ws`, the server on
+    the scripted `script`; driver.el runs the session (`session_file`'s, when given) with
+    `params` and writes what it saw, returned with the files as they are afterwards."""
+    emacs = emacs_binary()
+    init_file, client_file = CLIENTS[client]
+    plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
     server_log = tmp_path / "server.log"
     server_wrapper(tmp_path / "bin", script, tmp_path / "transcript.jsonl", server_log)
     home = tmp_path / "home"
@@ -181,19 +210,12 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
     run_dir.mkdir(mode=0o700)
     result_path = tmp_path / "result.json"
     params = {
+        **params,
+        "session_file": None if session_file is None else str(session_file),
         "workspace": str(ws),
         "plan_path": str(plan_path),
-        "plan_open_before": plan_open_before,
         "result_path": str(result_path),
         "client_log_path": str(tmp_path / "client.log"),
-        "prompt": "Make the greeting polite",
-        "feedback": FEEDBACK,
-        "plan_v1": PLAN_V1,
-        "plan_v2": PLAN_V2,
-        "reject_action": REJECT_ACTION,
-        "approve_title": APPROVE,
-        "hello_after": HELLO_AFTER,
-        "user_line": USER_LINE,
     }
     params_path = tmp_path / "params.json"
     params_path.write_text(json.dumps(params))
@@ -230,8 +252,7 @@ def run_emacs(client: str, tmp_path: Path, plan_open_before: bool) -> dict[str, 
     result["_plan_disk"] = plan_path.read_text(encoding="utf-8") if plan_path.exists() else None
     result["_hello_disk"] = (ws / "hello.py").read_text(encoding="utf-8")
     result["_returncode"] = proc.returncode
-    result["_timeline"] = timeline
-    result["_script"] = script
+    result["_transcript"] = tmp_path / "transcript.jsonl"
     return result
 
 

@@ -154,7 +154,6 @@ class Screen:
 
 
 def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
-    vim, tmux_bin = coc_installed()
     ws = sample_project(tmp_path / "ws")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=30)
     plan_path = ws / ".plan-lsp" / "plans" / "PLAN.md"
@@ -163,6 +162,37 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
         plan_path.write_text("")
     timeline = tmp_path / "timeline.jsonl"
     script = write_paced_script(tmp_path / "script.json", session_turns(), timeline)
+    params = {
+        "plan_path": str(plan_path),
+        "hello_path": str(ws / "hello.py"),
+        "prompt": PROMPT,
+        "feedback_line": FEEDBACK_LINE,
+        "user_line": USER_LINE,
+        "plan_v2": LONG_REVISED_PLAN,
+        "reject_title": REJECT,
+        "approve_title": APPROVE,
+        "step_timeout_s": STEP_TIMEOUT_S,
+        "plan_open_before": plan_open_before,
+    }
+    result = launch_vim(tmp_path, ws, script, VIM_DIR / "driver.vim", params)
+    result["_timeline"] = timeline
+    result["_script"] = script
+    result["_plan_open_before"] = plan_open_before
+    return result
+
+
+def launch_vim(
+    tmp_path: Path,
+    ws: Path,
+    script: Path,
+    driver: Path,
+    params: dict[str, Any],
+    coc_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Vim in tmux on `ws` (hello.py open), coc.nvim with docs/editors.md's settings (plus
+    `coc_settings`), the server on the scripted `script`; `driver` runs the session with
+    `params` (+ result_path) and writes its result, returned with what the terminal showed."""
+    vim, tmux_bin = coc_installed()
     server_log = tmp_path / "server.log"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -180,7 +210,10 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     home = tmp_path / "home"
     (home / ".vim" / "pack" / "coc" / "start").mkdir(parents=True)
     (home / ".vim" / "pack" / "coc" / "start" / "coc.nvim").symlink_to(COC_DIR)
-    (home / ".vim" / "coc-settings.json").write_text(readme_coc_settings())
+    settings = readme_coc_settings()
+    if coc_settings:
+        settings = json.dumps({**json.loads(settings), **coc_settings}, indent=2)
+    (home / ".vim" / "coc-settings.json").write_text(settings)
     vimrc = ["set nocompatible", "filetype plugin indent on", "syntax on"]
     node_path = E2E / "node-path"
     if node_path.is_file():  # install.sh found no Node >= 20.19 on the system
@@ -188,21 +221,8 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     (home / ".vimrc").write_text("\n".join(vimrc) + "\n")
 
     result_path = tmp_path / "result.json"
-    params = {
-        "plan_path": str(plan_path),
-        "hello_path": str(ws / "hello.py"),
-        "prompt": PROMPT,
-        "feedback_line": FEEDBACK_LINE,
-        "user_line": USER_LINE,
-        "plan_v2": LONG_REVISED_PLAN,
-        "reject_title": REJECT,
-        "approve_title": APPROVE,
-        "result_path": str(result_path),
-        "step_timeout_s": STEP_TIMEOUT_S,
-        "plan_open_before": plan_open_before,
-    }
     params_path = tmp_path / "params.json"
-    params_path.write_text(json.dumps(params))
+    params_path.write_text(json.dumps({**params, "result_path": str(result_path)}))
     env = {
         "HOME": str(home),
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
@@ -217,7 +237,7 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     exports = " ".join(f"{k}={_sh(v)}" for k, v in env.items())
     command = (
         f"cd {_sh(str(ws))} && exec env {exports} timeout -s KILL {VIM_KILL_AFTER_S} "
-        f"{vim} -N -u {_sh(str(home / '.vimrc'))} -i NONE -S {_sh(str(VIM_DIR / 'driver.vim'))} "
+        f"{vim} -N -u {_sh(str(home / '.vimrc'))} -i NONE -S {_sh(str(driver))} "
         "hello.py"
     )
     tmux = [tmux_bin, "-f", "/dev/null", "-S", str(tmp_path / "tmux.sock")]
@@ -247,10 +267,8 @@ def run_vim(tmp_path: Path, plan_open_before: bool) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     result["_diagnostics"] = diagnostics
     result["_screens"] = screens
-    result["_timeline"] = timeline
-    result["_script"] = script
     result["_server_log"] = server_log.read_text() if server_log.exists() else ""
-    result["_plan_open_before"] = plan_open_before
+    result["_transcript"] = tmp_path / "transcript.jsonl"
     return result
 
 

@@ -331,7 +331,10 @@ its file hold afterwards under \"after_save\"."
           (let ((json-object-type 'hash-table) (json-key-type 'string) (json-array-type 'list)
                 (coding-system-for-read 'utf-8))
             (setq e2e-params (json-read-file (getenv "PLAN_LSP_E2E_PARAMS"))))
-          (e2e-session)
+          ;; params.session_file: another session, `e2e-steps-session' say, defined there.
+          (when-let ((file (e2e-param "session_file")))
+            (load file nil t))
+          (funcall (intern (or (e2e-param "session") "e2e-session")))
           (setq ok t))
       (error (e2e-put "error" (error-message-string err))
              (e2e-put "last_offered" e2e-offered)
@@ -349,6 +352,8 @@ its file hold afterwards under \"after_save\"."
         (insert (json-encode e2e-result))))
     (kill-emacs (if ok 0 1))))
 
-(run-with-timer 0.2 nil #'e2e-main)
+;; Once Emacs is idle: the session's waits then let idle timers run (lsp-deferred starts
+;; lsp-mode from one), however long the start-up took.
+(run-with-idle-timer 0.2 nil #'e2e-main)
 
 ;;; driver.el ends here

@@ -69,6 +69,29 @@
                                          :test (lambda (a b) (equal a (substring-no-properties b)))))))
     (funcall (get-text-property 0 'action token))))
 
+(defun e2e--lens-line (ov)
+  "The 0-based line of the lens overlay OV (placed at its line's end by default)."
+  (1- (line-number-at-pos (overlay-get ov 'lsp-lens-position))))
+
+(defun e2e-client-lenses (path)
+  "The lenses lsp-mode shows in PATH's buffer as (LINE TITLE): LINE 0-based."
+  (with-current-buffer (find-buffer-visiting path)
+    (cl-loop for ov in lsp-lens--overlays
+             append (let ((line (e2e--lens-line ov)))
+                      (mapcar (lambda (title) (list line (substring-no-properties title)))
+                              (overlay-get ov 'lsp--metadata))))))
+
+(defun e2e-client-run-lens (path line title)
+  "Click the lens TITLE on LINE (0-based) of PATH (what mouse-1 on it runs)."
+  (with-current-buffer (find-buffer-visiting path)
+    (let ((token (cl-loop for ov in lsp-lens--overlays
+                          when (= line (e2e--lens-line ov))
+                          thereis (cl-find title (overlay-get ov 'lsp--metadata)
+                                           :test (lambda (a b)
+                                                   (equal a (substring-no-properties b)))))))
+      (unless token (error "No lens %S on line %s: %S" title line (e2e-client-lenses path)))
+      (funcall (get-text-property 0 'action token)))))
+
 (defun e2e-client-approve (title) (e2e--click-lens title))
 
 (defun e2e-client-compare-revisions () (e2e--click-lens "Compare with previous revision"))

@@ -216,8 +216,11 @@ export class FakeOpenAI {
       const next = agent ? this.turns.shift() ?? { text: '(end of script)' } : { text: 'ok' };
       const turn = { ...next, promptTokens: Math.ceil(body.length / 4) };
       const number = agent ? ++this.taken : 0;
-      if (json?.stream && turn.pace && number <= this.script.length) {
-        pacedSse(res, turn, number, this.model, this.timeline).catch(() => res.destroy());
+      if (json?.stream && turn.pace) {
+        // Turns added while the test runs stream at their pace too, outside the timeline
+        // (which refers to the script's turns).
+        const timeline = number <= this.script.length ? this.timeline : undefined;
+        pacedSse(res, turn, number, this.model, timeline).catch(() => res.destroy());
         return;
       }
       if (json?.stream) {

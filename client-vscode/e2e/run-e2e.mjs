@@ -5,7 +5,9 @@
 // workspace trust prompt: newcomer-steps.mjs), a hostile workspace, a loopback
 // OpenAI-compatible model server. The extension must install its server into a private venv
 // (from the wheel the vsix carries), show what it is doing, guide the setup through its own
-// UI, and take the user to an approved plan whose edit is on disk. The plans stream at a
+// UI, and take the user to an approved plan whose edit is on disk; later, a plan reviewed with a
+// comment on its lines, a Do run whose command reads the file it edited in an open editor, and
+// a step reverted from its lens. The plans stream at a
 // model's speed (tests/e2e/model_speed.py); the extension records every change of PLAN.md
 // (PLAN_LSP_DOCUMENT_LOG). Screenshots per step go to test-artifacts/vscode/, with
 // results.json (with the first-start times), the model's timeline and script, and the PLAN.md
@@ -27,6 +29,8 @@ import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
 import { keyboardWalk, nothingPendingInPalette } from './keyboard-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
+import { commentOnPlan } from './comment-steps.mjs';
+import { commandsSeeEdits, revertStep } from './checkpoint-steps.mjs';
 import {
   decisionsAfterReload, denyReadmeEdit, honestChecklist, mark, rejectWithFeedback, times, trustWorkspace, walkthroughOverWelcome, watchFirstStart,
 } from './newcomer-steps.mjs';
@@ -594,6 +598,12 @@ async function main() {
     await keyboardWalk(page, chat, SECOND_PLAN_FILE);
 
     await usageAndCompaction(page, chat, { model, ws });
+
+    // The rejected second plan, reviewed with a comment, revised, approved and carried out.
+    const secondPlanFile = join(ws, '.plan-lsp', 'plans', SECOND_PLAN_FILE);
+    await commentOnPlan(page, chat, { model, planFile: secondPlanFile, secondPlan: SECOND_PLAN_TEXT, pace: speed.pace });
+    await commandsSeeEdits(page, chat, { model, ws, planFile: secondPlanFile });
+    await revertStep(page, chat, { ws, planFile: secondPlanFile });
 
     await check(page, 'nothing the workspace ships ran; the API key is in no log', async () => {
       const found = readdirSync(markers);

@@ -25,6 +25,7 @@ import {
 } from './protocol';
 import { ServerProcess, describeExit } from './serverProcess';
 import { asksForFeedback } from './rejectFeedback';
+import { actsOnSelection, asksForComment } from './planComment';
 import { awaitsDecision, planName } from './plansList';
 import { SessionActions } from './sessionActions';
 import {
@@ -287,9 +288,19 @@ export class Controller implements vscode.Disposable {
             return { success: await this.revealPlan(params.uri) };
           },
         },
+        // "Comment on these lines…" acts on the selection: offered by Ctrl+. (planComment.ts).
+        provideCodeActions: async (document, range, context, token, next) => {
+          const actions = await next(document, range, context, token);
+          for (const action of actions ?? []) {
+            if (action instanceof vscode.CodeAction && actsOnSelection(action.command?.command)) action.kind = undefined;
+          }
+          return actions;
+        },
         executeCommand: async (command, commandArgs, next) => {
           // The lens's Reject…/Revise…: the user types the feedback (or nothing) here.
           if (asksForFeedback(command, commandArgs)) return this.actions.rejectWithFeedback();
+          // The code action's comment: typed in an input box, not into the plan.
+          if (asksForComment(command, commandArgs)) return this.actions.commentOnPlan(commandArgs, (args) => next(command, args));
           const result: unknown = await next(command, commandArgs);
           if (command === SHOW_PREVIOUS_REVISION) await this.actions.diffWithPrevious(result);
           return result;

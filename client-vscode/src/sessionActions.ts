@@ -1,12 +1,15 @@
 /**
  * What the user asks of the session from the chat and the commands: prompts and Stop, a new
- * session, the connection test, the plan and its review, the permission mode.
+ * session, the connection test, the plan and its review (comments on its lines), the
+ * permission mode.
  */
 import * as vscode from 'vscode';
 import type { ChatViewProvider } from './chatView';
 import { PERMISSION_MODES, PlanLspSession, PromptResult, SessionState, errorMessage } from './protocol';
 import { permissionModeDetail, permissionModeLabel } from './permissionText';
 import { feedbackBox, rejectArgs } from './rejectFeedback';
+import { commentArgs, commentBox } from './planComment';
+import type { Wire } from './wireTypes';
 
 export interface ActionHost {
   readonly output: vscode.OutputChannel;
@@ -141,6 +144,15 @@ export class SessionActions {
     const args = rejectArgs(input, revising);
     if (!args) return undefined;
     return this.host.requireSession().rejectPlan(args);
+  }
+
+  /** "Comment on these lines…": asks for the comment; Escape or an empty box sends nothing,
+   * a comment is sent with the lines (`send`: the server command). */
+  async commentOnPlan(args: unknown[], send: (args: unknown[]) => Promise<unknown>): Promise<unknown> {
+    const box = commentBox((args[0] as Wire.CommentOnPlanParams).range);
+    const input = await vscode.window.showInputBox({ ...box, ignoreFocusOut: true });
+    const sent = commentArgs(args, input);
+    return sent ? send(sent) : undefined;
   }
 
   async pickPermissionMode(): Promise<void> {

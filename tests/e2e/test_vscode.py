@@ -16,8 +16,10 @@ rejected with typed feedback and its revision approved, the Do run's two edits s
 unticked (in PLAN.md and in the chat), a window reload that shows the decisions again, a new
 session, a file mention and an editor selection sent with a prompt, and the context fill and
 session tokens (measured against `PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact
-button. The first start (the trust click to the setup card) and the install to the first
-approved plan are printed, for the record. The plans stream at a
+button; then a comment on the second plan's lines (Ctrl+., an input box) sent for a revision
+that addresses it, a Do run whose `cat` reads the file it edited in an open editor tab, and
+step 1 reverted from its lens. The first start (the trust click to the setup card) and the
+install to the first approved plan are printed, for the record. The plans stream at a
 model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
 it) must appear in the editor from its first line and grow there while the chat keeps the
 focus; the extension records PLAN.md on every change (`PLAN_LSP_DOCUMENT_LOG`), and
@@ -88,6 +90,15 @@ STEPS = [
     "once (Escape: still rejected)",
     "after a plan run the chat header and the status tooltip show the context fill and session "
     "tokens; Compact shows the compaction card and the count",
+    "Comment on these lines… (Ctrl+. on a selection of the plan) asks in an input box (Escape: "
+    'nothing); the comment is an Information diagnostic of "plan review" on its lines, the lens '
+    "sends it, the model gets it with the quoted lines, and the revised plan's lens says it is "
+    "addressed",
+    "a Do run edits hello.py open in an editor tab, then runs cat hello.py: the command prints "
+    'the new text, the tab is saved, not dirty, and no "changed on disk" conflict shows',
+    '"Revert to before this step" on step 1\'s lens: the hello.py editor and the disk hold the '
+    "text before the run again (README.md too), with no conflict shown, and the plan's lens "
+    "says its steps are open, not done",
     "nothing the workspace ships ran; the API key is in no log",
 ]
 

@@ -9,7 +9,7 @@ from acp import schema
 
 from plan_lsp.acp.approval import run_result
 from plan_lsp.acp.frontend import AcpFrontEnd
-from plan_lsp.core import Refused, checkpointing, workflow
+from plan_lsp.core import Refused, checkpointing, second_reader, workflow
 from plan_lsp.core.retry import retry
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.protocol.state import WorkMode
@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "build": ("Switch to build mode: change the workspace", None),
     "approve": ("Approve the submitted plan (shown here first) and build it", None),
     "reject": ("Keep planning: revise the plan with your feedback", "what to change"),
+    "review": ("A second reader reviews the plan (read-only); its findings here", None),
     "compact": ("Compact the conversation now", None),
     "usage": ("Tokens and context used so far", None),
     "plans": ("The plans of this folder", None),
@@ -92,6 +93,8 @@ async def run(core: WorkspaceCore, frontend: AcpFrontEnd, name: str, rest: str) 
         await _revert(core, rest)
     elif name == "retry":
         return (await retry(core)).stopReason
+    elif name == "review":
+        return await _review(core, frontend)
     else:
         states = checkpointing.step_states(core)
         lines = [f"{s.step}. [{s.state}] {s.text}" + (f" ({s.reason})" if s.reason else "")
@@ -110,3 +113,26 @@ async def _revert(core: WorkspaceCore, rest: str) -> None:
     target = wanted[-1].checkpointId
     assert target is not None
     await checkpointing.revert(core, target)
+
+
+async def _review(core: WorkspaceCore, frontend: AcpFrontEnd) -> str:
+    """The plan's second reader (`core/second_reader.py`, as the LSP server's *Review the
+    plan*): its findings as a message, each with the plan line it is about. It never edits,
+    never changes the mode or the approval."""
+    path = core.session.main_plan_path
+    text = core.plan_text(path)
+    if not text.strip():
+        raise Refused("there is no plan to review yet")
+    findings, stop_reason = await second_reader.review(core, path, text)
+    if stop_reason == "cancelled":
+        frontend.show("The review was cancelled.")
+        return stop_reason
+    lines = text.splitlines()
+    said = [f"Review of the plan ({len(findings)} finding{'' if len(findings) == 1 else 's'}):"]
+    for f in findings:
+        message = f.message.removeprefix("Reviewer: ")
+        said.append(f"- Line {f.line + 1}: {message}\n  > {lines[f.line] if lines else ''}")
+    if not findings:
+        said = ["Review of the plan: the second reader found no problem."]
+    frontend.show("\n".join(said))
+    return "end_turn"

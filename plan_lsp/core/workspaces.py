@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from plan_lsp.config import load_config
+from plan_lsp.core import writing
 from plan_lsp.core.frontend import FrontEnd, ProcessShared
 from plan_lsp.core.workspace import WorkspaceCore
 from plan_lsp.policy.sandbox_probe import on_sandbox_known
@@ -110,14 +111,27 @@ class Workspaces:
         if self.client_mcp:
             config = config.model_copy(update={"mcp": _with_client(config.mcp, self.client_mcp)})
         store = StateStore.for_workspace(root, warn=self.frontend.show)
+        session_id = self.session_id
+        # A second window on the folder starts a session of its own (`core/writing.py`).
+        busy = writing.other_window(store, root) if session_id is None else None
+        if busy is not None:
+            session_id = writing.new_session_id()
         session = Session(
             store,
             root,
             config.plans_path(root),
             default_permission_mode=config.permission_mode,
             default_mode=config.mode,
-            session_id=self.session_id,
+            session_id=session_id,
         )
+        writing.hold_session(store, session.id)
+        session.held_elsewhere = lambda: writing.live_rounds(store, session.id)
+        if busy is not None:
+            self.frontend.show(
+                f"plan-lsp: this folder's {busy} is open in another window: this window "
+                f"starts session {session.id}. The plans in the plans folder are the "
+                "folder's, seen by both; one run changes the folder at a time."
+            )
         core = WorkspaceCore(root, config, store, session, warnings, self.frontend, self.shared)
         core.describe()
         return core
@@ -146,6 +160,7 @@ class Workspaces:
     async def close(self) -> None:
         for core in self._cores.values():
             await core.close()
+            writing.release_session(core.store, core.session.id)
 
 
 def _with_client(configured: McpSettings, client: list[ClientMcpServer]) -> McpSettings:

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from plan_lsp.core import second_reader
 from plan_lsp.plan import comments as cm
 from plan_lsp.plan.grounding import Lookups, ground_plan
 from plan_lsp.plan.readiness import PlanIssue
 from plan_lsp.plan.text import Encoding, LineIndex
 from plan_lsp.protocol.state import PlanStatus
-from plan_lsp.server import second_reader
 from plan_lsp.session import Actor
 
 if TYPE_CHECKING:
@@ -346,8 +346,8 @@ def _walk_for_words(root: Path, todo: set[str]) -> set[str]:
 
 
 async def run_review(ctx: WorkspaceCore, path: Path, text: str) -> tuple[int, str]:
-    """The second reader reads `text` (`second_reader.py`); its findings become Warnings on
-    the plan's lines. Returns how many, and why its run stopped."""
+    """The second reader reads `text` (`core/second_reader.py`); its findings become
+    Warnings on the plan's lines. Returns how many, and why its run stopped."""
     findings, stop_reason = await second_reader.review(ctx, path, text)
     b = book(path, text)
     b.findings, b.findings_text = findings, text

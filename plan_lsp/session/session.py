@@ -12,6 +12,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,6 @@ _PLAN_TRANSITIONS: dict[str, frozenset[PlanStatus]] = {
 }
 
 
-def validate_todos(todos: list[Todo]) -> None:
-    try:
-        check_todos(todos)
-    except ValueError as exc:
-        raise TransitionRefused(str(exc)) from exc
-
-
 class Session:
     """The state of one workspace folder's session; safe to use from several threads."""
 
@@ -95,6 +89,9 @@ class Session:
         self.usage = SessionUsage()
         # The file this planning round's default plan goes to, once chosen (`plan_target`).
         self._round_file: str | None = None
+        # The plan files other open sessions (another window's) are planning in: never
+        # written over by this session's rounds. Set by the core.
+        self.held_elsewhere: Callable[[], list[str]] = list
         if session_id is None:
             restored = store.first_session(str(workspace))
         else:
@@ -181,10 +178,8 @@ class Session:
         revision: tuple[str, str, str] | None = None,
     ) -> int | None:
         rev = self._persist(kind, actor, data, revision)
-        if rev is not None:
-            data = {**data, "rev": rev}
         # A broken listener must not undo a committed change.
-        self._announce(kind, data)
+        self._announce(kind, data if rev is None else {**data, "rev": rev})
         return rev
 
     def add_listener(self, listener: Listener) -> None:
@@ -207,11 +202,13 @@ class Session:
         with self._lock:
             own = self.plan_path if self.plan_path in self.round_plans else self._round_file
             approved = self.approved.path if self.approved is not None else None
+            records = plan_records(self.store, approved)
+            held = tuple(Path(p) for p in self.held_elsewhere() if p != own)
             result = round_plan_path(
                 plans_dir,
                 name,
                 round_path=Path(own) if own else None,
-                records=plan_records(self.store, approved),
+                records=replace(records, approved=records.approved + held),
                 workspace=self.workspace,
             )
             if result.ok and name is None:
@@ -269,12 +266,6 @@ class Session:
                 self.ever_planned = True
             self._changed("mode_changed", actor, {"from": previous.value, "to": mode.value})
             return True
-
-    def toggle_mode(self, actor: Actor) -> WorkMode:
-        with self._lock:
-            target = WorkMode.BUILD if self.mode is WorkMode.PLAN else WorkMode.PLAN
-            self.set_mode(target, actor)
-            return target
 
     def set_permission_mode(self, mode: PermissionMode, actor: Actor) -> bool:
         with self._lock:
@@ -395,7 +386,10 @@ class Session:
 
     def set_todos(self, todos: list[Todo], actor: Actor) -> None:
         with self._lock:
-            validate_todos(todos)
+            try:
+                check_todos(todos)
+            except ValueError as exc:
+                raise TransitionRefused(str(exc)) from exc
             self.todos = list(todos)
             self._changed("todos", actor, {"todos": [t.model_dump() for t in todos]})
 
@@ -449,13 +443,10 @@ class Session:
         without an audit event, announced as `usage`. Returns the new figures."""
         with self._lock:
             self.usage = SessionUsage.model_validate({**self.usage.model_dump(), **changes})
-            self._persist_quietly()
+            self.store.save(self.id, str(self.workspace), self._dump())
             usage = self.usage.model_copy()
         self._announce("usage", {})
         return usage
-
-    def _persist_quietly(self) -> None:
-        self.store.save(self.id, str(self.workspace), self._dump())
 
     def new_conversation(self, keep_approved_plan: bool, actor: Actor) -> str:
         """Start a new conversation: the model forgets what was said. With

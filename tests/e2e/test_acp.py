@@ -118,8 +118,12 @@ def _workspace(tmp_path: Path, turns: list[dict[str, Any]]) -> tuple[Path, Path]
 
 
 @asynccontextmanager
-async def running_agent(script: Path, client: Client) -> AsyncIterator[Any]:
+async def running_agent(
+    script: Path, client: Any, transcript: Path | None = None
+) -> AsyncIterator[Any]:
+    """`plan-lsp acp` with the scripted model (its requests recorded in `transcript`)."""
     args = ["-m", "plan_lsp", "acp", "--provider", "scripted", "--script", str(script)]
+    args += ["--transcript", str(transcript)] if transcript is not None else []
     async with acp.spawn_agent_process(client, sys.executable, *args, env=dict(os.environ)) as (
         conn,
         _process,

@@ -53,8 +53,8 @@ async def test_slash_commands_are_carried_out_by_the_core(tmp_path: Path) -> Non
         (announced,) = client.of("available_commands_update")
         names = [c.name for c in announced.available_commands]
         assert names == [
-            "plan", "build", "approve", "reject", "compact", "usage", "plans", "revert", "steps",
-            "retry",
+            "plan", "build", "approve", "reject", "review", "compact", "usage", "plans", "revert",
+            "steps", "retry",
         ]  # fmt: skip
         assert len(client.permissions) == 1  # the plan was asked about, and kept planning
 

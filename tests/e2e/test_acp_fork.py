@@ -6,30 +6,15 @@ session is not made up."""
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import acp
 
 from tests.e2e.scripts import requests_of
-from tests.e2e.test_acp import Client, _workspace
+from tests.e2e.test_acp import Client, _workspace, running_agent
 
 TURNS = [{"text": "Noted: tangerine."}, {"text": "Fork here."}, {"text": "Original here."}]
-
-
-@asynccontextmanager
-async def agent(script: Path, transcript: Path, client: Client) -> AsyncIterator[Any]:
-    args = ["-m", "plan_lsp", "acp", "--provider", "scripted", "--script", str(script)]
-    args += ["--transcript", str(transcript)]
-    async with acp.spawn_agent_process(client, sys.executable, *args, env=dict(os.environ)) as (
-        conn,
-        _process,
-    ):
-        yield conn
 
 
 def said(request: dict[str, Any]) -> str:
@@ -40,7 +25,7 @@ async def test_a_fork_goes_on_from_the_conversation_and_then_its_own_way(tmp_pat
     ws, script = _workspace(tmp_path, TURNS)
     transcript = tmp_path / "t.jsonl"
     client = Client()
-    async with agent(script, transcript, client) as conn:
+    async with running_agent(script, client, transcript) as conn:
         init = await conn.initialize(protocol_version=1)
         caps = init.agent_capabilities
         assert caps is not None and caps.session_capabilities is not None
@@ -75,7 +60,7 @@ async def test_a_fork_goes_on_from_the_conversation_and_then_its_own_way(tmp_pat
 
     # A new process loads the fork: what the client was shown is replayed.
     again = Client()
-    async with agent(script, tmp_path / "t2.jsonl", again) as conn:
+    async with running_agent(script, again, tmp_path / "t2.jsonl") as conn:
         await conn.initialize(protocol_version=1)
         await conn.load_session(cwd=str(ws), session_id=two, mcp_servers=[])
         shown = "".join(

@@ -361,6 +361,10 @@ local function client_config(root)
       ["planLsp.revert"] = function(command)
         require("plan_lsp.steps").from_lens(M, command)
       end,
+      -- The code action's Comment on these lines…: the comment is asked for (vim.ui.input).
+      ["planLsp.commentOnPlan"] = function(command)
+        require("plan_lsp.review").from_action(M, command)
+      end,
     },
     init_options = init_options(),
     on_init = function(client)
@@ -791,6 +795,7 @@ local function create_commands()
   cmd("PlanRedo", function()
     steps.redo(M)
   end, { desc = "plan-lsp: undo the last revert" })
+  require("plan_lsp.review").create_commands(M)
   cmd("PlanCompact", function()
     M.compact()
   end, { desc = "plan-lsp: compact the conversation (summary, old tool outputs pruned)" })

@@ -2,7 +2,9 @@
 session's model, that reads the numbered plan and, with read-only tools only, the workspace,
 and answers `L<n>: problem` lines. It never edits, never changes the mode or the approval:
 it holds the read-only tools minus subagents, plan writes and mode switches
-(`agent/subagent.py`), and the execution gate refuses any other call it makes."""
+(`agent/subagent.py`), and the execution gate refuses any other call it makes. Both
+front-ends run it: the LSP server's `planLsp.reviewPlan` (findings as diagnostics) and ACP's
+`/review` (findings as a message)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.agent.subagent import review_findings, review_request, reviewer_tools
-from plan_lsp.core import Refused
+from plan_lsp.core.frontend import Refused
 from plan_lsp.plan.readiness import PlanIssue
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ async def review(ctx: WorkspaceCore, path: Path, text: str) -> tuple[list[PlanIs
     finally:
         agent.stream.provider = saved
         runs.current = None
+        # The reviewer's answer reaches the user before what the front-end says of it.
+        runs._flush_text()
         ctx.session.set_running(False)
     lines = max(len(text.splitlines()), 1)
     findings = [

@@ -91,6 +91,17 @@ class Screen:
             os.close(self.master)
 
 
+def _running_with(argument: str) -> bool:
+    """Whether a process of this machine has `argument` on its command line."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and argument.encode() in (proc / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _acpx() -> str:
     need_program("node", "acpx runs on Node.js")
     need(ACPX.exists(), f"acpx {ACPX_VERSION} is not installed at {ACPX}")
@@ -191,6 +202,12 @@ def test_acpx_named_sessions_on_one_folder_keep_their_own_conversations_across_p
         done = subprocess.run([*argv, *args], cwd=ws, env=env, capture_output=True,
                               text=True, timeout=WAIT_S)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
+        # acpx keeps the agent for `--ttl` seconds after a command; the next command is to
+        # start plan-lsp anew (and acpx refuses a command while that owner shuts down).
+        deadline = time.monotonic() + WAIT_S
+        while _running_with(str(script)):
+            assert time.monotonic() < deadline, "plan-lsp outlived acpx's --ttl"
+            time.sleep(0.1)
         return ANSI.sub("", done.stdout + done.stderr)
 
     made = [run("sessions", "new", "--name", name) for name in ("one", "two")]
@@ -211,3 +228,10 @@ def test_acpx_named_sessions_on_one_folder_keep_their_own_conversations_across_p
         ["Hello two"],
         ["Remember apples", "Noted.", "What did I say"],
     ]
+    # The mode switched from the client holds in the next process; /compact is the core's.
+    assert "mode set: build" in run("set-mode", "-s", "one", "build")
+    assert "Compacted the conversation." in run("prompt", "-s", "one", "/compact")
+    run("prompt", "-s", "one", "Build now")
+    last = json.loads(transcript.read_text().splitlines()[-1])
+    assert "Build now" in json.dumps(last)
+    assert "plan-mode-reminder" not in json.dumps(last), "session one is still in plan mode"

@@ -12,11 +12,13 @@ CodeCompanion.nvim: tests/e2e/test_acp_codecompanion.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +28,7 @@ from tests.e2e.model_speed import LONG_PLAN, write_paced_script
 from tests.e2e.scripts import plan_then_do_turns, sample_project, write_script
 from tests.mcp_servers import fake_command, tool
 from tests.needs import need, need_program
-from tests.turns import call, calls
+from tests.turns import PLAN_TEXT, call, calls
 
 ACPX_VERSION = "0.19.1"
 ACPX = (
@@ -235,3 +237,42 @@ def test_acpx_named_sessions_on_one_folder_keep_their_own_conversations_across_p
     last = json.loads(transcript.read_text().splitlines()[-1])
     assert "Build now" in json.dumps(last)
     assert "plan-mode-reminder" not in json.dumps(last), "session one is still in plan mode"
+
+
+def test_acpx_approve_command_approves_the_plan_shown_and_runs_it(tmp_path: Path) -> None:
+    """The approval question answered "no" (acpx without a terminal denies), the plan stays
+    unapproved; `/approve` in the same session shows the plan in the conversation and then
+    approves that text and runs it (acpx keeps the agent between commands: `--ttl`)."""
+    acpx = _acpx()
+    ws = sample_project(tmp_path / "ws")
+    script = write_script(tmp_path / "script.json", plan_then_do_turns(PLAN_TEXT))
+    agent = f"{sys.executable} -m plan_lsp acp --provider scripted --script {script}"
+    agent += " --plan-shell classified"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
+    argv = [acpx, "--cwd", str(ws), "--agent", agent, "--ttl", "120"]
+
+    def run(*args: str, status: int = 0) -> str:
+        done = subprocess.run([*argv, *args], cwd=ws, env=env, capture_output=True,
+                              text=True, timeout=WAIT_S)  # fmt: skip
+        assert done.returncode == status, done.stdout + done.stderr
+        return ANSI.sub("", done.stdout + done.stderr)
+
+    try:
+        run("sessions", "new", "--name", "p")
+        # acpx's status 5: a permission was denied
+        asked = run("--non-interactive-permissions", "deny", "prompt", "-s", "p", "Plan it",
+                    status=5)  # fmt: skip
+        assert "The plan stays unapproved" in asked, asked
+        assert (ws / "hello.py").read_text() == "print('hi')\n"
+        approved = run("--approve-all", "prompt", "-s", "p", "/approve")
+        shown = approved.index("The plan for your approval")
+        assert PLAN_TEXT.strip() in approved[shown:], approved
+        assert approved.index("Edit hello.py") > shown
+        assert (ws / "hello.py").read_text() == "print('hello, world')\n"
+    finally:
+        for proc in Path("/proc").iterdir():  # acpx's agent would wait out its --ttl
+            with contextlib.suppress(OSError, ValueError):
+                if proc.name.isdigit() and str(script).encode() in (proc / "cmdline").read_bytes():
+                    os.kill(int(proc.name), signal.SIGTERM)

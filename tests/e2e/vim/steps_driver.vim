@@ -6,9 +6,10 @@
 " there and approves it from coc's code-action menu. The Do run edits hello.py (its buffer, which
 " the user never saved) and runs `cat hello.py`. Then the user runs `:checktime` (what Vim does
 " by itself on focus and shell commands): whatever Vim says is recorded (v:warningmsg, which
-" W11/W12 set before they ask). In PLAN.md the user puts the cursor on step 1 and runs coc's
-" code-lens action (`<Plug>(coc-codelens-action)`), picking "Revert to before this step" from
-" its menu; hello.py's buffer and file go back, and `:checktime` again.
+" W11/W12 set before they ask). In PLAN.md the user puts the cursor on step 1 and opens coc's
+" code-action menu (coc's defaults show no code lenses; the step's lens commands are code
+" actions on its line), picking "Revert to before this step"; hello.py's buffer and file go
+" back, and `:checktime` again.
 
 let s:params = json_decode(join(readfile($PLAN_LSP_E2E_PARAMS), "\n"))
 let s:result = {'ok': v:false, 'steps': [], 'menus': [], 'warnings': []}
@@ -37,12 +38,6 @@ endfunction
 
 function! s:mark(name) abort
   call add(s:result.steps, a:name)
-endfunction
-
-" Whether coc shows code lenses on line `lnum` of `buf` (virtual text of its own property
-" type; Vim 9.0's prop_list() does not give the text).
-function! s:has_lens(buf, lnum) abort
-  return !empty(filter(prop_list(a:lnum, {'bufnr': a:buf}), 'v:val.type =~# "^CocCodeLens"'))
 endfunction
 
 " -- what the user does ----------------------------------------------------------------------
@@ -172,13 +167,9 @@ function! s:CursorOnStep() abort
   return 1
 endfunction
 
-function! s:WaitForStepLens() abort
-  return s:has_lens(s:plan_buf, s:lens_line)
-endfunction
-
-function! s:RunLens() abort
+function! s:RunStepAction() abort
   let s:menu_title = s:params.revert_title
-  call CocActionAsync('codeLensAction')
+  call CocActionAsync('codeAction', 'cursor')
   return 1
 endfunction
 
@@ -204,15 +195,18 @@ function! s:WaitForRevert() abort
   return 1
 endfunction
 
-" The plan's first line no longer says done: the server's lenses there, and what coc shows above
-" it (coc leaves out a lens without a command: the plan's status line).
+" The plan's first line no longer says done: the server's lenses there, and its code actions
+" offer "Run the rest".
 function! s:WaitForTopLens() abort
   let uri = s:state().planUri
   let lenses = CocRequest('plan-lsp', 'textDocument/codeLens', {'textDocument': {'uri': uri}})
   let s:result.top_lenses = map(filter(lenses, 'v:val.range.start.line == 0'),
         \ 'v:val.command.title')
-  let s:result.top_lens_screen = filter(s:screen(), 'v:val =~# "Run the rest\\|Plan approved"')
-  return match(s:result.top_lenses, 'partly') >= 0 && !empty(s:result.top_lens_screen)
+  let actions = CocRequest('plan-lsp', 'textDocument/codeAction', {'textDocument': {'uri': uri},
+        \ 'range': {'start': {'line': 0, 'character': 0}, 'end': {'line': 0, 'character': 0}},
+        \ 'context': {'diagnostics': []}})
+  let s:result.top_actions = map(copy(actions), 'v:val.title')
+  return match(s:result.top_lenses, 'partly') >= 0
 endfunction
 
 function! s:CheckTimeAfterRevert() abort
@@ -243,8 +237,8 @@ endfunction
 let s:Steps = [function('s:WaitForServer'), function('s:Prompt'), function('s:WaitForPlan'),
       \ function('s:GoToPlan'), function('s:OpenApproveMenu'), function('s:PickApprove'),
       \ function('s:WaitForDo'), function('s:CheckTimeAfterDo'), function('s:checked'),
-      \ function('s:GoToPlan'), function('s:CursorOnStep'), function('s:WaitForStepLens'),
-      \ function('s:RunLens'), function('s:PickRevert'), function('s:WaitForRevert'),
+      \ function('s:GoToPlan'), function('s:CursorOnStep'),
+      \ function('s:RunStepAction'), function('s:PickRevert'), function('s:WaitForRevert'),
       \ function('s:WaitForTopLens'), function('s:CheckTimeAfterRevert'), function('s:checked'),
       \ function('s:Finish')]
 

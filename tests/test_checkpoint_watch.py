@@ -17,8 +17,12 @@ from plan_lsp.session.checkpoints import AFTER, CheckpointStore
 from plan_lsp.session.checkpoints.ignore import IgnoreRules
 from plan_lsp.session.checkpoints.snapshot import BlobStore, scan
 from plan_lsp.session.checkpoints.watch import TreeWatch
+from tests.needs import need
 
-pytestmark = pytest.mark.skipif(not TreeWatch("/").active, reason="no inotify")
+
+@pytest.fixture(autouse=True)
+def _inotify() -> None:
+    need(TreeWatch("/").active, "the kernel offers no inotify here")
 
 NAMES = ["a", "b", "c"]
 FOLDERS = ["", "d", "d/e", "f"]

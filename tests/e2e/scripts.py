@@ -67,3 +67,9 @@ def scripted_session(
 def requests_of(transcript: Path) -> list[dict[str, Any]]:
     """The model requests a transcript recorded, in order."""
     return [json.loads(line) for line in transcript.read_text().splitlines()]
+
+
+def last_tool_results(transcript: Path) -> list[str]:
+    """The tool results the model was given in its last request."""
+    last = requests_of(transcript)[-1]["messages"]
+    return [str(m["content"]) for m in last if m["role"] == "tool"]

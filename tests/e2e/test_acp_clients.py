@@ -93,15 +93,14 @@ class Screen:
             os.close(self.master)
 
 
-def _running_with(argument: str) -> bool:
-    """Whether a process of this machine has `argument` on its command line."""
+def _pids_with(argument: str) -> list[int]:
+    """The processes of this machine with `argument` on their command line."""
+    found = []
     for proc in Path("/proc").iterdir():
-        try:
+        with contextlib.suppress(OSError):
             if proc.name.isdigit() and argument.encode() in (proc / "cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
+                found.append(int(proc.name))
+    return found
 
 
 def _acpx() -> str:
@@ -207,7 +206,7 @@ def test_acpx_named_sessions_on_one_folder_keep_their_own_conversations_across_p
         # acpx keeps the agent for `--ttl` seconds after a command; the next command is to
         # start plan-lsp anew (and acpx refuses a command while that owner shuts down).
         deadline = time.monotonic() + WAIT_S
-        while _running_with(str(script)):
+        while _pids_with(str(script)):
             assert time.monotonic() < deadline, "plan-lsp outlived acpx's --ttl"
             time.sleep(0.1)
         return ANSI.sub("", done.stdout + done.stderr)
@@ -272,7 +271,6 @@ def test_acpx_approve_command_approves_the_plan_shown_and_runs_it(tmp_path: Path
         assert approved.index("Edit hello.py") > shown
         assert (ws / "hello.py").read_text() == "print('hello, world')\n"
     finally:
-        for proc in Path("/proc").iterdir():  # acpx's agent would wait out its --ttl
-            with contextlib.suppress(OSError, ValueError):
-                if proc.name.isdigit() and str(script).encode() in (proc / "cmdline").read_bytes():
-                    os.kill(int(proc.name), signal.SIGTERM)
+        for pid in _pids_with(str(script)):  # acpx's agent would wait out its --ttl
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import requests_of, sample_project, write_script
+from tests.e2e.scripts import last_tool_results, sample_project, write_script
 from tests.e2e.test_emacs import APPROVE, CLIENTS, EMACS_DIR, launch_emacs
 from tests.e2e.test_vim_steps import HELLO_AFTER, HELLO_BEFORE, PLAN, REVERT, steps_turns
 
@@ -68,10 +68,7 @@ def test_the_agents_command_sees_its_edit_and_emacs_asks_nothing(session: Any) -
     result = session
     assert result.get("ok") is True, stopped_early(result)
     assert result["state_after_do"]["outcome"] == "completed", result["state_after_do"]
-    tool_results = [
-        m["content"] for m in requests_of(result["_transcript"])[-1]["messages"]
-        if m["role"] == "tool"
-    ]  # fmt: skip
+    tool_results = last_tool_results(result["_transcript"])
     cat = [t for t in tool_results if "print(" in t]
     assert cat and "hello, world" in cat[0], tool_results
     assert saved(result["hello_after_do"], HELLO_AFTER), result["hello_after_do"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scripts import requests_of, sample_project, write_script
+from tests.e2e.scripts import last_tool_results, sample_project, write_script
 from tests.e2e.test_vim_coc import APPROVE, QUESTIONS, STEP_TIMEOUT_S, VIM_DIR, launch_vim
 from tests.turns import GREETING_EDIT, call, calls
 
@@ -93,10 +93,7 @@ def test_the_agents_command_sees_its_edit_and_vim_asks_nothing(session: dict[str
     assert result.get("ok") is True, stopped_early(result)
     assert result["state_after_do"]["outcome"] == "completed", result["state_after_do"]
     # The command read the edit that was only in Vim's buffer.
-    tool_results = [
-        m["content"] for m in requests_of(result["_transcript"])[-1]["messages"]
-        if m["role"] == "tool"
-    ]  # fmt: skip
+    tool_results = last_tool_results(result["_transcript"])
     cat = [t for t in tool_results if "print(" in t]
     assert cat and "hello, world" in cat[0], tool_results
     assert result["hello_buffer_after_do"] == HELLO_AFTER

@@ -59,10 +59,7 @@ local function run()
   end
 
   -- 1. a plan is drafted into the open PLAN.md, every change of the buffer recorded
-  vim.cmd("edit " .. vim.fn.fnameescape(params.workspace .. "/hello.py"))
-  wait_for("the server's first state", function()
-    return plan.state() ~= nil
-  end)
+  driver.open_hello(plan)
   vim.cmd("edit " .. vim.fn.fnameescape(params.plan_path))
   local plan_buf = vim.api.nvim_get_current_buf()
   result.buffer_events = {}

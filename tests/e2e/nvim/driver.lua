@@ -49,6 +49,28 @@ function M.start_plugin()
   return plan, updates, state_sync
 end
 
+-- Open the workspace's hello.py and wait until the plugin's server has sent its first state.
+function M.open_hello(plan)
+  vim.cmd("edit " .. vim.fn.fnameescape(M.params.workspace .. "/hello.py"))
+  M.wait_for("the server's first state", function()
+    return plan.state() ~= nil
+  end)
+end
+
+-- The stop reason of the `n`-th run that ended (nil while fewer have).
+function M.stop_reason(updates, n)
+  local seen = 0
+  for _, u in ipairs(updates) do
+    if u.kind == "done" then
+      seen = seen + 1
+      if seen == n then
+        return u.stopReason
+      end
+    end
+  end
+  return nil
+end
+
 -- Stop the plugin's client and wait until its server has exited.
 function M.stop(plan)
   local client = plan.current()

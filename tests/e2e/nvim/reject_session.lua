@@ -60,10 +60,7 @@ local function run()
   end
 
   -- 1. a plan is submitted
-  vim.cmd("edit " .. vim.fn.fnameescape(params.workspace .. "/hello.py"))
-  wait_for("the server's first state", function()
-    return plan.state() ~= nil
-  end)
+  driver.open_hello(plan)
   vim.cmd("PlanPrompt " .. params.prompt)
   result.plan_run = finish_run("the planning run")
   vim.cmd("edit " .. vim.fn.fnameescape(params.plan_path))

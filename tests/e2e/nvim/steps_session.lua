@@ -28,19 +28,10 @@ local function run()
 
   local plan, updates = driver.start_plugin()
   local function done(n)
-    local seen = {}
-    for _, u in ipairs(updates) do
-      if u.kind == "done" then
-        table.insert(seen, u.stopReason)
-      end
-    end
-    return seen[n]
+    return driver.stop_reason(updates, n)
   end
 
-  vim.cmd("edit " .. vim.fn.fnameescape(params.workspace .. "/hello.py"))
-  wait_for("the server's first state", function()
-    return plan.state() ~= nil
-  end)
+  driver.open_hello(plan)
   vim.cmd("PlanPrompt " .. params.prompt)
   wait_for("the plan", function()
     return done(1) ~= nil

@@ -53,10 +53,7 @@ local function run()
   end
 
   -- 1. attached; before any request the statusline says nothing about the context
-  vim.cmd("edit " .. vim.fn.fnameescape(params.workspace .. "/hello.py"))
-  wait_for("the server's first state", function()
-    return plan.state() ~= nil
-  end)
+  driver.open_hello(plan)
   result.usage_before = state_sync().usage
   result.statusline_before = plan.statusline()
   step("attached")

@@ -8,6 +8,8 @@ and `planLsp/setMode` ask alike."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +50,12 @@ async def switch(ed: Editor, how: str) -> dict[str, Any]:
     return answer
 
 
-@pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
-async def test_stop_keeps_the_half_written_plan_as_a_draft(tmp_path: Path, how: str) -> None:
+@asynccontextmanager
+async def drafting(
+    tmp_path: Path, answer: str | None
+) -> AsyncIterator[tuple[Editor, Path, asyncio.Future[Any]]]:
+    """A plan streaming into its open buffer (past 40 characters), the user's answer to the
+    question a mode switch asks set to `answer`: the editor, the plan file, the prompt's run."""
     ws = sample_project(tmp_path / "ws")
     path = plan_file(ws)
     path.parent.mkdir(parents=True)
@@ -57,9 +63,15 @@ async def test_stop_keeps_the_half_written_plan_as_a_draft(tmp_path: Path, how: 
     script = write_script(tmp_path / "s.json", plan_turns(), chunk=8)
     async with running_server([ws], *scripted_args(script, tmp_path / "t.jsonl")) as ed:
         ed.open(path)
-        ed.ed.answer_message = lambda p: STOP_AND_BUILD
+        ed.ed.answer_message = lambda p: answer
         run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "plan it"}))
         await ed.wait_update(lambda u: u["kind"] == "planDraft" and u.get("chars", 0) > 40)
+        yield ed, path, run
+
+
+@pytest.mark.parametrize("how", ["setMode", "toggleMode", "command"])
+async def test_stop_keeps_the_half_written_plan_as_a_draft(tmp_path: Path, how: str) -> None:
+    async with drafting(tmp_path, STOP_AND_BUILD) as (ed, path, run):
         answer = await switch(ed, how)
         [asked] = ed.ed.message_requests
         assert asked.message.startswith("A plan is being written")
@@ -83,16 +95,7 @@ async def test_stop_keeps_the_half_written_plan_as_a_draft(tmp_path: Path, how: 
 
 @pytest.mark.parametrize("answer", [KEEP_PLANNING, None], ids=["keep", "dismissed"])
 async def test_keep_planning_lets_the_plan_finish(tmp_path: Path, answer: str | None) -> None:
-    ws = sample_project(tmp_path / "ws")
-    path = plan_file(ws)
-    path.parent.mkdir(parents=True)
-    path.write_text("")
-    script = write_script(tmp_path / "s.json", plan_turns(), chunk=8)
-    async with running_server([ws], *scripted_args(script, tmp_path / "t.jsonl")) as ed:
-        ed.open(path)
-        ed.ed.answer_message = lambda p: answer
-        run = asyncio.ensure_future(ed.request("planLsp/prompt", {"text": "plan it"}))
-        await ed.wait_update(lambda u: u["kind"] == "planDraft" and u.get("chars", 0) > 40)
+    async with drafting(tmp_path, answer) as (ed, path, run):
         switched = await ed.request("planLsp/setMode", {"mode": "build"})
         assert len(ed.ed.message_requests) == 1
         assert switched["mode"] == "plan", switched

@@ -246,9 +246,10 @@ def check_restart(chain: Chain, state: dict[str, Any], expect: Expectation) -> N
         chain.approved_files[Path(approved["path"])] = approved["text"]
     if status == "approved":
         assert approved is not None
-        if state["mode"] == "plan" and approved["text"] == expect.new_text:
-            # the Do run of this plan ended before the kill: the session went back to plan
-            # mode (`after_do`, plan by default)
+        this_step = approved["text"] in {expect.new_text, expect.approved_text} - {None}
+        if state["mode"] == "plan" and this_step:
+            # the Do run of the plan this step drafted or approved ended before the kill:
+            # the session went back to plan mode (`after_do`, plan by default)
             assert state["outcome"] == "completed", state
         elif state["mode"] == "plan":
             # the user switched to plan mode; the earlier approval stands until a new plan

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from plan_lsp.session.checkpoints import AFTER, CheckpointStore
 from plan_lsp.session.checkpoints.ignore import IgnoreRules
-from plan_lsp.session.checkpoints.snapshot import BlobStore, scan
+from plan_lsp.session.checkpoints.scanner import Scan, scan
+from plan_lsp.session.checkpoints.snapshot import BlobStore
 from plan_lsp.session.checkpoints.watch import TreeWatch
 from tests.needs import need
 
@@ -33,10 +34,18 @@ def content(store: CheckpointStore) -> dict[str, tuple[str, int, str]]:
 
 
 def full_scan(root: Path, blobs: Path) -> dict[str, tuple[str, int, str]]:
-    entries = scan(
+    return {p: (e.kind, e.mode, e.ref) for p, e in _scan(root, blobs).entries.items()}
+
+
+def full_scan_skipped(root: Path, blobs: Path) -> dict[str, str]:
+    now = _scan(root, blobs)
+    return now.skipped | {p: e.ref for p, e in now.entries.items() if e.kind == "x"}
+
+
+def _scan(root: Path, blobs: Path) -> Scan:
+    return scan(
         root, {}, BlobStore(blobs), ignore=IgnoreRules.for_root(root), max_file_bytes=1 << 20
-    ).entries
-    return {p: (e.kind, e.mode, e.ref) for p, e in entries.items()}
+    )
 
 
 def apply(root: Path, op: tuple[str, str, str, int]) -> None:
@@ -87,24 +96,36 @@ OPS = st.tuples(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(batches=st.lists(st.lists(OPS, min_size=1, max_size=5), min_size=1, max_size=6))
+@given(
+    batches=st.lists(st.lists(OPS, min_size=1, max_size=5), min_size=1, max_size=6),
+    read_ahead=st.booleans(),
+)
 def test_each_later_checkpoint_equals_a_full_scan(
-    tmp_path_factory: pytest.TempPathFactory, batches: list[list[tuple[str, str, str, int]]]
+    tmp_path_factory: pytest.TempPathFactory,
+    batches: list[list[tuple[str, str, str, int]]],
+    read_ahead: bool,
 ) -> None:
+    """Every path and every skipped path, and the manifests as a new process reads them."""
     base = tmp_path_factory.mktemp("w")
     root = base / "ws"
     for folder in FOLDERS:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "a").write_text("start\n")
     store = CheckpointStore(base / "store", root)
+    if read_ahead:
+        store.prime()
+        apply(root, batches[0][0])
     store.checkpoint("start")
     for batch in batches:
         for op in batch:
             apply(root, op)
-        store.checkpoint("later", kind=AFTER)
+        cp = store.checkpoint("later", kind=AFTER)
         assert content(store) == full_scan(root, base / "blobs")
+        assert dict(cp.skipped) == full_scan_skipped(root, base / "blobs")
+    reread = CheckpointStore(base / "store", root)
+    assert reread.manifest(cp.id) == store.latest()
 
 
 def test_a_later_checkpoint_lists_only_the_changed_folder(

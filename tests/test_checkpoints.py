@@ -20,7 +20,7 @@ from plan_lsp.session.checkpoints import (
     ForeignCheckpoint,
     StoreUnavailable,
     UnknownCheckpoint,
-    snapshot,
+    scanner,
 )
 from plan_lsp.session.checkpoints.ignore import IgnoreRules, parse
 from plan_lsp.session.checkpoints.merge import line_counts, merge3
@@ -190,7 +190,7 @@ def test_files_over_the_cap_and_unreadable_files_are_listed_not_recorded(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (ws / "big.bin").write_bytes(b"x" * 2048)
-    real_read = snapshot.read_file
+    real_read = scanner.read_file
 
     def read(path: str) -> bytes:
         if path.endswith("secret"):
@@ -198,7 +198,7 @@ def test_files_over_the_cap_and_unreadable_files_are_listed_not_recorded(
         return real_read(path)
 
     (ws / "secret").write_text("s")
-    monkeypatch.setattr(snapshot, "read_file", read)
+    monkeypatch.setattr(scanner, "read_file", read)
     store = store_of(ws, max_file_bytes=1024)
     first = store.checkpoint("start")
     skipped = dict(first.skipped)
@@ -221,13 +221,13 @@ def test_a_later_checkpoint_reads_only_changed_files(
     store = store_of(ws)
     store.checkpoint("first")
     reads: list[str] = []
-    real_read = snapshot.read_file
+    real_read = scanner.read_file
 
     def counting(path: str) -> bytes:
         reads.append(path)
         return real_read(path)
 
-    monkeypatch.setattr(snapshot, "read_file", counting)
+    monkeypatch.setattr(scanner, "read_file", counting)
     (ws / "f7").write_text("changed\n")
     cp = store.checkpoint("second")
     assert [os.path.basename(p) for p in reads] == ["f7"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from plan_lsp.session.checkpoints.snapshot import CheckpointError
@@ -45,7 +45,7 @@ class Checkpoint:
     reverted_to: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**vars(self), "files": [dict(vars(f)) for f in self.files]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Checkpoint:

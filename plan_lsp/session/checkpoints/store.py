@@ -35,6 +35,7 @@ from plan_lsp.session.checkpoints.model import (
     UnknownCheckpoint,
 )
 from plan_lsp.session.checkpoints.restore import apply_delta
+from plan_lsp.session.checkpoints.scanner import Children, Scan, children, follow, rescan, scan
 from plan_lsp.session.checkpoints.snapshot import (
     FILE,
     FOLDER,
@@ -44,12 +45,10 @@ from plan_lsp.session.checkpoints.snapshot import (
     BlobStore,
     CorruptStore,
     Entry,
-    Scan,
     StoreUnavailable,
     dump,
     load,
     same,
-    scan,
     write_atomic,
 )
 from plan_lsp.session.checkpoints.watch import Changes, TreeWatch
@@ -81,6 +80,9 @@ class CheckpointStore:
         self._watch = TreeWatch(str(self.root))
         self._exclude_stat: tuple[int, int, int] | None = None
         self._primed: Scan | None = None  # read before the first checkpoint (`prime`)
+        self._kids: Children | None = None  # what each folder holds in the last scan
+        self._rules: IgnoreRules | None = None  # the root's, at the last scan
+        self._json: dict[str, tuple[Checkpoint, dict[str, Any]]] = {}  # index entries
         # Manifests read or written by this process: checkpoint id -> (whole?, changes).
         self._deltas: dict[str, tuple[bool, dict[str, Entry | None]]] = {}
         try:
@@ -127,11 +129,19 @@ class CheckpointStore:
             cached = self._deltas.get(cp.id)
             if cached is None:
                 data = load(self.dir / "manifests" / cp.id)
-                cached = (bool(data.get("full")), {
-                    p: None if e is None else Entry.from_json(e) for p, e in data["changes"].items()
-                })  # fmt: skip
+                changes = self._entries(data["changes"])
+                if data.get("base"):  # the whole workspace read ahead, then what changed
+                    read_ahead = load(self.dir / "manifests" / data["base"])["changes"]
+                    whole = {p: Entry.from_json(e) for p, e in read_ahead.items()}
+                    apply_delta(whole, changes)
+                    changes = dict[str, Entry | None](whole)
+                cached = (bool(data.get("full")), changes)
                 self._deltas[cp.id] = cached
             yield cached
+
+    @staticmethod
+    def _entries(data: dict[str, Any]) -> dict[str, Entry | None]:
+        return {p: None if e is None else Entry.from_json(e) for p, e in data.items()}
 
     def manifest(self, checkpoint_id: str) -> dict[str, Entry]:
         """Every path recorded at that checkpoint."""
@@ -220,10 +230,11 @@ class CheckpointStore:
             return self.record(label, step, tool_call_id, kind=kind, run=run)
 
     def _track(self, touched: Iterable[str | Path]) -> None:
-        rules = IgnoreRules.for_root(self.root, self.ignored_defaults)
+        rules = None
         for path in touched:
             rel = os.path.relpath(os.path.join(self.root, path), self.root).replace(os.sep, "/")
             if not rel.startswith("../") and rel not in (".", "..") and rel not in self.tracked:
+                rules = rules or IgnoreRules.for_root(self.root, self.ignored_defaults)
                 if rules.ignored_path(self.root, rel):
                     self.tracked.add(rel)
 
@@ -238,6 +249,7 @@ class CheckpointStore:
             return self._record(label, step, tool_call_id, kind, run, reverted_to, cp_id, written)
         except BaseException:
             self._watch.distrust()  # the changes taken for this scan were not recorded
+            self._kids = None
             raise
 
     def _record(
@@ -245,37 +257,49 @@ class CheckpointStore:
         reverted_to: str | None, cp_id: str | None, written: dict[str, Entry | None] | None,
     ) -> Checkpoint:  # fmt: skip
         previous = self.latest()
+        last_skipped = dict(self._checkpoints[-1].skipped) if self._checkpoints else {}
+        base, primed = previous, None
         if written is None:
-            if self._checkpoints:
-                base, base_skipped = previous, dict(self._checkpoints[-1].skipped)
-            elif self._primed is not None:
-                base, base_skipped = self._primed.entries, self._primed.skipped
-            else:
-                base, base_skipped = previous, {}
-            now = self._scan(base, base_skipped)
-            entries, ignored = now.entries, now.skipped
+            if not self._checkpoints and self._primed is not None:
+                primed = self._primed
+                base = primed.entries
+                last_skipped = primed.skipped | {
+                    p: e.ref for p, e in base.items() if e.kind == SKIPPED
+                }  # once per store: the read-ahead's
+            now = self._scan(base, {p: w for p, w in last_skipped.items() if p not in base})
             self._primed = None
         else:
-            entries = dict(previous)
+            ignored = {p: w for p, w in last_skipped.items() if p not in previous}
+            now = Scan(dict(previous), ignored, set(written))
             for path, entry in written.items():
-                stat_of(self.root, path, entry, entries)
-            last = self._checkpoints[-1].skipped
-            ignored = {p: w for p, w in last if p not in entries}
-        get = previous.get
-        delta: dict[str, Entry | None] = {p: e for p, e in entries.items() if get(p) is not e}
-        delta.update({p: None for p in previous.keys() - entries.keys()})
+                stat_of(self.root, path, entry, now.entries)
+        entries = now.entries
+        if now.touched is None:  # a full scan: compare every path
+            get = base.get
+            delta: dict[str, Entry | None] = {p: e for p, e in entries.items() if get(p) is not e}
+            delta.update({p: None for p in base.keys() - entries.keys()})
+            skipped = now.skipped | {p: e.ref for p, e in entries.items() if e.kind == SKIPPED}
+        else:  # only what the scan looked at
+            delta = {p: entries.get(p) for p in now.touched if entries.get(p) is not base.get(p)}
+            skipped = last_skipped
+            for path in now.touched:
+                skipped.pop(path, None)
+                entry = entries.get(path)
+                if entry is not None and entry.kind == SKIPPED:
+                    skipped[path] = entry.ref
+                elif path in now.skipped:
+                    skipped[path] = now.skipped[path]
         seq = self._checkpoints[-1].seq + 1 if self._checkpoints else 1
-        skipped = sorted(
-            [(p, e.ref) for p, e in entries.items() if e.kind == SKIPPED] + list(ignored.items())
-        )
         cp = Checkpoint(
             cp_id or f"{self.token}-{seq}", seq, time.time(), label, step, tool_call_id, kind,
-            run, tuple(self.changes(previous, entries, delta) if previous else ()), tuple(skipped),
-            reverted_to,
+            run, tuple(self.changes(previous, entries, delta) if previous else ()),
+            tuple(sorted(skipped.items())), reverted_to,
         )  # fmt: skip
         body: dict[str, Any] = {"full": not self._checkpoints, "changes": {
             p: None if e is None else e.to_json() for p, e in delta.items()
         }}  # fmt: skip
+        if primed is not None:
+            body["base"] = self._read_ahead
         write_atomic(self.dir / "manifests" / cp.id, dump(body), make_parent=True)
         self._checkpoints.append(cp)
         try:
@@ -284,34 +308,66 @@ class CheckpointStore:
             self._checkpoints.pop()
             raise
         self._latest = entries
-        self._deltas[cp.id] = (body["full"], delta)
+        self._deltas[cp.id] = (True, dict[str, Entry | None](entries)) if primed else (
+            body["full"], delta
+        )  # fmt: skip
+        if self._kids is not None and now.touched is not None:
+            follow(self._kids, now, now.touched)
+        else:
+            self._kids = None
         return cp
+
+    @property
+    def _read_ahead(self) -> str:
+        """The manifest of the workspace as `prime` read it (the first checkpoint's base)."""
+        return f"read-ahead-{self.token}"
 
     def _scan(self, base: dict[str, Entry], base_skipped: dict[str, str]) -> Scan:
         """The workspace now; only the folders changed since `base` when the watcher can
-        say which."""
+        say which (`base_skipped`: the ignored paths of that scan)."""
         changes = self._changes_since_last_scan()
-        now = scan(
-            self.root, base, self.blobs,
-            ignore=IgnoreRules.for_root(self.root, self.ignored_defaults),
-            tracked=self.tracked, max_file_bytes=self.max_file_bytes, exclude=[self.dir],
-            watch=self._watch, changes=changes, previous_skipped=base_skipped,
-        )  # fmt: skip
+        # Unchanged unless a full scan: a changed .gitignore or exclude file makes it one.
+        if changes is None or self._rules is None:
+            self._rules = IgnoreRules.for_root(self.root, self.ignored_defaults)
+        ignore = self._rules
+        if changes is None:
+            self._kids = None
+            now = scan(
+                self.root, base, self.blobs, ignore=ignore, tracked=self.tracked,
+                max_file_bytes=self.max_file_bytes, exclude=[self.dir], watch=self._watch,
+            )  # fmt: skip
+        else:
+            if self._kids is None:
+                self._kids = children(base, base_skipped)
+            now = rescan(
+                self.root, base, base_skipped, self._kids, changes, self.blobs, ignore=ignore,
+                max_file_bytes=self.max_file_bytes, exclude=[self.dir], watch=self._watch,
+            )  # fmt: skip
         self._watch.scanned(full_scan=changes is None)
         return now
 
     def prime(self) -> None:
         """Read the workspace ahead of the first checkpoint (its contents stored, its folders
-        watched) while the user reads the plan, so that the first checkpoint of the Do run
-        looks only at what changed since. Records nothing; a no-op once a checkpoint exists."""
+        watched, its manifest written) while the user reads the plan, so that the first
+        checkpoint of the Do run looks only at what changed since and stores only that.
+        Records nothing; a no-op once a checkpoint exists."""
         with self.locked():
             if self._checkpoints:
                 return
             primed = self._primed or Scan({}, {})
             try:
-                self._primed = self._scan(primed.entries, primed.skipped)
+                now = self._scan(primed.entries, primed.skipped)
+                if now.touched is not None:
+                    follow(self._kids or {}, now, now.touched)
+                self._primed = Scan(now.entries, now.skipped)
+                body = {"changes": {p: e.to_json() for p, e in now.entries.items()}}
+                write_atomic(
+                    self.dir / "manifests" / self._read_ahead, dump(body), make_parent=True
+                )
+                if self._kids is None:
+                    self._kids = children(now.entries, now.skipped)
             except BaseException:
-                self._primed = None
+                self._primed = self._kids = None
                 self._watch.distrust()
                 raise
 
@@ -336,9 +392,14 @@ class CheckpointStore:
         data = {
             "store": self.token, "workspace": str(self.root), "redo": self.redo_stack,
             "tracked": sorted(self.tracked),
-            "checkpoints": [c.to_json() for c in self._checkpoints],
+            "checkpoints": [self._json_of(c) for c in self._checkpoints],
         }  # fmt: skip
         write_atomic(self.dir / "index.json", dump(data))
+
+    def _json_of(self, cp: Checkpoint) -> dict[str, Any]:
+        if cp.id not in self._json or self._json[cp.id][0] is not cp:
+            self._json[cp.id] = (cp, cp.to_json())
+        return self._json[cp.id][1]
 
     def revert(
         self,
@@ -383,6 +444,7 @@ class CheckpointStore:
         self._checkpoints = self._checkpoints[first:]
         self.redo_stack = [r for r in self.redo_stack if not gone & {r["pre"], r["post"]}]
         self.save_index()
+        (self.dir / "manifests" / self._read_ahead).unlink(missing_ok=True)
         for cp in dropped:
             (self.dir / "manifests" / cp.id).unlink(missing_ok=True)
         self._collect_garbage()

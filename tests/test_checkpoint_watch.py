@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from plan_lsp.session.checkpoints import AFTER, CheckpointStore
 from plan_lsp.session.checkpoints.ignore import IgnoreRules
 from plan_lsp.session.checkpoints.scanner import Scan, scan
-from plan_lsp.session.checkpoints.snapshot import BlobStore
+from plan_lsp.session.checkpoints.snapshot import BlobStore, load
 from plan_lsp.session.checkpoints.watch import TreeWatch
 from tests.needs import need
 
@@ -200,3 +200,28 @@ def test_read_ahead_makes_the_first_checkpoint_look_only_at_what_changed(
     store.revert(first.id)
     assert (root / "pkg3" / "m.py").read_text() == "changed before the run\n"
     assert [(root / f"pkg{i}" / "m.py").read_text() for i in (0, 9)] == ["0\n", "9\n"]
+
+
+def test_the_first_checkpoint_after_a_read_ahead_stores_only_what_changed(tmp_path: Path) -> None:
+    """Its manifest holds the one changed path on top of the read-ahead's; a new process reads
+    the whole workspace back from both; a prune that drops it drops the read-ahead too."""
+    root = tmp_path / "ws"
+    for i in range(10):
+        (root / f"pkg{i}").mkdir(parents=True)
+        (root / f"pkg{i}" / "m.py").write_text(f"{i}\n")
+    store = CheckpointStore(tmp_path / "store", root)
+    store.prime()
+    (root / "pkg3" / "m.py").write_text("changed before the run\n")
+    first = store.checkpoint("before step 1", run="one")
+    body = load(tmp_path / "store" / "manifests" / first.id)
+    assert list(body["changes"]) == ["pkg3/m.py"]
+    assert body["base"].startswith("read-ahead-")
+    whole = store.latest()
+    assert CheckpointStore(tmp_path / "store", root).manifest(first.id) == whole
+    (root / "pkg5" / "m.py").write_text("the next run's\n")
+    store.checkpoint("before step 1", run="two")
+    store.prune(keep_runs=1)
+    assert not (tmp_path / "store" / "manifests" / body["base"]).exists()
+    reread = CheckpointStore(tmp_path / "store", root)
+    assert reread.latest() == store.latest()
+    assert reread.latest()["pkg3/m.py"].ref == whole["pkg3/m.py"].ref

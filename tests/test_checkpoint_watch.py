@@ -167,20 +167,26 @@ def test_a_file_ignored_after_it_was_recorded_is_skipped_like_a_new_one(tmp_path
     assert ("build.log", "ignored (.gitignore)") in cp.skipped
 
 
-def test_read_ahead_makes_the_first_checkpoint_look_only_at_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`prime` (while the user reads the plan) records nothing; the Do run's first checkpoint
-    then lists only the folders changed since, is whole, and a revert to it brings back
-    contents read ahead (a prune in between keeps them)."""
+def primed_store(tmp_path: Path) -> tuple[Path, CheckpointStore]:
+    """Ten folders of one file each, read ahead (`prime`) and then pkg3/m.py changed."""
     root = tmp_path / "ws"
     for i in range(10):
         (root / f"pkg{i}").mkdir(parents=True)
         (root / f"pkg{i}" / "m.py").write_text(f"{i}\n")
     store = CheckpointStore(tmp_path / "store", root)
     store.prime()
-    assert store.list() == []
     (root / "pkg3" / "m.py").write_text("changed before the run\n")
+    return root, store
+
+
+def test_read_ahead_makes_the_first_checkpoint_look_only_at_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prime` (while the user reads the plan) records nothing; the Do run's first checkpoint
+    then lists only the folders changed since, is whole, and a revert to it brings back
+    contents read ahead (a prune in between keeps them)."""
+    root, store = primed_store(tmp_path)
+    assert store.list() == []
     store.prune(keep_runs=10)
     listed: list[str] = []
     real = os.scandir
@@ -205,13 +211,7 @@ def test_read_ahead_makes_the_first_checkpoint_look_only_at_what_changed(
 def test_the_first_checkpoint_after_a_read_ahead_stores_only_what_changed(tmp_path: Path) -> None:
     """Its manifest holds the one changed path on top of the read-ahead's; a new process reads
     the whole workspace back from both; a prune that drops it drops the read-ahead too."""
-    root = tmp_path / "ws"
-    for i in range(10):
-        (root / f"pkg{i}").mkdir(parents=True)
-        (root / f"pkg{i}" / "m.py").write_text(f"{i}\n")
-    store = CheckpointStore(tmp_path / "store", root)
-    store.prime()
-    (root / "pkg3" / "m.py").write_text("changed before the run\n")
+    root, store = primed_store(tmp_path)
     first = store.checkpoint("before step 1", run="one")
     body = load(tmp_path / "store" / "manifests" / first.id)
     assert list(body["changes"]) == ["pkg3/m.py"]

@@ -55,7 +55,6 @@ _.pausedAfterStep  # protocol/state.py: StepProgress, in state
 _.carriedOut  # protocol/results.py: PlanInfo
 _.approvedAt  # protocol/: plans list
 _.updatedAt  # protocol/: plans list
-_.multiple  # tools/base.py Question and tools/ask_user.py arguments: sent to the client
 _.start_line  # tools/fs.py ReadFileArguments: the model's JSON schema (read as a dict key)
 _.probe_ms  # policy/sandbox/status.py SandboxStatus: probe_main's JSON line (dataclasses.asdict)
 

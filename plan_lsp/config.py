@@ -302,7 +302,7 @@ def _permission_rules(raw: Any, source: str, warnings: list[str]) -> PermissionR
 _STRUCTURED = frozenset({"permissions", "mcp", "price", "limits"})
 
 
-def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> dict[str, Any]:
+def env_layer(environ: Mapping[str, str], warnings: list[str]) -> dict[str, Any]:
     """`PLAN_LSP_<FIELD>` variables (any case); structured values as JSON."""
     by_name = {k.upper(): v for k, v in environ.items() if k.upper().startswith("PLAN_LSP_")}
     out: dict[str, Any] = {}
@@ -314,10 +314,7 @@ def env_layer(environ: Mapping[str, str], warnings: list[str] | None = None) -> 
             try:
                 out[name] = json.loads(raw)
             except Exception as exc:  # bad JSON, or nested too deeply
-                if warnings is not None:
-                    warnings.append(
-                        f"environment: invalid value for '{name}' ({_why(exc)}); ignored"
-                    )
+                warnings.append(f"environment: invalid value for '{name}' ({_why(exc)}); ignored")
             continue
         out[name] = raw
     return out

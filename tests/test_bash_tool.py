@@ -11,7 +11,7 @@ import pytest
 
 import plan_lsp.tools.bash as bash_mod
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
-from plan_lsp.policy.safety import Safety
+from plan_lsp.policy.safety import ArgumentsRefused, Safety
 from plan_lsp.policy.sandbox import SandboxStatus, git_shim_dir
 from plan_lsp.protocol.state import PermissionAnswer, Question, WorkMode
 from plan_lsp.tools.base import ToolContext
@@ -85,7 +85,8 @@ async def test_exit_code_stdout_stderr_and_cwd(tmp_path: Path) -> None:
 
 async def test_invalid_arguments(tmp_path: Path) -> None:
     assert (await BASH_TOOL.run({"command": ""}, _ctx(tmp_path))).is_error
-    assert (await BASH_TOOL.run({"command": "ls", "timeout_s": "x"}, _ctx(tmp_path))).is_error
+    with pytest.raises(ArgumentsRefused, match="timeout_s"):  # before the tool runs
+        BASH_TOOL.definition.check_arguments({"command": "ls", "timeout_s": "x"})
     assert (await BASH_TOOL.run({"command": "ls", "timeout_s": -1}, _ctx(tmp_path))).is_error
 
 

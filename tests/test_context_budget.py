@@ -231,7 +231,7 @@ def _pinned_of(tmp_path: Path, stored: list[ChatMessage]) -> tuple[list[ChatMess
     session.approved = ApprovedPlan(
         path="/w/PLAN.md", text=PLAN, sha256=sha256_text(PLAN), time="t"
     )
-    budget = ContextBudget(session, SummaryModel(), Config())
+    budget = ContextBudget(session, SummaryModel(), Config(), lambda _u: None)
     if latest_record(stored) is None:  # pinned only after a compaction
         stored = [*stored, CompactionRecord(keep_from=0).message()]
     shown = budget.conversation(stored, "main")
@@ -382,7 +382,7 @@ def test_two_compactions_without_progress_then_the_run_stops(tmp_path: Path) -> 
 
     session = Session(StateStore(tmp_path / "state.db"), tmp_path, tmp_path / "plans")
     config = Config(context_window=10_000)
-    budget = ContextBudget(session, SummaryModel(), config)
+    budget = ContextBudget(session, SummaryModel(), config, lambda _u: None)
     compactions: list[str] = []
 
     async def compact_that_frees_nothing(*args: Any, **kwargs: Any) -> Compaction:
@@ -396,7 +396,7 @@ def test_two_compactions_without_progress_then_the_run_stops(tmp_path: Path) -> 
         return ModelRequest("r", "build", [*messages], [])
 
     async def next_request() -> ModelRequest:
-        return await budget.make_room(stored, "main", assemble, "r", lambda _u: None, stored.append)
+        return await budget.make_room(stored, "main", assemble, "r", stored.append)
 
     with pytest.raises(ContextFull, match="2 compaction"):
         asyncio.run(next_request())

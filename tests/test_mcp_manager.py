@@ -229,7 +229,7 @@ async def test_a_crash_restarts_the_server_and_repeated_crashes_stop_it(h: Harne
     assert state["status"] == "failed" and "not restarted again" in state["error"]
     assert h.registry.names() == []  # its tools left the registry
 
-    await asyncio.wait_for(h.manager.start("fake"), 60)  # the user starts it again
+    await asyncio.wait_for(h.manager._connections["fake"].start(), 60)  # started again
     await h.sync()
     assert h.state("fake")["status"] == "ready" and "mcp__fake__echo" in h.registry
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from plan_lsp.tools.bash import OUTPUT_CAP_CHARS
-from plan_lsp.tools.mcp.results import cap_text, observation
+from plan_lsp.tools.bash_process import cap_text
+from plan_lsp.tools.mcp.results import observation
 
 NAME = "mcp__srv__t"
 
@@ -80,4 +81,4 @@ def test_output_is_capped_like_shell_output() -> None:
     assert result.content.startswith("aaa") and result.content.endswith("bbb")
     assert "cut from the middle" in result.content
     assert result.data is not None and result.data["truncated"] is True
-    assert cap_text("short") == ("short", False)
+    assert cap_text("short", OUTPUT_CAP_CHARS) == ("short", False)

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from plan_lsp.policy.ports import FileEdit, PermissionRequest
-from plan_lsp.policy.safety import Safety, ToolDefinition
+from plan_lsp.policy.safety import ArgumentsRefused, Safety, ToolDefinition
 from plan_lsp.protocol.state import Question, Todo, WorkMode
 from plan_lsp.tools import fs
-from plan_lsp.tools.ask_user import ask_user
+from plan_lsp.tools.ask_user import ASK_USER_TOOL, ask_user
 from plan_lsp.tools.base import Tool, ToolContext, ToolResult
 from plan_lsp.tools.edit import EDIT_FILE_TOOL, MODE_PROVIDER_KEY, WRITE_FILE_TOOL
 from plan_lsp.tools.registry import ToolRegistry, builtin_registry
-from plan_lsp.tools.todo import todo_write
+from plan_lsp.tools.todo import TODO_WRITE_TOOL, todo_write
 
 write_file, edit_file = WRITE_FILE_TOOL.run, EDIT_FILE_TOOL.run
 
@@ -250,9 +250,10 @@ async def test_todo_write_rejects_two_in_progress(ws: Path, editor: FakeEditor) 
     todos = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]
     result = await todo_write({"todos": todos}, ctx)
     assert _code(result) == "invalid_todos" and "at most one" in result.content
-    bad = await todo_write({"todos": [{"content": "a", "status": "doing"}]}, ctx)
-    assert _code(bad) == "invalid_todos" and "todos[0]" in bad.content
     assert seen == []
+    # A malformed item is refused by the tool's arguments, before the tool runs.
+    with pytest.raises(ArgumentsRefused, match=r"todos\[0\]\.status"):
+        TODO_WRITE_TOOL.definition.check_arguments({"todos": [{"content": "a", "status": "doing"}]})
 
 
 # -- ask_user -------------------------------------------------------------------------------
@@ -275,11 +276,12 @@ async def test_ask_user_dismissed(ws: Path, editor: FakeEditor) -> None:
 
 async def test_ask_user_validates(ws: Path, editor: FakeEditor) -> None:
     ctx = _ctx(ws, editor, WorkMode.PLAN, FakeUser({}))
-    assert _code(await ask_user({"questions": []}, ctx)) == "invalid_arguments"
     dup = [QUESTIONS[0], QUESTIONS[0]]
     assert "repeated: db" in (await ask_user({"questions": dup}, ctx)).content
-    no_options = [{"id": "x", "text": "?", "options": []}]
-    assert _code(await ask_user({"questions": no_options}, ctx)) == "invalid_arguments"
+    # No questions, or a question without options: refused by the arguments, before it runs.
+    for refused in ([], [{"id": "x", "text": "?", "options": []}]):
+        with pytest.raises(ArgumentsRefused, match="at least 1 item"):
+            ASK_USER_TOOL.definition.check_arguments({"questions": refused})
 
 
 # -- registry -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from plan_lsp.agent.context import (
     latest_record,
     view,
 )
+from plan_lsp.agent.requests import Assemble
 from plan_lsp.config import Config
 from plan_lsp.providers.base import ChatMessage, ModelRequest, Provider, Usage
 from plan_lsp.providers.windows import DEFAULT_CONTEXT_WINDOW, known_window
@@ -32,7 +33,6 @@ log = logging.getLogger(__name__)
 # Automatic compactions in a row without a model step in between, before a run stops.
 MAX_COMPACTIONS_WITHOUT_PROGRESS = 2
 
-Assemble = Callable[[list[ChatMessage]], ModelRequest]
 # Appends a compaction record to the conversation: to the list and to the store.
 Append = Callable[[ChatMessage], None]
 Notify = Callable[[dict[str, Any]], None]
@@ -49,10 +49,11 @@ class ContextFull(Exception):
 
 
 class ContextBudget:
-    def __init__(self, session: Session, provider: Provider, config: Config) -> None:
+    def __init__(self, session: Session, provider: Provider, config: Config, notify: Notify):
         self.session = session
         self.provider = provider
         self.config = config
+        self.notify = notify  # where compactions are reported
         self.meter = TokenMeter()
         self.compactor = Compactor(provider, self.meter, self._summary_usage)
         self._window: int | None = None
@@ -119,7 +120,6 @@ class ContextBudget:
         conversation: str,
         assemble: Assemble,
         run_id: str,
-        notify: Notify,
         append: Append,
     ) -> ModelRequest:
         """The next request, compacted first when it would pass PRUNE_AT (prune only) or
@@ -139,7 +139,7 @@ class ContextBudget:
                     return request
                 raise ContextFull(self._full_message(estimate, window, stalled))
             depth: Depth = "auto" if over else "prune"
-            done = await self.compact(stored, conversation, assemble, depth, run_id, notify, append)
+            done = await self.compact(stored, conversation, assemble, depth, run_id, append)
             if done is None:
                 if estimate <= window:
                     return request
@@ -161,7 +161,6 @@ class ContextBudget:
         assemble: Assemble,
         depth: Depth,
         run_id: str | None,
-        notify: Notify,
         append: Append,
         trigger: str = "auto",
     ) -> Compaction | None:
@@ -182,7 +181,7 @@ class ContextBudget:
         self.session.update_usage(
             compactions=usage.compactions + 1, contextTokens=done.record.tokens_after
         )
-        notify(
+        self.notify(
             {
                 "runId": run_id,
                 "kind": "compaction",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_lsp.agent.budget import ContextBudget, ContextFull
+from plan_lsp.agent.budget import ContextBudget, ContextFull, Notify
 from plan_lsp.agent.compaction import Compaction
 from plan_lsp.agent.model_stream import (
     MAX_TOOL_ARGUMENT_CHARS,
@@ -38,8 +38,6 @@ from plan_lsp.tools.todo_ledger import StepLedger
 from plan_lsp.tools.todo_model import RecordedTodos
 
 log = logging.getLogger(__name__)
-
-Notify = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -91,7 +89,6 @@ class Agent:
         mcp: McpManager | None = None,
     ) -> None:
         self.session = session
-        self.provider = provider
         self.stream = ModelStream(session, provider, ports.drafts)
         self.config = config
         # Files written per run (a run's subagents included), and how deep each run nests.
@@ -100,7 +97,6 @@ class Agent:
         # What happened during each step of the latest run's todo list (one run at a time).
         self._todo_ledger: tuple[str, StepLedger] | None = None
         self.ports = ports
-        self.plan_shell = plan_shell
         self.registry: ToolRegistry = builtin_registry()
         for tool in plan_tools(session, ports.drafts, config.allow_enter_plan_in_yolo):
             self.registry.register(tool)
@@ -109,15 +105,8 @@ class Agent:
                 self._run_child, lambda: frozenset(d.name for d in self.registry.definitions())
             )
         )
-        # MCP tool sources: the server layer may hand in the workspace's manager;
-        # otherwise the agent owns one for the configured servers.
+        # MCP tool sources: the workspace's manager (None: no server is configured).
         self.mcp = mcp
-        if mcp is None and config.mcp.configured:
-            self.mcp = McpManager(
-                config.mcp,
-                session.workspace,
-                notify=lambda message: ports.notify({"kind": "error", "message": message}),
-            )
         try:
             self.permissions = PermissionEngine(
                 allow=config.permissions.allow,
@@ -138,7 +127,7 @@ class Agent:
             plan_network=config.plan_network,
         )
         self.runner = ToolRunner(self.registry, self.gate)
-        self.budget = ContextBudget(session, provider, config)
+        self.budget = ContextBudget(session, provider, config, ports.notify)
         self.registry.register(recall_tool(session))
         self.requests = RequestFrames(session, config, self.registry, plan_shell)
         # Asked after each batch of tool calls of a top-level run: stop it there (step mode).
@@ -160,7 +149,6 @@ class Agent:
             frame,
             "full",
             run_id,
-            self.ports.notify,
             lambda record: self._append(conv, run_id, messages, record),
             trigger="manual",
         )
@@ -300,7 +288,6 @@ class Agent:
                     conv,
                     frame,
                     run_id,
-                    self.ports.notify,
                     lambda record: self._append(conv, run_id, messages, record),
                 )
             except ContextFull as exc:
@@ -412,17 +399,13 @@ class Agent:
         )
         observation = await self.runner.call(call.name, call.arguments, ctx, allow_names)
         self._observe_step(run_id, call, observation)
-        error = (observation.data or {}).get("error") if observation.is_error else None
+        data = observation.data or {}
+        error = data.get("error") if observation.is_error else None
         if error in ("tool_not_allowed", "permission_denied"):
+            reason = data.get("reason") or data.get("message", "")
             emit(
                 "blocked",
-                {
-                    "toolCallId": call.id,
-                    "tool": call.name,
-                    "error": error,
-                    "reason": (observation.data or {}).get("reason")
-                    or (observation.data or {}).get("message", ""),
-                },
+                {"toolCallId": call.id, "tool": call.name, "error": error, "reason": reason},
             )
         emit(
             "toolResult",
@@ -448,7 +431,7 @@ class Agent:
         if tool is None or tool.definition.safety is not Safety.SIDE_EFFECT:
             return
         self._step_ledger(run_id).observe(
-            call.name, call.arguments, observation.is_error, observation.data
+            tool.definition, call.arguments, observation.is_error, observation.data
         )
 
     def _set_todos(

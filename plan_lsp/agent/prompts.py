@@ -6,6 +6,7 @@ with one request and never stored in the conversation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from plan_lsp.protocol.state import WorkMode
@@ -61,35 +62,30 @@ def plan_reminder(plan_request_number: int) -> ChatMessage:
     )
 
 
-def _describe(event: Event) -> str | None:
-    d = event.data
-    if event.kind == "mode_changed":
-        who = {"user": "The user", "model": "You", "restore": "The session"}.get(
-            event.actor, "The system"
-        )
-        return f"{who} switched from {d['from']} mode to {d['to']} mode."
-    if event.kind == "plan_approved":
-        return (
-            f"The user approved the plan {d['path']} (sha256 {d['sha256'][:12]}); "
-            f"the session is now in build mode with permission mode {d['permissionMode']}."
-        )
-    if event.kind == "plan_rejected":
-        fb = d.get("feedback") or ""
-        return "The user rejected the plan." + (f" Feedback: {fb}" if fb else "")
-    if event.kind == "approved_plan_changed":
-        return f"The approved plan {d['path']} was edited after approval; it needs approval again."
-    if event.kind == "permission_mode_changed":
-        return f"The user changed the permission mode from {d['from']} to {d['to']}."
-    return None
+_WHO = {"user": "The user", "model": "You", "restore": "The session"}
 
-
-CONTEXT_EVENT_KINDS = (
-    "mode_changed",
-    "plan_approved",
-    "plan_rejected",
-    "approved_plan_changed",
-    "permission_mode_changed",
-)
+# What the model is told of each mode-relevant event (its data as the session records it).
+_DESCRIPTIONS: dict[str, Callable[[Event], str]] = {
+    "mode_changed": lambda e: (
+        f"{_WHO.get(e.actor, 'The system')} switched from {e.data['from']} mode to "
+        f"{e.data['to']} mode."
+    ),
+    "plan_approved": lambda e: (
+        f"The user approved the plan {e.data['path']} (sha256 {e.data['sha256'][:12]}); "
+        f"the session is now in build mode with permission mode {e.data['permissionMode']}."
+    ),
+    "plan_rejected": lambda e: (
+        "The user rejected the plan."
+        + (f" Feedback: {e.data['feedback']}" if e.data.get("feedback") else "")
+    ),
+    "approved_plan_changed": lambda e: (
+        f"The approved plan {e.data['path']} was edited after approval; it needs approval again."
+    ),
+    "permission_mode_changed": lambda e: (
+        f"The user changed the permission mode from {e.data['from']} to {e.data['to']}."
+    ),
+}
+CONTEXT_EVENT_KINDS = tuple(_DESCRIPTIONS)
 
 
 def mode_change_note(events: list[Event]) -> ChatMessage | None:
@@ -97,10 +93,10 @@ def mode_change_note(events: list[Event]) -> ChatMessage | None:
     described: list[dict[str, Any]] = []
     lines: list[str] = []
     for ev in events:
-        text = _describe(ev)
-        if text is None:
+        describe = _DESCRIPTIONS.get(ev.kind)
+        if describe is None:
             continue
-        lines.append(text)
+        lines.append(describe(ev))
         described.append({"seq": ev.seq, "kind": ev.kind, "actor": ev.actor, **ev.data})
     if not lines:
         return None

@@ -39,12 +39,10 @@ DEFINITION = ToolDefinition(
 
 def recall_tool(session: Session) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        call_id = args.get("id")
-        offset = args.get("offset") or 0
-        if not isinstance(call_id, str) or not call_id:
+        parsed = RecallArguments.model_validate(args)  # as the runner checked them
+        call_id, offset = parsed.id, parsed.offset or 0
+        if not call_id:
             return ToolResult.error("invalid_arguments", "id must be the tool call id of a stub")
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            return ToolResult.error("invalid_arguments", "offset must be a whole number >= 0")
         found = session.store.tool_output(session.id, call_id)
         if found is None:
             return ToolResult.error(

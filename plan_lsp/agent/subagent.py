@@ -47,15 +47,11 @@ RunChild = Callable[
 ]
 
 
-def child_allow_names(tool_names: frozenset[str], parent: frozenset[str] | None) -> frozenset[str]:
-    names = tool_names - CHILD_EXCLUDED
-    return names if parent is None else names & parent
-
-
 def task_tool(run_child: RunChild, tool_names: Callable[[], frozenset[str]]) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        parent_allow = ctx.extra.get("allow_names")
-        allow = child_allow_names(tool_names(), parent_allow)
+        allow = tool_names() - CHILD_EXCLUDED
+        parent_allow: frozenset[str] | None = ctx.extra.get("allow_names")
+        allow = allow if parent_allow is None else allow & parent_allow
         conversation = f"task-{uuid.uuid4().hex[:10]}"
         ctx.emit(
             "toolCall",

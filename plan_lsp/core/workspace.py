@@ -18,7 +18,7 @@ from plan_lsp.core.stepping import Stepping
 from plan_lsp.plan.checklist import without_checklist_marks
 from plan_lsp.policy.safe_fs import disk_text
 from plan_lsp.policy.sandbox_probe import sandbox_status, sandbox_status_nowait
-from plan_lsp.protocol.state import McpServerStatus, ProviderInfo, SessionState
+from plan_lsp.protocol.state import ProviderInfo, SessionState
 from plan_lsp.session import Session, StateStore
 
 if TYPE_CHECKING:
@@ -138,8 +138,7 @@ class WorkspaceCore:
 
     def _mcp_changed(self) -> None:
         if self.mcp is not None:
-            states = [McpServerStatus(**s.model_dump(mode="json")) for s in self.mcp.status()]
-            self.session.set_context(mcpServers=states)
+            self.session.set_context(mcpServers=self.mcp.status())
 
     # -- the model provider -------------------------------------------------------------------
 

@@ -66,10 +66,6 @@ def _common_prefix_len(a: str, b: str) -> int:
     return low
 
 
-def _common_suffix_len(a: str, b: str, limit: int) -> int:
-    return _common_prefix_len(a[::-1][:limit], b[::-1][:limit])
-
-
 def compute_edit(
     old: str, new: str, encoding: Encoding = "utf-16", *, whole_lines: bool = False
 ) -> TextChange | None:
@@ -86,7 +82,8 @@ def compute_edit(
     final = final_line_break(old)
     if final and new.endswith(final) and prefix > len(old) - len(final):
         prefix = len(old) - len(final)
-    suffix = _common_suffix_len(old, new, min(len(old), len(new)) - prefix)
+    most = min(len(old), len(new)) - prefix
+    suffix = _common_prefix_len(old[::-1][:most], new[::-1][:most])
     if 0 < prefix < len(old) and old[prefix - 1] == "\r" and old[prefix] == "\n":
         prefix -= 1
     end = len(old) - suffix

@@ -6,7 +6,7 @@ The SDK is imported when a provider is built, never when `plan_lsp.providers` is
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from plan_lsp.providers.base import (
@@ -24,6 +24,7 @@ from plan_lsp.providers.base import (
 from plan_lsp.providers.http_errors import (
     SdkProvider,
     connection_error,
+    sdk_failure,
     served_model_sentence,
     served_models,
     status_error,
@@ -55,13 +56,6 @@ _STOP_REASONS = {
     "model_context_window_exceeded": "length",
     "refusal": "error",
 }
-
-
-def _tool_input(arguments: str) -> dict[str, Any]:
-    """A past tool call's input object; arguments that were cut off or are not an object are
-    replayed as `{}` (the call's tool result says what happened)."""
-    value: dict[str, Any] = json.loads(replayable_arguments(arguments))
-    return value
 
 
 # Prompt-cache breakpoints Anthropic allows in one request.
@@ -124,7 +118,7 @@ def anthropic_turns(
                     "type": "tool_use",
                     "id": call.id,
                     "name": call.name,
-                    "input": _tool_input(call.arguments),
+                    "input": json.loads(replayable_arguments(call.arguments)),
                 }
                 for call in message.tool_calls
             )
@@ -163,15 +157,8 @@ def mark_cache(params: dict[str, Any], anchors: list[dict[str, Any]]) -> None:
 
 class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    sdk_client = "AsyncAnthropic"
     client: AsyncAnthropic
-
-    @staticmethod
-    def sdk_client() -> Callable[..., Any]:
-        try:
-            import anthropic
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ProviderError("config", "the `anthropic` package is not installed") from exc
-        return anthropic.AsyncAnthropic
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         system, turns, anchors = anthropic_turns(request.messages)
@@ -219,25 +206,18 @@ class AnthropicProvider(SdkProvider):
                 yield event
         except ProviderError:
             raise
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("connection", f"{server} timed out") from exc
-        except anthropic.APIConnectionError as exc:
-            raise connection_error(server, responding, exc.__cause__ or exc) from exc
         except anthropic.APIStatusError as exc:
             status = exc.status_code
             if status < 400:
                 # An `error` event inside a 200 stream: its type says what happened.
                 status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
             raise status_error(server, status, exc.body, exc.response.headers) from exc
-        except anthropic.AnthropicError as exc:
-            raise ProviderError("server", f"model call to {server} failed: {exc}") from exc
         except httpx2.TransportError as exc:
             # The SDK does not wrap transport failures that happen while reading the stream.
             raise connection_error(server, responding, exc) from exc
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            raise ProviderError(
-                "malformed_stream", f"{server} sent an unparsable stream: {exc}"
-            ) from exc
+        except Exception as exc:
+            failure = sdk_failure(anthropic, exc, server, streaming=True, responding=responding)
+            raise failure from exc
 
     async def _events(self, events: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
         tool_index: dict[int, int] = {}  # content block index -> our tool call index

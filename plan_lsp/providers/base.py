@@ -110,10 +110,6 @@ class Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
 
-    @property
-    def reported(self) -> bool:
-        return self.input_tokens > 0 or self.output_tokens > 0
-
 
 @dataclass
 class Finish:

@@ -4,9 +4,10 @@ failures to `ProviderError` kinds with messages a user can act on."""
 from __future__ import annotations
 
 import html
+import importlib
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -15,12 +16,6 @@ from plan_lsp.providers.base import ModelRequest, ProviderError
 # Local servers ignore the key, but the SDK (and some proxies) want a non-empty one.
 PLACEHOLDER_API_KEY = "not-needed"
 DEFAULT_TIMEOUT_S = 120.0
-
-
-def check_base_url(base_url: str | None) -> None:
-    """Reject a base URL that can never work, at start-up rather than on the first request."""
-    if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise ProviderError("config", f"base URL {base_url!r} must start with http:// or https://")
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -159,25 +154,33 @@ async def served_models(sdk: Any, client: Any, server: str) -> list[str]:
         raise sdk_failure(sdk, exc, server) from exc
 
 
-def sdk_failure(sdk: Any, exc: Exception, server: str) -> Exception:
+def sdk_failure(
+    sdk: Any, exc: Exception, server: str, *, streaming: bool = False, responding: bool = False
+) -> Exception:
     """A failed SDK request (openai or anthropic: `sdk` is the module) as a ProviderError;
-    anything that is not the SDK's own error is returned unchanged, to be raised as it is."""
+    anything that is not the SDK's own error (nor, for a model call's stream, an unparsable
+    one) is returned unchanged, to be raised as it is. `responding`: the stream had begun."""
     base_error: type[Exception] = getattr(sdk, "OpenAIError", None) or sdk.AnthropicError
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError("connection", f"{server} timed out")
     if isinstance(exc, sdk.APIConnectionError):
-        return connection_error(server, False, exc.__cause__ or exc)
+        return connection_error(server, responding, exc.__cause__ or exc)
     if isinstance(exc, sdk.APIStatusError):
         return status_error(server, exc.status_code, exc.body, exc.response.headers)
     if isinstance(exc, base_error):
-        return ProviderError("server", f"{server} failed: {exc}")
+        call = "model call to " if streaming else ""
+        return ProviderError("server", f"{call}{server} failed: {exc}")
+    if streaming and isinstance(exc, ValueError | TypeError | AttributeError | KeyError):
+        # Undecodable SSE data or chunks without the API's shape.
+        return ProviderError("malformed_stream", f"{server} sent an unparsable stream: {exc}")
     return exc
 
 
 class SdkProvider:
     """What the `openai` and `anthropic` back ends share: their settings and SDK client."""
 
-    name: str
+    name: str  # also the SDK's module
+    sdk_client: str  # the SDK's async client class
     client: Any
 
     def __init__(
@@ -191,24 +194,26 @@ class SdkProvider:
         *,
         max_retries: int = 2,
     ) -> None:
-        check_base_url(base_url)
+        # A base URL that can never work is refused at start-up, not on the first request.
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            message = f"base URL {base_url!r} must start with http:// or https://"
+            raise ProviderError("config", message)
         self.model = model
         self.base_url = base_url
         self.api_key = api_key
         self.temperature = temperature
         self.max_tokens = max_tokens
+        try:  # imported now (~1 s: when a provider is built)
+            sdk = importlib.import_module(self.name)
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise ProviderError("config", f"the `{self.name}` package is not installed") from exc
         # An explicit key also keeps the SDK from looking for credential profiles on disk.
-        self.client = self.sdk_client()(
+        self.client = getattr(sdk, self.sdk_client)(
             api_key=api_key or PLACEHOLDER_API_KEY,
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
         )
-
-    @staticmethod
-    def sdk_client() -> Callable[..., Any]:
-        """The SDK's async client class, imported now (~1 s: when a provider is built)."""
-        raise NotImplementedError
 
     @property
     def endpoint(self) -> str:

@@ -8,7 +8,7 @@ the official `openai` SDK. The SDK is imported when a provider is built, never w
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,8 @@ from plan_lsp.providers.base import (
 from plan_lsp.providers.http_errors import (
     DEFAULT_TIMEOUT_S,
     SdkProvider,
-    connection_error,
     error_detail,
-    status_error,
+    sdk_failure,
 )
 from plan_lsp.providers.shaping import ChatRoles, openai_messages, refuses_roles
 from plan_lsp.providers.windows import reported_window
@@ -50,6 +49,7 @@ class _PendingCall:
 
 class OpenAIProvider(SdkProvider):
     name = "openai"
+    sdk_client = "AsyncOpenAI"
     client: AsyncOpenAI
 
     def __init__(
@@ -106,14 +106,6 @@ class OpenAIProvider(SdkProvider):
             params["stream_options"] = {"include_usage": True}
         return params
 
-    @staticmethod
-    def sdk_client() -> Callable[..., Any]:
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ProviderError("config", "the `openai` package is not installed") from exc
-        return openai.AsyncOpenAI
-
     async def context_window(self) -> int | None:
         if not self._window_asked:
             self._window_asked = True
@@ -138,24 +130,14 @@ class OpenAIProvider(SdkProvider):
                 yield event
         except ProviderError:
             raise
-        except openai.APITimeoutError as exc:
-            raise ProviderError("connection", f"{server} timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise connection_error(server, responding, exc.__cause__ or exc) from exc
-        except openai.APIStatusError as exc:
-            raise status_error(server, exc.status_code, exc.body, exc.response.headers) from exc
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            raise sdk_failure(openai, exc, server, responding=responding) from exc
         except openai.APIError as exc:
             # An error object sent inside an otherwise successful stream.
-            raise ProviderError(
-                "server", f"{server} reported an error mid-stream: {exc.message}"
-            ) from exc
-        except openai.OpenAIError as exc:
-            raise ProviderError("server", f"model call to {server} failed: {exc}") from exc
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            # Undecodable SSE data or chunks without the chat-completions shape.
-            raise ProviderError(
-                "malformed_stream", f"{server} sent an unparsable stream: {exc}"
-            ) from exc
+            message = f"{server} reported an error mid-stream: {exc.message}"
+            raise ProviderError("server", message) from exc
+        except Exception as exc:
+            raise sdk_failure(openai, exc, server, streaming=True, responding=responding) from exc
 
     async def _open(self, request: ModelRequest, params: dict[str, Any]) -> Any:
         """The response stream; a server refusing `stream_options` (older local servers) is

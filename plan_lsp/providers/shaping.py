@@ -79,10 +79,6 @@ def user_assistant_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
     return turns
 
 
-def shape(messages: list[ChatMessage], user_assistant: bool) -> list[ChatMessage]:
-    return user_assistant_turns(messages) if user_assistant else merge_turns(messages)
-
-
 # What model servers say when a chat template refuses a conversation's roles (the messages of
 # Gemma's, Mistral's and Llama 2's templates; llama.cpp's and vLLM's own wording), or fails on
 # the null content of an assistant's tool-call turn (a template that knows no tool calls).
@@ -105,7 +101,8 @@ def openai_messages(
     """ChatMessages in chat-completions form, shaped for strict chat templates
     (providers/shaping.py); `meta` and `name` stay on our side."""
     out: list[dict[str, Any]] = []
-    for message in shape(messages, user_assistant):
+    shaped = user_assistant_turns(messages) if user_assistant else merge_turns(messages)
+    for message in shaped:
         if message.role == "tool":
             if message.tool_call_id is None:
                 raise ProviderError("bad_request", "a tool result message has no tool_call_id")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
@@ -25,39 +25,17 @@ class AskUserArguments(ArgumentModel):
     questions: list[AskedQuestion] = Field(min_length=1)
 
 
-def _parse(raw: object) -> list[Question] | ToolResult:
-    if not isinstance(raw, list) or not raw:
-        return ToolResult.error("invalid_arguments", "questions must be a non-empty list")
-    questions: list[Question] = []
-    for index, item in enumerate(raw):
-        if isinstance(item, dict):  # a field sent as null is a field not sent
-            item = {k: v for k, v in item.items() if v is not None}
-        try:
-            question = Question.model_validate(item)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            return ToolResult.error(
-                "invalid_arguments", f"questions[{index}].{where}: {first['msg']}"
-            )
-        if not question.options:
-            return ToolResult.error(
-                "invalid_arguments", f"questions[{index}] ({question.id!r}) has no options"
-            )
-        questions.append(question)
-    ids = [q.id for q in questions]
+async def ask_user(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    parsed = [  # as the runner checked them
+        Question(id=q.id, text=q.text, options=q.options, multiple=bool(q.multiple))
+        for q in AskUserArguments.model_validate(args).questions
+    ]
+    ids = [q.id for q in parsed]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         return ToolResult.error(
             "invalid_arguments", f"question ids must be unique; repeated: {', '.join(duplicates)}"
         )
-    return questions
-
-
-async def ask_user(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    parsed = _parse(args.get("questions"))
-    if isinstance(parsed, ToolResult):
-        return parsed
     answers = await ctx.user.ask_questions(ctx.run_id, parsed)
     if answers is None:
         payload: dict[str, Any] = {"dismissed": True}

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,14 +83,15 @@ def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass
 class _Launch:
-    """How one command starts: argv, environment, a scratch directory to remove after."""
+    """How one command starts: argv, environment, a scratch directory to remove after, and
+    what confined it (for the result)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], scratch: Path | None = None):
-        self.argv = argv
-        self.env = env
-        self.scratch = scratch
-        self.note = ""
+    argv: list[str]
+    env: dict[str, str]
+    scratch: Path | None = None
+    note: str = ""
 
     def cleanup(self) -> None:
         if self.scratch is not None:
@@ -118,16 +120,13 @@ def _launch(
         wrapped = sandbox_argv(
             cwd, argv, roots=roots, network=network, mechanism=status.mechanism, scratch=scratch
         )
-        launch = _Launch(
+        return _Launch(
             # Landlock has no pid namespace: the subreaper takes what the command leaves.
             reaped_argv(wrapped) if status.mechanism == LANDLOCK else wrapped,
             plan_environment(),  # the argv starts with `env -i` anyway
             scratch,
+            "(ran in the read-only sandbox: no writes" + (")" if network else ", no network)"),
         )
-        launch.note = "(ran in the read-only sandbox: no writes" + (
-            ")" if network else ", no network)"
-        )
-        return launch
     if profile == "plan":
         # No sandbox: the classifier was the wall. The sandbox's limits hold all the same,
         # and the command gets a private, empty home (no user configuration is read).
@@ -136,14 +135,13 @@ def _launch(
     if status is not None and status.build_profile:
         # The namespace dies with bwrap, but the kernel ends its processes only once its
         # init runs again: the subreaper kills them itself before the call returns.
-        launch = _Launch(
+        return _Launch(
             reaped_argv(
                 sandbox_argv(cwd, argv, roots=roots, profile="build", mechanism=status.mechanism)
             ),
             shell_env(),
+            note="(.plan-lsp was read-only for this command)",  # in data only
         )
-        launch.note = "(.plan-lsp was read-only for this command)"  # in data only
-        return launch
     return _Launch(reaped_argv(argv), shell_env())
 
 
@@ -230,24 +228,20 @@ class BashArguments(ArgumentModel):
 
 
 async def _run_bash(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    command = arguments.get("command")
-    if not isinstance(command, str) or not command.strip():
+    args = BashArguments.model_validate(arguments)  # as the runner checked them
+    timeout_s = DEFAULT_TIMEOUT_S if args.timeout_s is None else args.timeout_s
+    if not args.command.strip():
         return ToolResult.error("invalid_arguments", "`command` must be a non-empty string")
-    raw_timeout = arguments.get("timeout_s")
-    if raw_timeout is None:
-        raw_timeout = DEFAULT_TIMEOUT_S
-    if isinstance(raw_timeout, bool) or not isinstance(raw_timeout, int | float):
-        return ToolResult.error("invalid_arguments", "`timeout_s` must be a number of seconds")
-    if raw_timeout <= 0:
+    if timeout_s <= 0:
         return ToolResult.error("invalid_arguments", "`timeout_s` must be positive")
     plan = current_mode(ctx) is WorkMode.PLAN or ctx.extra.get(READ_ONLY_UNASKED_KEY) is True
     # In plan mode a working sandbox is always used, even when the gate did not ask for it
     # (`classified` chosen by the user, or a switch to plan mode after the gate's check).
     sandboxed = ctx.sandbox_shell or (plan and sandbox_status().mechanism is not None)
     return await run_shell(
-        command,
+        args.command,
         ctx.workspace,
-        min(float(raw_timeout), MAX_TIMEOUT_S),
+        min(timeout_s, MAX_TIMEOUT_S),
         sandboxed,
         ctx.cancel,
         profile="plan" if plan else "build",

@@ -20,6 +20,18 @@ _DRAIN_GRACE_S = 2.0
 _MAX_SWEEPS = 100
 
 
+def cap_text(text: str, cap: int) -> tuple[str, bool]:
+    """`text` cut to about `cap` characters (start and end kept), and whether it was cut."""
+    if len(text) <= cap:
+        return text, False
+    half = cap // 2
+    return text[:half] + _cut_note(f"{len(text) - 2 * half} characters") + text[-half:], True
+
+
+def _cut_note(what: str) -> str:
+    return f"\n[... {what} cut from the middle of this output ...]\n"
+
+
 class Capture:
     """Keeps the first and last `cap // 2` characters of a stream and counts the rest."""
 
@@ -42,20 +54,12 @@ class Capture:
 
     def text(self) -> tuple[str, bool]:
         """The kept text and whether something was cut (with a note saying how much)."""
-        lossless = len(self.head) + len(self.tail) == self.total
-        if lossless:
-            whole = (self.head + self.tail).decode("utf-8", "replace")
-            if len(whole) <= self.half * 2:
-                return whole, False
-            head, tail = whole[: self.half], whole[-self.half :]
-            cut = f"{len(whole) - 2 * self.half} characters"
-        else:
-            head = self.head.decode("utf-8", "replace")[: self.half]
-            tail = self.tail.decode("utf-8", "replace")[-self.half :]
-            dropped = self.total - len(head.encode()) - len(tail.encode())
-            cut = f"about {dropped} bytes"
-        note = f"\n[... {cut} cut from the middle of this output ...]\n"
-        return head + note + tail, True
+        if len(self.head) + len(self.tail) == self.total:  # nothing dropped: cut by characters
+            return cap_text((self.head + self.tail).decode("utf-8", "replace"), self.half * 2)
+        head = self.head.decode("utf-8", "replace")[: self.half]
+        tail = self.tail.decode("utf-8", "replace")[-self.half :]
+        dropped = self.total - len(head.encode()) - len(tail.encode())
+        return head + _cut_note(f"about {dropped} bytes") + tail, True
 
 
 async def _pump(stream: asyncio.StreamReader | None, sink: Capture) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from plan_lsp.policy.arguments import ArgumentModel, model_error
+from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.ports import FileChange, FileEdit
 from plan_lsp.policy.safe_fs import disk_text, read_text
 from plan_lsp.policy.safety import PrimaryArgument, Safety, ToolDefinition
@@ -204,36 +204,24 @@ def plan_edit_file(args: EditFileArguments, ctx: ToolContext) -> PlannedChange |
 Planner = Callable[[M, ToolContext], PlannedChange | ToolResult]
 
 
-def _parsed(model: type[M], args: dict[str, Any]) -> M | ToolResult:
-    try:
-        return model.model_validate(args)
-    except ValidationError as exc:
-        return ToolResult.error("invalid_arguments", model_error(exc))
-
-
 _PATH = PrimaryArgument(name="path", kind="path")
 
 
 def _edit_tool(name: str, description: str, model: type[M], planner: Planner[M]) -> Tool:
     """A file-changing tool whose implementation and preview one planner computes."""
 
+    # Both are called with the arguments the runner checked against `model`.
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        parsed = _parsed(model, args)
-        if isinstance(parsed, ToolResult):
-            return parsed
         asked = ctx.extra.get(ASKED_CHANGE_KEY)
         if isinstance(asked, FileChange):
             return await _apply(ctx, asked.path, asked.after, asked.before)
-        planned = planner(parsed, ctx)
+        planned = planner(model.model_validate(args), ctx)
         if isinstance(planned, ToolResult):
             return planned
         return await _apply(ctx, planned.path, planned.after, planned.before)
 
     async def preview(args: dict[str, Any], ctx: ToolContext) -> FileChange | None:
-        parsed = _parsed(model, args)
-        if isinstance(parsed, ToolResult):
-            return None
-        planned = planner(parsed, ctx)
+        planned = planner(model.model_validate(args), ctx)
         return None if isinstance(planned, ToolResult) else planned.as_change()
 
     definition = ToolDefinition(

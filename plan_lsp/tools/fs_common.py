@@ -3,9 +3,9 @@ way they open a file on disk (`open_workspace_file`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -65,29 +65,22 @@ def _anchor(path: Path, roots: Sequence[Path]) -> Path:
     return anchor
 
 
-@contextlib.contextmanager
 def open_workspace_file(
     path: Path, roots: Sequence[Path], *, max_bytes: int | None
-) -> Iterator[BinaryIO]:
+) -> AbstractContextManager[BinaryIO]:
     """The regular file `path` (resolved, inside a root), open for reading: walked from its
     root by `safe_fs.open_regular`, so a link swapped in after `resolve_path` is refused."""
-    with open_regular(_anchor(path, roots), path, max_bytes=max_bytes) as handle:
-        yield handle
+    return open_regular(_anchor(path, roots), path, max_bytes=max_bytes)
 
 
-@contextlib.contextmanager
-def open_workspace_folder(path: Path, roots: Sequence[Path]) -> Iterator[int]:
+def open_workspace_folder(path: Path, roots: Sequence[Path]) -> AbstractContextManager[int]:
     """A descriptor of the folder `path` (resolved, inside a workspace root), reached from its
     root without following a link."""
-    with open_folder(_anchor(path, roots), path) as fd:
-        yield fd
+    return open_folder(_anchor(path, roots), path)
 
 
 def _refused(exc: PathRefused) -> ToolResult:
     return ToolResult.error("path_refused", str(exc))
-
-
-# -- read_file -------------------------------------------------------------------------------
 
 
 def _walk_files(base: Path) -> Iterator[Path]:

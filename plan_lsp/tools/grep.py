@@ -48,17 +48,11 @@ def _file_filter(glob: str | None, base: Path) -> Callable[[Path], bool]:
     by_name = "/" not in body.strip("/")
 
     def accept(path: Path) -> bool:
-        subject = path.name if by_name else _rel_or_name(path, base)
+        inside = not by_name and path.is_relative_to(base)
+        subject = path.relative_to(base).as_posix() if inside else path.name
         return bool(regex.match(subject)) != negate
 
     return accept
-
-
-def _rel_or_name(path: Path, base: Path) -> str:
-    try:
-        return path.relative_to(base).as_posix()
-    except ValueError:
-        return path.name
 
 
 async def _ripgrep(
@@ -68,38 +62,22 @@ async def _ripgrep(
     glob: str | None,
     ignore_case: bool,
     cap: int,
-    hidden: tuple[Path, ...] = (),
+    hidden: tuple[Path, ...],
 ) -> list[Match]:
+    command = [rg, "--json", "--hidden", "-g", "!.git", *(["-i"] if ignore_case else [])]
+    command += [*(["-g", glob] if glob else []), "-e", pattern, "--", str(base)]
     # Unsorted, rg searches on every core; sorting the few matches here is cheap. Only when
     # the cap cuts the list is rg asked again in path order, so which matches are kept
     # does not depend on thread timing.
-    for sort in (False, True):
-        found = await _ripgrep_run(rg, pattern, base, glob, ignore_case, cap, sort, hidden)
-        if len(found) <= cap:
-            break
+    found = await _ripgrep_run(command, cap, hidden)
+    if len(found) > cap:
+        found = await _ripgrep_run([rg, "--sort", "path", *command[1:]], cap, hidden)
     return sorted(found, key=lambda m: (str(m[0]), m[1]))
 
 
-async def _ripgrep_run(
-    rg: str,
-    pattern: str,
-    base: Path,
-    glob: str | None,
-    ignore_case: bool,
-    cap: int,
-    sort: bool,
-    hidden: tuple[Path, ...],
-) -> list[Match]:
+async def _ripgrep_run(command: list[str], cap: int, hidden: tuple[Path, ...]) -> list[Match]:
     """Matches up to `cap` + 1; those in a `hidden` place are dropped as they come, before
     they count (a home opened as the workspace has many of them, sorted first)."""
-    command = [rg, "--json", "--hidden", "-g", "!.git"]
-    if sort:
-        command += ["--sort", "path"]
-    if ignore_case:
-        command.append("-i")
-    if glob:
-        command += ["-g", glob]
-    command += ["-e", pattern, "--", str(base)]
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.DEVNULL,

@@ -6,8 +6,6 @@ definition, so a new tool needs no change to them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from plan_lsp.policy.safety import ToolDefinition
 from plan_lsp.tools.ask_user import ASK_USER_TOOL
 from plan_lsp.tools.base import Tool
@@ -42,9 +40,6 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(list(self._tools.values()))
 
     def __len__(self) -> int:
         return len(self._tools)

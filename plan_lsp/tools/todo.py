@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from plan_lsp.policy.arguments import ArgumentModel
 from plan_lsp.policy.safety import Safety, ToolDefinition
 from plan_lsp.protocol.state import Todo
@@ -26,19 +24,7 @@ def render_todos(todos: list[Todo]) -> str:
 
 
 async def todo_write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    raw = args.get("todos")
-    if not isinstance(raw, list):
-        return ToolResult.error("invalid_arguments", "todos must be a list")
-    todos: list[Todo] = []
-    for index, item in enumerate(raw):
-        try:
-            todos.append(Todo.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            return ToolResult.error(
-                "invalid_todos", f"todos[{index}]{'.' + where if where else ''}: {first['msg']}"
-            )
+    todos = TodoWriteArguments.model_validate(args).todos  # as the runner checked them
     try:
         check_todos(todos)
     except ValueError as exc:

@@ -9,7 +9,6 @@ completes), made up by a later successful change of the same target. A step mark
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,17 +49,7 @@ def _key(content: str) -> str:
     return " ".join(content.split()).casefold()
 
 
-@functools.cache
-def _builtin_definitions() -> dict[str, ToolDefinition]:
-    # Imported when first needed: the registry imports the tools, which import this module.
-    from plan_lsp.tools.registry import builtin_registry
-
-    return {d.name: d for d in builtin_registry().definitions()}
-
-
-def _kind(definition: ToolDefinition | None) -> Literal["edit", "command", "call"]:
-    if definition is None:
-        return "call"
+def _kind(definition: ToolDefinition) -> Literal["edit", "command", "call"]:
     if definition.role == "edit":
         return "edit"
     if definition.primary_argument is not None and definition.primary_argument.kind == "command":
@@ -68,9 +57,7 @@ def _kind(definition: ToolDefinition | None) -> Literal["edit", "command", "call
     return "call"
 
 
-def _target(
-    tool: str, definition: ToolDefinition | None, arguments: Mapping[str, Any] | str
-) -> str:
+def _target(definition: ToolDefinition, arguments: Mapping[str, Any] | str) -> str:
     """What a call changes, by its definition's primary argument (the file an edit changes,
     the command a shell runs); the tool's name for any other call."""
     if isinstance(arguments, str):
@@ -79,10 +66,10 @@ def _target(
         except ValueError:
             parsed = {}
         arguments = parsed if isinstance(parsed, dict) else {}
-    spec = definition.primary_argument if _kind(definition) != "call" and definition else None
+    spec = definition.primary_argument if _kind(definition) != "call" else None
     value = arguments.get(spec.name) if spec is not None else None
     if not isinstance(value, str) or not value.strip():
-        return tool
+        return definition.name
     value = " ".join(value.split())
     return value if len(value) <= _MAX_TARGET else value[: _MAX_TARGET - 1] + "…"
 
@@ -113,16 +100,15 @@ class StepLedger:
 
     def observe(
         self,
-        tool: str,
+        definition: ToolDefinition,
         arguments: Mapping[str, Any] | str,
         is_error: bool,
         data: Mapping[str, Any] | None,
     ) -> None:
-        """A call of a tool that changes the workspace ended (allowed or not)."""
-        # What the tool is (an edit, a command), from its built-in definition.
-        definition = _builtin_definitions().get(tool)
-        kind = _kind(definition)
-        target = _target(tool, definition, arguments)
+        """A call of a tool that changes the workspace ended (allowed or not); what the tool
+        is (an edit, a command) is its definition's."""
+        tool, kind = definition.name, _kind(definition)
+        target = _target(definition, arguments)
         if not is_error:
             # The change happened after all: earlier setbacks of that target are made up (an
             # edit of a file by any edit tool).

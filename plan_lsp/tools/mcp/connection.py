@@ -62,11 +62,6 @@ class McpCallError(Exception):
         self.message = message
 
 
-async def load_sdk() -> None:
-    """Import the MCP SDK off the event loop (it takes about a second)."""
-    await asyncio.to_thread(lambda: [importlib.import_module(m) for m in _SDK_MODULES])
-
-
 class StderrTail:
     """A pipe for the server's stderr whose last characters are kept in memory."""
 
@@ -321,7 +316,8 @@ class McpConnection:
 
     async def _own(self) -> None:
         try:
-            await load_sdk()
+            # The SDK is imported off the event loop (it takes about a second).
+            await asyncio.to_thread(lambda: [importlib.import_module(m) for m in _SDK_MODULES])
             while True:
                 outcome = await self._one_session()
                 if outcome != "lost" or self._stopping:
@@ -434,25 +430,21 @@ class McpConnection:
                 return "lost"
             if self._relist:
                 self._relist = False
-                await self._relist_tools(session)
+                try:
+                    with anyio.fail_after(self.config.startup_timeout_s):
+                        listed = await self._list(session)
+                except Exception as exc:
+                    why = _describe(exc)
+                    log.warning("MCP server %s: re-listing tools failed: %s", self.name, why)
+                    self._notify(
+                        f"MCP server '{self.name}' changed its tools but could not list them: "
+                        f"{why}; the previous list stays"
+                    )
+                else:
+                    self.tools = listed
+                    self._changed()
                 if not self._relist:
                     self._settled.set()
-
-    async def _relist_tools(self, session: ClientSession) -> None:
-        import anyio
-
-        try:
-            with anyio.fail_after(self.config.startup_timeout_s):
-                listed = await self._list(session)
-        except Exception as exc:
-            log.warning("MCP server %s: re-listing tools failed: %s", self.name, _describe(exc))
-            self._notify(
-                f"MCP server '{self.name}' changed its tools but could not list them: "
-                f"{_describe(exc)}; the previous list stays"
-            )
-            return
-        self.tools = listed
-        self._changed()
 
     async def _list(self, session: ClientSession) -> list[ListedTool]:
         from mcp_types import PaginatedRequestParams
@@ -522,7 +514,6 @@ class McpConnection:
 
     def _fail(self, reason: str) -> str:
         self._session = None
-        self.tools = []
         self._set_status(ServerStatus.FAILED, reason)
         self._notify(f"MCP server '{self.name}' failed: {reason}. Its tools are not available.")
         self._settled.set()
@@ -539,7 +530,4 @@ class McpConnection:
 
     def _changed(self) -> None:
         self.generation += 1
-        try:
-            self._on_change()
-        except Exception:
-            log.exception("MCP status listener failed")
+        self._on_change()  # the manager's, which keeps a failing listener to itself

@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from plan_lsp.policy.safety import Safety
 from plan_lsp.policy.sandbox import git_config_hazards, hardened_git_env
+from plan_lsp.protocol.state import McpServerStatus
 from plan_lsp.tools.base import Tool, ToolContext, ToolImpl, ToolResult
 from plan_lsp.tools.bash import shell_env
 from plan_lsp.tools.mcp.adapter import AdaptedTool, adapt_tools
@@ -31,15 +30,6 @@ log = logging.getLogger(__name__)
 
 # How long a model request waits for a server that is restarting or re-listing its tools.
 SETTLE_TIMEOUT_S = 30.0
-
-
-class McpServerState(BaseModel):
-    """One entry of `planLsp/state.mcpServers`."""
-
-    name: str
-    status: ServerStatus
-    error: str | None = None
-    tools: list[str] = []
 
 
 def server_env(
@@ -83,23 +73,22 @@ class McpManager:
 
     # -- for the server layer ----------------------------------------------------------------
 
-    @property
-    def configured(self) -> bool:
-        return self.settings.configured
-
-    def status(self) -> list[McpServerState]:
+    def status(self) -> list[McpServerStatus]:
+        """The entries of `planLsp/state.mcpServers`."""
         states = [
-            McpServerState(
+            McpServerStatus(
                 name=c.name,
-                status=c.status,
+                status=c.status.value,
                 error=c.error,
                 tools=[a.definition.name for a in self._adapt(c)],
             )
             for c in self._connections.values()
         ]
         states.extend(
-            McpServerState(
-                name=p.name, status=ServerStatus.FAILED, error=f"invalid configuration: {p.error}"
+            McpServerStatus(
+                name=p.name,
+                status=ServerStatus.FAILED.value,
+                error=f"invalid configuration: {p.error}",
             )
             for p in self.settings.invalid
         )
@@ -109,19 +98,9 @@ class McpManager:
         """`listener()` runs after every status or tool-list change."""
         self._listeners.append(listener)
 
-    async def start(self, name: str | None = None) -> None:
-        """Start one server (or all); a failed one is tried again. Returns when each is
-        ready or failed."""
-        targets = self._targets(name)
-        self._first_start()
-        await asyncio.gather(*(c.start() for c in targets))
-
-    async def stop(self, name: str | None = None) -> None:
-        await asyncio.gather(*(c.stop() for c in self._targets(name)))
-
     async def close(self) -> None:
         """Stop every server (the process group is killed if it does not exit)."""
-        await self.stop()
+        await asyncio.gather(*(c.stop() for c in self._connections.values()))
 
     # -- for the agent -----------------------------------------------------------------------
 
@@ -129,7 +108,12 @@ class McpManager:
         """Before a model request: start the servers the first time, wait for restarts and
         re-listings under way, and make `registry` hold the ready servers' tools."""
         if not self._started:
-            self._first_start()
+            self._started = True
+            for problem in self.settings.invalid:
+                self._notify(
+                    f"MCP server '{problem.name}' is not started: invalid configuration: "
+                    f"{problem.error}"
+                )
             await asyncio.gather(*(c.start() for c in self._connections.values()))
         else:
             await asyncio.gather(*(c.settled(SETTLE_TIMEOUT_S) for c in self._connections.values()))
@@ -143,24 +127,6 @@ class McpManager:
         ]
 
     # -- internals -------------------------------------------------------------------------
-
-    def _first_start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        for problem in self.settings.invalid:
-            self._notify(
-                f"MCP server '{problem.name}' is not started: invalid configuration: "
-                f"{problem.error}"
-            )
-
-    def _targets(self, name: str | None) -> list[McpConnection]:
-        if name is None:
-            return list(self._connections.values())
-        connection = self._connections.get(name)
-        if connection is None:
-            raise KeyError(f"no MCP server named {name!r} is configured")
-        return [connection]
 
     def _adapt(self, connection: McpConnection) -> list[AdaptedTool]:
         if connection.status is not ServerStatus.READY:

@@ -12,15 +12,7 @@ from typing import Any
 
 from plan_lsp.tools.base import ToolResult
 from plan_lsp.tools.bash import OUTPUT_CAP_CHARS
-
-
-def cap_text(text: str, cap: int = OUTPUT_CAP_CHARS) -> tuple[str, bool]:
-    """`text` cut to about `cap` characters (start and end kept), and whether it was cut."""
-    if len(text) <= cap:
-        return text, False
-    half = cap // 2
-    note = f"\n[... {len(text) - 2 * half} characters cut from the middle of this output ...]\n"
-    return text[:half] + note + text[-half:], True
+from plan_lsp.tools.bash_process import cap_text
 
 
 def _size_of_base64(data: object) -> str:
@@ -74,7 +66,7 @@ def observation(qualified: str, result: Mapping[str, Any]) -> ToolResult:
         extra = _structured_text(structured, texts)
         if extra is not None:
             parts.append(extra)
-    text, truncated = cap_text("\n".join(p for p in parts if p) or "(no content)")
+    text, truncated = cap_text("\n".join(p for p in parts if p) or "(no content)", OUTPUT_CAP_CHARS)
     if result.get("isError") is True:
         return ToolResult.error("tool_error", text, tool=qualified, truncated=truncated)
     return ToolResult(content=text, data={"tool": qualified, "truncated": truncated})

@@ -2,13 +2,15 @@
 // hello.py while it is open in an editor tab (never saved by the user), then runs `cat
 // hello.py`, whose output is the new text, with no "changed on disk" conflict; then "Revert to
 // before this step" on step 1's lens brings the editor and the disk back to the text before
-// the run, and the plan's lens says its steps are open again.
+// the run, its tab saved, and the plan's lens says its steps are open again. The chat's
+// checkpoints card of the run then redoes and reverts again, from the keyboard.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { STEP_MS, activeEditorText, activeTabTitle, check, ensure, log, quickOpen, shot, waitFor } from './workbench.mjs';
+import { STEP_MS, activeEditorText, activeTabTitle, check, ensure, quickOpen, shot, waitFor } from './workbench.mjs';
 
 export const COMMANDS_SEE_EDITS_STEP = 'a Do run edits hello.py open in an editor tab, then runs cat hello.py: the command prints the new text, the tab is saved, not dirty, and no "changed on disk" conflict shows';
-export const REVERT_STEP = '"Revert to before this step" on step 1\'s lens: the hello.py editor and the disk hold the text before the run again (README.md too), with no conflict shown, and the plan\'s lens says its steps are open, not done';
+export const REVERT_STEP = '"Revert to before this step" on step 1\'s lens: the hello.py editor and the disk hold the text before the run again (README.md too), its tab not dirty, with no conflict shown, and the plan\'s lens says its steps are open, not done';
+export const TIMELINE_STEP = 'the chat\'s checkpoints card of the Do run lists its steps with the files they changed and says what the lens\'s revert restored; its Redo, then its "Revert to here" on step 1, pressed with the keyboard: the disk and the hello.py editor follow, its tab not dirty, and the card says what each did';
 
 const STEP_1 = 'Change the greeting in hello.py to goodbye, world';
 const STEP_2 = 'Say goodbye in README.md';
@@ -122,12 +124,73 @@ export async function revertStep(page, chat, { ws, planFile }) {
       const text = await activeEditorText(page);
       return text.includes("print('hello, world')") && !text.includes('goodbye');
     });
+    await waitFor('the hello.py tab not to be dirty', async () => !(await isDirty(page, 'hello.py')), 10000);
     const seen = await conflicts(page);
     ensure(seen.length === 0, `the workbench shows a conflict: ${JSON.stringify(seen)}`);
-    // Known: the revert can leave the tab marked modified though it holds the disk's text.
-    if (/\bdirty\b/.test((await tabOf(page, 'hello.py').getAttribute('class')) ?? '')) {
-      log('  the hello.py tab is marked modified after the revert (it holds the text on disk)');
-    }
     await shot(page, '19c-reverted-editor');
+  });
+  await timelineRevert(page, chat, { ws });
+}
+
+/** Whether the tab of `name` shows unsaved changes. */
+async function isDirty(page, name) {
+  return /\bdirty\b/.test((await tabOf(page, name).getAttribute('class')) ?? '');
+}
+
+/** After `revertDone`: the hello.py editor shows `text`, its tab is not dirty, no conflict. */
+async function editorFollows(page, what, text) {
+  await quickOpen(page, 'hello.py');
+  await waitFor(`the hello.py editor to show ${what}`, async () => (await activeEditorText(page)).includes(text));
+  await waitFor('the hello.py tab not to be dirty', async () => !(await isDirty(page, 'hello.py')), 10000);
+  const seen = await conflicts(page);
+  ensure(seen.length === 0, `the workbench shows a conflict: ${JSON.stringify(seen)}`);
+}
+
+/** The lens reverted step 1 of the farewell run (revertStep): its card in the chat. */
+async function timelineRevert(page, chat, { ws }) {
+  await check(page, TIMELINE_STEP, async () => {
+    const hello = join(ws, 'hello.py');
+    const readme = join(ws, 'README.md');
+    const card = chat.locator('[data-testid=checkpoint-card]').last();
+    const step = (n) => card.locator(`[data-testid=checkpoint-step][data-step="${n}"]`);
+    const outcome = card.locator('[data-testid=checkpoint-outcome]');
+    await waitFor('the card to list both steps with their files', async () =>
+      /hello\.py \+1 −1/.test(await step(1).innerText()) && /README\.md \+\d+ −0/.test(await step(2).innerText()));
+    ensure((await card.locator('[data-testid=checkpoint-step]').count()) === 2, `the card: ${await card.innerText()}`);
+    await waitFor("the card to say what the lens's revert did", async () => {
+      const said = await outcome.innerText();
+      return said.includes('Reverted to before step 1') && /Restored: .*hello\.py/.test(said) && /Restored: .*README\.md/.test(said);
+    });
+    ensure((await card.locator('[data-testid=checkpoint-reverted]').count()) === 2, `steps not marked reverted: ${await card.innerText()}`);
+    await card.scrollIntoViewIfNeeded();
+    await shot(page, '20a-checkpoints-card');
+
+    // Redo: a real button, pressed from the keyboard.
+    const redo = card.locator('[data-testid=checkpoint-redo]');
+    await waitFor('the Redo button', async () => (await redo.count()) === 1);
+    ensure((await redo.evaluate((b) => b.tagName)) === 'BUTTON', 'Redo is not a button');
+    await redo.press('Enter');
+    await waitFor('the card to say the revert was redone', async () => (await outcome.innerText()).includes('Redone'));
+    ensure(readFileSync(hello, 'utf8') === AFTER, `hello.py after the redo: ${readFileSync(hello, 'utf8')}`);
+    ensure(readFileSync(readme, 'utf8').includes('It says goodbye.'), 'README.md is not back after the redo');
+    await editorFollows(page, 'the run\'s text again', "print('goodbye, world')");
+    await shot(page, '20b-redone-editor');
+
+    // "Revert to here" on step 1: back to before the run once more.
+    const revert = step(1).locator('[data-testid=checkpoint-revert]');
+    ensure((await revert.evaluate((b) => b.tagName)) === 'BUTTON', '"Revert to here" is not a button');
+    await revert.press('Enter');
+    await waitFor("the card to say what the card's revert did", async () => {
+      const said = await outcome.innerText();
+      return said.includes('Reverted to before step 1: steps 1 and 2 undone') && /Restored: .*hello\.py/.test(said);
+    });
+    ensure(readFileSync(hello, 'utf8') === BEFORE && readFileSync(readme, 'utf8') === '# sample\n',
+      `after the card's revert: hello.py ${JSON.stringify(readFileSync(hello, 'utf8'))}, README.md ${JSON.stringify(readFileSync(readme, 'utf8'))}`);
+    await waitFor('Redo offered again', async () => (await redo.count()) === 1);
+    await card.scrollIntoViewIfNeeded();
+    await shot(page, '20c-card-reverted');
+    await editorFollows(page, 'the text before the run', "print('hello, world')");
+    ensure(!(await activeEditorText(page)).includes('goodbye'), 'the hello.py editor still says goodbye');
+    await shot(page, '20d-card-reverted-editor');
   });
 }

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { FEEDBACK, README_TODO, TODO } from './session-script.mjs';
 import { STEP_MS, activeTabTitle, check, ensure, log, quickOpen, shot, statusText, waitFor } from './workbench.mjs';
+import { focusOn, openChatByKeyboard, runLens, tabTo } from './keyboard-steps.mjs';
 
 /** Moments of the walk (ms since the epoch), and the times between them, for results.json. */
 export const moments = {};
@@ -60,12 +61,15 @@ export function between(from, to) {
 }
 
 /** VS Code asks whether the folder's authors are trusted (workspace trust on, the default):
- *  "Yes, I trust the authors". Returns once the dialog is gone. */
+ *  "Yes, I trust the authors", with the keyboard (the dialog's first button has the focus;
+ *  Enter). Returns once the dialog is gone. */
 export async function trustWorkspace(page) {
   const yes = page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Yes, I trust the authors' });
   await yes.first().waitFor({ timeout: STEP_MS });
   await shot(page, '00-trust-prompt');
-  await yes.first().click();
+  await waitFor('the focus on "Yes, I trust the authors"', async () =>
+    /Yes, I trust the authors/.test(await page.evaluate(() => document.activeElement?.textContent ?? '')));
+  await page.keyboard.press('Enter');
   mark('trusted');
   await waitFor('the trust dialog to close', async () => (await page.locator('.monaco-dialog-box').count()) === 0);
   log('workspace trusted');
@@ -80,7 +84,9 @@ async function tabTitles(page) {
 
 /** On a default first run VS Code's Welcome page is open, on VS Code's own "Setup"
  *  walkthrough: the chat's walkthrough link must still show the extension's walkthrough (its
- *  title), not leave the Welcome page as it is. */
+ *  title), not leave the Welcome page as it is. The keyboard only: Open Chat from the palette
+ *  (no model set up: the focus is on the set-up card's first preset), Tab through the card to
+ *  the empty chat's link, Enter. */
 export async function walkthroughOverWelcome(page, chat) {
   await check(page, WALKTHROUGH_STEP, async () => {
     const welcome = (titles) => titles.filter((t) => t === 'Welcome' || (t.startsWith('Walkthrough: ') && !t.includes('Plan LSP')));
@@ -88,7 +94,11 @@ export async function walkthroughOverWelcome(page, chat) {
     const editors = page.locator('.part.editor');
     ensure(!/Get started with Plan LSP/.test(await editors.innerText()), 'the walkthrough shows before it is asked for');
     await shot(page, '03a-welcome-page');
-    await chat.locator('[data-testid=empty] [data-action=openWalkthrough]').click();
+    await openChatByKeyboard(page, chat);
+    await focusOn(chat, "the set-up card's first preset", (f) => f.in === 'setup' && f.preset === 'openai');
+    await tabTo(page, chat, "the empty chat's walkthrough link", (f) => f.action === 'openWalkthrough');
+    await shot(page, '03a-walkthrough-link-focused');
+    await page.keyboard.press('Enter');
     await waitFor("the walkthrough's title", async () =>
       /Get started with Plan LSP/.test(await page.locator('.editor-group-container.active').innerText()));
     ensure(welcome(await tabTitles(page)).length === 0, `the Welcome page is still open beside the walkthrough: ${JSON.stringify(await tabTitles(page))}`);
@@ -120,7 +130,8 @@ export async function rejectWithFeedback(page, chat, { model, revised, events })
     await reject.first().waitFor({ timeout: STEP_MS });
     const since = Date.now() / 1000;
     const asked = model.agentRequests.length;
-    await reject.first().click();
+    // The keyboard: the lenses of the cursor's line (the first) from the palette.
+    await runLens(page, 'Reject…');
     const widget = page.locator('.quick-input-widget');
     await waitFor('the input box "Reject the plan"', async () =>
       (await widget.isVisible()) && (await widget.locator('.quick-input-title').innerText()).includes('Reject the plan'));
@@ -159,8 +170,13 @@ export async function denyReadmeEdit(page, chat, { ws }) {
       (await activeTabTitle(page)).includes('README.md') && (await page.locator('.editor-group-container.active .monaco-diff-editor').count()) > 0);
     // Approved with the default permission mode: every edit is asked for.
     ensure(/^Build · Ask before edits/.test(await statusText(page)), `the status bar: ${await statusText(page)}`);
+    // The keyboard: the card took the focus as it appeared (the chat had it, hello.py's Allow
+    // pressed there), on its first answer; Tab goes on to Deny, Enter.
+    const readme = (option) => (f) => f.in === 'permission' && f.option === option && /README\.md/.test(f.card);
+    await focusOn(chat, "README.md's card, on Allow", readme('allow_once'));
+    await tabTo(page, chat, "README.md's Deny", readme('reject_once'));
     await shot(page, '08a-diff-before-deny');
-    await card.locator('[data-testid=permission-option][data-option=reject_once]').click();
+    await page.keyboard.press('Enter');
     await waitFor('the answer on the card', async () => (await chat.locator('[data-testid=permission-card].answered').count()) === 2);
     ensure(readFileSync(`${ws}/README.md`, 'utf8') === '# sample\n', 'README.md changed although its edit was denied');
   });

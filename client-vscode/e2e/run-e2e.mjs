@@ -7,7 +7,10 @@
 // (from the wheel the vsix carries), show what it is doing, guide the setup through its own
 // UI, and take the user to an approved plan whose edit is on disk; later, a plan reviewed with a
 // comment on its lines, a Do run whose command reads the file it edited in an open editor, and
-// a step reverted from its lens. The plans stream at a
+// a step reverted from its lens. From the trust prompt to the end of the first Do run the user
+// has the keyboard only (keyboard-steps.mjs: the palette, Tab and Shift+Tab through the chat,
+// Enter, typing; the lenses through Show CodeLens Commands for Current Line), the chat putting
+// the focus on each card that waits for an answer. The plans stream at a
 // model's speed (tests/e2e/model_speed.py); the extension records every change of PLAN.md
 // (PLAN_LSP_DOCUMENT_LOG). Screenshots per step go to test-artifacts/vscode/, with
 // results.json (with the first-start times), the model's timeline and script, and the PLAN.md
@@ -26,7 +29,9 @@ import { chromium } from 'playwright-core';
 import { FakeOpenAI } from './fake-openai.mjs';
 import { PROMPT, TODO, hostileProject, modelSpeed, revisedAfterFeedback, sessionTurns } from './session-script.mjs';
 import { CONTEXT_WINDOW, usageAndCompaction } from './usage-steps.mjs';
-import { keyboardWalk, nothingPendingInPalette } from './keyboard-steps.mjs';
+import {
+  focusOn, keyboardWalk, nothingPendingInPalette, openChatByKeyboard, runCommand, tabTo, typePrompt,
+} from './keyboard-steps.mjs';
 import { rejectWithoutFeedback } from './reject-steps.mjs';
 import { SECOND_PLAN_FILE, secondRoundDraft } from './plans-steps.mjs';
 import { commentOnPlan } from './comment-steps.mjs';
@@ -274,7 +279,17 @@ async function main() {
     await walkthroughOverWelcome(page, chat);
 
     await check(page, 'configured through the UI: the vLLM preset asks for the key its model list wants (HTTP 401), saying why; Escape types the model; user settings written; the test names the key', async () => {
-      await chat.locator('[data-testid=card-action][data-preset=vllm]').click();
+      // Keyboard only. The walkthrough read, it is closed (View: Close Editor; Enter on the palette
+      // over the walkthrough would reach its step on the key's release, which takes the focus
+      // back a moment later). Open Chat: no model is set up, so the focus is on the card's first
+      // preset; Tab to vLLM, Enter.
+      await runCommand(page, 'View: Close Editor');
+      await waitFor('the walkthrough closed', async () => !/Get started with Plan LSP/.test(await page.locator('.part.editor').innerText()));
+      await openChatByKeyboard(page, chat);
+      await focusOn(chat, "the set-up card's first preset", (f) => f.in === 'setup' && f.preset === 'openai');
+      await tabTo(page, chat, 'the vLLM preset', (f) => f.in === 'setup' && f.preset === 'vllm');
+      await shot(page, '03c-preset-focused');
+      await page.keyboard.press('Enter');
       await answerInputBox(page, 'vLLM: base URL', baseUrl);
       // The server's model list wants a key (401): the key is asked first, saying why.
       const box = page.locator('.quick-input-widget');
@@ -303,7 +318,7 @@ async function main() {
     });
 
     await check(page, 'a prompt the model server rejects is marked failed, back in the input with Retry, the fix beside it in words', async () => {
-      await sendPrompt(chat, PROMPT);
+      await typePrompt(page, chat, PROMPT);
       await chat.locator('[data-testid=user-message][data-failed=true]').waitFor({ timeout: STEP_MS });
       const notice = chat.locator('[data-testid=notice][data-code=provider_auth]');
       await notice.waitFor({ timeout: STEP_MS });
@@ -316,7 +331,11 @@ async function main() {
     });
 
     await check(page, "Set API Key from the error: a wrong key is refused, the right one connects (the card offers Change Model, Change Key, Test Again); Set Up Model then offers the server's models", async () => {
-      await chat.locator('[data-testid=notice][data-code=provider_auth] [data-testid=card-action]').click();
+      // Keyboard only: the failed prompt is back in the input, which kept the focus; Shift+Tab
+      // reaches the error's fix.
+      await focusOn(chat, 'the prompt', (f) => f.testid === 'prompt');
+      await tabTo(page, chat, "the error's Set API Key", (f) => f.in === 'notice' && f.text === 'Set API Key', { back: true });
+      await page.keyboard.press('Enter');
       await answerInputBox(page, 'API key', WRONG_KEY);
       // The server restarts and tests the connection with the wrong key: refused, not missing.
       const card = chat.locator('[data-testid=setup-card]');
@@ -326,32 +345,37 @@ async function main() {
       ensure(model.requests.some((r) => r.keyGiven && !r.authorized), 'the model server never saw the wrong key');
       // Test Connection on the card asks the server again, and says the same.
       const refused = () => model.requests.filter((r) => r.keyGiven && !r.authorized).length;
+      // The refused key's card took the focus as it appeared, on its fix; Tab to Test Connection.
+      const onCard = (label) => (f) => f.in === 'setup' && f.text === label;
+      await focusOn(chat, "the card's Set API Key", onCard('Set API Key'));
       const refusedBefore = refused();
-      await card.locator('[data-testid=card-action]', { hasText: 'Test Connection' }).click();
+      await tabTo(page, chat, "the card's Test Connection", onCard('Test Connection'));
+      await page.keyboard.press('Enter');
       await waitFor('the connection tested again with the wrong key', async () => refused() > refusedBefore && (await cardKind(chat)) === 'problem' &&
         (await card.innerText()).startsWith('The model server refused the API key'), 90000);
+      // The card kept the focus while it tested: on its fix again.
+      await focusOn(chat, "the card's Set API Key again", onCard('Set API Key'));
       await shot(page, '05a-wrong-key-refused');
-      await card.locator('[data-testid=card-action]', { hasText: 'Set API Key' }).click();
+      await page.keyboard.press('Enter');
       await answerInputBox(page, 'API key', API_KEY);
       await waitFor('the connected card', async () => (await cardKind(chat)) === 'connected', 90000);
       const offered = await card.locator('[data-testid=card-action]').allInnerTexts();
       ensure(JSON.stringify(offered) === JSON.stringify(['Change Model', 'Change Key', 'Test Again']), `the Connected card offers ${JSON.stringify(offered)}`);
+      // Set up: typing goes on in the prompt.
+      await focusOn(chat, 'the prompt once connected', (f) => f.testid === 'prompt');
       await shot(page, '06-connected');
 
       // With the key stored, the preset's model comes from the server's list (GET /models).
       const listed = () => model.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/models') && r.authorized).length;
       const before = listed();
-      await page.locator('.part.editor').click({ position: { x: 300, y: 300 } });
-      await page.keyboard.press('F1');
-      const input = page.locator('.quick-input-widget input');
       const title = () => page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
       const pick = async (text) => {
-        await input.fill(text);
-        await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: text.replace(/^>/, '') }).first().waitFor({ timeout: STEP_MS });
+        await page.keyboard.press('Control+A');
+        await page.keyboard.type(text);
+        await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: text }).first().waitFor({ timeout: STEP_MS });
         await page.keyboard.press('Enter');
       };
-      await input.waitFor({ state: 'visible', timeout: STEP_MS });
-      await pick('>Plan LSP: Set Up Model');
+      await runCommand(page, 'Plan LSP: Set Up Model');
       await waitFor('the model server pick', async () => (await title()).includes('which model server'));
       await pick('vLLM');
       await answerInputBox(page, 'vLLM: base URL', baseUrl);
@@ -385,8 +409,12 @@ async function main() {
         await profiler.send('Profiler.start');
       }
       // Retry on the failed prompt sends it again (the input it was put back into empties).
+      // Keyboard only: Open Chat puts the focus in the prompt, Shift+Tab reaches Retry.
       await waitFor('the Send button to be enabled', async () => chat.locator('[data-testid=send]').isEnabled());
-      await chat.locator('[data-testid=user-message][data-failed=true] [data-testid=retry-prompt]').click();
+      await openChatByKeyboard(page, chat);
+      await focusOn(chat, 'the prompt', (f) => f.testid === 'prompt');
+      await tabTo(page, chat, "the failed prompt's Retry", (f) => f.testid === 'retry-prompt', { back: true });
+      await page.keyboard.press('Enter');
       const samples = [];
       await waitFor('plan status "submitted"', async () => {
         samples.push({ t: Date.now() / 1000, tab: await activeTabTitle(page), focused: await chatHasFocus(chat).catch(() => false) });
@@ -437,16 +465,24 @@ async function main() {
 
     await rejectWithFeedback(page, chat, { model, revised: REVISED_TEXT, events: () => planRecord(documentLog).events });
 
-    await check(page, 'a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan agree; the edit shows as a diff before it is allowed', async () => {
+    await check(page, 'a line typed into PLAN.md, then approved from the palette (it names the plan, asks once, Enter approves): editor, disk and approved plan agree; the edit shows as a diff before it is allowed, from the chat opened on its card', async () => {
       const expected = `${REVISED_TEXT}${TYPED_LINE}\n`;
-      await page.locator('.editor-group-container.active .monaco-editor .view-lines').click();
+      // Keyboard only, from here to the end of the Do run.
+      await quickOpen(page, 'PLAN.md');
       await page.keyboard.press('Control+End');
       await page.keyboard.type(TYPED_LINE);
       await page.keyboard.press('Enter');
       await waitFor('the typed line in the PLAN.md document', async () => planRecord(documentLog).events.at(-1)?.text === expected);
       // hello.py open in an editor, unmodified: the Do run's edit goes to that buffer.
       await quickOpen(page, 'hello.py');
-      await chat.locator('[data-testid=approve]').click();
+      await runCommand(page, 'Plan LSP: Approve Plan');
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ timeout: STEP_MS });
+      const asked = await dialog.innerText();
+      ensure(asked.includes('Approve PLAN.md, "Plan: greet politely, README noted"?'), `the approval question does not name the plan: ${asked}`);
+      await waitFor('the focus on the dialog\'s Approve', async () => (await page.evaluate(() => document.activeElement?.textContent ?? '')).trim() === 'Approve');
+      await shot(page, '07c-approve-asked');
+      await page.keyboard.press('Enter');
       await waitFor('status bar "Build"', async () => (await statusText(page)).startsWith('Build'));
       await waitFor('the approved plan', async () => planRecord(documentLog).approved.length > 0);
       const approved = planRecord(documentLog).approved.at(-1);
@@ -471,8 +507,11 @@ async function main() {
       const deny = page.locator('.editor-group-container.active .editor-actions .action-label[aria-label^="Deny This Change"]');
       ensure((await allow.innerText()).trim() === 'Allow This Change' && (await deny.innerText()).trim() === 'Deny This Change',
         `the diff's title bar shows "${await allow.innerText()}" / "${await deny.innerText()}", not words`);
+      // Open Chat while the change waits: the focus is on its card's first answer, Allow; Enter.
+      await openChatByKeyboard(page, chat);
+      await focusOn(chat, "hello.py's card, on Allow", (f) => f.in === 'permission' && f.option === 'allow_once' && /hello\.py/.test(f.card));
       await shot(page, '08-diff-before-allow');
-      await allow.click();
+      await page.keyboard.press('Enter');
     });
 
     await denyReadmeEdit(page, chat, { ws });
@@ -490,7 +529,12 @@ async function main() {
       // The chat renders again as updates arrive: scroll until the card stays there.
       await waitFor('the todo card in view', async () => (await todoCard.scrollIntoViewIfNeeded({ timeout: 2000 }), true));
       await shot(page, '09a-todo-checklist');
-      await chat.locator('[data-testid=tool-card][data-tool=edit_file] [data-testid=run-diff]').first().click();
+      // Keyboard only: Open Chat puts the focus in the prompt; Shift+Tab reaches the edit's
+      // "changes".
+      await openChatByKeyboard(page, chat);
+      await focusOn(chat, 'the prompt', (f) => f.testid === 'prompt');
+      await tabTo(page, chat, "hello.py's edit card, on changes", (f) => f.testid === 'run-diff', { back: true, max: 40 });
+      await page.keyboard.press('Enter');
       await waitFor('the run-changes diff', async () => (await activeTabTitle(page)).includes('before the run'));
       await waitFor("the run diff's right side to show the edit", async () =>
         (await activeEditorText(page, '.editor.modified')).includes("print('hello, world')"));

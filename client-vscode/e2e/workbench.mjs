@@ -124,12 +124,15 @@ export async function openChat(page) {
   }, 30000);
 }
 
-/** Types into the input box whose title contains `title`, and accepts. */
+/** Types into the input box whose title contains `title` (it has the focus), and accepts:
+ * the keyboard only. */
 export async function answerInputBox(page, title, text) {
   const widget = page.locator('.quick-input-widget');
   await waitFor(`the input box "${title}"`, async () =>
     (await widget.isVisible()) && (await widget.locator('.quick-input-title').innerText()).includes(title));
-  await widget.locator('input').fill(text);
+  await waitFor(`the input box "${title}" to have the focus`, () => widget.locator('input').evaluate((el) => el === document.activeElement));
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(text);
   await page.keyboard.press('Enter');
   await waitFor(`the input box "${title}" to close`, async () =>
     !(await widget.isVisible()) || !(await widget.locator('.quick-input-title').innerText()).includes(title));
@@ -154,12 +157,15 @@ export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
       await page.keyboard.press('Escape');
       await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
     }
-    // Keys typed while a webview has the focus do not reach the workbench: focus a tab first.
-    const tab = page.locator('.editor-group-container.active .tab.active .label-name');
-    if (await tab.count()) await tab.first().click();
+    // From the editor (Ctrl+1), not from a webview that has the focus.
+    await page.keyboard.press('Control+1');
     await page.keyboard.press('Control+P');
     if (!(await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false))) return 'Quick Open did not open';
-    await input.fill(name);
+    if (!(await waitFor('Quick Open to have the focus', () => input.evaluate((el) => el === document.activeElement), 5000).catch(() => false))) {
+      return 'Quick Open did not take the focus';
+    }
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type(name);
     if (!(await row.waitFor({ timeout: 5000 }).then(() => true, () => false))) {
       return `not listed: ${JSON.stringify(await widget.locator('.quick-input-list .monaco-list-row').allInnerTexts().catch(() => []))}`;
     }

@@ -60,6 +60,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     void this.post({ type: 'focusInput' });
   }
 
+  /** Gives the view the focus back after input boxes one of its buttons opened (VS Code leaves
+   * the focus nowhere when they close): the webview puts it back on the control it left, or on
+   * a card that appeared meanwhile. Not *Open Chat*: the prompt is not chosen for it. */
+  focusBack(): void {
+    if (this.view?.visible) void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+  }
+
   /** Brings the view on screen (without taking the focus). */
   reveal(): void {
     this.view?.show(true);

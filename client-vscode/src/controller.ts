@@ -12,6 +12,7 @@ import {
 } from 'vscode-languageclient/node';
 import { StartError, resolveServerPython } from './bootstrap';
 import { ChatViewProvider } from './chatView';
+import { CheckpointTimeline } from './checkpointTimeline';
 import { DocumentLog } from './documentLog';
 import { EditorContext } from './editorContext';
 import { EditPreviews } from './editPreviews';
@@ -84,6 +85,12 @@ export class Controller implements vscode.Disposable {
   readonly actions: SessionActions;
   private readonly editorContext: EditorContext;
   private readonly documentLog = DocumentLog.fromEnvironment();
+  private readonly timeline = new CheckpointTimeline(
+    () => (this.client?.isRunning() ? this.session : undefined),
+    () => this.requireSession(),
+    (event) => this.chat.dispatch(event),
+    (message) => this.output.appendLine(message),
+  );
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.chat = new ChatViewProvider(context.extensionUri, { handle: (m) => this.onChatMessage(m) });
@@ -140,6 +147,7 @@ export class Controller implements vscode.Disposable {
       this.output.appendLine(`Run error${code}: ${String(update.message ?? '')}`);
     }
     this.chat.dispatch({ type: 'update', update });
+    this.timeline.noteUpdate(update);
   }
 
   private onState(state: SessionState): void {
@@ -348,6 +356,7 @@ export class Controller implements vscode.Disposable {
     try {
       const updates = await session.history();
       this.chat.dispatch({ type: 'history', updates });
+      this.timeline.noteHistory(updates);
     } catch (err) {
       this.output.appendLine(`planLsp/history failed: ${errorMessage(err)}`);
     }
@@ -491,6 +500,10 @@ export class Controller implements vscode.Disposable {
         return this.previews.openFile(message.path);
       case 'diffRun':
         return this.previews.showRunChanges(message.runId, message.path);
+      case 'revertTo':
+        return this.timeline.revert(message.checkpointId);
+      case 'redo':
+        return this.timeline.redo();
       case 'mentionFiles':
         await this.chat.post({ type: 'mentionFiles', files: await this.editorContext.files() });
         return;

@@ -57,27 +57,29 @@ class Setup {
     if (this.c.current) await this.c.actions.testConnection();
   }
 
-  private thenRestart(change: () => Promise<boolean>): Promise<void> {
+  /** `back`: called once the input boxes of `change` closed, answered or not. */
+  private thenRestart(change: () => Promise<boolean>, back?: () => void): Promise<void> {
     return this.serialized(async () => {
-      if (await change()) await this.restartAndTest();
+      const changed = await change().finally(() => back?.());
+      if (changed) await this.restartAndTest();
     });
   }
 
-  preset(id?: string): Promise<void> {
+  preset(id?: string, back?: () => void): Promise<void> {
     return this.thenRestart(async () => {
       const preset = id ? presetById(id) : await pickPreset();
       if (!preset) return false;
       // The key first when the server wants one, then the model from its list (modelChoice.ts).
       return applyPreset(preset, currentSettings().settings, this.context.secrets);
-    });
+    }, back);
   }
 
-  model(): Promise<void> {
-    return this.thenRestart(() => changeModel(currentSettings().settings, this.context.secrets));
+  model(back?: () => void): Promise<void> {
+    return this.thenRestart(() => changeModel(currentSettings().settings, this.context.secrets), back);
   }
 
-  apiKey(): Promise<void> {
-    return this.thenRestart(() => askApiKey(this.context.secrets));
+  apiKey(back?: () => void): Promise<void> {
+    return this.thenRestart(() => askApiKey(this.context.secrets), back);
   }
 
   clearApiKey(): Promise<void> {
@@ -123,15 +125,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const c = new Controller(context);
   controller = c;
   const setup = new Setup(c, context);
+  // A chat button's input boxes closed: the focus goes back to the chat (VS Code leaves it
+  // nowhere), which puts it on that button or on the card that appeared meanwhile.
+  const backToChat = (): void => c.chat.focusBack();
+  // The commands a card may run (CARD_COMMANDS), each a set-up flow.
+  const cardFlows: Record<string, () => Promise<void>> = {
+    [CARD_COMMANDS.setApiKey]: () => setup.apiKey(backToChat),
+    [CARD_COMMANDS.setupModel]: () => setup.preset(undefined, backToChat),
+    [CARD_COMMANDS.changeModel]: () => setup.model(backToChat),
+  };
   c.onWebviewAction = async (message: WebviewToHost) => {
     switch (message.type) {
       case 'applyPreset':
-        return setup.preset(message.preset);
+        return setup.preset(message.preset, backToChat);
       case 'openSetting':
         return openSetting(message.setting);
       case 'runCommand':
-        if (Object.values(CARD_COMMANDS).includes(message.command as never)) await vscode.commands.executeCommand(message.command);
-        return;
+        return Object.hasOwn(cardFlows, message.command) ? cardFlows[message.command]() : undefined;
       case 'openWalkthrough':
         return openWalkthrough();
       default:

@@ -26,7 +26,7 @@ import type {
   WorkMode,
 } from './wireTypes';
 import { DISMISSED_PERMISSION } from './wireTypes';
-import type { PlansResult } from './protocol.generated';
+import type { CheckpointsResult, PlansResult, RevertResult } from './protocol.generated';
 
 
 /** Every request may name its workspace folder (the server's first folder by default). */
@@ -54,6 +54,10 @@ export const Methods = {
   plans: new RequestType<WorkspaceParam, PlansResult, void>('planLsp/plans'),
   /** Summarises the conversation now; refused while a run is in progress. */
   compact: new RequestType<WorkspaceParam, SessionState, void>('planLsp/compact'),
+  /** The session's checkpoints, and whether a revert can be undone. */
+  checkpoints: new RequestType<WorkspaceParam, CheckpointsResult, void>('planLsp/checkpoints'),
+  /** Undoes the last revert. */
+  redo: new RequestType<WorkspaceParam, RevertResult, void>('planLsp/redo'),
   update: new NotificationType<PlanLspUpdate>('planLsp/update'),
   requestPermission: new RequestType<RequestPermissionParams, RequestPermissionResult, void>(
     'planLsp/requestPermission',
@@ -70,6 +74,8 @@ export const ServerCommands = {
   approvePlan: 'planLsp.approvePlan',
   rejectPlan: 'planLsp.rejectPlan',
   toggleMode: 'planLsp.toggleMode',
+  /** The step lens's revert (`{checkpointId}`). */
+  revert: 'planLsp.revert',
 } as const;
 
 /** What this client declares under `capabilities.experimental.planLsp`. */
@@ -257,6 +263,20 @@ export class PlanLspSession {
 
   rejectPlan(args: RejectPlanArgs = {}): Promise<unknown> {
     return this.executeServerCommand(ServerCommands.rejectPlan, [{ ...this.where(), ...args }]);
+  }
+
+  checkpoints(): Promise<CheckpointsResult> {
+    return this.endpoint.sendRequest(Methods.checkpoints, this.where());
+  }
+
+  /** Reverts the workspace to a checkpoint through the step lens's command; the server
+   * refuses while a run is in progress (the promise rejects with its reason). */
+  revert(checkpointId: string): Promise<unknown> {
+    return this.executeServerCommand(ServerCommands.revert, [{ ...this.where(), checkpointId }]);
+  }
+
+  redo(): Promise<RevertResult> {
+    return this.endpoint.sendRequest(Methods.redo, this.where());
   }
 
   /** Sends a prompt; resolves when the run ends (the request stays open for the run). */

@@ -26,7 +26,10 @@ change leaves the document "unconfirmed": nothing more is sent to it.
 
 After an edit, the buffer and the disk are made to agree when the buffer had no unsaved
 changes of the user's: the client saves it (`planLsp/saveDocument`, for clients that declared
-`saveDocuments`), else the server writes the same text to disk atomically.
+`saveDocuments`), else the server writes the same text to disk atomically. A buffer brought to
+the text a revert already wrote to its file is saved by the client the same way (the file's
+time set back to the one the editor knew, so the editor does not take it for newer), and is
+left with no unsaved changes.
 """
 
 from __future__ import annotations
@@ -342,9 +345,11 @@ class DocumentStore:
                 return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
             doc = done
             if not clean:
-                # The file holds the text already, written behind the buffer (a revert): a
-                # client that saves only when the user does saves it itself, if it can.
-                if disk_text(path) == doc.text and await self._written_by_renaming(doc, path):
+                # The file holds the text already, written behind the buffer (a revert): the
+                # client saves the buffer as it saves the run's own edits, if it can.
+                if disk_text(path) == doc.text and (
+                    await self._written_by_renaming(doc, path) or await self._saved_over(doc, path)
+                ):
                     return BufferEdit(True, on_disk=True)
                 return BufferEdit(True, on_disk=False, reason="the buffer has unsaved changes")
             return BufferEdit(True, on_disk=await self._save(doc, path))
@@ -394,6 +399,37 @@ class DocumentStore:
         if not await self.client.apply_edit(edit, "plan-lsp: save"):
             return False
         return disk_text(path) == doc.text
+
+    async def _saved_over(self, doc: OpenDocument, path: Path) -> bool:
+        """Have a client that saves on request (VS Code, Neovim) save a buffer that holds
+        the text the server wrote behind it, so that it no longer shows unsaved changes.
+        An editor refuses to save over a file newer than the one it read (VS Code: "the
+        content of the file is newer"): the file first gets back the time the editor last
+        knew it by (its text stays), and the save writes the same text. A file the client
+        did not rewrite gets its time back. False when the client did not save."""
+        support = self.client.support
+        if not support.save_documents or support.asks_about_changed_files:
+            return False
+        try:
+            now = path.lstat()
+        except OSError:
+            return False
+        known = doc.known_mtime
+        rewound = known if known is not None and known < now.st_mtime_ns else None
+        try:
+            if rewound is not None:
+                os.utime(path, ns=(now.st_atime_ns, rewound), follow_symlinks=False)
+            try:
+                saved = await self.client.save_document(doc.uri)
+            finally:
+                if rewound is not None and _mtime(path) == rewound:  # not rewritten: time back
+                    os.utime(path, ns=(now.st_atime_ns, now.st_mtime_ns), follow_symlinks=False)
+        except OSError as exc:
+            log.warning("could not set the time of %s around its save: %s", path, exc)
+            return False
+        if saved:
+            doc.known_mtime = _mtime(path)
+        return saved
 
     def _put_back(self, doc: OpenDocument, path: Path, target: str) -> bool:
         """The file holds `target` already, written behind the buffer (a revert), and the

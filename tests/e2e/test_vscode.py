@@ -17,15 +17,20 @@ unticked (in PLAN.md and in the chat), a window reload that shows the decisions 
 session, a file mention and an editor selection sent with a prompt, and the context fill and
 session tokens (measured against `PLAN_LSP_CONTEXT_WINDOW`) before and after the Compact
 button; then a comment on the second plan's lines (Ctrl+., an input box) sent for a revision
-that addresses it, a Do run whose `cat` reads the file it edited in an open editor tab, and
-step 1 reverted from its lens. The first start (the trust click to the setup card) and the
-install to the first approved plan are printed, for the record. The plans stream at a
-model's speed (`model_speed.MODEL_PACE`): the first one of the workspace (no PLAN.md before
-it) must appear in the editor from its first line and grow there while the chat keeps the
-focus; the extension records PLAN.md on every change (`PLAN_LSP_DOCUMENT_LOG`), and
-`stream_report` compares that with the model's timeline. The page also records what the editor
-paints of the first plan (`first-plan-paints.jsonl`: the lines in view, at each frame that
-changed them), whose longest stall is printed beside the report.
+that addresses it, a Do run whose `cat` reads the file it edited in an open editor tab,
+step 1 reverted from its lens (the editor tab left saved), and the run's checkpoints card in the
+chat redoing that revert and reverting again from its buttons. From the trust prompt to the
+end of the first Do run the walk uses the keyboard only (Tab, Shift+Tab, Enter, typing, the
+palette, the lenses through Show CodeLens Commands for Current Line): the chat puts the focus
+on each card that waits for an answer, and the first plan is approved from the palette. The
+first start (the trust click to the setup card) and the install to the first approved plan are
+printed, for the record. The plans stream at a model's speed (`model_speed.MODEL_PACE`): the
+first one of the workspace (no PLAN.md before it) must appear in the editor from its first
+line and grow there while the chat keeps the focus; the extension records PLAN.md on every
+change (`PLAN_LSP_DOCUMENT_LOG`), and `stream_report` compares that with the model's timeline.
+The page also records what the editor paints of the first plan (`first-plan-paints.jsonl`: the
+lines in view, at each frame that changed them), whose longest stall is printed beside the
+report.
 Screenshots per step, results.json and those records go to `test-artifacts/vscode/`. The tools
 come from `client-vscode/scripts/install-e2e.sh` (a missing one fails the test under CI).
 """
@@ -64,8 +69,9 @@ STEPS = [
     "shown while the chat keeps the focus",
     "Reject… with feedback typed on PLAN.md: the model is sent the feedback, the revised plan "
     "streams into PLAN.md and is submitted",
-    "a line typed into PLAN.md, then approved from the sidebar: editor, disk and approved plan "
-    "agree; the edit shows as a diff before it is allowed",
+    "a line typed into PLAN.md, then approved from the palette (it names the plan, asks once, "
+    "Enter approves): editor, disk and approved plan agree; the edit shows as a diff before it "
+    "is allowed, from the chat opened on its card",
     "the Do run's second edit (README.md) is shown as a diff and denied: the file stays as it was",
     "the Do run ends; its file card diffs what the run changed",
     "the checklist is honest: the denied step is not ticked, in PLAN.md and in the chat, which "
@@ -97,8 +103,12 @@ STEPS = [
     "a Do run edits hello.py open in an editor tab, then runs cat hello.py: the command prints "
     'the new text, the tab is saved, not dirty, and no "changed on disk" conflict shows',
     '"Revert to before this step" on step 1\'s lens: the hello.py editor and the disk hold the '
-    "text before the run again (README.md too), with no conflict shown, and the plan's lens "
-    "says its steps are open, not done",
+    "text before the run again (README.md too), its tab not dirty, with no conflict shown, and "
+    "the plan's lens says its steps are open, not done",
+    "the chat's checkpoints card of the Do run lists its steps with the files they changed and "
+    'says what the lens\'s revert restored; its Redo, then its "Revert to here" on step 1, '
+    "pressed with the keyboard: the disk and the hello.py editor follow, its tab not dirty, and "
+    "the card says what each did",
     "nothing the workspace ships ran; the API key is in no log",
 ]
 

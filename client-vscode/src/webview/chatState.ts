@@ -10,6 +10,7 @@ import type { Todo } from '../wireTypes';
 import { permissionOptions } from '../wireTypes';
 import { ChatEvent, ChatItem, ChatState, append, replaceAt, str } from './chatTypes';
 import { applyUpdate, findTool, isOpen, markPromptFailed, toolAt } from './updates';
+import { applyCheckpointList } from './timeline';
 
 export * from './chatTypes';
 export { applyUpdate, displayValue, findTool, parseArguments } from './updates';
@@ -113,6 +114,8 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return { ...state, clientWarnings: event.warnings };
     case 'setupChoice':
       return { ...state, setup: event.setup };
+    case 'checkpointList':
+      return applyCheckpointList(state, event.result);
     case 'snapshot':
       return event.state;
   }

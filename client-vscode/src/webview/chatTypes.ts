@@ -12,6 +12,7 @@ import type {
   SessionState,
   TestConnectionResult,
 } from '../wireTypes';
+import type { CheckpointListEvent, TimelineItem } from './timeline';
 
 export type ToolStatus = 'running' | 'waiting' | 'done' | 'failed' | 'blocked';
 
@@ -66,7 +67,9 @@ export type ChatItem =
       tokensBefore: number;
       tokensAfter: number;
     }
-  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix; retryRun?: boolean };
+  | { type: 'notice'; id: number; level: 'info' | 'error'; text: string; code?: string; fix?: ErrorFix; retryRun?: boolean }
+  /** The Do run's checkpoints, one card per run (timeline.ts). */
+  | TimelineItem;
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'error';
 
@@ -126,6 +129,7 @@ export type ChatEvent =
   | { type: 'connectionTest'; result: TestConnectionResult | null; testing: boolean }
   | { type: 'clientWarnings'; warnings: string[] }
   | { type: 'setupChoice'; setup: SetupChoice }
+  | CheckpointListEvent
   | { type: 'snapshot'; state: ChatState };
 
 /** Bound on kept items so a long session cannot grow the view without limit. */

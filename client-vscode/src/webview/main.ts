@@ -16,6 +16,9 @@ import {
   MentionQuery, SelectionContext, insertMention, matchFiles, mentionAt, promptWithContext, selectionLabel,
 } from './promptContext';
 import { compactionTitle, contextFill, isUsage, usageLine } from './usage';
+import { timelineHtml } from './timeline';
+import { FocusNow, FocusTarget, focusOnChange, focusOnOpen } from './focus';
+import { PromptTyping, focusInChat, moveFocus } from './focusControls';
 import { PERMISSION_MODES } from '../wireTypes';
 import { permissionModeDetail, permissionModeLabel } from '../permissionText';
 import { planFileName } from '../plansList';
@@ -47,6 +50,8 @@ const usageText = $<HTMLSpanElement>('usage');
 const compactButton = $<HTMLButtonElement>('compact');
 const mentionList = $<HTMLDivElement>('mentions');
 const contextBar = $<HTMLDivElement>('context-bar');
+// Focusable by script only: it keeps the focus while it changes and has no action (testing).
+setupCard.tabIndex = -1;
 
 // The composer's own state (not the conversation's): the `@` suggestions and the editor
 // selections added to the next prompt.
@@ -185,6 +190,8 @@ function renderItem(item: ChatItem): string {
       return `<div class="compaction" data-testid="compaction-card" data-trigger="${item.trigger}">
         <div class="compaction-title">${escapeHtml(compactionTitle(item))}</div>${summary}</div>`;
     }
+    case 'checkpoints':
+      return timelineHtml(item, { busy: isBusy(state), planPath: state.session?.approvedPlan?.path ?? null });
     case 'planDraft':
       return `<div class="notice" data-testid="plan-draft">Plan draft${item.chars !== null ? ` (${item.chars} characters)` : ''} — <button class="link" data-action="openPlan">open ${escapeHtml(item.uri ? planFileName(item.uri) : 'PLAN.md')}</button></div>`;
     case 'notice': {
@@ -320,19 +327,32 @@ function render(): void {
   messages.innerHTML = state.items.length ? state.items.map((i) => renderItem(i).replace(/^<div /, `<div data-item="${i.id}" `)).join('') : EMPTY;
   if (atBottom) messages.scrollTop = messages.scrollHeight;
   if (focused !== null && document.activeElement !== null && focusKey(document.activeElement) !== focused) {
-    const again = Array.from(document.querySelectorAll<HTMLElement>("[data-action]")).find((el) => focusKey(el) === focused);
-    (again && !(again as HTMLButtonElement).disabled ? again : input).focus();
+    (controlFor(focused) ?? input).focus();
   }
 }
 
+/** The enabled control `focusKey` names, if it is shown. */
+function controlFor(key: string | null): HTMLElement | undefined {
+  const found = key === null ? undefined : Array.from(document.querySelectorAll<HTMLElement>('[data-action]')).find((el) => focusKey(el) === key);
+  return found && !(found as HTMLButtonElement).disabled ? found : undefined;
+}
+
+const promptTyping = new PromptTyping(input);
+const focusNow = (): FocusNow => focusInChat(state, { input, setupCard, messages }, promptTyping);
+const focusTo = (target: FocusTarget): void => moveFocus(target, { input, setupCard, messages });
+
 function dispatch(event: ChatEvent): void {
   const before = state;
+  const now = focusNow();
   state = reduce(state, event);
   if (event.type === 'update' && event.update.kind === 'error' && typeof state.setup?.keySet === 'boolean') {
     const seen = new Set(before.items.map((i) => i.id));
     for (const item of state.items) if (item.type === 'notice' && !seen.has(item.id)) keySetAtError.set(item.id, state.setup.keySet);
   }
   render();
+  // A card that asks for an answer takes the focus as it appears (never from the editor).
+  const target = document.hasFocus() ? focusOnChange(before, state, now) : null;
+  if (target) focusTo(target);
   // A prompt that failed comes back into an empty input, to edit or send again.
   const failed = newlyFailedPrompts(before, state, event);
   if (failed.length && !input.value.trim()) input.value = failed[failed.length - 1];
@@ -362,6 +382,7 @@ function send(): void {
   const text = input.value.trim();
   if (!text || !canSend(state)) return;
   input.value = '';
+  promptTyping.sent();
   post({ type: 'prompt', text: promptWithContext(text, attachments) });
   attachments = [];
   closeMentions();
@@ -496,6 +517,12 @@ document.addEventListener('click', (e) => {
     case 'diffRun':
       post({ type: 'diffRun', runId: target.dataset.run ?? '', path: target.dataset.path ?? '' });
       break;
+    case 'revertTo':
+      post({ type: 'revertTo', checkpointId: target.dataset.checkpoint ?? '' });
+      break;
+    case 'redo':
+      post({ type: 'redo' });
+      break;
     case 'card': {
       const message = cardMessage(target);
       if (message) post(message);
@@ -544,16 +571,26 @@ document.addEventListener('keydown', (e) => {
   if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyM') e.preventDefault();
 });
 // The view shown or focused from the workbench (Open Chat, its icon, a keybinding): the
-// focus goes to the prompt, not to the page. The host's focusInput never takes the focus from
-// the editor: without it, the prompt takes the focus when the chat gets it.
-let promptOnFocus = false;
-window.addEventListener('focus', () => {
-  if (promptOnFocus || document.activeElement === document.body || document.activeElement === null) input.focus();
-  promptOnFocus = false;
+// focus goes to the prompt (or to the card that waits for an answer: focusOnOpen), not to the
+// page. The host's focusInput never takes the focus from the editor: without it, that happens
+// when the chat gets the focus.
+let openOnFocus = false;
+// The chat left for an input box, a dialog or the editor: what changed meanwhile moves the
+// focus as it would have (a card that appeared), else it comes back to the control it left.
+let away: { state: ChatState; now: FocusNow; key: string | null } | null = null;
+window.addEventListener('blur', () => {
+  away = { state, now: focusNow(), key: focusKey(document.activeElement) };
 });
-function focusPrompt(): void {
-  if (document.hasFocus()) input.focus();
-  else promptOnFocus = true;
+window.addEventListener('focus', () => {
+  const target = openOnFocus ? focusOnOpen(state) : away ? focusOnChange(away.state, state, away.now) : null;
+  if (target) focusTo(target);
+  else if (document.activeElement === document.body || document.activeElement === null) (controlFor(away?.key ?? null) ?? input).focus();
+  openOnFocus = false;
+  away = null;
+});
+function focusOnOpenNow(): void {
+  if (document.hasFocus()) focusTo(focusOnOpen(state));
+  else openOnFocus = true;
 }
 input.addEventListener('input', updateMention);
 input.addEventListener('click', updateMention);
@@ -564,7 +601,7 @@ window.addEventListener('blur', () => post({ type: 'inputFocus', focused: false 
 window.addEventListener('message', (e: MessageEvent<HostToWebview>) => {
   const message = e.data;
   if (message.type === 'event') dispatch(message.event);
-  else if (message.type === 'focusInput') focusPrompt();
+  else if (message.type === 'focusInput') focusOnOpenNow();
   else if (message.type === 'mentionFiles') {
     mentionFiles = message.files;
     renderMentions();

@@ -39,6 +39,9 @@ export type WebviewToHost =
   | { type: 'openWalkthrough' }
   | { type: 'openFile'; path: string }
   | { type: 'diffRun'; runId: string; path: string }
+  /** The checkpoints card: revert to the checkpoint before a step, or redo. */
+  | { type: 'revertTo'; checkpointId: string }
+  | { type: 'redo' }
   | { type: 'showProposal'; requestId: string }
   | { type: 'mentionFiles' }
   | { type: 'attachSelection' };

@@ -5,6 +5,7 @@
 import type { ErrorFix, PlanLspUpdate } from '../wireTypes';
 import { ChatItem, ChatState, ToolItem, ToolStatus, append, replaceAt, str } from './chatTypes';
 import { planFileName } from '../plansList';
+import { applyCheckpointUpdate } from './timeline';
 
 /** Pretty, bounded text for tool arguments and results. */
 /** `beyond`: characters the server already left out after `value` (a cut tool result). */
@@ -301,6 +302,8 @@ export function applyUpdate(state: ChatState, update: PlanLspUpdate): ChatState 
       const message = str(update.message) ?? `${str(update.path) ?? 'a file'} changed outside the approved plan`;
       return append(state, { type: 'notice', level: 'error', text: message });
     }
+    case 'checkpoint':
+      return applyCheckpointUpdate(state, update);
     default:
       // `state` is handled by the session; `question` is shown by the planLsp/askUser card;
       // `todos` are part of the pushed state.

@@ -1,0 +1,163 @@
+"""After a revert or a redo, an open buffer of a file it restored is saved, through the real
+server: a client that declared `saveDocuments` is asked to save it, as after the run's own
+edits, so the editor does not show unsaved changes for a buffer that holds the file's text.
+
+The client here saves the way VS Code does: a buffer it has not changed is left alone, and a
+save over a file on disk newer than the one it read (and of another size) is refused ("the
+content of the file is newer") instead of written."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from plan_lsp.server.plain import to_plain
+from tests import lsp_harness
+from tests.e2e.scripts import sample_project, scripted_args, write_script
+from tests.e2e.test_step_mode import call, lenses, plan_path, run_ended, step_line
+from tests.lsp_harness import Editor, running_server
+
+PLAN = (
+    "# Plan: a polite greeting\n\n"
+    "1. Change the greeting in `hello.py` to `hello`.\n"
+    "2. Make it `hello there`.\n"
+)
+STEPS = ("Change the greeting in hello.py", "Make it hello there")
+BEFORE, STEP_1, AFTER = "print('hi')\n", "print('hello')\n", "print('hello there')\n"
+
+
+def todos(done: int) -> dict[str, Any]:
+    items = [
+        {"content": c, "status": "completed" if n <= done else "in_progress" if n == done + 1
+         else "pending"}
+        for n, c in enumerate(STEPS, 1)
+    ]  # fmt: skip
+    return call("todo_write", todos=items)
+
+
+TURNS: list[dict[str, Any]] = [
+    call("plan_write", content=PLAN),
+    call("exit_plan_mode"),
+    todos(0),
+    call("edit_file", path="hello.py", old_text="print('hi')", new_text="print('hello')"),
+    todos(1),
+    call("edit_file", path="hello.py", old_text="'hello'", new_text="'hello there'"),
+    todos(2),
+    {"text": "Both steps are done."},
+]
+
+
+@dataclass
+class Saved:
+    """What the editor knows of a buffer's file, and whether the buffer holds changes."""
+
+    mtime_ms: int
+    size: int
+    dirty: bool = False
+
+
+class SavingEditor:
+    """The harness's editor, saving buffers on request as VS Code does."""
+
+    def __init__(self, ed: Editor) -> None:
+        self.ed = ed
+        self.files: dict[str, Saved] = {}
+        self.conflicts: list[str] = []
+        features = ed.client.protocol.fm.features
+        apply = features[types.WORKSPACE_APPLY_EDIT]
+
+        def apply_edit(params: types.ApplyWorkspaceEditParams) -> Any:
+            result = apply(params)
+            if result.applied:
+                for change in params.edit.document_changes or []:
+                    if isinstance(change, types.TextDocumentEdit):
+                        self.files[change.text_document.uri].dirty = True
+            return result
+
+        features[types.WORKSPACE_APPLY_EDIT] = apply_edit
+        features["planLsp/saveDocument"] = self.save
+
+    def open(self, path: Path) -> None:
+        self.ed.open(path)
+        self.files[path.resolve().as_uri()] = self._stat(path)
+
+    @staticmethod
+    def _stat(path: Path) -> Saved:
+        st = path.stat()
+        return Saved(st.st_mtime_ns // 1_000_000, st.st_size)
+
+    def save(self, params: Any) -> dict[str, Any]:
+        uri = to_plain(params)["uri"]
+        known = self.files.get(uri)
+        path = Path(to_fs_path(uri) or "")
+        text = self.ed.buffer_text(path)
+        if known is None or text is None:
+            return {"saved": False}
+        if not known.dirty:
+            return {"saved": True}
+        disk = self._stat(path)
+        if disk.mtime_ms > known.mtime_ms and disk.size != known.size:
+            self.conflicts.append(f"{path.name}: the content of the file is newer")
+            return {"saved": False}
+        path.write_text(text)
+        self.files[uri] = self._stat(path)
+        return {"saved": True}
+
+    def dirty(self) -> list[str]:
+        return sorted(Path(to_fs_path(uri) or "").name for uri, f in self.files.items() if f.dirty)
+
+
+async def test_a_revert_and_a_redo_leave_the_open_buffer_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain_caps = lsp_harness.client_caps
+
+    def caps(*args: Any, **kw: Any) -> types.ClientCapabilities:
+        result = plain_caps(*args, **kw)
+        assert result.experimental is not None
+        result.experimental["planLsp"]["saveDocuments"] = True
+        return result
+
+    monkeypatch.setattr(lsp_harness, "client_caps", caps)
+    ws = sample_project(tmp_path / "ws")
+    path, hello = plan_path(ws), ws / "hello.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    script = write_script(tmp_path / "script.json", TURNS)
+    async with running_server([ws], *scripted_args(script)) as ed:
+        editor = SavingEditor(ed)
+        ed.open(path)
+        editor.open(hello)
+        assert (await ed.request("planLsp/prompt", {"text": "be polite"}))[
+            "stopReason"
+        ] == "plan_submitted"
+        mark = len(ed.ed.updates)
+        await ed.request("planLsp/approvePlan", {"permissionMode": "auto_edit"})
+        await run_ended(ed, mark, "end_turn")
+        # The run's own edits: saved by the editor.
+        assert hello.read_text() == AFTER == ed.buffer_text(hello)
+        assert editor.dirty() == [] and editor.conflicts == []
+
+        found = await lenses(ed, path)
+        at_step_2 = step_line(2, PLAN)
+        (revert,) = [c for line, t, c in found
+                     if line == at_step_2 and t == "Revert to before this step"]  # fmt: skip
+        asked = time.time_ns()
+        result = await ed.command(*revert)
+        assert result["restored"] == ["hello.py"], result
+        assert hello.read_text() == STEP_1 == ed.buffer_text(hello)
+        assert editor.conflicts == [], editor.conflicts
+        assert editor.dirty() == [], "the reverted buffer was left with unsaved changes"
+        # The editor's save wrote the file: its time is not left in the past.
+        assert hello.stat().st_mtime_ns >= asked - 1_000_000_000
+
+        redone = await ed.request("planLsp/redo", {})
+        assert redone["restored"] == ["hello.py"], redone
+        assert hello.read_text() == AFTER == ed.buffer_text(hello)
+        assert editor.conflicts == [] and editor.dirty() == []

@@ -301,6 +301,22 @@ def client_caps(
     )
 
 
+def declare_save_documents(monkeypatch: Any) -> None:
+    """From now on the harness's client also declares `experimental.planLsp.saveDocuments`
+    (it saves a buffer when the server asks, as VS Code and Neovim do)."""
+    import tests.lsp_harness as harness
+
+    plain = harness.client_caps
+
+    def caps(*args: Any, **kw: Any) -> types.ClientCapabilities:
+        declared = plain(*args, **kw)
+        assert declared.experimental is not None
+        declared.experimental["planLsp"]["saveDocuments"] = True
+        return declared
+
+    monkeypatch.setattr(harness, "client_caps", caps)
+
+
 @asynccontextmanager
 async def running_server(
     roots: list[Path],

@@ -108,17 +108,8 @@ class Wire:
 
 def _saving_client(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """The harness's client also declares `saveDocuments`; what it is asked is recorded."""
-    asked: list[dict[str, Any]] = []
-    plain_caps = lsp_harness.client_caps
-
-    def caps(*args: Any, **kw: Any) -> Any:
-        result = plain_caps(*args, **kw)
-        if result.experimental is not None:
-            result.experimental["planLsp"]["saveDocuments"] = True
-        return result
-
-    monkeypatch.setattr(lsp_harness, "client_caps", caps)
-    return asked
+    lsp_harness.declare_save_documents(monkeypatch)
+    return []
 
 
 def _answer_saves(ed: Editor, asked: list[dict[str, Any]]) -> None:

@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 from plan_lsp.server.plain import to_plain
 from tests import lsp_harness
 from tests.e2e.scripts import sample_project, scripted_args, write_script
-from tests.e2e.test_step_mode import call, lenses, plan_path, run_ended, step_line
+from tests.e2e.test_step_mode import call, lenses, plan_path, run_ended, step_line, todos_after
 from tests.lsp_harness import Editor, running_server
 
 PLAN = (
@@ -33,12 +33,7 @@ BEFORE, STEP_1, AFTER = "print('hi')\n", "print('hello')\n", "print('hello there
 
 
 def todos(done: int) -> dict[str, Any]:
-    items = [
-        {"content": c, "status": "completed" if n <= done else "in_progress" if n == done + 1
-         else "pending"}
-        for n, c in enumerate(STEPS, 1)
-    ]  # fmt: skip
-    return call("todo_write", todos=items)
+    return todos_after(STEPS, done)
 
 
 TURNS: list[dict[str, Any]] = [
@@ -116,15 +111,7 @@ class SavingEditor:
 async def test_a_revert_and_a_redo_leave_the_open_buffer_saved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plain_caps = lsp_harness.client_caps
-
-    def caps(*args: Any, **kw: Any) -> types.ClientCapabilities:
-        result = plain_caps(*args, **kw)
-        assert result.experimental is not None
-        result.experimental["planLsp"]["saveDocuments"] = True
-        return result
-
-    monkeypatch.setattr(lsp_harness, "client_caps", caps)
+    lsp_harness.declare_save_documents(monkeypatch)
     ws = sample_project(tmp_path / "ws")
     path, hello = plan_path(ws), ws / "hello.py"
     path.parent.mkdir(parents=True)

@@ -43,6 +43,20 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
+def todos_after(steps: tuple[str, ...], done: int, running: bool = True) -> dict[str, Any]:
+    """A `todo_write` turn: the first `done` steps completed, the next in progress (when
+    `running`), the rest pending."""
+    items = [
+        {
+            "content": c,
+            "status": "completed" if n <= done else "in_progress" if n == done + 1 and running
+            else "pending",
+        }
+        for n, c in enumerate(steps, 1)
+    ]  # fmt: skip
+    return call("todo_write", todos=items)
+
+
 EDIT = call("edit_file", path="hello.py", old_text="print('hi')", new_text="print('hello')")
 TURNS: list[dict[str, Any]] = [
     call("plan_write", content=PLAN),

@@ -14,7 +14,7 @@ from typing import Any
 from pygls.uris import to_fs_path
 
 from tests.e2e.scripts import sample_project, scripted_args, write_script
-from tests.e2e.test_step_mode import call, lenses, plan_path, run_ended, step_line
+from tests.e2e.test_step_mode import call, lenses, plan_path, run_ended, step_line, todos_after
 from tests.lsp_harness import running_server
 
 PLAN = (
@@ -33,15 +33,7 @@ STEPS = (
 
 
 def todos(done: int, running: bool = True) -> dict[str, Any]:
-    items = [
-        {
-            "content": c,
-            "status": "completed" if n <= done else "in_progress" if n == done + 1 and running
-            else "pending",
-        }
-        for n, c in enumerate(STEPS, 1)
-    ]  # fmt: skip
-    return call("todo_write", todos=items)
+    return todos_after(STEPS, done, running)
 
 
 TURNS: list[dict[str, Any]] = [

@@ -803,14 +803,8 @@ def _in_place_saving_editor(monkeypatch: Any) -> None:
     name of the file (a hard link) sees the text too."""
     import tests.lsp_harness as harness
 
-    caps = harness.client_caps
+    harness.declare_save_documents(monkeypatch)
     register = harness._register
-
-    def client_caps(*args: Any, **kw: Any) -> types.ClientCapabilities:
-        declared = caps(*args, **kw)
-        assert declared.experimental is not None
-        declared.experimental["planLsp"]["saveDocuments"] = True
-        return declared
 
     def _register(client: Any, state: Any) -> None:
         register(client, state)
@@ -826,7 +820,6 @@ def _in_place_saving_editor(monkeypatch: Any) -> None:
                 handle.write(buf.text)
             return {"saved": True}
 
-    monkeypatch.setattr(harness, "client_caps", client_caps)
     monkeypatch.setattr(harness, "_register", _register)
 
 

@@ -179,6 +179,12 @@ class DocumentStore:
         self._announce(doc)
         return doc
 
+    def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
+        """The editor wrote the buffer: the file's time now is the one it knows it by."""
+        doc = self._by_uri.get(params.text_document.uri)
+        if doc is not None and doc.path is not None and disk_text(doc.path) == doc.text:
+            doc.known_mtime = _mtime(doc.path)
+
     def did_change(self, params: types.DidChangeTextDocumentParams) -> OpenDocument | None:
         doc = self._by_uri.get(params.text_document.uri)
         if doc is None:

@@ -179,6 +179,10 @@ def register(ls: PlanLanguageServer) -> None:
             ctx.approved_text_changed(doc.text)
         ls.plan_views.publish_soon(params.text_document.uri)
 
+    @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: PlanLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.documents.did_save(params)
+
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PlanLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.documents.did_close(params)

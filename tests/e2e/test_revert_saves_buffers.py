@@ -47,6 +47,18 @@ TURNS: list[dict[str, Any]] = [
     {"text": "Both steps are done."},
 ]
 
+# The same two steps written by commands, behind the open buffer.
+BASH_TURNS: list[dict[str, Any]] = [
+    call("plan_write", content=PLAN),
+    call("exit_plan_mode"),
+    todos(0),
+    call("bash", command=f"printf %s {STEP_1.strip()!r} > hello.py && echo >> hello.py"),
+    todos(1),
+    call("bash", command=f"printf %s {AFTER.strip()!r} > hello.py && echo >> hello.py"),
+    todos(2),
+    {"text": "Both steps are done."},
+]
+
 
 @dataclass
 class Saved:
@@ -71,7 +83,9 @@ class SavingEditor:
             result = apply(params)
             if result.applied:
                 for change in params.edit.document_changes or []:
-                    if isinstance(change, types.TextDocumentEdit):
+                    if not isinstance(change, types.TextDocumentEdit):
+                        continue
+                    if change.text_document.uri in self.files:  # not PLAN.md: never saved
                         self.files[change.text_document.uri].dirty = True
             return result
 
@@ -81,6 +95,32 @@ class SavingEditor:
     def open(self, path: Path) -> None:
         self.ed.open(path)
         self.files[path.resolve().as_uri()] = self._stat(path)
+
+    def user_saves(self, path: Path, text: str) -> None:
+        """The user typed `text` into the buffer and saved it."""
+        self.reload(path, text)
+        path.write_text(text)
+        self.files[path.resolve().as_uri()] = self._stat(path)
+        self.ed.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.resolve().as_uri())
+            )
+        )
+
+    def reload(self, path: Path, text: str | None = None) -> None:
+        """The buffer takes `text` (by default the file's, as VS Code reloads a buffer with
+        no changes when its file changes on disk)."""
+        uri = path.resolve().as_uri()
+        buf = self.ed.ed.buffers[uri]
+        buf.text, buf.version = path.read_text() if text is None else text, buf.version + 1
+        self.ed.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=buf.version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=buf.text)],
+            )
+        )
+        if text is None:
+            self.files[uri] = self._stat(path)
 
     @staticmethod
     def _stat(path: Path) -> Saved:
@@ -148,3 +188,40 @@ async def test_a_revert_and_a_redo_leave_the_open_buffer_saved(
         assert redone["restored"] == ["hello.py"], redone
         assert hello.read_text() == AFTER == ed.buffer_text(hello)
         assert editor.conflicts == [] and editor.dirty() == []
+
+
+async def test_a_buffer_saved_by_the_user_is_saved_after_a_revert_of_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hello.py is opened with text of the user's not on disk, which the user then saves (the
+    server learns the file's time from `didSave`); the run's commands write it behind the
+    buffer, which the editor reloads; a revert brings the buffer and the file back and the
+    editor saves it without taking the file for newer."""
+    lsp_harness.declare_save_documents(monkeypatch)
+    ws = sample_project(tmp_path / "ws")
+    path, hello = plan_path(ws), ws / "hello.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    hello.write_text("print('an older draft')\n")
+    script = write_script(tmp_path / "script.json", BASH_TURNS)
+    async with running_server([ws], *scripted_args(script)) as ed:
+        editor = SavingEditor(ed)
+        ed.open(path)
+        editor.open(hello)
+        editor.user_saves(hello, BEFORE)
+        assert (await ed.request("planLsp/prompt", {"text": "be polite"}))[
+            "stopReason"
+        ] == "plan_submitted"
+        mark = len(ed.ed.updates)
+        await ed.request("planLsp/approvePlan", {"permissionMode": "yolo"})
+        await run_ended(ed, mark, "end_turn")
+        assert hello.read_text() == AFTER
+        editor.reload(hello)
+        found, at_step_2 = await lenses(ed, path), step_line(2, PLAN)
+        (revert,) = [c for line, t, c in found
+                     if line == at_step_2 and t == "Revert to before this step"]  # fmt: skip
+        result = await ed.command(*revert)
+        assert result["restored"] == ["hello.py"], result
+        assert hello.read_text() == STEP_1 == ed.buffer_text(hello)
+        assert editor.conflicts == [], editor.conflicts
+        assert editor.dirty() == [], "the reverted buffer was left with unsaved changes"

@@ -37,16 +37,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
 
-from plan_lsp.core.frontend import BufferEdit, HeldByEditor
+from plan_lsp.core.frontend import BufferEdit
 from plan_lsp.plan.streaming import TextChange, compute_edit
 from plan_lsp.plan.text import (
     ContentChange,
@@ -54,85 +51,24 @@ from plan_lsp.plan.text import (
     LineIndex,
     Position,
     apply_changes,
-    ends_with_line_break,
-    final_line_break,
-    only_line_break,
-    with_line_breaks,
 )
 from plan_lsp.policy.safe_fs import disk_text  # never through a link, never blocked on
+from plan_lsp.server.buffer_saves import BufferSaves
+from plan_lsp.server.open_document import (
+    DiskWriter,
+    OpenDocument,
+    confirmed,
+    mtime_of,
+    path_of,
+)
 
 if TYPE_CHECKING:
     from plan_lsp.server.client import ClientChannel
 
 log = logging.getLogger(__name__)
 
-# How long the server waits for the client's didChange to bring its copy to the text an
-# applied edit should give, and for the client to catch up after a refused edit.
-CONFIRM_WAIT_S = 3.0
-# Once the client reported changes after an applied edit, how long a copy that differs from
-# the expected text may stay quiet before it counts as settled elsewhere. Clients send the
-# changes of one edit together or back to back (Neovim after its 150 ms debounce, eglot after
-# its idle time, lsp-mode as a deletion then an insertion), so half a second of silence means
-# no more are coming — much sooner than the whole confirmation wait.
-SETTLED_QUIET_S = 0.5
 REFUSED_WAIT_S = 1.0
 MAX_EDIT_ATTEMPTS = 6
-
-
-class DiskWriter(Protocol):
-    def __call__(self, path: Path, text: str, *, behind_buffer: bool = False) -> None: ...
-
-
-@dataclass
-class OpenDocument:
-    uri: str
-    path: Path | None
-    version: int | None
-    text: str
-    # Bumped on every didChange; waiters watch it.
-    generation: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # The client applied an edit somewhere else than expected: edits replace everything.
-    whole_lines: bool = False
-    # The text of a whole-document replacement in flight, to recognise the client's report.
-    pending_full: str | None = None
-    # An applied edit was never reported back: the copy cannot be trusted for edits.
-    unconfirmed: bool = False
-    closed: bool = False
-    # The editor keeps a line break at the end of this buffer whatever an edit leaves there
-    # (Vim, Neovim): learnt from its report of the first edit that ended mid-line.
-    keeps_final_line_break: bool = False
-    # The file's time (ns) when the editor last read or wrote it with this text, if known.
-    known_mtime: int | None = None
-
-    def as_held(self, text: str) -> str:
-        """`text` as this buffer's editor holds it: CRLF where every line break of the
-        buffer is CRLF (editors keep one style per buffer), and the final line break the
-        editor keeps."""
-        if only_line_break(self.text) == "\r\n":
-            text = with_line_breaks(text, "\r\n")
-        if self.keeps_final_line_break and text and not ends_with_line_break(text):
-            text += final_line_break(self.text) or "\n"
-        return text
-
-    def bump(self) -> None:
-        self.generation += 1
-        self.changed.set()
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        """Wait until `predicate()` holds after some didChange (or already holds)."""
-
-        async def _wait() -> None:
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
-
-        try:
-            await asyncio.wait_for(_wait(), timeout)
-        except TimeoutError:
-            return predicate()
-        return True
 
 
 class DocumentStore:
@@ -142,6 +78,7 @@ class DocumentStore:
         self.client = client
         self.encoding: Encoding = "utf-16"
         self._write_disk = write_disk
+        self.saves = BufferSaves(client, write_disk)
         self._by_uri: dict[str, OpenDocument] = {}
         self._by_path: dict[Path, OpenDocument] = {}
         self._listeners: list[Callable[[OpenDocument], None]] = []
@@ -164,9 +101,9 @@ class DocumentStore:
     def did_open(self, params: types.DidOpenTextDocumentParams) -> OpenDocument:
         item = params.text_document
         lock = self._locks.setdefault(item.uri, asyncio.Lock())
-        doc = OpenDocument(item.uri, _path_of(item.uri), item.version, item.text, lock=lock)
+        doc = OpenDocument(item.uri, path_of(item.uri), item.version, item.text, lock=lock)
         if doc.path is not None and disk_text(doc.path) == item.text:
-            doc.known_mtime = _mtime(doc.path)
+            doc.known_mtime = mtime_of(doc.path)
         log.debug("didOpen %s (version %s, %d characters)", item.uri, item.version, len(item.text))
         old = self._by_uri.get(item.uri)
         if old is not None:
@@ -183,7 +120,7 @@ class DocumentStore:
         """The editor wrote the buffer: the file's time now is the one it knows it by."""
         doc = self._by_uri.get(params.text_document.uri)
         if doc is not None and doc.path is not None and disk_text(doc.path) == doc.text:
-            doc.known_mtime = _mtime(doc.path)
+            doc.known_mtime = mtime_of(doc.path)
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> OpenDocument | None:
         doc = self._by_uri.get(params.text_document.uri)
@@ -316,7 +253,7 @@ class DocumentStore:
                 await doc.wait_for(lambda d=doc, m=mark: d.generation != m, REFUSED_WAIT_S)  # type: ignore[misc]
                 continue
             answered_at = loop.time()
-            if await _confirmed(doc, mark, expected):
+            if await confirmed(doc, mark, expected):
                 log.debug("edit of %s reported in %.3f s", doc.uri, loop.time() - answered_at)
                 continue
             if doc.closed:
@@ -345,7 +282,7 @@ class DocumentStore:
             return BufferEdit(False, reason="not open")
         async with doc.lock:
             before = doc.text
-            clean = disk_text(path) == before or self._put_back(doc, path, target)
+            clean = disk_text(path) == before or self.saves.put_back(doc, path, target)
             done = await self._replace(doc, target, label)
             if done is None:
                 return BufferEdit(False, reason=f"the editor did not apply the change to {path}")
@@ -353,12 +290,13 @@ class DocumentStore:
             if not clean:
                 # The file holds the text already, written behind the buffer (a revert): the
                 # client saves the buffer as it saves the run's own edits, if it can.
+                saves = self.saves
                 if disk_text(path) == doc.text and (
-                    await self._written_by_renaming(doc, path) or await self._saved_over(doc, path)
+                    await saves.by_renaming(doc, path) or await saves.saved_over(doc, path)
                 ):
                     return BufferEdit(True, on_disk=True)
                 return BufferEdit(True, on_disk=False, reason="the buffer has unsaved changes")
-            return BufferEdit(True, on_disk=await self._save(doc, path))
+            return BufferEdit(True, on_disk=await self.saves.save(doc, path))
 
     def left_to_save(self, path: Path) -> None:
         """The agent's edit of `path` is in its buffer only (the client saves when the user
@@ -379,7 +317,7 @@ class DocumentStore:
                 continue
             async with doc.lock:
                 try:
-                    if not await self._written_by_renaming(doc, path):
+                    if not await self.saves.by_renaming(doc, path):
                         self._write_disk(path, doc.text, behind_buffer=True)
                 except OSError as exc:
                     log.warning("could not write %s before the command: %s", path, exc)
@@ -387,151 +325,13 @@ class DocumentStore:
             written.append(path)
         return written
 
-    async def _written_by_renaming(self, doc: OpenDocument, path: Path) -> bool:
-        """Have a client that saves only when the user does (coc.nvim) write the buffer
-        itself: Vim asks about a file written behind a modified buffer (W12), but coc writes
-        a buffer it renames (`noa write!`). Renamed to a name beside it and back (one
-        workspace edit, undone whole if a part fails), the buffer is saved under its own
-        name, with the file time Vim knows. False when the client cannot rename."""
-        caps = self.client.ls.client_capabilities.workspace
-        edits = caps.workspace_edit if caps is not None else None
-        renames = (edits.resource_operations or []) if edits is not None else []
-        if not self.client.support.user_saves or types.ResourceOperationKind.Rename not in renames:
-            return False
-        uri, aside = uri_of(path), uri_of(path.with_name(f".{path.name}.plan-lsp-save"))
-        there = types.RenameFile(old_uri=uri, new_uri=aside)
-        back = types.RenameFile(old_uri=aside, new_uri=uri)
-        edit = types.WorkspaceEdit(document_changes=[there, back])
-        if not await self.client.apply_edit(edit, "plan-lsp: save"):
-            return False
-        return disk_text(path) == doc.text
-
-    async def _saved_over(self, doc: OpenDocument, path: Path) -> bool:
-        """Have a client that saves on request (VS Code, Neovim) save a buffer that holds
-        the text the server wrote behind it, so that it no longer shows unsaved changes.
-        An editor refuses to save over a file newer than the one it read (VS Code: "the
-        content of the file is newer"): the file first gets back the time the editor last
-        knew it by (its text stays), and the save writes the same text. A file the client
-        did not rewrite gets its time back. False when the client did not save."""
-        support = self.client.support
-        if not support.save_documents or support.asks_about_changed_files:
-            return False
-        try:
-            now = path.lstat()
-        except OSError:
-            return False
-        known = doc.known_mtime
-        rewound = known if known is not None and known < now.st_mtime_ns else None
-        try:
-            if rewound is not None:
-                os.utime(path, ns=(now.st_atime_ns, rewound), follow_symlinks=False)
-            try:
-                saved = await self.client.save_document(doc.uri)
-            finally:
-                if rewound is not None and _mtime(path) == rewound:  # not rewritten: time back
-                    os.utime(path, ns=(now.st_atime_ns, now.st_mtime_ns), follow_symlinks=False)
-        except OSError as exc:
-            log.warning("could not set the time of %s around its save: %s", path, exc)
-            return False
-        if saved:
-            doc.known_mtime = _mtime(path)
-        return saved
-
-    def _put_back(self, doc: OpenDocument, path: Path, target: str) -> bool:
-        """The file holds `target` already, written behind the buffer (a revert), and the
-        editor saves when asked but asks the user about a changed file (Emacs: "changed on
-        disk; reread?") before taking the edit. The file gets back what the editor last
-        read or wrote, with that time; the edit, then the editor's save, bring it to `target`.
-        True when the file was put back."""
-        support, held = self.client.support, doc.as_held(target)
-        if not (support.save_documents and support.asks_about_changed_files):
-            return False
-        if doc.known_mtime is None or doc.text == held or disk_text(path) != held:
-            return False
-        try:
-            self._write_disk(path, doc.text, behind_buffer=True)
-            os.utime(path, ns=(doc.known_mtime, doc.known_mtime), follow_symlinks=False)
-        except OSError as exc:
-            log.warning("could not put %s back before the edit: %s", path, exc)
-            return False
-        return disk_text(path) == doc.text
-
     async def save(self, path: Path) -> bool:
         """Make the disk hold what the open buffer holds (the user's approval, say)."""
         doc = self.get(path)
         if doc is None:
             return False
         async with doc.lock:
-            return await self._save(doc, path)
-
-    async def _save(self, doc: OpenDocument, path: Path) -> bool:
-        text = doc.text
-        if disk_text(path) == text:
-            return True
-        if await self.client.save_document(doc.uri):
-            # The editor saved its buffer: the disk holds what the user sees there (which may
-            # already include typing the server's copy has not heard of yet) — never
-            # overwritten with an older copy.
-            doc.known_mtime = _mtime(path)
-            return True
-        try:
-            self._write_disk(path, text)
-        except HeldByEditor as exc:
-            log.info("%s: left to the user's save (%s)", path, exc)
-            return False
-        except OSError as exc:
-            log.warning("could not write %s: %s", path, exc)
-            return False
-        return True
-
-
-async def _confirmed(doc: OpenDocument, mark: int, expected: str) -> bool:
-    """Whether the client's reports bring the copy to `expected` (see `_as_expected`): up to
-    `CONFIRM_WAIT_S` for a first report, then until the reports go quiet."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + CONFIRM_WAIT_S
-    while not _as_expected(doc, expected):
-        left = deadline - loop.time()
-        if doc.generation != mark:
-            left = min(left, SETTLED_QUIET_S)
-        if left <= 0:
-            return False
-        seen = doc.generation
-        if not await doc.wait_for(lambda seen=seen: doc.generation != seen, left):  # type: ignore[misc]
-            return _as_expected(doc, expected)
-    return True
-
-
-def _as_expected(doc: OpenDocument, expected: str) -> bool:
-    """The copy holds `expected`, or `expected` with the final line break its editor added
-    (which teaches the document that its editor keeps one)."""
-    if doc.text == expected:
-        return True
-    if ends_with_line_break(expected) or doc.text[: len(expected)] != expected:
-        return False
-    if doc.text[len(expected) :] in ("\n", "\r\n"):  # a final line break of its own
-        if not doc.keeps_final_line_break:
-            log.info("%s: the editor keeps a final line break", doc.uri)
-        doc.keeps_final_line_break = True
-        return True
-    return False
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
-
-
-def _path_of(uri: str) -> Path | None:
-    fs = to_fs_path(uri)
-    if not fs or "\x00" in fs:
-        return None
-    try:
-        return Path(fs).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
+            return await self.saves.save(doc, path)
 
 
 def _whole_document(old: str, new: str) -> TextChange:
@@ -560,7 +360,3 @@ def _edit_for(doc: OpenDocument, change: TextChange, versioned: bool) -> types.W
     return types.WorkspaceEdit(
         document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
     )
-
-
-def uri_of(path: Path) -> str:
-    return from_fs_path(str(path)) or path.as_uri()

@@ -34,7 +34,7 @@ from lsprotocol import types
 from plan_lsp.plan.coalescer import DraftTarget
 from plan_lsp.plan.text import as_lines
 from plan_lsp.policy.safe_fs import disk_text
-from plan_lsp.server.documents import OpenDocument, uri_of
+from plan_lsp.server.open_document import OpenDocument, uri_of
 
 if TYPE_CHECKING:
     from plan_lsp.core.frontend import WriteFile

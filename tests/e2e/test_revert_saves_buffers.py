@@ -9,6 +9,8 @@ content of the file is newer") instead of written."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,25 +150,43 @@ class SavingEditor:
         return sorted(Path(to_fs_path(uri) or "").name for uri, f in self.files.items() if f.dirty)
 
 
-async def test_a_revert_and_a_redo_leave_the_open_buffer_saved(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@asynccontextmanager
+async def session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict[str, Any]],
+    hello_text: str | None = None,
+) -> AsyncIterator[tuple[Editor, SavingEditor, Path, Path]]:  # fmt: skip
+    """The real server on the sample project (hello.py holding `hello_text` if given), with
+    PLAN.md and hello.py open in an editor that saves on request: (the harness's editor, the
+    saving one, PLAN.md, hello.py)."""
     lsp_harness.declare_save_documents(monkeypatch)
     ws = sample_project(tmp_path / "ws")
     path, hello = plan_path(ws), ws / "hello.py"
     path.parent.mkdir(parents=True)
     path.write_text("")
-    script = write_script(tmp_path / "script.json", TURNS)
+    if hello_text is not None:
+        hello.write_text(hello_text)
+    script = write_script(tmp_path / "script.json", turns)
     async with running_server([ws], *scripted_args(script)) as ed:
         editor = SavingEditor(ed)
         ed.open(path)
         editor.open(hello)
-        assert (await ed.request("planLsp/prompt", {"text": "be polite"}))[
-            "stopReason"
-        ] == "plan_submitted"
-        mark = len(ed.ed.updates)
-        await ed.request("planLsp/approvePlan", {"permissionMode": "auto_edit"})
-        await run_ended(ed, mark, "end_turn")
+        yield ed, editor, path, hello
+
+
+async def plan_and_run(ed: Editor, permission_mode: str) -> None:
+    """The plan submitted, approved, and its Do run to the end."""
+    answer = await ed.request("planLsp/prompt", {"text": "be polite"})
+    assert answer["stopReason"] == "plan_submitted", answer
+    mark = len(ed.ed.updates)
+    await ed.request("planLsp/approvePlan", {"permissionMode": permission_mode})
+    await run_ended(ed, mark, "end_turn")
+
+
+async def test_a_revert_and_a_redo_leave_the_open_buffer_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with session(tmp_path, monkeypatch, TURNS) as (ed, editor, path, hello):
+        await plan_and_run(ed, "auto_edit")
         # The run's own edits: saved by the editor.
         assert hello.read_text() == AFTER == ed.buffer_text(hello)
         assert editor.dirty() == [] and editor.conflicts == []
@@ -197,24 +217,10 @@ async def test_a_buffer_saved_by_the_user_is_saved_after_a_revert_of_commands(
     server learns the file's time from `didSave`); the run's commands write it behind the
     buffer, which the editor reloads; a revert brings the buffer and the file back and the
     editor saves it without taking the file for newer."""
-    lsp_harness.declare_save_documents(monkeypatch)
-    ws = sample_project(tmp_path / "ws")
-    path, hello = plan_path(ws), ws / "hello.py"
-    path.parent.mkdir(parents=True)
-    path.write_text("")
-    hello.write_text("print('an older draft')\n")
-    script = write_script(tmp_path / "script.json", BASH_TURNS)
-    async with running_server([ws], *scripted_args(script)) as ed:
-        editor = SavingEditor(ed)
-        ed.open(path)
-        editor.open(hello)
+    on_disk = "print('an older draft')\n"
+    async with session(tmp_path, monkeypatch, BASH_TURNS, on_disk) as (ed, editor, path, hello):
         editor.user_saves(hello, BEFORE)
-        assert (await ed.request("planLsp/prompt", {"text": "be polite"}))[
-            "stopReason"
-        ] == "plan_submitted"
-        mark = len(ed.ed.updates)
-        await ed.request("planLsp/approvePlan", {"permissionMode": "yolo"})
-        await run_ended(ed, mark, "end_turn")
+        await plan_and_run(ed, "yolo")
         assert hello.read_text() == AFTER
         editor.reload(hello)
         found, at_step_2 = await lenses(ed, path), step_line(2, PLAN)

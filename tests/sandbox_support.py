@@ -41,8 +41,10 @@ def run_in(
     scratch: Path | None = None,
     env: Mapping[str, str] | None = None,
     args: Sequence[str] = (),
+    timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    """`bash -c script` through `sandbox_argv`, spawned with `env` (default: ours)."""
+    """`bash -c script` through `sandbox_argv`, spawned with `env` (default: ours); `timeout`
+    only guards against a hang."""
     base = dict(os.environ if env is None else env)
     argv = sandbox_argv(
         workdir,
@@ -58,7 +60,7 @@ def run_in(
         argv,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
         stdin=subprocess.DEVNULL,
         env=base,

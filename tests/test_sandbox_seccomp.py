@@ -234,7 +234,8 @@ def test_benign_commands_run_the_same_without_the_ioctl_filter(
         scratch = tmp_path / "scratch"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
-        proc = run_in("landlock", ws, script, scratch=scratch, env=env)
+        # ~480 command lines in one batch: minutes on a loaded machine, never a hang.
+        proc = run_in("landlock", ws, script, scratch=scratch, env=env, timeout=900)
         return proc.stdout.splitlines()
 
     filtered = batch()

@@ -4,7 +4,7 @@
 // lens offers to send it; sent, the model receives it with the lines it quotes, writes a
 // revised plan, and the lens says the comment was addressed.
 import { readFileSync } from 'node:fs';
-import { STEP_MS, activeEditorText, check, ensure, quickOpen, shot, userMessagesWith, waitFor } from './workbench.mjs';
+import { STEP_MS, activeEditorText, check, ensure, log, quickOpen, shot, userMessagesWith, waitFor } from './workbench.mjs';
 
 export const COMMENT_STEP = 'Comment on these lines… (Ctrl+. on a selection of the plan) asks in an input box (Escape: nothing); the comment is an Information diagnostic of "plan review" on its lines, the lens sends it, the model gets it with the quoted lines, and the revised plan\'s lens says it is addressed';
 
@@ -33,12 +33,41 @@ async function commentBox(page) {
   return widget;
 }
 
-/** Ctrl+. on the editor's selection, then "Comment on these lines…" chosen with the keys. */
+/** Lines 11–12 (steps 3 and 4) selected, whole lines: Go to Line, then Ctrl+L twice. */
+async function selectSteps(page) {
+  await page.keyboard.press('Control+g');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: STEP_MS });
+  await page.keyboard.type('11');
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_MS });
+  await page.keyboard.press('Control+l');
+  await page.keyboard.press('Control+l');
+}
+
+/** Lines 11–12 selected, Ctrl+., then "Comment on these lines…" chosen with the keys.
+ * The code actions come from the server as the editor asks: a press made while the editor
+ * was still taking the focus, or while the session finished its last run (no actions on a
+ * plan while a run holds it), shows "No code actions available" and closes. Each attempt
+ * that did not offer the action is logged with what it showed; then the user presses again. */
 async function commentAction(page) {
-  await page.keyboard.press('Control+.');
   const menu = page.locator('.action-widget');
   const item = menu.locator('.monaco-list-row.action', { hasText: 'Comment on these lines…' });
-  await item.first().waitFor({ timeout: STEP_MS });
+  const missed = [];
+  await waitFor('Ctrl+. to offer "Comment on these lines…"', async () => {
+    // Escape below may have cleared the selection: made again at each attempt.
+    await selectSteps(page);
+    await page.keyboard.press('Control+.');
+    if (await item.first().waitFor({ timeout: 5000 }).then(() => true, () => false)) return true;
+    const rows = await menu.locator('.monaco-list-row').allInnerTexts().catch(() => []);
+    const hint = await page.locator('.monaco-editor-overlaymessage, .context-view').allInnerTexts().catch(() => []);
+    const focus = await page.evaluate(() => `${document.activeElement?.tagName}.${document.activeElement?.className}`);
+    missed.push(`menu ${JSON.stringify(rows)}, message ${JSON.stringify(hint)}, focus ${focus}`);
+    await page.keyboard.press('Escape');
+    return false;
+  }).catch((err) => {
+    throw new Error(`${err.message}; the attempts: ${missed.join(' | ')}`);
+  });
+  if (missed.length) log(`  Ctrl+. offered the comment at attempt ${missed.length + 1}; before: ${missed.join(' | ')}`);
   const focused = menu.locator('.monaco-list-row.action.focused');
   for (let i = 0; i < 10 && !/Comment on these lines…/.test(await focused.first().innerText().catch(() => '')); i++) {
     await page.keyboard.press('ArrowDown');
@@ -54,13 +83,6 @@ export async function commentOnPlan(page, chat, { model, planFile, secondPlan, p
   await check(page, COMMENT_STEP, async () => {
     const name = planFile.split(/[\\/]/).pop();
     await quickOpen(page, name);
-    // Lines 11–12 (steps 3 and 4), whole lines: Go to Line, then Ctrl+L twice.
-    await page.keyboard.press('Control+g');
-    await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: STEP_MS });
-    await page.keyboard.type('11');
-    await page.keyboard.press('Enter');
-    await page.keyboard.press('Control+l');
-    await page.keyboard.press('Control+l');
 
     // Escape: nothing is commented, nothing is typed into the plan.
     await commentAction(page);

@@ -3,18 +3,25 @@
 // while one is pending; Open Chat puts the focus in the prompt; Alt+M toggles Plan/Build
 // there while Tab and Shift+Tab move the focus; Approve Plan from the palette names the plan
 // and asks once.
-import { STEP_MS, check, ensure, shot, statusText, waitFor } from './workbench.mjs';
+import { STEP_MS, check, ensure, log, openQuickInput, shot, statusText, waitFor } from './workbench.mjs';
 
 export const KEYBOARD_STEP = 'keyboard only: Open Chat puts the focus in the prompt; Alt+M toggles Plan → Build → Plan there and Shift+Tab moves the focus; Approve Plan from the palette names the plan and asks once (Escape: still rejected)';
 
 /** Opens the command palette from the editor and types `text`; the rows once the list
  * answered (some rows, or VS Code's "No matching commands"). */
 export async function palette(page, text) {
-  await page.keyboard.press('Control+1');
-  await page.keyboard.press('F1');
   const widget = page.locator('.quick-input-widget');
-  await widget.locator('input').waitFor({ state: 'visible', timeout: STEP_MS });
-  await typeInto(widget.locator('input'), page, text);
+  const missed = [];
+  await waitFor('the palette open with the focus in its box', async () => {
+    const failed = await openQuickInput(page, 'F1', 'the palette');
+    if (failed) missed.push(failed);
+    return !failed;
+  }, 2 * STEP_MS).catch((err) => {
+    throw new Error(`${err.message}; the attempts: ${missed.join(' | ')}`);
+  });
+  if (missed.length) log(`  the palette opened at attempt ${missed.length + 1}; before: ${missed.join(' | ')}`);
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(text);
   const rows = widget.locator('.quick-input-list .monaco-list-row');
   let texts = [];
   await waitFor(`the palette's answer to ${text}`, async () => {
@@ -22,13 +29,6 @@ export async function palette(page, text) {
     return texts.length > 0 || /No matching commands/.test(await widget.innerText());
   });
   return texts;
-}
-
-/** Types `text` into `input` (a quick input's box) with the keyboard, replacing what it held. */
-async function typeInto(input, page, text) {
-  await waitFor('the input box to have the focus', () => input.evaluate((el) => el === document.activeElement));
-  await page.keyboard.press('Control+A');
-  await page.keyboard.type(text);
 }
 
 /** Runs the palette command titled `title` (Enter on its row, the one of exactly that title). */

@@ -144,26 +144,36 @@ export async function answerInputBox(page, title, text) {
  *  chooses the row whose label is exactly `name` (not a fuzzy neighbour such as PLAN-2.md or a
  *  diff of the file) — until the file is the active editor, never by waiting longer on one
  *  attempt. The attempts that failed are logged. */
-export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
+/** One attempt at opening a quick input (Quick Open, the palette) with `key` from the editor
+ * (Ctrl+1 first: not from a webview that has the focus) with its box focused; '' or what
+ * went wrong. A webview that had the focus (the walkthrough, the chat) can take it back a
+ * moment after the box opened, on a loaded machine later: the caller tries again. */
+export async function openQuickInput(page, key, what) {
   const widget = page.locator('.quick-input-widget');
   const input = widget.locator('input');
+  if (await widget.isVisible()) {
+    await page.keyboard.press('Escape');
+    await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+  }
+  await page.keyboard.press('Control+1');
+  await page.keyboard.press(key);
+  if (!(await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false))) return `${what} did not open`;
+  if (!(await waitFor(`${what} to have the focus`, () => input.evaluate((el) => el === document.activeElement), 5000).catch(() => false))) {
+    return `${what} did not take the focus`;
+  }
+  return '';
+}
+
+export async function quickOpen(page, name, timeoutMs = 2 * STEP_MS) {
+  const widget = page.locator('.quick-input-widget');
   const exact = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
   const row = widget.locator('.quick-input-list .monaco-list-row')
     .filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
   // What each attempt that failed saw, for the log.
   const missed = [];
   const attempt = async () => {
-    if (await widget.isVisible()) {
-      await page.keyboard.press('Escape');
-      await widget.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
-    }
-    // From the editor (Ctrl+1), not from a webview that has the focus.
-    await page.keyboard.press('Control+1');
-    await page.keyboard.press('Control+P');
-    if (!(await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false))) return 'Quick Open did not open';
-    if (!(await waitFor('Quick Open to have the focus', () => input.evaluate((el) => el === document.activeElement), 5000).catch(() => false))) {
-      return 'Quick Open did not take the focus';
-    }
+    const failed = await openQuickInput(page, 'Control+P', 'Quick Open');
+    if (failed) return failed;
     await page.keyboard.press('Control+A');
     await page.keyboard.type(name);
     if (!(await row.waitFor({ timeout: 5000 }).then(() => true, () => false))) {

@@ -3,7 +3,8 @@
 // taking the focus from the chat, and the chat's plan card says it is drafted there; PLAN.md keeps the approved plan, its lens says so, and
 // "Plan LSP: Show Plans" lists both.
 import { readFileSync } from 'node:fs';
-import { STEP_MS, activeTabTitle, check, ensure, quickOpen, sendPrompt, shot, waitFor } from './workbench.mjs';
+import { activeTabTitle, check, ensure, quickOpen, sendPrompt, shot, waitFor } from './workbench.mjs';
+import { runCommand } from './keyboard-steps.mjs';
 
 export const SECOND_ROUND_STEP = 'after an approved plan a new draft streams into PLAN-2.md, brought to the front without taking the focus from the chat, whose plan card says "PLAN-2.md: drafting" with no todos; PLAN.md keeps the approved plan, its lens says approved, and Show Plans lists both';
 
@@ -73,12 +74,7 @@ export async function secondRoundDraft(page, chat, { documentLog, secondPlan, ap
     await shot(page, '13a-approved-plan-lens');
 
     // Show Plans lists both, each with its status in words.
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible', timeout: STEP_MS });
-    await input.fill('>Plan LSP: Show Plans');
-    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: 'Plan LSP: Show Plans' }).first().waitFor({ timeout: STEP_MS });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Plan LSP: Show Plans');
     const rows = page.locator('.quick-input-list .monaco-list-row');
     let listed = [];
     await waitFor('Show Plans to list PLAN-2.md and PLAN.md', async () => {

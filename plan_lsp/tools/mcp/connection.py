@@ -8,23 +8,21 @@ blocks the event loop: even the SDK is first imported in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import importlib
 import logging
 import os
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from plan_lsp import __version__
 from plan_lsp.tools.mcp.adapter import ListedTool
 from plan_lsp.tools.mcp.config import McpServerConfig
+from plan_lsp.tools.mcp.process_files import StderrTail, private_dir
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession, IncomingMessage
@@ -33,8 +31,6 @@ log = logging.getLogger(__name__)
 
 # Restarts after unexpected exits in a row (a call that succeeds resets the count).
 MAX_RESTARTS = 3
-# How much of a server's stderr is kept to explain a failure.
-STDERR_TAIL_CHARS = 2000
 MAX_LIST_PAGES = 50
 MAX_TOOLS = 500
 # Stopping: the SDK closes stdin, waits, then kills the process group (about 4 s at most).
@@ -62,58 +58,6 @@ class McpCallError(Exception):
         self.message = message
 
 
-class StderrTail:
-    """A pipe for the server's stderr whose last characters are kept in memory."""
-
-    def __init__(self, cap: int = STDERR_TAIL_CHARS) -> None:
-        self._cap = cap
-        self._data = bytearray()
-        read_fd, write_fd = os.pipe()
-        os.set_blocking(read_fd, False)
-        self._read_fd: int | None = read_fd
-        self.writer: TextIO = os.fdopen(write_fd, "w")
-        self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(read_fd, self._on_readable)
-
-    def _on_readable(self) -> None:
-        if self._read_fd is None:
-            return
-        try:
-            chunk = os.read(self._read_fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._close_reader()
-            return
-        self._data += chunk
-        if len(self._data) > self._cap * 8:
-            del self._data[: len(self._data) - self._cap * 4]
-
-    def close_writer(self) -> None:
-        """Our copy of the write end; the server keeps its own."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
-
-    def _close_reader(self) -> None:
-        if self._read_fd is not None:
-            self._loop.remove_reader(self._read_fd)
-            with contextlib.suppress(OSError):
-                os.close(self._read_fd)
-            self._read_fd = None
-
-    def close(self) -> None:
-        self.close_writer()
-        if self._read_fd is not None:
-            self._on_readable()  # whatever is already in the pipe
-        self._close_reader()
-
-    def text(self) -> str:
-        lines = self._data.decode("utf-8", "replace").strip().splitlines()
-        return " | ".join(line.strip() for line in lines if line.strip())[-self._cap :]
-
-
 def _count(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else "?"
 
@@ -123,18 +67,6 @@ def _describe(exc: BaseException) -> str:
         return "; ".join(_describe(e) for e in exc.exceptions)
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return str(message)
-
-
-_PRIVATE_DIR: Path | None = None
-
-
-def _private_dir() -> Path:
-    """This process's folder for the relays' pid files (mode 0700), removed at exit."""
-    global _PRIVATE_DIR
-    if _PRIVATE_DIR is None:
-        _PRIVATE_DIR = Path(tempfile.mkdtemp(prefix="plan-lsp-mcp-"))
-        atexit.register(shutil.rmtree, _PRIVATE_DIR, True)
-    return _PRIVATE_DIR
 
 
 class McpConnection:
@@ -171,7 +103,7 @@ class McpConnection:
         self._restarts = 0
         # Where the relay writes its pid (its process group's id): `kill_now` stops the
         # server at once.
-        self._pid_file = _private_dir() / f"{id(self):x}.pid"
+        self._pid_file = private_dir() / f"{id(self):x}.pid"
         # Set by `kill_now`: the next loss of the server is planned; it is started again.
         self._killed_because: str | None = None
         # Set each time a session with the server has ended (its process reaped).

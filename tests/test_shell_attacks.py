@@ -163,6 +163,9 @@ class Workspace:
             d.mkdir(parents=True)
         self.canary.write_text("canary\n")
         fake_home(self.home, token)
+        # Above every workspace: an ignore file that rg and fd read from every folder above
+        # the one they search, printing the lines they cannot parse (this one, whole).
+        (root / ".ignore").write_text(f"a{{b {token}!\n")
         # The user's home opened as the workspace (`home_workspace.txt`).
         self.user_home = root / "userhome"
         home_workspace(self.user_home, token)

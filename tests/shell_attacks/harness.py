@@ -182,8 +182,15 @@ def build_template(repo: Path, canary_dir: Path, home: Path) -> None:
             "[include]\n"
             f"\tpath = {home}/.pypirc\n"
             f"\tpath = {home}/work/other/.git/config\n"
+            # Files git opens by the name a key gives, and prints words of: neutralised by
+            # the shim's overrides (`git.toml`).
             "[core]\n"
             f"\tattributesFile = {home}/.netrc\n"
+            f"\texcludesFile = {home}/.netrc\n"
+            "[mailmap]\n"
+            f"\tfile = {home}/.netrc\n"
+            "[diff]\n"
+            f"\torderFile = {home}/.netrc\n"
             "[gpg]\n"
             f'\tprogram = "{canary_dir}/gpg"\n'
         )
@@ -229,7 +236,9 @@ def fake_home(home: Path, token: str) -> None:
     for rel, text in {
         ".ssh/id_rsa": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{token}\n",
         ".aws/credentials": f"[default]\naws_secret_access_key = {token}\n",
-        ".netrc": f"machine example.com login a password {token}\n",
+        # Punctuation, as passwords have: a program that prints the words it cannot parse
+        # (git reading it as an attributes file) prints this one whole.
+        ".netrc": f"machine example.com login a password {token}@#!/\n",
         ".git-credentials": f"https://a:{token}@example.com\n",
         ".config/gcloud/credentials.db": f"{token}\n",
         # git applies the user's configuration to every repository: a remote on example.com

@@ -222,12 +222,15 @@ _TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv"}
 
 def unsandboxed_plan_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a plan-mode command without a sandbox: the allow-list, `home` (a
-    fresh, private folder) as HOME and XDG folders, and the git shim first on PATH."""
+    fresh, private folder) as HOME, XDG folders and TMPDIR, and the git shim first on PATH."""
     base = os.environ if base is None else base
     shim = git_shim_dir()
     env = plan_environment(base, home=str(home), extra_path=[str(shim)] if shim is not None else [])
     env.update(_NO_USER_CONFIG)
     env.update({name: str(home / rel) for name, rel in _XDG.items()})
+    # Temporary files too (`sort` spilling to disk, `tac` copying a pipe): into the private
+    # home, removed with it, never into the shared /tmp.
+    env["TMPDIR"] = str(home)
     user_home = base.get("HOME", "")
     for name, rel in _TOOLCHAIN_HOMES.items():
         found = base.get(name) or (os.path.join(user_home, rel) if user_home else "")

@@ -43,6 +43,14 @@ def _datefmt(value: str) -> str | None:
     return None if value.startswith("+") else "is not a `+FORMAT` (it would set the clock)"
 
 
+def _date_string(value: str) -> str | None:
+    # GNU date reads `TZ="NAME"` at the start of a date string and opens NAME as a time zone
+    # file, whatever path it is (parse-datetime.y).
+    if "tz=" in value.lower():
+        return 'names a time zone (`TZ="…"`), which `date` opens as a file, whatever its path'
+    return None
+
+
 def _git_format(value: str) -> str | None:
     if _SIGNATURE.search(value):
         return "asks for signature checks, which run the program the repository configures"
@@ -78,6 +86,7 @@ CHECKS: dict[str, Check] = {
         r"[0-9]+(\.[0-9]+)?[smhd]?\Z", "is not a duration like `10`, `5s` or `2m`"
     ),
     "datefmt": _datefmt,
+    "date_string": _date_string,
     "int": _matching(r"[0-9]+\Z", "is not a number"),
     "git_pretty": _git_pretty,
     "git_format": _git_format,

@@ -4,6 +4,7 @@ read its own instructions from."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -256,6 +257,27 @@ def _git_var(ctx: Context) -> str | None:
     return None
 
 
+# -- walkers that read ignore files above where they start -----------------------------------
+# rg and fd read these in every folder above the one they search, up to `/`, whatever
+# `--no-ignore-parent` says (rg 13, fd 8.6: traced), and print each line they cannot parse;
+# `.git` stands for its `info/exclude`. Above a workspace root they lie outside it.
+PARENT_IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", ".fdignore", ".git")
+
+
+def _parent_ignore_files(ctx: Context) -> str | None:
+    for root in ctx.policy.roots:
+        for folder in Path(root).parents:
+            for name in PARENT_IGNORE_FILES:
+                if os.path.lexists(folder / name):
+                    return (
+                        f"{folder / name} lies above the workspace, outside it: this program "
+                        "reads the ignore files of every folder above the one it searches "
+                        "and prints the lines it cannot parse (the agent's own grep tool "
+                        "searches without it)"
+                    )
+    return None
+
+
 VERIFIERS: dict[str, Callable[[Context], str | None]] = {
     "checksum_list": _checksum_list,
     "unzip": _unzip,
@@ -264,6 +286,7 @@ VERIFIERS: dict[str, Callable[[Context], str | None]] = {
     "git_config": _git_config,
     "git_var": _git_var,
     "git_remote_urls": _git_remote_urls,
+    "parent_ignore_files": _parent_ignore_files,
 }
 
 

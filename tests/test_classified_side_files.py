@@ -107,3 +107,32 @@ def test_temporary_files_stay_in_the_private_home(command: str, tmp_path: Path) 
         if "O_CREAT" in line and f'"{home}/' not in line and '"/dev/null"' not in line
     ]  # fmt: skip
     assert created == [], created[:3]
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        # pip runs git in each editable install's folder, which its metadata names.
+        ("pip freeze", False),
+        ("pip freeze --path site", False),
+        ("pip freeze --all --exclude-editable", True),
+        ("pip freeze --exclude-editable --path site", True),
+        # A file name git opens in every folder it walks.
+        ("git ls-files -o -i --exclude-per-directory=../.netrc", False),
+        ("git ls-files -o -i --exclude-per-directory /home/u/.netrc", False),
+        ("git ls-files -o -i --exclude-per-directory=..", False),
+        ("git ls-files -o -i --exclude-per-directory=.gitignore", True),
+        # The resolver may query a DNS server.
+        ("hostname -A", False),
+        ("hostname --fqdn", False),
+        ("hostname -i", False),
+        ("hostname", True),
+        ("hostname -s", True),
+    ],
+)
+def test_programs_that_follow_names_they_were_not_given(
+    command: str, allowed: bool, tmp_path: Path
+) -> None:
+    (tmp_path / "site").mkdir()
+    verdict, reasons = _allowed(command, tmp_path)
+    assert verdict is allowed, reasons

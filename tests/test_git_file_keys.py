@@ -136,3 +136,43 @@ def test_files_the_repository_names_are_not_opened(tmp_path: Path) -> None:
         assert "TOKEN" not in done.stdout + done.stderr, (command, done.stderr)
         opened = [line for line in trace.read_text().splitlines() if str(secret) in line]
         assert opened == [], (command, opened[:3])
+
+
+def test_a_partial_clone_reaches_no_transport(tmp_path: Path) -> None:
+    """A repository that says it is a partial clone, lacking one blob, with a promisor remote
+    whose `ext::` URL runs a command, and `protocol.ext.allow = always` (which beats the
+    shim's `protocol.allow = never`): reading the blob must not fetch it."""
+    from plan_lsp.policy.sandbox import unsandboxed_plan_env
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"}  # fmt: skip
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, timeout=30,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b, fetched\n")
+    git("add", "a.txt", "b.txt")
+    git("commit", "-qm", "one")
+    blob = git("rev-parse", "HEAD:b.txt")
+    (ws / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    git("rm", "-q", "--cached", "b.txt")
+    canary = tmp_path / "fetched"
+    with (ws / ".git" / "config").open("a") as config:
+        config.write("[core]\n\trepositoryformatversion = 1\n"
+                     "[extensions]\n\tpartialClone = origin\n"
+                     f'[remote "origin"]\n\tpromisor = true\n\turl = ext::sh -c touch% {canary}\n'
+                     '[protocol "ext"]\n\tallow = always\n')  # fmt: skip
+    home = tmp_path / "private"
+    home.mkdir(mode=0o700)
+    plan_env = unsandboxed_plan_env(home, {**os.environ, "HOME": str(tmp_path)})
+    for command in ("git show", "git log -p -1", "git diff HEAD --stat"):
+        assert classify_command(command, roots=[ws], cwd=ws).allowed, command
+        subprocess.run(["bash", "-c", command], cwd=ws, env=plan_env, capture_output=True,
+                       timeout=60, check=False)  # fmt: skip
+        assert not canary.exists(), f"{command} ran the promisor remote's ext:: command"

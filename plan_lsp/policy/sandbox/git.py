@@ -58,6 +58,13 @@ HOST_BIN, SANDBOX_BIN, EXEC_MIRROR = "bin", "sandbox-bin", "git-exec"
 _MIRROR_DONE = ".complete"
 
 
+# No transport at all, whatever the repository's `protocol.<name>.allow` says (it beats
+# `protocol.allow`): a read of an object a partial clone lacks would fetch it from the
+# promisor remote, and `ext::` runs a command (git 2.44+: no lazy fetch either).
+NO_TRANSPORT = {"GIT_ALLOW_PROTOCOL": "none", "GIT_NO_LAZY_FETCH": "1"}
+_NO_TRANSPORT = " ".join(f"{k}={v}" for k, v in NO_TRANSPORT.items())
+
+
 def _value_variables() -> dict[str, str]:
     """One environment variable per distinct override value, for `--config-env`."""
     values = sorted({v for _, v in (*STATIC_OVERRIDES, *DYNAMIC_OVERRIDES)})
@@ -105,7 +112,8 @@ if [[ ! -x $exec_path/git ]]; then
 fi
 unset GIT_EXTERNAL_DIFF
 export GIT_EXEC_PATH=$exec_path GIT_PAGER=cat GIT_EDITOR=true GIT_SEQUENCE_EDITOR=true \\
-  GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=true GIT_SSH_COMMAND=false {exports}
+  GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=true GIT_SSH_COMMAND=false \\
+  {_NO_TRANSPORT} {exports}
 over=({static})
 if ! names=$("$real" "${{globals[@]}}" config --list --name-only 2>/dev/null); then
   echo "git: the git configuration could not be read, so git was not run" >&2
@@ -213,6 +221,11 @@ _NO_USER_CONFIG = {
     "NPM_CONFIG_USERCONFIG": "/dev/null",
     "XML_CATALOG_FILES": "",
     "WGETRC": "/dev/null",
+    # npm takes `globalconfig` from a workspace's .npmrc, but the environment wins.
+    "NPM_CONFIG_GLOBALCONFIG": "/dev/null",
+    # pip's check for a newer pip runs other programs found on PATH (rustc, lsb_release) and
+    # writes a cache into the home.
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
 }
 _XDG = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache",
         "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}  # fmt: skip
@@ -250,7 +263,7 @@ def hardened_git_env(env: Mapping[str, str]) -> dict[str, str]:
     """`env` for a program that runs git itself (an MCP server), with the plan-mode git
     hardening: the shim first on PATH and as git's exec path, and the fixed overrides after
     any in `GIT_CONFIG_COUNT` (so they win) for a git started by its path."""
-    out = {k: v for k, v in env.items() if k not in _DROPPED_GIT_VARIABLES}
+    out = {k: v for k, v in env.items() if k not in _DROPPED_GIT_VARIABLES} | NO_TRANSPORT
     shim = git_shim()
     if shim is not None:
         path = out.get("PATH") or os.defpath

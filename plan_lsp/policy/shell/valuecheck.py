@@ -51,6 +51,12 @@ def _date_string(value: str) -> str | None:
     return None
 
 
+def _file_name(value: str) -> str | None:
+    if "/" in value or value in ("", ".", ".."):
+        return "is not a plain file name (a program opens it relative to each folder it walks)"
+    return None
+
+
 def _git_format(value: str) -> str | None:
     if _SIGNATURE.search(value):
         return "asks for signature checks, which run the program the repository configures"
@@ -87,6 +93,7 @@ CHECKS: dict[str, Check] = {
     ),
     "datefmt": _datefmt,
     "date_string": _date_string,
+    "file_name": _file_name,
     "int": _matching(r"[0-9]+\Z", "is not a number"),
     "git_pretty": _git_pretty,
     "git_format": _git_format,

@@ -7,6 +7,7 @@ file is refused. Table and property tests of the classifier, and the temporary f
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -136,3 +137,33 @@ def test_programs_that_follow_names_they_were_not_given(
     (tmp_path / "site").mkdir()
     verdict, reasons = _allowed(command, tmp_path)
     assert verdict is allowed, reasons
+
+
+# `--name[=VALUE]` in a GNU program's --help: the value only attached.
+_OPTIONAL_VALUE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][\w-]*)\[=")
+
+
+@pytest.mark.process
+def test_no_option_whose_value_is_optional_takes_the_next_word() -> None:
+    """An option whose value the program takes only attached (`--occurrence[=N]`) must not
+    be listed as taking the next word: that word is the program's next option, unseen by the
+    classifier (`tar --occurrence --checkpoint-action=exec=…` ran a command). Checked against
+    the --help of every installed program that prints one."""
+    from plan_lsp.policy.shell.database import database
+
+    checked, wrong = 0, []
+    for name, prog in database().programs.items():
+        real = shutil.which(name)
+        if prog.alias_of is not None or real is None:
+            continue
+        try:
+            done = subprocess.run([real, "--help"], capture_output=True, text=True,
+                                  timeout=10, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            continue
+        optional = set(_OPTIONAL_VALUE.findall(done.stdout + done.stderr))
+        takes_next = {f for f, arity, _ in prog.entries() if arity in ("required", "pair")}
+        checked += bool(optional)
+        wrong += [f"{name} {f}" for f in sorted(optional & takes_next)]
+    assert checked >= 10
+    assert wrong == []

@@ -169,3 +169,60 @@ async def test_classified_git_is_refused_in_such_a_repository(repo: Path, tmp_pa
     )
     assert "TOKEN-pw" not in observation
     assert ".git/packed-refs is a link" in observation, observation
+
+
+def _submodule(repo: Path, tmp_path: Path) -> Path:
+    """A checked-out submodule `sub` (a gitlink in the index, no .gitmodules needed) with
+    its own git directory in its folder."""
+    sub = repo / "sub"
+    sub.mkdir()
+    _git(sub, "init", "-q")
+    (sub / "s.txt").write_text("s\n")
+    _git(sub, "add", "s.txt")
+    _git(sub, "commit", "-qm", "s")
+    _git(repo, "add", "sub")
+    _git(repo, "commit", "-qm", "with sub")
+    assert _git(repo, "ls-files", "--stage", "sub").startswith("160000 ")
+    assert git_config_hazards(repo) == []
+    return sub
+
+
+def test_a_submodule_git_directory_is_checked_like_the_repository(
+    repo: Path, tmp_path: Path
+) -> None:
+    """git status resolves a submodule's HEAD through its packed-refs: linked to a secret,
+    git prints its short lines ("unexpected line in sub/.git/packed-refs")."""
+    sub = _submodule(repo, tmp_path)
+    secret = _secret(tmp_path, "db:5432:prod:admin:PGPASS\n")
+    branch = _git(sub, "symbolic-ref", "--short", "HEAD").strip()
+    (sub / ".git" / "refs" / "heads" / branch).unlink()
+    (sub / ".git" / "packed-refs").symlink_to(secret)
+    assert "PGPASS" in _git(repo, "status")  # what the check is for
+    hazards = git_config_hazards(repo)
+    assert any("packed-refs" in h and str(secret) in h for h in hazards), hazards
+
+
+@pytest.mark.parametrize("how", ["pointer", "link"])
+def test_a_submodule_leading_to_another_repository_is_refused(
+    how: str, repo: Path, tmp_path: Path
+) -> None:
+    sub = _submodule(repo, tmp_path)
+    other = tmp_path / "outside" / "other"
+    other.mkdir(parents=True)
+    _git(other, "init", "-q")
+    subprocess.run(["rm", "-rf", str(sub / ".git")], check=True)
+    if how == "pointer":
+        (sub / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    else:
+        (sub / ".git").symlink_to(other / ".git")
+    hazards = git_config_hazards(repo)
+    assert any("sub/.git" in h for h in hazards), hazards
+
+
+def test_a_pack_index_linked_outside_is_refused(repo: Path, tmp_path: Path) -> None:
+    """Pack indexes and multi-pack-index are parsed, and printed from when they are not what
+    they say ("multi-pack-index signature 0x5b646566": the secret's first bytes)."""
+    secret = _secret(tmp_path, "[default]\naws_secret_access_key = x\n")
+    _link(repo, "objects/pack/multi-pack-index", secret)
+    hazards = git_config_hazards(repo)
+    assert any("multi-pack-index" in h for h in hazards), hazards

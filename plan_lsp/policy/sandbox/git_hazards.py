@@ -58,13 +58,26 @@ def _git_dir(repo: Path, git: str) -> Path | None:
     return Path(os.fsdecode(line)) if line else None
 
 
+# Submodules checked below a repository (each a repository of its own), and how deep.
+MAX_SUBMODULES = 100
+MAX_SUBMODULE_DEPTH = 3
+
+
 def git_config_hazards(repo: Path) -> list[str]:
     """What in `repo`'s git setup the shim cannot neutralise, one sentence per finding naming
-    the key and its file; empty when git runs safely there (or `repo` is no repository)."""
+    the key and its file; empty when git runs safely there (or `repo` is no repository).
+    Populated submodules are checked the same way: git reads their git directories too
+    (`git status` resolves each one's HEAD, whatever `diff.ignoreSubmodules` says)."""
     git = real_git()
     if git is None or not os.path.isdir(repo):
         return []
     repo = Path(os.path.realpath(repo))
+    return _hazards(repo, repo, git, 0)
+
+
+def _hazards(repo: Path, top: Path, git: str, depth: int) -> list[str]:
+    """`repo`'s hazards; `top`, the repository the command runs in, is where nothing may
+    lead out of."""
     entries = _config_entries(repo, git)
     hazards: list[str] = []
     if entries is None:
@@ -80,18 +93,62 @@ def git_config_hazards(repo: Path) -> list[str]:
     git_dir = _git_dir(repo, git)
     if git_dir is None and (repo / ".git").is_dir() and not (repo / ".git").is_symlink():
         git_dir = repo / ".git"  # git cannot say (a pointer broke it): walk it all the same
-    if git_dir is not None and repo not in (git_dir, *git_dir.parents):
-        hazards.append(f"the git directory {git_dir} lies outside {repo}")
+    if git_dir is not None and top not in (git_dir, *git_dir.parents):
+        hazards.append(f"the git directory {git_dir} lies outside {top}")
     if git_dir is not None:
-        hazards.extend(_alternates(git_dir, repo))
-        hazards.extend(git_dir_hazards(git_dir, repo))
+        hazards.extend(_alternates(git_dir, top))
+        hazards.extend(git_dir_hazards(git_dir, top))
+    if hazards:
+        return hazards
+    for path in _gitlinks(repo, git):
+        hazards.extend(_submodule_hazards(repo / path, top, git, depth))
     return hazards
+
+
+def _gitlinks(repo: Path, git: str) -> list[str]:
+    """The paths of the submodules (gitlinks) in `repo`'s index."""
+    out = _git_output(git, repo, "ls-files", "--stage", "-z")
+    found = []
+    for item in (out or b"").split(b"\0"):
+        if item.startswith(b"160000 "):
+            found.append(os.fsdecode(item.partition(b"\t")[2]))
+    return found
+
+
+def _submodule_hazards(path: Path, top: Path, git: str, depth: int) -> list[str]:
+    dot = path / ".git"
+    shown = dot.relative_to(top) if top in dot.parents else dot
+    if not os.path.lexists(dot):
+        return []  # not checked out: git reads nothing there
+    if depth >= MAX_SUBMODULE_DEPTH:
+        return [f"{shown}: submodules nested deeper than {MAX_SUBMODULE_DEPTH} are not checked"]
+    if dot.is_symlink():
+        return [f"{shown} is a link (git follows it into another git directory)"]
+    real = Path(os.path.realpath(path))
+    if top not in (real, *real.parents):
+        return [f"the submodule {path} lies outside {top}"]
+    if dot.is_file():
+        try:
+            data = read_file_bytes(dot, max_bytes=4096) or b""
+        except (OSError, WriteRefused) as exc:
+            return [f"{shown} cannot be checked: {exc}"]
+        key, _, where = data.decode("utf-8", errors="replace").strip().partition(":")
+        target = Path(os.path.realpath(path / where.strip()))
+        if key != "gitdir" or not where.strip():
+            return [f"{shown} is a file but no `gitdir:` pointer (git would read it)"]
+        if top not in (target, *target.parents):
+            return [f"{shown} points git at {target}, outside {top}"]
+    elif not dot.is_dir():
+        return [f"{shown} is not a regular file or folder (git would open it)"]
+    return _hazards(real, top, git, depth + 1)
 
 
 # Files git reads as paths to somewhere else (relative to the file's folder, or absolute).
 POINTER_FILES = frozenset({"commondir", "gitdir"})
-# Entries of the git directory the walk stops at: object and pack files are read only as
-# what their names say (zlib data checked against their hash); their folders are checked.
+# Entries of the git directory the walk does not go into: the loose objects' folders (git
+# inflates a loose object and checks its hash; the folders themselves are checked). Pack
+# files, their indexes and `multi-pack-index` are parsed, and printed from when they are
+# not what they say: `objects/pack` is walked like the rest.
 _OBJECT_FANOUT = frozenset(f"{i:02x}" for i in range(256))
 # More entries than any ordinary git directory outside its objects: a hazard of its own.
 MAX_GIT_DIR_ENTRIES = 50_000
@@ -125,7 +182,7 @@ def git_dir_hazards(git_dir: Path, repo: Path) -> list[str]:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 objects = path.parent == git_dir / "objects"
-                if not (objects and (entry.name in _OBJECT_FANOUT or entry.name == "pack")):
+                if not (objects and entry.name in _OBJECT_FANOUT):
                     stack.append(path)
                 continue
             if not entry.is_file(follow_symlinks=False):

@@ -100,7 +100,11 @@ def _hazards(repo: Path, top: Path, git: str, depth: int) -> list[str]:
         hazards.extend(git_dir_hazards(git_dir, top))
     if hazards:
         return hazards
-    for path in _gitlinks(repo, git):
+    populated = [p for p in _gitlinks(repo, git) if os.path.lexists(repo / p / ".git")]
+    if len(populated) > MAX_SUBMODULES:
+        return [f"{repo} has {len(populated)} checked-out submodules, more than the "
+                f"{MAX_SUBMODULES} that are checked"]  # fmt: skip
+    for path in populated:
         hazards.extend(_submodule_hazards(repo / path, top, git, depth))
     return hazards
 

@@ -399,3 +399,93 @@ def test_a_new_hook_cannot_be_made_and_the_git_dir_cannot_be_moved(ws: Path) -> 
     # Placeholders are invisible to git and gone afterwards.
     assert ".idea" not in done.stdout and ".nvim.lua" not in done.stdout, done.stdout
     assert not (ws / ".idea").exists() and not (ws / ".nvim.lua").exists()
+
+
+# Files in a git directory that move where git finds its configuration and hooks, and the
+# git entries of a repository below the root (`vendor/.git`).
+MOVERS = (
+    ".git/commondir", ".git/config.worktree", ".git/worktrees/w/gitdir",
+    ".git/worktrees/w/config.worktree", ".git/modules/a/b/config", "vendor/.git",
+    "vendor/.git/config", "vendor/.git/hooks/pre-commit", "a/b/.git/info/attributes",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MOVERS)
+@pytest.mark.parametrize("tool", sorted(EDITORS))
+def test_files_that_move_the_repository_ask_in_every_mode(ws: Path, name: str, tool: str) -> None:
+    for mode in MODES:
+        decision = _decide(_engine(ws), EDITORS[tool], mode, **_edit_args(tool, name))
+        assert decision.verdict == "ask", (mode, decision)
+        assert "runs code later" in decision.warning
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo ../evil > .git/commondir", "git init vendor", "git clone ../other vendor",
+     "git worktree add ../w", "printf x >> vendor/.git/config"],
+)  # fmt: skip
+def test_shell_commands_that_make_or_move_a_repository_ask(ws: Path, command: str) -> None:
+    decision = _decide(_engine(ws), BASH_TOOL.definition, PermissionMode.YOLO, command=command)
+    assert decision.verdict == "ask", decision
+
+
+def _leads(ws: Path) -> None:
+    """A hook kept under version control (`.git/hooks/pre-commit` a link to it) and a shared
+    configuration the repository's includes: ordinary files that protected ones lead to."""
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (ws / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit")
+    (ws / "gitconfig.shared").write_text("[alias]\n\tst = status\n")
+    (ws / "hooks.shared").mkdir()
+    (ws / "inc2").write_text("[core]\n\thooksPath = hooks.shared\n")
+    with (ws / ".git" / "config").open("a") as config:
+        config.write("[include]\n\tpath = ../gitconfig.shared\n"
+                     '[includeIf "gitdir:/"]\n\tpath = ../inc2\n')  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["scripts/pre-commit", "gitconfig.shared", "inc2",
+                                  "hooks.shared/post-merge"])  # fmt: skip
+def test_a_file_a_protected_one_leads_to_asks(ws: Path, name: str) -> None:
+    _leads(ws)
+    for tool in sorted(EDITORS):
+        decision = _decide(
+            _engine(ws), EDITORS[tool], PermissionMode.YOLO, **_edit_args(tool, name)
+        )
+        assert decision.verdict == "ask", (tool, decision)
+        assert "a protected file leads here" in decision.warning
+    hits = command_hits(f"printf x >> {name}", [ws])
+    assert hits and "leads here" in hits[0].warning
+    assert protected("scripts/other", [ws]) == []
+
+
+@pytest.mark.sandbox
+def test_the_build_sandbox_keeps_what_protected_files_lead_to(ws: Path) -> None:
+    from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path
+
+    need(bwrap_path() is not None, "bubblewrap is not installed")
+    _leads(ws)
+    command = "d=scri; printf evil >> ${d}pts/pre-commit; g=gitconfig; printf evil >> $g.shared"
+    decision = _decide(_engine(ws), BASH_TOOL.definition, PermissionMode.YOLO, command=command)
+    assert decision.verdict == "allow", decision  # the names are hidden: the sandbox is the wall
+    before = _snapshot(ws)
+    subprocess.run(build_argv(ws, ["bash", "-c", command], roots=[ws]), cwd=ws,
+                   capture_output=True, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert _snapshot(ws) == before
+
+
+@pytest.mark.sandbox
+def test_a_commondir_the_command_makes_is_removed_after_it(ws: Path) -> None:
+    """git dies on a folder named `commondir`, so no placeholder can hold the place: what a
+    command whose words do not name it makes there is removed when it ends, and it says so."""
+    from plan_lsp.policy.sandbox.bwrap import build_argv, bwrap_path
+
+    need(bwrap_path() is not None, "bubblewrap is not installed")
+    command = "d=.gi; mkdir -p evil; echo ../evil > ${d}t/commondir; cat ${d}t/commondir"
+    decision = _decide(_engine(ws), BASH_TOOL.definition, PermissionMode.YOLO, command=command)
+    assert decision.verdict == "allow", decision
+    argv = build_argv(ws, ["bash", "-c", command], roots=[ws])
+    done = subprocess.run(argv, cwd=ws, capture_output=True, text=True, check=False,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+    assert "../evil" in done.stdout  # it was made inside the command...
+    assert not os.path.lexists(ws / ".git" / "commondir")  # ...and is gone after it
+    assert "removed" in done.stderr and "commondir" in done.stderr

@@ -32,6 +32,8 @@ class Entry(BaseModel):
     where: Literal["root", "git"] = Field(alias="in")
     path: str
     warning: str = Field(min_length=10, max_length=200)
+    placeholder: bool = True  # a missing one is held by a placeholder in the build sandbox
+    sandbox: bool = True  # bound read-only in the build sandbox (else: asked about only)
 
     @field_validator("path")
     @classmethod
@@ -110,6 +112,89 @@ def _hooks_path(config: Path, top: Path) -> Path | None:
     core = re.search(r"(?ims)^\s*\[core\]([^\[]*)", text)
     found = core and re.search(r"(?im)^\s*hookspath\s*=\s*\"?([^\"\n]+)", core.group(1))
     return Path(os.path.realpath(top / os.path.expanduser(found[1].strip()))) if found else None
+
+
+def concrete(base: Path, parts: Sequence[str]) -> list[Path]:
+    """`base/parts` with `*` segments expanded over the folders that exist."""
+    found = [base]
+    for part in parts:
+        nxt = []
+        for folder in found:
+            if part == "*":
+                try:
+                    nxt += sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+                except OSError:
+                    pass
+            else:
+                nxt.append(folder / part)
+        found = nxt
+    return found
+
+
+# How deep includes are followed, and how many files a protected folder's links are read in.
+MAX_INCLUDE_DEPTH = 4
+MAX_FOLDER_LINKS = 200
+_INCLUDE_PATH = re.compile(r"(?ims)^\s*\[\s*include(?:if\b[^\]]*)?\]([^\[]*)")
+_PATH_KEY = re.compile(r"(?im)^\s*path\s*=\s*\"?([^\"\n]+)")
+
+
+def led_to(roots: Sequence[Path]) -> dict[Path, Entry]:
+    """Files and folders a protected one leads to, with its entry: the target of one that is
+    a link (or of a link inside a protected folder), the files git's configuration includes
+    and a `core.hooksPath` they set. Writing one changes what the protected file says."""
+    found: dict[Path, Entry] = {}
+    config = _entry("git", "config")
+    for root in roots:
+        real = Path(os.path.realpath(root))
+        dirs, hook_dirs = git_places(real)
+        for entry in autorun().file:
+            for base in [real] if entry.where == "root" else dirs:
+                for path in concrete(base, entry.parts):
+                    for link in _links(path, entry.folder):
+                        found.setdefault(Path(os.path.realpath(link)), entry)
+        for hooks in hook_dirs:
+            for link in _links(hooks, True):
+                found.setdefault(Path(os.path.realpath(link)), _entry("git", "hooks/"))
+        for gitdir in dirs:
+            for included, their_hooks in _includes(gitdir / "config", real, 0):
+                found.setdefault(included, config)
+                if their_hooks is not None:
+                    found.setdefault(their_hooks, _entry("git", "hooks/"))
+    return found
+
+
+def _links(path: Path, folder: bool) -> list[Path]:
+    """`path` if it is a link; in a folder (not a link), the links it holds (one level)."""
+    if path.is_symlink():
+        return [path]
+    if not folder or not path.is_dir():
+        return []
+    try:
+        with os.scandir(path) as entries:
+            return [
+                Path(e.path)
+                for _, e in zip(range(MAX_FOLDER_LINKS), entries, strict=False)
+                if e.is_symlink()
+            ]
+    except OSError:
+        return []
+
+
+def _includes(config: Path, top: Path, depth: int) -> list[tuple[Path, Path | None]]:
+    """(file, its `core.hooksPath`) for each file `config` includes, as git finds them."""
+    if depth >= MAX_INCLUDE_DEPTH:
+        return []
+    try:
+        text = config.read_text("utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for section in _INCLUDE_PATH.finditer(text):
+        for value in _PATH_KEY.findall(section.group(1)):
+            included = Path(os.path.realpath(config.parent / os.path.expanduser(value.strip())))
+            found.append((included, _hooks_path(included, top)))
+            found += _includes(included, top, depth + 1)
+    return found
 
 
 def _first_line(path: Path) -> str:
@@ -193,11 +278,14 @@ def _match_rel(rel: Sequence[str], *, ancestors: bool, glob: bool = False) -> li
         for e in _candidates("root", rel[0], glob)
         if _entry_hit(rel, e, ancestors=ancestors, glob=glob)
     ]
-    if len(rel) > 1 and _seg(rel[0], GIT, glob):
-        hits += [
-            e for e in _candidates("git", rel[1], glob)
-            if _entry_hit(rel[1:], e, ancestors=ancestors, glob=glob)
-        ]  # fmt: skip
+    for at in range(len(rel) - 1):  # below a `.git` at any depth: a repository in the tree
+        if _seg(rel[at], GIT, glob):
+            hits += [
+                e for e in _candidates("git", rel[at + 1], glob)
+                if _entry_hit(rel[at + 1 :], e, ancestors=ancestors, glob=glob)
+            ]  # fmt: skip
+    if len(rel) > 1 and _seg(rel[-1], GIT, glob):  # a nested repository's `.git` itself
+        hits.append(_entry("root", GIT))
     return hits
 
 
@@ -211,6 +299,7 @@ def protected(
     *,
     ancestors: bool = False,
     places: GitPlaces | None = None,
+    led: dict[Path, Entry] | None = None,
 ) -> list[Hit]:
     """The protected files `path` names (relative to `base`, default the first root);
     `ancestors`: a folder holding one counts too (a shell word `.git`)."""
@@ -228,7 +317,16 @@ def protected(
 
     if places is None:
         places = [git_places(root) for root in roots]
+    if led is None:
+        led = led_to(roots)
     for form in forms:
+        real = Path(os.path.realpath(form))
+        for target, entry in led.items():
+            if real == target or target in real.parents:
+                shown = _shown(form, root_forms)
+                hits.setdefault(
+                    shown, Hit(shown, real, f"a protected file leads here: {entry.warning}")
+                )
         for root_form in root_forms:
             rel = _rel(form, root_form)
             if rel is not None:
@@ -268,8 +366,10 @@ def _words(command: str) -> list[str]:
         return re.split(r"[\s;&|()<>'\"]+", command)
 
 
-def _word_hits(word: str, roots: Sequence[Path], cwd: Path, places: GitPlaces) -> list[Hit]:
-    hits = protected(word, roots, cwd, ancestors=True, places=places)
+def _word_hits(
+    word: str, roots: Sequence[Path], cwd: Path, places: GitPlaces, led: dict[Path, Entry]
+) -> list[Hit]:
+    hits = protected(word, roots, cwd, ancestors=True, places=places, led=led)
     if hits:
         return hits
     # After a `cd` (`cd sub && echo > ../.envrc`) or a glob: its last segments, any case.
@@ -297,6 +397,7 @@ def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -
     cwd = cwd or roots[0]
     writers = autorun().git_config_writers
     places = [git_places(root) for root in roots]
+    led = led_to(roots)
     found: list[Hit] = []
     seen: set[str] = set()
     git_seen = False
@@ -312,7 +413,7 @@ def command_hits(command: str, roots: Sequence[Path], cwd: Path | None = None) -
             seen.add(piece)
             # A word longer than PATH_MAX names no file the system opens.
             if piece and "\x00" not in piece and len(piece) <= 4096:
-                found += _word_hits(piece, roots, cwd, places)
+                found += _word_hits(piece, roots, cwd, places, led)
     return list({h.shown: h for h in found}.values())
 
 

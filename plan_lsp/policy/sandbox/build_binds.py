@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_lsp.policy.autorun import GIT, Entry, autorun, command_hits, git_places
+from plan_lsp.policy.autorun import GIT, Entry, autorun, command_hits, concrete, git_places, led_to
 from plan_lsp.policy.sandbox.layout import below
 
 
@@ -20,27 +20,11 @@ class Place:
     """What the build sandbox does with one place: `ro` binds it read-only; `missing` binds
     an empty placeholder folder read-only in its place (nothing can be created there, and
     git does not see it); `pin` binds a folder onto itself, writable, so it cannot be
-    renamed away with the protected files inside (a mount point cannot be)."""
+    renamed away with the protected files inside (a mount point cannot be); `absent`: a file
+    git dies on when a folder stands in its place, removed after the command if it made it."""
 
     path: Path
-    how: Literal["ro", "missing", "pin"]
-
-
-def _concrete(base: Path, parts: Sequence[str]) -> list[Path]:
-    """`base/parts` with `*` segments expanded over the folders that exist."""
-    found = [base]
-    for part in parts:
-        nxt = []
-        for folder in found:
-            if part == "*":
-                try:
-                    nxt += sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-                except OSError:
-                    pass
-            else:
-                nxt.append(folder / part)
-        found = nxt
-    return found
+    how: Literal["ro", "missing", "pin", "absent"]
 
 
 def sandbox_places(roots: Sequence[Path]) -> list[Place]:
@@ -48,16 +32,19 @@ def sandbox_places(roots: Sequence[Path]) -> list[Place]:
     apart), parents first; a missing one gets a placeholder at its topmost missing folder."""
     places: dict[Path, Place] = {}
 
-    def put(path: Path, how: Literal["ro", "missing", "pin"]) -> None:
+    def put(path: Path, how: Literal["ro", "missing", "pin", "absent"]) -> None:
         places.setdefault(path, Place(path, how))
 
     def visit(base: Path, entry: Entry) -> None:
-        for target in _concrete(base, entry.parts):
+        for target in concrete(base, entry.parts):
             if os.path.exists(target) and not is_placeholder(target):
                 put(target, "ro")
                 continue
             if os.path.lexists(target) and not is_placeholder(target):
                 continue  # a dangling link: nothing to bind (docs/security.md)
+            if not entry.placeholder:
+                put(target, "absent")  # git would die on a folder in its place
+                continue
             missing = target
             while not os.path.lexists(missing.parent) and missing.parent != base:
                 missing = missing.parent
@@ -65,7 +52,7 @@ def sandbox_places(roots: Sequence[Path]) -> list[Place]:
                 put(missing.parent, "ro")  # its target, read-only
             elif missing.parent.is_dir():
                 put(missing, "missing")
-        for parent in _concrete(base, entry.parts[:-1]):
+        for parent in concrete(base, entry.parts[:-1]):
             if parent != base and parent.is_dir() and not parent.is_symlink():
                 put(parent, "pin")
 
@@ -73,7 +60,7 @@ def sandbox_places(roots: Sequence[Path]) -> list[Place]:
         real = Path(os.path.realpath(root))
         dirs, hook_dirs = git_places(real)
         for entry in autorun().file:
-            if entry.path == ".plan-lsp/":
+            if entry.path == ".plan-lsp/" or not entry.sandbox:
                 continue
             if entry.path == GIT:
                 # Only bound where it is: a placeholder `.git` would stop every git command.
@@ -92,6 +79,12 @@ def sandbox_places(roots: Sequence[Path]) -> list[Place]:
         for hooks in hook_dirs:
             if hooks.is_dir():
                 put(hooks, "ro")
+    # What a protected file leads to (a hook that is a link, an included configuration).
+    # Outside the roots the build sandbox writes nothing anyway.
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+    for target in led_to(roots):
+        if os.path.exists(target) and any(below(target, r) for r in real_roots):
+            put(target, "ro")
     return sorted(places.values(), key=lambda p: len(p.path.parts))
 
 
@@ -117,29 +110,39 @@ def make_placeholder(path: Path) -> bool:
     return True
 
 
-# Runs bwrap (`$n` placeholders first, then the argv), then removes the placeholders.
+# Runs bwrap (`$n` placeholders first, `$m` files that must stay absent, then the argv), then
+# removes the placeholders and whatever the command made in the place of an absent file.
 PLACEHOLDERS_SCRIPT = (
-    'n=$1; shift; places=("${@:1:n}"); shift "$n"; "$@"; s=$?; '
-    'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; exit $s'
+    'n=$1; shift; places=("${@:1:n}"); shift "$n"; m=$1; shift; absent=("${@:1:m}"); '
+    'shift "$m"; "$@"; s=$?; '
+    'for p in "${places[@]}"; do rmdir -- "$p" 2>/dev/null; done; '
+    'for p in "${absent[@]}"; do if [ -e "$p" ] || [ -L "$p" ]; then rm -rf -- "$p" && '
+    'echo "plan-lsp: removed $p, which this command made: it moves where git finds its '
+    'configuration and hooks (a command that names it is asked about)" >&2; fi; done; exit $s'
 )
 
 
 def autorun_binds(
     workdir: Path, argv: Sequence[str], roots: Sequence[Path]
-) -> tuple[list[str], list[str]]:
-    """(bwrap options, placeholders made) that make the files that run code later read-only,
-    but those the command's words name (asked for in every permission mode)."""
+) -> tuple[list[str], list[str], list[str]]:
+    """(bwrap options, placeholders made, files to remove if the command makes them) that
+    keep the files that run code later as they are, but those the command's words name
+    (asked for in every permission mode)."""
     command = argv[2] if len(argv) > 2 and argv[1] == "-c" else " ".join(argv)
     named = [h.real for h in command_hits(command, roots, Path(workdir)) if h.real is not None]
     options: list[str] = []
     made: list[str] = []
+    absent: list[str] = []
     for place in sandbox_places(roots):
         path = place.path
         if place.how != "pin" and any(n == path or below(n, path) or below(path, n) for n in named):
+            continue
+        if place.how == "absent":
+            absent.append(str(path))
             continue
         if place.how == "missing":
             if not make_placeholder(path):
                 continue
             made.append(str(path))
         options += ["--bind" if place.how == "pin" else "--ro-bind", str(path), str(path)]
-    return options, made
+    return options, made, absent

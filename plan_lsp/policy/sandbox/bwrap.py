@@ -250,7 +250,7 @@ def build_argv(
         args += ["--ro-bind", str(state), str(state)]
     for own in own_places(all_roots, os.environ):
         args += ["--ro-bind", str(own), str(own)]
-    autorun, made = autorun_binds(workdir, argv, all_roots)
+    autorun, made, absent = autorun_binds(workdir, argv, all_roots)
     args += autorun
     args += [
         "--chdir", os.path.realpath(workdir),
@@ -259,7 +259,7 @@ def build_argv(
         "--",
         *argv,
     ]  # fmt: skip
-    if not made:
+    if not made and not absent:
         return args
     return [
         _program("bash"),
@@ -268,5 +268,7 @@ def build_argv(
         "plan-lsp-build",
         str(len(made)),
         *made,
+        str(len(absent)),
+        *absent,
         *args,
     ]

@@ -226,3 +226,20 @@ def test_a_pack_index_linked_outside_is_refused(repo: Path, tmp_path: Path) -> N
     _link(repo, "objects/pack/multi-pack-index", secret)
     hazards = git_config_hazards(repo)
     assert any("multi-pack-index" in h for h in hazards), hazards
+
+
+def test_the_check_itself_runs_nothing_the_repository_names(repo: Path, tmp_path: Path) -> None:
+    """The check reads the index for submodules: reading it runs `core.fsmonitor` unless the
+    shim's overrides come first. With a submodule, so that every step of the check runs."""
+    _submodule(repo, tmp_path)
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    for where in (repo, repo / "sub"):
+        _git(where, "config", "core.fsmonitor", str(hook))
+    _git(repo, "status", "--short")
+    assert marker.exists()  # what the repository's program does when git runs it
+    marker.unlink()
+    assert git_config_hazards(repo) == []
+    assert not marker.exists(), "the hazard check ran the repository's core.fsmonitor"

@@ -23,13 +23,15 @@ def _covered(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern, _ in DYNAMIC_OVERRIDES)
 
 
-def _git_output(git: str, repo: Path, *args: str, home: str = "/tmp") -> bytes | None:
+def _git_output(
+    git: str, repo: Path, *args: str, home: str = "/tmp", extra: dict[str, str] | None = None
+) -> bytes | None:
     """What `git -C repo ARGS` prints, or None when it fails."""
     try:
         proc = subprocess.run(
             [git, "-C", str(repo), *args],
             capture_output=True,
-            env=plan_environment(home=home),
+            env={**plan_environment(home=home), "GIT_OPTIONAL_LOCKS": "0", **(extra or {})},
             timeout=10,
             check=False,
             stdin=subprocess.DEVNULL,
@@ -109,9 +111,14 @@ def _hazards(repo: Path, top: Path, git: str, depth: int) -> list[str]:
     return hazards
 
 
+# Reading the index runs the repository's `core.fsmonitor`: the shim's fixed overrides first.
+_NEUTRAL = tuple(f"--config-env={k}=_PLAN_LSP_V{n}" for n, (k, _) in enumerate(STATIC_OVERRIDES))
+_NEUTRAL_ENV = {f"_PLAN_LSP_V{n}": v for n, (_, v) in enumerate(STATIC_OVERRIDES)}
+
+
 def _gitlinks(repo: Path, git: str) -> list[str]:
     """The paths of the submodules (gitlinks) in `repo`'s index."""
-    out = _git_output(git, repo, "ls-files", "--stage", "-z")
+    out = _git_output(git, repo, *_NEUTRAL, "ls-files", "--stage", "-z", extra=_NEUTRAL_ENV)
     found = []
     for item in (out or b"").split(b"\0"):
         if item.startswith(b"160000 "):

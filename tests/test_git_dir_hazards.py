@@ -24,16 +24,20 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout + done.stderr
 
 
+def _committed(root: Path, name: str) -> Path:
+    """A new repository at `root` with one commit of the file `name`."""
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / name).write_text(f"{name}\n")
+    _git(root, "add", name)
+    _git(root, "commit", "-qm", name)
+    return root
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     need_program("git")
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q")
-    (root / "a.txt").write_text("a\n")
-    _git(root, "add", "a.txt")
-    _git(root, "commit", "-qm", "one")
-    return root
+    return _committed(tmp_path / "repo", "a.txt")
 
 
 def _secret(tmp_path: Path, text: str) -> Path:
@@ -174,12 +178,7 @@ async def test_classified_git_is_refused_in_such_a_repository(repo: Path, tmp_pa
 def _submodule(repo: Path, tmp_path: Path) -> Path:
     """A checked-out submodule `sub` (a gitlink in the index, no .gitmodules needed) with
     its own git directory in its folder."""
-    sub = repo / "sub"
-    sub.mkdir()
-    _git(sub, "init", "-q")
-    (sub / "s.txt").write_text("s\n")
-    _git(sub, "add", "s.txt")
-    _git(sub, "commit", "-qm", "s")
+    sub = _committed(repo / "sub", "s.txt")
     _git(repo, "add", "sub")
     _git(repo, "commit", "-qm", "with sub")
     assert _git(repo, "ls-files", "--stage", "sub").startswith("160000 ")

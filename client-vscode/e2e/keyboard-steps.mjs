@@ -169,7 +169,11 @@ export async function runLens(page, title) {
   await runCommand(page, 'Show CodeLens Commands for Current Line');
   const widget = page.locator('.quick-input-widget');
   const rows = widget.locator('.quick-input-list .monaco-list-row');
-  await waitFor('the lenses of the line', async () => (await rows.count()) > 0);
+  // The palette's own list stays a moment after Enter (its box still starts with `>`): the
+  // lenses are the list of the quick pick that replaces it.
+  await waitFor('the lenses of the line', async () =>
+    (await widget.isVisible()) && !(await widget.locator('input').inputValue()).startsWith('>') &&
+    (await rows.count()) > 0);
   const focused = widget.locator('.quick-input-list .monaco-list-row.focused .label-name');
   const onIt = async () => ((await focused.first().textContent().catch(() => '')) ?? '').trim() === title;
   for (let i = 0; i < 10 && !(await onIt()); i++) await page.keyboard.press('ArrowDown');

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from plan_lsp.policy.shell import classify_command
 from plan_lsp.policy.shell.verify import PARENT_IGNORE_FILES
-from tests.needs import need
+from tests.needs import need_program
 
 
 def _allowed(command: str, ws: Path) -> tuple[bool, list[str]]:
@@ -87,9 +87,7 @@ def test_any_date_string_with_a_zone_is_refused(before: str, tz: str, after: str
 def test_temporary_files_stay_in_the_private_home(command: str, tmp_path: Path) -> None:
     from plan_lsp.policy.sandbox import unsandboxed_plan_env
 
-    strace = shutil.which("strace")
-    need(strace is not None, "strace")
-    assert strace is not None
+    strace = need_program("strace")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "big.txt").write_text("".join(f"{n}\n" for n in range(50_000)))

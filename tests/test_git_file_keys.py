@@ -14,8 +14,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ import pytest
 from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, STATIC_OVERRIDES
 from plan_lsp.policy.shell import classify_command
 from plan_lsp.policy.shell.gitfiles import FILE_KEYS
-from tests.needs import need
+from tests.needs import need_program
 
 pytestmark = pytest.mark.process  # git and strace run
 
@@ -65,9 +65,7 @@ INCLUDES = frozenset({"include.path", "includeIf.<condition>.path"})
 
 
 def _git_keys() -> list[str]:
-    git = shutil.which("git")
-    need(git is not None, "git")
-    assert git is not None
+    git = need_program("git")
     out = subprocess.run([git, "help", "--config"], capture_output=True, text=True,
                          timeout=30, check=True).stdout  # fmt: skip
     return [k for k in out.split() if "." in k and _FILE_WORD.search(k)]
@@ -93,30 +91,34 @@ def test_every_file_key_of_this_git_is_accounted_for() -> None:
     assert [k for k in keys if _accounted(k) is None] == []
 
 
-def _strace() -> str:
-    found = shutil.which("strace")
-    need(found is not None, "strace")
-    assert found is not None
-    return found
+def _git_in(ws: Path, home: Path) -> Callable[..., str]:
+    """`git -C ws ARGS` with a fixed identity and no system or user configuration."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"}  # fmt: skip
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, timeout=30,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    return git
 
 
 def test_files_the_repository_names_are_not_opened(tmp_path: Path) -> None:
     from plan_lsp.policy.sandbox import unsandboxed_plan_env
 
-    strace = _strace()
+    strace = need_program("strace")
     secret = tmp_path / "outside" / ".netrc"
     secret.parent.mkdir()
     secret.write_text("machine example.com password Zx9@q#TOKEN/Pw\n")
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
-           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"}  # fmt: skip
-    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "one"]):
-        subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, timeout=30)
+    git = _git_in(ws, tmp_path)
+    git("init", "-q")
+    git("commit", "-q", "--allow-empty", "-m", "one")
     (ws / "a.txt").write_text("one\n")
-    subprocess.run(["git", "-C", str(ws), "add", "a.txt"], env=env, check=True, timeout=30)
-    subprocess.run(["git", "-C", str(ws), "commit", "-qm", "two"], env=env, check=True, timeout=30)
+    git("add", "a.txt")
+    git("commit", "-qm", "two")
     (ws / "a.txt").write_text("two\n")
     with (ws / ".git" / "config").open("a") as config:
         config.write(f"[core]\n\tattributesFile = {secret}\n\texcludesFile = {secret}\n"
@@ -146,14 +148,7 @@ def test_a_partial_clone_reaches_no_transport(tmp_path: Path) -> None:
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
-           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"}  # fmt: skip
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, timeout=30,
-                              capture_output=True, text=True).stdout.strip()  # fmt: skip
-
+    git = _git_in(ws, tmp_path)
     git("init", "-q")
     (ws / "a.txt").write_text("a\n")
     (ws / "b.txt").write_text("b, fetched\n")

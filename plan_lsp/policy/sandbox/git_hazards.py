@@ -12,7 +12,13 @@ import subprocess
 from pathlib import Path
 
 from plan_lsp.policy.safe_fs import WriteRefused, read_file_bytes
-from plan_lsp.policy.sandbox.git import DYNAMIC_OVERRIDES, PROGRAM_WORDS, STATIC_OVERRIDES, real_git
+from plan_lsp.policy.sandbox.git import (
+    DYNAMIC_OVERRIDES,
+    PROGRAM_WORDS,
+    STATIC_OVERRIDES,
+    hardened_git_env,
+    real_git,
+)
 from plan_lsp.policy.sandbox.layout import plan_environment
 
 
@@ -24,14 +30,16 @@ def _covered(name: str) -> bool:
 
 
 def _git_output(
-    git: str, repo: Path, *args: str, home: str = "/tmp", extra: dict[str, str] | None = None
+    git: str, repo: Path, *args: str, home: str = "/tmp", hardened: bool = False
 ) -> bytes | None:
-    """What `git -C repo ARGS` prints, or None when it fails."""
+    """What `git -C repo ARGS` prints, or None when it fails; `hardened`: with the shim's
+    fixed overrides (git reading the index runs the repository's `core.fsmonitor`)."""
+    env = plan_environment(home=home)
     try:
         proc = subprocess.run(
             [git, "-C", str(repo), *args],
             capture_output=True,
-            env={**plan_environment(home=home), "GIT_OPTIONAL_LOCKS": "0", **(extra or {})},
+            env=hardened_git_env(env) if hardened else env,
             timeout=10,
             check=False,
             stdin=subprocess.DEVNULL,
@@ -111,14 +119,9 @@ def _hazards(repo: Path, top: Path, git: str, depth: int) -> list[str]:
     return hazards
 
 
-# Reading the index runs the repository's `core.fsmonitor`: the shim's fixed overrides first.
-_NEUTRAL = tuple(f"--config-env={k}=_PLAN_LSP_V{n}" for n, (k, _) in enumerate(STATIC_OVERRIDES))
-_NEUTRAL_ENV = {f"_PLAN_LSP_V{n}": v for n, (_, v) in enumerate(STATIC_OVERRIDES)}
-
-
 def _gitlinks(repo: Path, git: str) -> list[str]:
     """The paths of the submodules (gitlinks) in `repo`'s index."""
-    out = _git_output(git, repo, *_NEUTRAL, "ls-files", "--stage", "-z", extra=_NEUTRAL_ENV)
+    out = _git_output(git, repo, "ls-files", "--stage", "-z", hardened=True)
     found = []
     for item in (out or b"").split(b"\0"):
         if item.startswith(b"160000 "):
